@@ -1,0 +1,82 @@
+#pragma once
+// The sandbox policy: what a session may touch, reach and spend.
+// Sources, later ones winning: built-in defaults < --policy FILE (JSON) < flags.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace belljar {
+
+// A bad flag, size or file. The message names it; callers print one line and exit 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class Isolation { strict, degraded, none };
+
+struct HostRule {
+  std::string host;               // "example.com", "*.example.com", "10.0.0.5", "::1"
+  std::vector<uint16_t> ports;    // {80, 443} when none was given
+  std::string text() const;       // as the user wrote it, for logs and 403 bodies
+};
+
+struct Policy {
+  std::filesystem::path workspace;             // absolute; the one writable directory
+  std::vector<std::filesystem::path> read_only;
+  std::vector<std::string> hide;               // extra globs, on top of the defaults
+  std::vector<HostRule> allow_net;
+  std::vector<std::string> pass_env;
+  std::vector<std::pair<std::string, std::string>> set_env;
+  double timeout_seconds = 60;
+  std::optional<double> cpu_seconds;           // per cell; the timeout when unset
+  uint64_t memory_bytes = 1ull << 30;
+  uint64_t pids = 256;
+  uint64_t file_size_bytes = 1ull << 30;
+  uint64_t tmp_size_bytes = 256ull << 20;
+  uint64_t output_limit_bytes = 10ull << 20;
+  std::string python;                          // resolved to an absolute path
+  std::string sandbox_user;                    // empty: "nobody" when root, else unused
+  std::string audit_log;                       // empty: stderr
+  Isolation isolation = Isolation::strict;
+
+  double cpu_limit() const { return cpu_seconds.value_or(timeout_seconds); }
+  nlohmann::json summary() const;              // for kernel_info, logs, the audit record
+};
+
+// The secret patterns always masked inside the workspace (DESIGN: secrets stripped).
+const std::vector<std::string>& default_hidden_patterns();
+
+// Value parsers, each throwing UsageError naming the flag and the bad value.
+uint64_t parse_size(const std::string& flag, const std::string& text);      // 512M, 1G, 4096
+double parse_duration(const std::string& flag, const std::string& text);    // 30, 1.5s, 2m, 1h
+HostRule parse_host_rule(const std::string& flag, const std::string& text); // host[:port]
+Isolation parse_isolation(const std::string& text);
+std::string isolation_name(Isolation isolation);
+
+// Collects policy flags from a command line. Each command's own flags are handled by the
+// caller; take() answers whether argv[i] (and maybe argv[i+1]) was a policy flag.
+class PolicyBuilder {
+ public:
+  PolicyBuilder();
+  // Returns the number of argv entries consumed (0: not a policy flag).
+  int take(const std::vector<std::string>& args, size_t i);
+  // Applies --policy FILE first, then the flags in order; resolves paths and the python.
+  Policy build() const;
+  // The flags as given, for baking into kernel.json's argv.
+  const std::vector<std::string>& given() const { return given_; }
+
+ private:
+  std::vector<std::string> given_;
+  std::optional<std::string> policy_file_;
+};
+
+// Every policy flag with its argument placeholder and meaning, for --help.
+const std::vector<std::pair<std::string, std::string>>& policy_flag_help();
+
+}  // namespace belljar

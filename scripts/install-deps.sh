@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package that belljar's build, tests, benchmark and demo need.
+# Idempotent: packages already present are skipped by apt.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
+  libzmq3-dev cppzmq-dev nlohmann-json3-dev libssl-dev libseccomp-dev catch2
+  # the worker's Python and what notebooks expect of it
+  python3 python3-ipython python3-numpy python3-matplotlib python3-pandas
+  python3-requests python3-httpx
+  # Jupyter clients and test tools
+  python3-jupyter-client python3-ipykernel python3-nbclient python3-nbformat
+  python3-nbconvert python3-jupyter-kernel-test python3-jupyter-console
+  jupyter-notebook python3-psutil python3-pytest
+  # tests and tools: network namespaces, certificates, browser
+  iproute2 openssl procps chromium chromium-driver
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+command -v node >/dev/null || { echo "install-deps: node is required for the browser and MCP tests" >&2; exit 1; }
