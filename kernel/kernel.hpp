@@ -1,0 +1,143 @@
+#pragma once
+// The supervisor: a single-threaded reactor over the Jupyter sockets and the worker's frame
+// socket and output pipes. It never runs user code and never blocks on the worker, so control
+// messages (interrupt, shutdown) are served even while a cell spins.
+//   reactor.cpp      the loop: poll, signals, timers, limits
+//   requests.cpp     Jupyter requests: queueing, dispatch, replies
+//   worker_link.cpp  the worker: start, frames, output, exits, restarts
+#include <chrono>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kernel/audit_log.hpp"
+#include "kernel/connection_file.hpp"
+#include "kernel/diagnostics.hpp"
+#include "kernel/history.hpp"
+#include "kernel/output_stream.hpp"
+#include "kernel/replay_guard.hpp"
+#include "kernel/signer.hpp"
+#include "kernel/transport.hpp"
+#include "kernel/wire_message.hpp"
+#include "kernel/worker_frames.hpp"
+#include "sandbox/fd.hpp"
+#include "sandbox/policy.hpp"
+#include "sandbox/worker_process.hpp"
+
+namespace belljar {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct KernelOptions {
+  ConnectionInfo connection;
+  Policy policy;
+  WorkerLaunch launch;
+};
+
+class Kernel {
+ public:
+  explicit Kernel(KernelOptions options);
+  ~Kernel();
+  // Starts the first worker (throws SandboxError: the kernel refuses to start), then serves
+  // until shutdown. Returns the process exit status.
+  int run();
+
+ private:
+  // A shell request the worker is handling now.
+  struct Cell {
+    WireMessage request;
+    std::string kind;              // execute_request, complete_request, ...
+    std::string id;                // frame id
+    int execution_count = 0;
+    bool silent = false, store_history = true, stop_on_error = true, allow_stdin = false;
+    std::string code;
+    Clock::time_point started;
+    std::string started_iso;
+    double timeout = 0, cpu_limit = 0;
+    double cpu_at_start = 0;
+    std::optional<Clock::time_point> kill_at;  // set once an interrupt for a limit was sent
+    std::string limit_hit;                     // "", "timeout", "cpu", "memory"
+    bool user_interrupted = false;
+    std::optional<json> error;                 // ename, evalue, traceback
+    json displays = json::array();             // mime types of each display, for the audit
+    std::string result_text;                   // text/plain of the result, for history
+  };
+  struct QueuedRequest {
+    Channel channel;
+    WireMessage message;
+  };
+
+  // reactor.cpp
+  void poll_once();
+  void handle_signals();
+  void check_limits(Clock::time_point now);
+  Clock::time_point next_deadline() const;
+
+  // requests.cpp
+  void receive(Channel channel);
+  void handle_control(const WireMessage& message);
+  void dispatch_next();
+  void start_request(const WireMessage& message);
+  void answer_locally(Channel channel, const WireMessage& message);
+  void abort_queued_executes();
+  void reply(Channel channel, const WireMessage& parent, const std::string& type, json content,
+             json metadata = json::object());
+  void publish(const std::string& type, json content, const WireMessage* parent);
+  void publish_status(const std::string& state, const WireMessage* parent);
+  void interrupt_cell();
+  void request_shutdown();
+  std::string banner() const;
+
+  // worker_link.cpp
+  void start_worker();
+  void schedule_restart(const std::string& why);
+  void send_to_worker(const json& frame);
+  void flush_outbox();
+  void read_frames();
+  void read_pipe(int index, size_t budget);
+  void drain_pipes();
+  void flush_streams(bool final);
+  void handle_frame(const json& frame);
+  void handle_limits(const json& frame);
+  void finish_cell(const json& done);
+  void finish_request_reply(const json& reply);
+  void on_worker_exit(const WorkerExit& exit);
+  void fail_cell(const std::string& ename, const std::string& evalue);
+  json execution_facts() const;
+  void drop_worker();
+
+  KernelOptions options_;
+  Signer signer_;
+  ReplayGuard replay_;
+  std::string session_id_;
+  AuditLog audit_;
+  RateLimitedLog wire_log_;
+  std::optional<Transport> transport_;
+  History history_;
+  Fd signals_;
+
+  std::optional<WorkerProcess> worker_;
+  WorkerFrameDecoder decoder_;
+  std::string outbox_;
+  bool worker_ready_ = false;
+  bool pipe_open_[2] = {false, false};
+  json language_info_ = json::object();
+  std::optional<Clock::time_point> restart_at_;
+  int failed_starts_ = 0;
+  std::string start_error_;
+  Clock::time_point worker_started_;
+
+  std::deque<QueuedRequest> queue_;
+  std::optional<Cell> cell_;
+  std::optional<WireMessage> last_parent_;  // where output between cells is attributed
+  int execution_count_ = 0;
+  OutputBudget budget_;
+  StreamBuffer streams_[2];                 // stdout, stderr
+  bool shutting_down_ = false;
+  int restarts_ = 0;
+};
+
+}  // namespace belljar

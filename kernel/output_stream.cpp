@@ -1,0 +1,48 @@
+#include "kernel/output_stream.hpp"
+
+#include <algorithm>
+
+namespace belljar {
+
+uint64_t OutputBudget::take(uint64_t bytes) {
+  uint64_t room = used_ >= limit_ ? 0 : limit_ - used_;
+  uint64_t granted = std::min(room, bytes);
+  used_ += granted;
+  dropped_ += bytes - granted;
+  return granted;
+}
+
+void StreamBuffer::append(std::string_view bytes, OutputBudget& budget) {
+  uint64_t granted = budget.take(bytes.size());
+  if (granted == 0) return;
+  if (text_.empty()) first_pending_ = Clock::now();
+  text_.append(bytes.substr(0, granted));
+  total_ += granted;
+}
+
+bool StreamBuffer::due(Clock::time_point now) const {
+  return !text_.empty() && (text_.size() >= kFlushBytes || now >= deadline());
+}
+
+std::string StreamBuffer::take(bool final) {
+  size_t n = final ? text_.size() : utf8_complete_prefix(text_);
+  std::string out = text_.substr(0, n);
+  text_.erase(0, n);
+  if (!text_.empty()) first_pending_ = Clock::now();
+  return out;
+}
+
+size_t utf8_complete_prefix(std::string_view bytes) {
+  size_t n = bytes.size();
+  // Look back at most 3 bytes for the start of a multi-byte sequence.
+  for (size_t back = 1; back <= 4 && back <= n; ++back) {
+    unsigned char c = static_cast<unsigned char>(bytes[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte
+    size_t need = (c & 0x80) == 0 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
+                  : (c & 0xF8) == 0xF0 ? 4 : 1;
+    return back < need ? n - back : n;
+  }
+  return n;
+}
+
+}  // namespace belljar

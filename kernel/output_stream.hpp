@@ -1,0 +1,51 @@
+#pragma once
+// What the worker writes on fd 1/2 for the running cell: coalesced into stream messages and
+// capped per cell. Bytes are split only on UTF-8 character boundaries.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace belljar {
+
+// The cap over everything one cell outputs (streams and displays together).
+class OutputBudget {
+ public:
+  void reset(uint64_t limit) { limit_ = limit, used_ = 0, dropped_ = 0; }
+  // How many of `bytes` may still be sent; the rest is counted as dropped.
+  uint64_t take(uint64_t bytes);
+  bool exhausted() const { return used_ >= limit_; }
+  uint64_t used() const { return used_; }
+  uint64_t dropped() const { return dropped_; }
+  uint64_t limit() const { return limit_; }
+
+ private:
+  uint64_t limit_ = 10ull << 20, used_ = 0, dropped_ = 0;
+};
+
+class StreamBuffer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr size_t kFlushBytes = 64 * 1024;                    // size window
+  static constexpr std::chrono::milliseconds kFlushDelay{20};         // time window
+
+  void append(std::string_view bytes, OutputBudget& budget);
+  bool pending() const { return !text_.empty(); }
+  // Due when the size window is full or the oldest pending byte has waited long enough.
+  bool due(Clock::time_point now) const;
+  Clock::time_point deadline() const { return first_pending_ + kFlushDelay; }
+  // Text ready to send (complete UTF-8 characters); `final` also sends a partial tail.
+  std::string take(bool final);
+  uint64_t total_bytes() const { return total_; }
+  void reset_totals() { total_ = 0; }
+
+ private:
+  std::string text_;
+  Clock::time_point first_pending_{};
+  uint64_t total_ = 0;
+};
+
+// Length of the longest prefix of `bytes` that does not end inside a UTF-8 sequence.
+size_t utf8_complete_prefix(std::string_view bytes);
+
+}  // namespace belljar

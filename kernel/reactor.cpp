@@ -1,0 +1,166 @@
+// The reactor loop: one poll over the Jupyter sockets, the worker's frame socket and pipes,
+// and a signalfd; timers are the poll timeout.
+#include <signal.h>
+#include <sys/signalfd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "kernel/kernel.hpp"
+
+namespace belljar {
+
+namespace {
+sigset_t handled_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGINT);   // interrupt_mode "signal": Jupyter signals the kernel process
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+}  // namespace
+
+Kernel::Kernel(KernelOptions options)
+    : options_(std::move(options)),
+      signer_(options_.connection.key),
+      session_id_(new_uuid()),
+      audit_(options_.policy.audit_log),
+      wire_log_(10) {
+  // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
+  // interest arrives on the signalfd instead.
+  sigset_t set = handled_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  signals_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!signals_) throw SandboxError(std::string("signalfd: ") + std::strerror(errno));
+  options_.connection.key.assign(options_.connection.key.size(), '\0');
+  transport_.emplace(options_.connection);
+}
+
+Kernel::~Kernel() { drop_worker(); }
+
+int Kernel::run() {
+  audit_.record("kernel_start", {{"version", BELLJAR_VERSION},
+                                 {"pid", ::getpid()},
+                                 {"session", session_id_},
+                                 {"policy", options_.policy.summary()}});
+  start_worker();  // throws SandboxError: refuse to start rather than run with less
+  publish_status("starting", nullptr);
+  while (!shutting_down_) poll_once();
+  drop_worker();
+  audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", restarts_}});
+  return 0;
+}
+
+Clock::time_point Kernel::next_deadline() const {
+  auto next = Clock::now() + std::chrono::seconds(1);
+  for (auto& stream : streams_)
+    if (stream.pending()) next = std::min(next, stream.deadline());
+  if (cell_ && cell_->kind == "execute_request") {
+    if (cell_->kill_at) {
+      next = std::min(next, *cell_->kill_at);
+    } else {
+      next = std::min(next, cell_->started + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(cell_->timeout)));
+      if (cell_->cpu_limit < cell_->timeout)
+        next = std::min(next, Clock::now() + std::chrono::milliseconds(100));
+    }
+  }
+  if (restart_at_) next = std::min(next, *restart_at_);
+  return next;
+}
+
+void Kernel::poll_once() {
+  std::vector<zmq::pollitem_t> items = {
+      {transport_->socket(Channel::control).handle(), 0, ZMQ_POLLIN, 0},
+      {transport_->socket(Channel::shell).handle(), 0, ZMQ_POLLIN, 0},
+      {transport_->socket(Channel::stdin_).handle(), 0, ZMQ_POLLIN, 0},
+      {nullptr, signals_.get(), ZMQ_POLLIN, 0},
+  };
+  size_t worker_index = items.size();
+  if (worker_) {
+    short events = ZMQ_POLLIN | (outbox_.empty() ? 0 : ZMQ_POLLOUT);
+    items.push_back({nullptr, worker_->frames_fd(), events, 0});
+    items.push_back({nullptr, pipe_open_[0] ? worker_->stdout_fd() : -1, ZMQ_POLLIN, 0});
+    items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
+  }
+  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline() - Clock::now());
+  long timeout_ms = std::max<long>(0, wait.count());
+  try {
+    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout_ms));
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) throw;
+  }
+
+  // Control first: an interrupt or shutdown must not wait behind anything.
+  if (items[0].revents & ZMQ_POLLIN) receive(Channel::control);
+  if (items[3].revents & ZMQ_POLLIN) handle_signals();
+  if (worker_ && items.size() > worker_index) {
+    if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(0, 1 << 20);
+    if (items[worker_index + 2].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(1, 1 << 20);
+    if (worker_ && (items[worker_index].revents & ZMQ_POLLOUT)) flush_outbox();
+    if (worker_ && (items[worker_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) read_frames();
+  }
+  if (items[2].revents & ZMQ_POLLIN) receive(Channel::stdin_);
+  if (items[1].revents & ZMQ_POLLIN) receive(Channel::shell);
+
+  auto now = Clock::now();
+  check_limits(now);
+  for (auto& stream : streams_)
+    if (stream.due(now)) {
+      flush_streams(false);
+      break;
+    }
+  if (restart_at_ && now >= *restart_at_) {
+    restart_at_.reset();
+    start_worker();
+  }
+}
+
+void Kernel::handle_signals() {
+  signalfd_siginfo info{};
+  while (::read(signals_.get(), &info, sizeof info) == sizeof info) {
+    switch (info.ssi_signo) {
+      case SIGINT:
+        interrupt_cell();
+        break;
+      case SIGTERM:
+      case SIGHUP:
+        log_line("signal " + std::to_string(info.ssi_signo) + ": shutting down");
+        request_shutdown();
+        break;
+      case SIGCHLD:
+        break;  // handled below
+    }
+  }
+  if (worker_) {
+    if (auto exit = worker_->poll_exit()) on_worker_exit(*exit);
+  }
+}
+
+void Kernel::check_limits(Clock::time_point now) {
+  if (!cell_ || cell_->kind != "execute_request" || !worker_) return;
+  if (cell_->kill_at) {
+    if (now >= *cell_->kill_at) {
+      // The code ignored the interrupt: the sandbox goes, the workspace stays.
+      log_line("cell ignored the interrupt for 2 s: killing the worker");
+      cell_->kill_at = now + std::chrono::hours(24);
+      worker_->kill();
+    }
+    return;
+  }
+  std::string hit;
+  double elapsed = std::chrono::duration<double>(now - cell_->started).count();
+  if (elapsed >= cell_->timeout) hit = "timeout";
+  else if (cell_->cpu_limit < cell_->timeout &&
+           worker_->cpu_seconds() - cell_->cpu_at_start >= cell_->cpu_limit)
+    hit = "cpu";
+  if (hit.empty()) return;
+  cell_->limit_hit = hit;
+  cell_->kill_at = now + std::chrono::seconds(2);
+  worker_->interrupt();
+}
+
+}  // namespace belljar

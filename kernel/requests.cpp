@@ -1,0 +1,255 @@
+// Jupyter requests: authenticated on arrival, control served at once, shell queued and handed
+// to the worker one at a time (as ipykernel does), replies built by replies.hpp.
+#include "kernel/kernel.hpp"
+#include "kernel/replies.hpp"
+
+namespace belljar {
+
+namespace {
+bool needs_worker(const std::string& type) {
+  return type == "execute_request" || type == "complete_request" ||
+         type == "inspect_request" || type == "is_complete_request";
+}
+}  // namespace
+
+void Kernel::receive(Channel channel) {
+  // A bounded batch per wake-up so one busy socket can't starve the others.
+  for (int i = 0; i < 64; ++i) {
+    auto frames = transport_->receive(channel);
+    if (!frames) return;
+    WireMessage message;
+    WireFault fault = parse_wire_message(*frames, signer_, replay_, message);
+    if (fault != WireFault::none) {
+      wire_log_.log(std::string("dropped ") + channel_name(channel) + " message",
+                    describe(fault));
+      continue;
+    }
+    switch (channel) {
+      case Channel::control:
+        handle_control(message);
+        break;
+      case Channel::shell:
+        queue_.push_back({channel, std::move(message)});
+        dispatch_next();
+        break;
+      case Channel::stdin_:
+        if (message.type() == "input_reply" && cell_ && cell_->kind == "execute_request") {
+          auto value = message.content.find("value");
+          send_to_worker({{"type", "input_reply"},
+                          {"value", value != message.content.end() && value->is_string()
+                                        ? value->get<std::string>()
+                                        : std::string()}});
+        } else {
+          wire_log_.log("dropped stdin message", "unexpected " + message.type());
+        }
+        break;
+    }
+  }
+}
+
+void Kernel::handle_control(const WireMessage& message) {
+  std::string type = message.type();
+  publish_status("busy", &message);
+  if (type == "interrupt_request") {
+    interrupt_cell();
+    reply(Channel::control, message, "interrupt_reply", create_interrupt_reply());
+  } else if (type == "shutdown_request") {
+    bool restart = message.content.value("restart", false);
+    reply(Channel::control, message, "shutdown_reply", create_shutdown_reply(restart));
+    publish("shutdown_reply", create_shutdown_reply(restart), &message);
+    request_shutdown();
+  } else if (type == "kernel_info_request" && worker_ready_) {
+    reply(Channel::control, message, "kernel_info_reply",
+          create_kernel_info_reply(language_info_, banner()));
+  } else if (type == "kernel_info_request") {
+    queue_.push_front({Channel::control, message});  // answered once the worker says hello
+    return;
+  } else {
+    wire_log_.log("unsupported control message", type);
+  }
+  publish_status("idle", &message);
+}
+
+void Kernel::dispatch_next() {
+  while (!cell_ && !queue_.empty() && !shutting_down_) {
+    auto& front = queue_.front();
+    std::string type = front.message.type();
+    if ((needs_worker(type) || type == "kernel_info_request") && !worker_ready_) {
+      if (!start_error_.empty() && type == "execute_request") {
+        // No sandbox could be started: say so instead of leaving the request hanging.
+        QueuedRequest request = std::move(front);
+        queue_.pop_front();
+        publish_status("busy", &request.message);
+        json error = create_error_content("SandboxError", start_error_, json::array({start_error_}));
+        publish("error", error, &request.message);
+        reply(Channel::shell, request.message, "execute_reply",
+              create_execute_reply_error(execution_count_, error));
+        publish_status("idle", &request.message);
+        continue;
+      }
+      return;  // waits for the worker's hello
+    }
+    QueuedRequest request = std::move(front);
+    queue_.pop_front();
+    if (request.channel == Channel::control) {
+      handle_control(request.message);
+    } else if (needs_worker(type)) {
+      start_request(request.message);
+    } else {
+      answer_locally(request.channel, request.message);
+    }
+  }
+}
+
+void Kernel::answer_locally(Channel channel, const WireMessage& message) {
+  std::string type = message.type();
+  publish_status("busy", &message);
+  if (type == "kernel_info_request") {
+    reply(channel, message, "kernel_info_reply", create_kernel_info_reply(language_info_, banner()));
+  } else if (type == "history_request") {
+    reply(channel, message, "history_reply", create_history_reply(history_.query(message.content)));
+  } else if (type == "comm_info_request") {
+    reply(channel, message, "comm_info_reply", create_comm_info_reply());
+  } else if (type == "shutdown_request") {
+    bool restart = message.content.value("restart", false);
+    reply(channel, message, "shutdown_reply", create_shutdown_reply(restart));
+    request_shutdown();
+  } else if (type == "comm_open") {
+    // No comm targets are registered: close it so the frontend doesn't wait on it.
+    auto id = message.content.find("comm_id");
+    if (id != message.content.end() && id->is_string())
+      publish("comm_close", {{"comm_id", *id}, {"data", json::object()}}, &message);
+  } else if (type == "comm_msg" || type == "comm_close") {
+    // Nothing to deliver them to.
+  } else {
+    wire_log_.log("unsupported shell message", type);
+  }
+  publish_status("idle", &message);
+}
+
+void Kernel::start_request(const WireMessage& message) {
+  Cell cell;
+  cell.request = message;
+  cell.kind = message.type();
+  cell.id = message.id();
+  cell.started = Clock::now();
+  cell.started_iso = iso8601_now();
+  const json& c = message.content;
+  auto text = [&](const char* key) {
+    auto it = c.find(key);
+    return it != c.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto flag = [&](const char* key, bool fallback) {
+    auto it = c.find(key);
+    return it != c.end() && it->is_boolean() ? it->get<bool>() : fallback;
+  };
+  auto integer = [&](const char* key, long long fallback) {
+    auto it = c.find(key);
+    return it != c.end() && it->is_number_integer() ? it->get<long long>() : fallback;
+  };
+  publish_status("busy", &message);
+  json frame;
+  if (cell.kind == "execute_request") {
+    cell.code = text("code");
+    cell.silent = flag("silent", false);
+    cell.store_history = cell.silent ? false : flag("store_history", true);
+    cell.allow_stdin = flag("allow_stdin", true);
+    cell.stop_on_error = flag("stop_on_error", true);
+    cell.timeout = options_.policy.timeout_seconds;
+    cell.cpu_limit = options_.policy.cpu_limit();
+    cell.cpu_at_start = worker_->cpu_seconds();
+    if (!cell.silent) ++execution_count_;
+    cell.execution_count = execution_count_;
+    budget_.reset(options_.policy.output_limit_bytes);
+    for (auto& stream : streams_) stream.reset_totals();
+    last_parent_ = message;
+    if (!cell.silent) publish("execute_input", create_execute_input(cell.code, cell.execution_count), &message);
+    auto expressions = c.find("user_expressions");
+    frame = {{"type", "execute"},
+             {"id", cell.id},
+             {"code", cell.code},
+             {"silent", cell.silent},
+             {"store_history", cell.store_history},
+             {"user_expressions", expressions != c.end() && expressions->is_object() ? *expressions : json::object()},
+             {"allow_stdin", cell.allow_stdin},
+             {"execution_count", cell.execution_count}};
+  } else if (cell.kind == "complete_request" || cell.kind == "inspect_request") {
+    std::string code = text("code");
+    frame = {{"type", cell.kind == "complete_request" ? "complete" : "inspect"},
+             {"id", cell.id},
+             {"code", code},
+             {"cursor_pos", integer("cursor_pos", static_cast<long long>(code.size()))},
+             {"detail_level", integer("detail_level", 0)}};
+  } else {
+    frame = {{"type", "is_complete"}, {"id", cell.id}, {"code", text("code")}};
+  }
+  cell_ = std::move(cell);
+  send_to_worker(frame);
+}
+
+void Kernel::abort_queued_executes() {
+  // Like ipykernel's stop_on_error: requests already sent behind the failed cell are aborted.
+  while (auto frames = transport_->receive(Channel::shell)) {
+    WireMessage message;
+    WireFault fault = parse_wire_message(*frames, signer_, replay_, message);
+    if (fault == WireFault::none) queue_.push_back({Channel::shell, std::move(message)});
+    else wire_log_.log("dropped shell message", describe(fault));
+  }
+  std::deque<QueuedRequest> kept;
+  for (auto& request : queue_) {
+    if (request.channel == Channel::shell && request.message.type() == "execute_request") {
+      publish_status("busy", &request.message);
+      reply(Channel::shell, request.message, "execute_reply", create_aborted_reply(),
+            {{"status", "aborted"}});
+      publish_status("idle", &request.message);
+    } else {
+      kept.push_back(std::move(request));
+    }
+  }
+  queue_ = std::move(kept);
+}
+
+void Kernel::reply(Channel channel, const WireMessage& parent, const std::string& type,
+                   json content, json metadata) {
+  WireMessage message;
+  message.identities = parent.identities;
+  message.header = make_header(type, session_id_);
+  message.parent_header = parent.header;
+  message.metadata = std::move(metadata);
+  message.content = std::move(content);
+  transport_->send(channel, serialize_wire_message(message, signer_));
+}
+
+void Kernel::publish(const std::string& type, json content, const WireMessage* parent) {
+  WireMessage message;
+  message.identities = {"kernel." + session_id_.substr(0, 8) + "." + type};
+  message.header = make_header(type, session_id_);
+  if (parent) message.parent_header = parent->header;
+  message.content = std::move(content);
+  transport_->publish(serialize_wire_message(message, signer_));
+}
+
+void Kernel::publish_status(const std::string& state, const WireMessage* parent) {
+  publish("status", create_status(state), parent);
+}
+
+void Kernel::interrupt_cell() {
+  if (cell_ && worker_) {
+    cell_->user_interrupted = true;
+    worker_->interrupt();
+  }
+}
+
+void Kernel::request_shutdown() { shutting_down_ = true; }
+
+std::string Kernel::banner() const {
+  std::string python = language_info_.value("version", "?");
+  std::string mode = isolation_name(options_.policy.isolation);
+  std::string text = "belljar " BELLJAR_VERSION " — Python " + python + " ";
+  if (options_.policy.isolation == Isolation::none)
+    return text + "with NO SANDBOX (--isolation none): code runs with your privileges, "
+                  "environment and network.";
+  return text + "in a sandbox (isolation " + mode + ")";
+}
+
+}  // namespace belljar

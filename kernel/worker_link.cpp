@@ -1,0 +1,407 @@
+// The supervisor's side of the worker: its frames, its output pipes, its exits and restarts.
+// Everything read here comes from untrusted code and is checked before it reaches a client.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <cmath>
+
+#include "kernel/bounded_json.hpp"
+#include "kernel/kernel.hpp"
+#include "kernel/replies.hpp"
+
+namespace belljar {
+
+namespace {
+const char* kStreamNames[] = {"stdout", "stderr"};
+
+std::string human_bytes(uint64_t bytes) {
+  char text[32];
+  if (bytes >= (1ull << 30)) std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(1ull << 30));
+  else if (bytes >= (1ull << 20)) std::snprintf(text, sizeof text, "%.1f MiB", bytes / double(1ull << 20));
+  else if (bytes >= 1024) std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
+  else std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
+  return text;
+}
+
+json object_or_empty(const json& frame, const char* key) {
+  auto it = frame.find(key);
+  return it != frame.end() && it->is_object() ? *it : json::object();
+}
+
+// A mime bundle is forwarded only if it has the shape the protocol promises.
+bool valid_bundle(const json& data) {
+  if (!data.is_object()) return false;
+  for (auto& [mime, value] : data.items())
+    if (mime.empty() || mime.size() > 255) return false;
+  return true;
+}
+}  // namespace
+
+void Kernel::start_worker() {
+  worker_ready_ = false;
+  decoder_ = WorkerFrameDecoder();
+  outbox_.clear();
+  worker_started_ = Clock::now();
+  try {
+    worker_.emplace(WorkerProcess::start(options_.policy, options_.launch));
+  } catch (const SandboxError& e) {
+    worker_.reset();
+    if (restarts_ == 0 && failed_starts_ == 0) throw;  // at launch: refuse to start
+    start_error_ = std::string("the sandbox could not be started: ") + e.what();
+    schedule_restart(start_error_);
+    dispatch_next();  // fails queued cells with the reason
+    return;
+  }
+  for (int fd : {worker_->frames_fd(), worker_->stdout_fd(), worker_->stderr_fd()})
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  pipe_open_[0] = pipe_open_[1] = true;
+  audit_.record("worker_start", {{"pid", worker_->pid()},
+                                 {"isolation", isolation_name(options_.policy.isolation)},
+                                 {"restart", restarts_}});
+}
+
+void Kernel::schedule_restart(const std::string& why) {
+  // Back off when the worker keeps dying at once, so a broken interpreter can't spin us.
+  ++failed_starts_;
+  auto delay = std::chrono::milliseconds(std::min(5000, 50 << std::min(failed_starts_, 7)));
+  log_line("worker restart in " + std::to_string(delay.count()) + " ms: " + why);
+  restart_at_ = Clock::now() + delay;
+}
+
+void Kernel::send_to_worker(const json& frame) {
+  if (!worker_) return;
+  outbox_ += encode_worker_frame(frame);
+  flush_outbox();
+}
+
+void Kernel::flush_outbox() {
+  while (worker_ && !outbox_.empty()) {
+    ssize_t n = ::write(worker_->frames_fd(), outbox_.data(), outbox_.size());
+    if (n > 0) {
+      outbox_.erase(0, static_cast<size_t>(n));
+    } else {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno != EAGAIN) outbox_.clear();  // the worker is gone; its exit reports it
+      return;
+    }
+  }
+}
+
+void Kernel::read_pipe(int index, size_t budget) {
+  if (!worker_ || !pipe_open_[index]) return;
+  int fd = index == 0 ? worker_->stdout_fd() : worker_->stderr_fd();
+  char chunk[65536];
+  size_t total = 0;
+  while (total < budget) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n > 0) {
+      total += static_cast<size_t>(n);
+      streams_[index].append(std::string_view(chunk, static_cast<size_t>(n)), budget_);
+      if (streams_[index].due(Clock::now())) flush_streams(false);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) pipe_open_[index] = false;
+    break;
+  }
+}
+
+void Kernel::drain_pipes() {
+  // The worker flushed before sending its frame: what it wrote is already in the pipes.
+  read_pipe(0, 16 << 20);
+  read_pipe(1, 16 << 20);
+}
+
+void Kernel::flush_streams(bool final) {
+  const WireMessage* parent = cell_ ? &cell_->request : last_parent_ ? &*last_parent_ : nullptr;
+  for (int i = 0; i < 2; ++i) {
+    if (!streams_[i].pending()) continue;
+    std::string text = streams_[i].take(final);
+    if (!text.empty()) publish("stream", create_stream(kStreamNames[i], text), parent);
+  }
+}
+
+void Kernel::read_frames() {
+  char chunk[65536];
+  for (int reads = 0; reads < 256 && worker_; ++reads) {
+    ssize_t n = ::read(worker_->frames_fd(), chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EAGAIN, or EOF: the exit (SIGCHLD) tells what happened
+    decoder_.feed(std::string_view(chunk, static_cast<size_t>(n)));
+    while (worker_) {
+      auto frame = decoder_.next();
+      if (!frame) break;
+      drain_pipes();
+      flush_streams(true);
+      handle_frame(*frame);
+    }
+    if (worker_ && !decoder_.fault().empty()) {
+      log_line("worker fault: " + decoder_.fault() + "; restarting the worker");
+      audit_.record("worker_fault", {{"fault", decoder_.fault()}});
+      worker_->kill();
+      return;
+    }
+  }
+}
+
+void Kernel::handle_frame(const json& frame) {
+  const std::string& type = frame["type"].get_ref<const std::string&>();
+  if (type == "hello") {
+    auto info = frame.find("language_info");
+    if (info != frame.end() && info->is_object()) language_info_ = *info;
+    worker_ready_ = true;
+    start_error_.clear();
+    failed_starts_ = 0;
+    dispatch_next();
+    return;
+  }
+  bool executing = cell_ && cell_->kind == "execute_request";
+  const WireMessage* parent = executing ? &cell_->request : nullptr;
+  if (type == "display" || type == "update_display" || type == "result") {
+    if (!executing) return;  // nothing to attribute it to
+    json data = object_or_empty(frame, "data");
+    json metadata = object_or_empty(frame, "metadata");
+    json transient = object_or_empty(frame, "transient");
+    std::string size_probe = dump_json(data);
+    if (!valid_bundle(data) || (type == "update_display" && !transient.contains("display_id"))) {
+      publish("stream", create_stream("stderr", "[belljar] an invalid display from the worker was dropped\n"), parent);
+      return;
+    }
+    if (budget_.take(size_probe.size()) < size_probe.size()) return;  // over the output cap
+    json mimes = json::array();
+    for (auto& [mime, value] : data.items()) mimes.push_back(mime);
+    cell_->displays.push_back(mimes);
+    if (type == "result") {
+      if (cell_->silent) return;
+      if (auto text = data.find("text/plain"); text != data.end() && text->is_string()) cell_->result_text = *text;
+      publish("execute_result", {{"execution_count", cell_->execution_count}, {"data", data}, {"metadata", metadata}}, parent);
+    } else {
+      publish(type == "display" ? "display_data" : "update_display_data",
+              {{"data", data}, {"metadata", metadata}, {"transient", transient}}, parent);
+    }
+  } else if (type == "clear_output") {
+    if (!executing) return;
+    auto wait = frame.find("wait");
+    publish("clear_output", {{"wait", wait != frame.end() && wait->is_boolean() && wait->get<bool>()}}, parent);
+  } else if (type == "error") {
+    if (!executing) return;
+    json traceback = json::array();
+    if (auto tb = frame.find("traceback"); tb != frame.end() && tb->is_array())
+      for (auto& line : *tb)
+        if (line.is_string()) traceback.push_back(line);
+    auto text = [&](const char* key) {
+      auto it = frame.find(key);
+      return it != frame.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    std::string ename = text("ename"), evalue = text("evalue");
+    if (!cell_->limit_hit.empty()) {
+      // The limit's interrupt surfaced as KeyboardInterrupt: name the limit instead.
+      const auto& policy = options_.policy;
+      char limit[64];
+      std::snprintf(limit, sizeof limit, "%g s", cell_->limit_hit == "cpu" ? cell_->cpu_limit : cell_->timeout);
+      ename = "TimeoutError";
+      evalue = "the cell passed its " + std::string(cell_->limit_hit == "cpu" ? "CPU-time" : "wall-clock") +
+               " limit of " + limit + " (--" + (cell_->limit_hit == "cpu" ? "cpu" : "timeout") +
+               ") and was interrupted; variables were kept";
+      (void)policy;
+      traceback.push_back(ename + ": " + evalue);
+    }
+    cell_->error = create_error_content(ename, evalue, traceback);
+    if (!cell_->silent) publish("error", *cell_->error, parent);
+  } else if (type == "input_request") {
+    if (!executing) return;
+    auto prompt = frame.find("prompt");
+    auto password = frame.find("password");
+    json content = {{"prompt", prompt != frame.end() && prompt->is_string() ? prompt->get<std::string>() : ""},
+                    {"password", password != frame.end() && password->is_boolean() && password->get<bool>()}};
+    if (!cell_->allow_stdin) {
+      send_to_worker({{"type", "input_reply"}, {"error", "this frontend does not support input requests"}});
+      return;
+    }
+    WireMessage request;
+    request.identities = cell_->request.identities;
+    request.header = make_header("input_request", session_id_);
+    request.parent_header = cell_->request.header;
+    request.content = content;
+    transport_->send(Channel::stdin_, serialize_wire_message(request, signer_));
+  } else if (type == "limits") {
+    if (executing) handle_limits(frame);
+  } else if (type == "done") {
+    if (executing) finish_cell(frame);
+  } else if (type == "complete_reply" || type == "inspect_reply" || type == "is_complete_reply") {
+    if (cell_ && cell_->kind == type.substr(0, type.size() - 6) + "_request") finish_request_reply(frame);
+  } else {
+    log_line("worker sent an unknown frame type: " + type.substr(0, 64));
+  }
+}
+
+void Kernel::handle_limits(const json& frame) {
+  // %%limits may only tighten: the worker asks, the supervisor decides and enforces.
+  const auto& policy = options_.policy;
+  std::string refused;
+  auto number = [&](const char* key) -> std::optional<double> {
+    auto it = frame.find(key);
+    if (it == frame.end()) return std::nullopt;
+    if (!it->is_number() || it->get<double>() <= 0) {
+      refused = std::string("--") + key + " must be a positive number";
+      return std::nullopt;
+    }
+    return it->get<double>();
+  };
+  auto timeout = number("timeout");
+  auto cpu = number("cpu");
+  auto output = number("output_limit");
+  auto memory = number("memory");
+  char text[160];
+  if (refused.empty() && timeout && *timeout > policy.timeout_seconds) {
+    std::snprintf(text, sizeof text, "--timeout %g asks for more than this kernel's policy allows (%g s)", *timeout, policy.timeout_seconds);
+    refused = text;
+  } else if (refused.empty() && cpu && *cpu > policy.cpu_limit()) {
+    std::snprintf(text, sizeof text, "--cpu %g asks for more than this kernel's policy allows (%g s)", *cpu, policy.cpu_limit());
+    refused = text;
+  } else if (refused.empty() && output && *output > double(policy.output_limit_bytes)) {
+    refused = "--output-limit asks for more than this kernel's policy allows (" + human_bytes(policy.output_limit_bytes) + ")";
+  } else if (refused.empty() && memory && *memory > double(policy.memory_bytes)) {
+    refused = "--memory asks for more than this kernel's policy allows (" + human_bytes(policy.memory_bytes) + ")";
+  } else if (refused.empty() && memory) {
+    refused = "--memory per cell is not enforced by this kernel yet; the session limit is " + human_bytes(policy.memory_bytes);
+  }
+  if (!refused.empty()) {
+    send_to_worker({{"type", "limits_reply"}, {"ok", false}, {"error", refused}});
+    return;
+  }
+  if (timeout) cell_->timeout = std::min(cell_->timeout, *timeout + std::chrono::duration<double>(Clock::now() - cell_->started).count());
+  if (cpu) cell_->cpu_limit = std::min(cell_->cpu_limit, *cpu);
+  if (output) budget_.reset(static_cast<uint64_t>(*output));
+  send_to_worker({{"type", "limits_reply"}, {"ok", true}});
+}
+
+json Kernel::execution_facts() const {
+  double wall = std::chrono::duration<double, std::milli>(Clock::now() - cell_->started).count();
+  double cpu = worker_ ? (worker_->cpu_seconds() - cell_->cpu_at_start) * 1000 : 0;
+  return {{"wall_ms", std::round(wall * 10) / 10},
+          {"cpu_ms", std::round(std::max(0.0, cpu) * 10) / 10},
+          {"peak_memory_bytes", worker_ ? worker_->peak_memory_bytes() : 0},
+          {"limits", {{"timeout_seconds", cell_->timeout},
+                      {"cpu_seconds", cell_->cpu_limit},
+                      {"memory_bytes", options_.policy.memory_bytes},
+                      {"output_limit_bytes", budget_.limit()}}},
+          {"limit_hit", cell_->limit_hit.empty() ? json(nullptr) : json(cell_->limit_hit)},
+          {"output_truncated", budget_.dropped() > 0},
+          {"output_bytes", {{"stdout", streams_[0].total_bytes()}, {"stderr", streams_[1].total_bytes()}}},
+          {"egress_denied", json::array()}};
+}
+
+void Kernel::finish_cell(const json& done) {
+  drain_pipes();
+  flush_streams(true);
+  Cell& cell = *cell_;
+  if (budget_.dropped() > 0) {
+    publish("stream", create_stream("stderr", "\n[belljar] output limit of " + human_bytes(budget_.limit()) +
+                                               " reached: " + human_bytes(budget_.dropped()) + " dropped\n"),
+            &cell.request);
+  }
+  json facts = execution_facts();
+  std::string status = cell.error ? "error" : "ok";
+  json content;
+  if (cell.error) {
+    content = create_execute_reply_error(cell.execution_count, *cell.error);
+  } else {
+    content = create_execute_reply_ok(cell.execution_count, object_or_empty(done, "user_expressions"),
+                                      done.contains("payload") ? done["payload"] : json::array());
+  }
+  json metadata = {{"started", cell.started_iso}, {"dependencies_met", true},
+                   {"engine", session_id_}, {"status", status}, {"belljar", facts}};
+  if (cell.store_history) history_.add(cell.execution_count, cell.code, cell.result_text);
+  std::string audit_status = cell.limit_hit.empty() ? status : cell.limit_hit == "memory" ? "memory" : "timeout";
+  if (cell.user_interrupted && cell.error && cell.limit_hit.empty()) audit_status = "interrupted";
+  audit_.record("cell", {{"session", cell.request.header.value("session", "")},
+                         {"msg_id", cell.request.id()},
+                         {"execution_count", cell.execution_count},
+                         {"code_sha256", sha256_hex(cell.code)},
+                         {"code_bytes", cell.code.size()},
+                         {"start", cell.started_iso},
+                         {"status", audit_status},
+                         {"displays", cell.displays},
+                         {"facts", facts}});
+  bool abort = cell.error && cell.stop_on_error;
+  WireMessage request = std::move(cell.request);
+  cell_.reset();
+  reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));
+  publish_status("idle", &request);
+  if (abort) abort_queued_executes();
+  dispatch_next();
+}
+
+void Kernel::finish_request_reply(const json& frame) {
+  WireMessage request = std::move(cell_->request);
+  std::string kind = cell_->kind;
+  cell_.reset();
+  if (kind == "complete_request") reply(Channel::shell, request, "complete_reply", create_complete_reply(frame));
+  else if (kind == "inspect_request") reply(Channel::shell, request, "inspect_reply", create_inspect_reply(frame));
+  else reply(Channel::shell, request, "is_complete_reply", create_is_complete_reply(frame));
+  publish_status("idle", &request);
+  dispatch_next();
+}
+
+void Kernel::fail_cell(const std::string& ename, const std::string& evalue) {
+  if (!cell_) return;
+  if (cell_->kind != "execute_request") {
+    // complete/inspect/is_complete: answer with nothing found rather than leaving it waiting.
+    finish_request_reply(json::object());
+    return;
+  }
+  cell_->error = create_error_content(ename, evalue, json::array({ename + ": " + evalue}));
+  if (!cell_->silent) publish("error", *cell_->error, &cell_->request);
+  finish_cell(json::object());
+}
+
+void Kernel::on_worker_exit(const WorkerExit& exit) {
+  drain_pipes();
+  flush_streams(true);
+  std::string cause = exit.describe();
+  audit_.record("worker_exit", {{"cause", cause}, {"memory_limit", exit.memory_limit},
+                                {"during_cell", cell_.has_value()}});
+  bool was_ready = worker_ready_;
+  worker_.reset();
+  worker_ready_ = false;
+  ++restarts_;
+  if (cell_) {
+    if (cell_->kind == "execute_request" && cell_->kill_at) {
+      fail_cell("TimeoutError",
+                "the cell passed its " + std::string(cell_->limit_hit == "cpu" ? "CPU-time" : "wall-clock") +
+                " limit and ignored the interrupt for 2 s: the sandbox was restarted; variables "
+                "were lost, workspace files were kept");
+    } else if (exit.memory_limit) {
+      if (cell_->kind == "execute_request") cell_->limit_hit = "memory";
+      fail_cell("MemoryError", "the session passed its memory limit of " +
+                                   human_bytes(options_.policy.memory_bytes) +
+                                   " (--memory); the worker was restarted: variables were lost, "
+                                   "workspace files were kept");
+    } else {
+      fail_cell("WorkerDied", "the Python worker died (" + cause +
+                                  "); a fresh worker was started: variables were lost, "
+                                  "workspace files were kept");
+    }
+  }
+  if (shutting_down_) return;
+  if (was_ready) {
+    failed_starts_ = 0;
+    start_worker();
+  } else {
+    start_error_ = "the Python worker exited before it was ready (" + cause + ")";
+    schedule_restart(start_error_);
+    dispatch_next();  // fails queued cells with the reason
+  }
+}
+
+void Kernel::drop_worker() {
+  if (!worker_) return;
+  worker_->kill();
+  worker_.reset();
+}
+
+}  // namespace belljar

@@ -1,0 +1,102 @@
+"""Shared helpers for belljar's Python test suites: real kernels through real jupyter_client.
+
+Every suite pins /usr/bin/python3 as the sandbox's interpreter and runs the kernel with the
+isolation in BELLJAR_TEST_ISOLATION (strict unless told otherwise), so the suites exercise the
+sandbox the way users get it.
+"""
+import contextlib
+import json
+import os
+import pathlib
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from jupyter_client.manager import KernelManager
+
+SOURCE = pathlib.Path(os.environ.get("BELLJAR_SOURCE", pathlib.Path(__file__).resolve().parents[1]))
+BELLJAR = os.environ.get("BELLJAR", str(SOURCE / "build" / "belljar"))
+PYTHON = "/usr/bin/python3"
+ISOLATION = os.environ.get("BELLJAR_TEST_ISOLATION", "strict")
+TIMEOUT = 60
+
+
+def belljar(*args, **kwargs):
+    """Runs the belljar executable; returns the CompletedProcess."""
+    kwargs.setdefault("capture_output", True)
+    kwargs.setdefault("text", True)
+    kwargs.setdefault("timeout", 120)
+    return subprocess.run([BELLJAR, *args], **kwargs)
+
+
+def install_kernelspec(prefix, name="belljar-test", flags=()):
+    """Installs a kernelspec under prefix/share/jupyter/kernels and returns its directory."""
+    args = ["install", "--prefix", str(prefix), "--name", name, "--python", PYTHON]
+    if not any(f == "--isolation" for f in flags):
+        args += ["--isolation", ISOLATION]
+    done = belljar(*args, *flags)
+    assert done.returncode == 0, done.stderr
+    return pathlib.Path(prefix) / "share" / "jupyter" / "kernels" / name
+
+
+@contextlib.contextmanager
+def running_kernel(flags=(), workspace=None, env=None, name="belljar-test"):
+    """A started belljar kernel and a ready blocking client; shut down afterwards."""
+    with tempfile.TemporaryDirectory(prefix="belljar-spec-") as prefix:
+        spec_dir = install_kernelspec(prefix, name, flags)
+        ws = workspace or tempfile.mkdtemp(prefix="belljar-ws-")
+        os.chmod(ws, 0o777) if workspace is None else None
+        launch_env = dict(os.environ)
+        launch_env.update(env or {})
+        km = KernelManager(kernel_name=name)
+        km.kernel_spec_manager.kernel_dirs.insert(0, str(spec_dir.parent))
+        km.start_kernel(cwd=ws, env=launch_env)
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=TIMEOUT)
+            yield km, kc
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=False)
+            if workspace is None:
+                shutil.rmtree(ws, ignore_errors=True)
+
+
+def execute(kc, code, timeout=TIMEOUT, **options):
+    """Runs code; returns (reply, outputs) where outputs are the iopub messages for it."""
+    msg_id = kc.execute(code, **options)
+    return collect(kc, msg_id, timeout)
+
+
+def collect(kc, msg_id, timeout=TIMEOUT):
+    reply = kc.get_shell_msg(timeout=timeout)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=timeout)
+    outputs = []
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+        outputs.append(msg)
+    return reply, outputs
+
+
+def stdout_of(outputs):
+    return "".join(m["content"]["text"] for m in outputs
+                   if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+
+
+def stderr_of(outputs):
+    return "".join(m["content"]["text"] for m in outputs
+                   if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
+
+
+def of_type(outputs, msg_type):
+    return [m for m in outputs if m["msg_type"] == msg_type]

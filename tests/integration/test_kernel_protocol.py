@@ -1,0 +1,278 @@
+"""The Jupyter protocol as clients see it, through real jupyter_client against build/belljar."""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from jupyter_client.session import Session
+
+from belljar_testing import (PYTHON, collect, execute, of_type, running_kernel, stderr_of,
+                             stdout_of)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    with running_kernel(flags=["--timeout", "20"]) as (km, kc):
+        yield km, kc
+
+
+def test_kernel_info_reports_the_workers_python(kernel):
+    _, kc = kernel
+    kc.kernel_info()
+    reply = kc.get_shell_msg(timeout=30)
+    content = reply["content"]
+    real = subprocess.run([PYTHON, "-c", "import platform;print(platform.python_version())"],
+                          capture_output=True, text=True).stdout.strip()
+    assert content["status"] == "ok"
+    assert content["implementation"] == "belljar"
+    assert content["protocol_version"].startswith("5.")
+    assert content["language_info"]["name"] == "python"
+    assert content["language_info"]["version"] == real
+
+
+def test_state_persists_and_result_is_rich(kernel):
+    _, kc = kernel
+    reply, _ = execute(kc, "x = 40")
+    assert reply["content"]["status"] == "ok"
+    reply, outputs = execute(kc, "x + 2")
+    results = of_type(outputs, "execute_result")
+    assert results and results[0]["content"]["data"]["text/plain"] == "42"
+    assert results[0]["content"]["execution_count"] == reply["content"]["execution_count"]
+    assert of_type(outputs, "execute_input")[0]["content"]["code"] == "x + 2"
+
+
+def test_busy_and_idle_surround_every_request(kernel):
+    _, kc = kernel
+    msg_id = kc.execute("1")
+    states = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status":
+            states.append(msg["content"]["execution_state"])
+            if states[-1] == "idle":
+                break
+    assert states == ["busy", "idle"]
+
+
+def test_print_subprocess_and_c_level_output_are_captured_in_order(kernel):
+    _, kc = kernel
+    code = ("import os, sys, ctypes\n"
+            "print('one', flush=True)\n"
+            "os.system('echo two')\n"
+            "ctypes.CDLL(None).write(1, b'three\\n', 6)\n"
+            "print('four')\n"
+            "print('err', file=sys.stderr)\n")
+    reply, outputs = execute(kc, code)
+    assert reply["content"]["status"] == "ok"
+    assert stdout_of(outputs).split() == ["one", "two", "three", "four"]
+    assert "err" in stderr_of(outputs)
+
+
+def test_error_has_ename_evalue_traceback(kernel):
+    _, kc = kernel
+    reply, outputs = execute(kc, "1/0")
+    content = reply["content"]
+    assert content["status"] == "error"
+    assert content["ename"] == "ZeroDivisionError"
+    assert "division" in content["evalue"]
+    errors = of_type(outputs, "error")
+    assert errors and errors[0]["content"]["traceback"]
+
+
+def test_stop_on_error_aborts_queued_cells(kernel):
+    _, kc = kernel
+    first = kc.execute("import time; time.sleep(0.5); raise ValueError('boom')")
+    second = kc.execute("print('must not run')")
+    replies = {}
+    while len(replies) < 2:
+        msg = kc.get_shell_msg(timeout=30)
+        replies[msg["parent_header"]["msg_id"]] = msg
+    assert replies[first]["content"]["status"] == "error"
+    assert replies[second]["content"]["status"] == "aborted"
+    reply, outputs = execute(kc, "print('after')")
+    assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "after\n"
+
+
+def test_display_update_and_clear_output(kernel):
+    _, kc = kernel
+    code = ("from IPython.display import display, clear_output\n"
+            "h = display({'text/plain': 'first', 'text/html': '<b>first</b>'}, raw=True, display_id=True)\n"
+            "h.update({'text/plain': 'second'}, raw=True)\n"
+            "clear_output(wait=True)\n")
+    reply, outputs = execute(kc, code)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    shown = of_type(outputs, "display_data")
+    updated = of_type(outputs, "update_display_data")
+    assert shown[0]["content"]["data"]["text/html"] == "<b>first</b>"
+    display_id = shown[0]["content"]["transient"]["display_id"]
+    assert updated[0]["content"]["transient"]["display_id"] == display_id
+    assert updated[0]["content"]["data"]["text/plain"] == "second"
+    assert of_type(outputs, "clear_output")[0]["content"]["wait"] is True
+
+
+def test_user_expressions_are_evaluated(kernel):
+    _, kc = kernel
+    reply, _ = execute(kc, "y = 6", user_expressions={"double": "y * 2", "bad": "nope"})
+    expressions = reply["content"]["user_expressions"]
+    assert expressions["double"]["data"]["text/plain"] == "12"
+    assert expressions["bad"]["status"] == "error"
+
+
+def test_input_goes_through_the_stdin_channel(kernel):
+    _, kc = kernel
+    msg_id = kc.execute("name = input('who? ')\nprint('hello', name)", allow_stdin=True)
+    request = kc.get_stdin_msg(timeout=30)
+    assert request["msg_type"] == "input_request"
+    assert request["content"]["prompt"] == "who? "
+    kc.input("belljar")
+    reply, outputs = collect(kc, msg_id)
+    assert reply["content"]["status"] == "ok"
+    assert "hello belljar" in stdout_of(outputs)
+
+
+def test_input_without_stdin_raises_a_clear_error(kernel):
+    _, kc = kernel
+    reply, _ = execute(kc, "input()", allow_stdin=False)
+    assert reply["content"]["status"] == "error"
+    assert "input" in reply["content"]["evalue"].lower()
+
+
+def test_complete_inspect_is_complete(kernel):
+    _, kc = kernel
+    execute(kc, "import os\nbelljar_value = 1")
+    kc.complete("belljar_va", 10)
+    reply = kc.get_shell_msg(timeout=30)["content"]
+    assert "belljar_value" in reply["matches"]
+    assert reply["cursor_start"] == 0 and reply["cursor_end"] == 10
+    kc.inspect("os.path.join", 12)
+    reply = kc.get_shell_msg(timeout=30)["content"]
+    assert reply["found"] and "join" in reply["data"]["text/plain"]
+    kc.is_complete("for i in range(3):")
+    assert kc.get_shell_msg(timeout=30)["content"]["status"] == "incomplete"
+    kc.is_complete("x = 1")
+    assert kc.get_shell_msg(timeout=30)["content"]["status"] == "complete"
+
+
+def test_comm_info_answers(kernel):
+    _, kc = kernel
+    kc.comm_info()
+    reply = kc.get_shell_msg(timeout=30)
+    assert reply["msg_type"] == "comm_info_reply" and reply["content"]["status"] == "ok"
+
+
+def test_interrupt_request_stops_a_busy_loop_and_keeps_state(kernel):
+    km, kc = kernel
+    execute(kc, "kept = 'yes'")
+    msg_id = kc.execute("while True: pass")
+    time.sleep(1.0)
+    km.interrupt_kernel()
+    reply, _ = collect(kc, msg_id, timeout=30)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    reply, outputs = execute(kc, "print(kept)")
+    assert stdout_of(outputs) == "yes\n"
+
+
+def test_worker_crash_is_reported_and_history_survives(kernel):
+    _, kc = kernel
+    execute(kc, "marker_before_crash = 1")
+    reply, _ = execute(kc, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    assert reply["content"]["status"] == "error"
+    assert "SIGSEGV" in reply["content"]["evalue"]
+    reply, _ = execute(kc, "'marker_before_crash' in dir()", user_expressions={"alive": "1+1"})
+    assert reply["content"]["status"] == "ok"
+    assert reply["content"]["user_expressions"]["alive"]["data"]["text/plain"] == "2"
+    kc.history(hist_access_type="search", pattern="marker_before_crash*")
+    history = kc.get_shell_msg(timeout=30)["content"]["history"]
+    assert any("marker_before_crash = 1" in entry[2] for entry in history)
+    reply, _ = execute(kc, "os._exit(3)")
+    assert "exit status 3" in reply["content"]["evalue"]
+
+
+def test_history_tail_and_range(kernel):
+    _, kc = kernel
+    execute(kc, "history_probe = 'tail'")
+    kc.history(hist_access_type="tail", n=1)
+    tail = kc.get_shell_msg(timeout=30)["content"]["history"]
+    assert tail[-1][2] == "history_probe = 'tail'"
+    kc.history(hist_access_type="range", session=0, start=1, stop=3)
+    ranged = kc.get_shell_msg(timeout=30)["content"]["history"]
+    assert [entry[1] for entry in ranged] == [1, 2]
+
+
+def _raw_send(kc, msg_type, content, key):
+    session = Session(key=key)
+    msg = session.msg(msg_type, content)
+    session.send(kc.shell_channel.socket, msg)
+    return msg["header"]["msg_id"]
+
+
+def test_unsigned_wrongly_signed_and_replayed_messages_get_no_reply(kernel):
+    _, kc = kernel
+    wrong = _raw_send(kc, "execute_request", {"code": "print('forged')", "silent": False}, b"wrong-key")
+    unsigned = _raw_send(kc, "execute_request", {"code": "print('unsigned')", "silent": False}, b"")
+    # Replay: capture the exact frames of a valid request and send them twice.
+    session = kc.session
+    msg = session.msg("execute_request", {"code": "replayed = globals().get('replayed', 0) + 1",
+                                          "silent": False, "store_history": True,
+                                          "user_expressions": {}, "allow_stdin": False})
+    frames = session.serialize(msg)
+    kc.shell_channel.socket.send_multipart(frames)
+    first = kc.get_shell_msg(timeout=30)
+    assert first["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+    kc.shell_channel.socket.send_multipart(frames)
+    kc.shell_channel.socket.send_multipart([b"garbage"])
+    kc.shell_channel.socket.send_multipart([b"<IDS|MSG>", b"sig", b"{", b"{}", b"{}", b"{}"])
+    reply, _ = execute(kc, "replayed", user_expressions={"n": "replayed"})
+    assert reply["content"]["user_expressions"]["n"]["data"]["text/plain"] == "1"
+    time.sleep(0.3)
+    for msg_id in (wrong, unsigned):
+        with pytest.raises(Exception):
+            while True:
+                got = kc.get_shell_msg(timeout=0.5)
+                assert got["parent_header"].get("msg_id") != msg_id
+
+
+def test_interrupt_by_signal_reaches_the_cell():
+    with running_kernel() as (km, kc):
+        msg_id = kc.execute("import time\nwhile True: time.sleep(0.01)")
+        time.sleep(1.0)
+        os.kill(km.provisioner.process.pid, signal.SIGINT)
+        reply, _ = collect(kc, msg_id, timeout=30)
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+
+
+def test_timeout_interrupts_and_keeps_variables():
+    with running_kernel(flags=["--timeout", "2"]) as (km, kc):
+        execute(kc, "survivor = 7")
+        start = time.monotonic()
+        reply, _ = execute(kc, "while True: pass")
+        assert time.monotonic() - start < 15
+        assert reply["content"]["status"] == "error"
+        assert "--timeout" in reply["content"]["evalue"] and "kept" in reply["content"]["evalue"]
+        reply, _ = execute(kc, "survivor", user_expressions={"v": "survivor"})
+        assert reply["content"]["user_expressions"]["v"]["data"]["text/plain"] == "7"
+
+
+def test_code_ignoring_the_interrupt_is_killed_and_the_session_restarts():
+    with running_kernel(flags=["--timeout", "1"]) as (km, kc):
+        code = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                "while True: time.sleep(0.05)")
+        reply, _ = execute(kc, code)
+        assert reply["content"]["status"] == "error"
+        assert "variables were lost" in reply["content"]["evalue"]
+        reply, outputs = execute(kc, "print('fresh')")
+        assert stdout_of(outputs) == "fresh\n"
+
+
+def test_shutdown_ends_the_process():
+    with running_kernel() as (km, kc):
+        kc.shutdown()
+        reply = kc.get_control_msg(timeout=30) if hasattr(kc, "get_control_msg") else None
+        deadline = time.monotonic() + 10
+        while km.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not km.is_alive()
