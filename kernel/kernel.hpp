@@ -16,7 +16,9 @@
 #include "kernel/connection_file.hpp"
 #include "kernel/diagnostics.hpp"
 #include "kernel/history.hpp"
+#include "kernel/metrics.hpp"
 #include "kernel/output_stream.hpp"
+#include "kernel/redactor.hpp"
 #include "kernel/replay_guard.hpp"
 #include "kernel/signer.hpp"
 #include "kernel/transport.hpp"
@@ -61,6 +63,7 @@ class Kernel {
     std::optional<Clock::time_point> kill_at;  // set once an interrupt for a limit was sent
     std::string limit_hit;                     // "", "timeout", "cpu", "memory"
     bool user_interrupted = false;
+    std::string outcome;                       // audit status when the worker died: crashed, memory, timeout
     std::optional<json> error;                 // ename, evalue, traceback
     json displays = json::array();             // mime types of each display, for the audit
     std::string result_text;                   // text/plain of the result, for history
@@ -105,7 +108,7 @@ class Kernel {
   void finish_cell(const json& done);
   void finish_request_reply(const json& reply);
   void on_worker_exit(const WorkerExit& exit);
-  void fail_cell(const std::string& ename, const std::string& evalue);
+  void fail_cell(const std::string& ename, const std::string& evalue, const std::string& outcome);
   json execution_facts() const;
   void drop_worker();
 
@@ -114,6 +117,8 @@ class Kernel {
   ReplayGuard replay_;
   std::string session_id_;
   AuditLog audit_;
+  Metrics metrics_;
+  Redactor redactor_;
   RateLimitedLog wire_log_;
   std::optional<Transport> transport_;
   History history_;

@@ -24,8 +24,12 @@ bool StreamBuffer::due(Clock::time_point now) const {
   return !text_.empty() && (text_.size() >= kFlushBytes || now >= deadline());
 }
 
-std::string StreamBuffer::take(bool final) {
-  size_t n = final ? text_.size() : utf8_complete_prefix(text_);
+std::string StreamBuffer::take(bool final, size_t hold_back) {
+  size_t n = text_.size();
+  if (!final) {
+    size_t keep = std::min(hold_back, text_.size());
+    n = utf8_complete_prefix(std::string_view(text_).substr(0, text_.size() - keep));
+  }
   std::string out = text_.substr(0, n);
   text_.erase(0, n);
   if (!text_.empty()) first_pending_ = Clock::now();

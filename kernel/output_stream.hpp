@@ -35,7 +35,9 @@ class StreamBuffer {
   bool due(Clock::time_point now) const;
   Clock::time_point deadline() const { return first_pending_ + kFlushDelay; }
   // Text ready to send (complete UTF-8 characters); `final` also sends a partial tail.
-  std::string take(bool final);
+  // `hold_back` bytes stay behind unless final (a secret to redact may straddle chunks).
+  std::string take(bool final, size_t hold_back = 0);
+  std::string_view pending_text() const { return text_; }
   uint64_t total_bytes() const { return total_; }
   void reset_totals() { total_ = 0; }
 

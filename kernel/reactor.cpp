@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+extern char** environ;
+
 #include "kernel/kernel.hpp"
 
 namespace belljar {
@@ -27,6 +29,8 @@ Kernel::Kernel(KernelOptions options)
       signer_(options_.connection.key),
       session_id_(new_uuid()),
       audit_(options_.policy.audit_log),
+      metrics_(options_.policy.metrics_file),
+      redactor_(Redactor::from_environment(environ, options_.policy.pass_env)),
       wire_log_(10) {
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
   // interest arrives on the signalfd instead.
@@ -47,6 +51,7 @@ int Kernel::run() {
                                  {"session", session_id_},
                                  {"policy", options_.policy.summary()}});
   start_worker();  // throws SandboxError: refuse to start rather than run with less
+  metrics_.write();
   publish_status("starting", nullptr);
   while (!shutting_down_) poll_once();
   drop_worker();

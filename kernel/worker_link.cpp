@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "kernel/bounded_json.hpp"
+#include "kernel/bundle_check.hpp"
 #include "kernel/kernel.hpp"
 #include "kernel/replies.hpp"
 
@@ -31,13 +32,6 @@ json object_or_empty(const json& frame, const char* key) {
   return it != frame.end() && it->is_object() ? *it : json::object();
 }
 
-// A mime bundle is forwarded only if it has the shape the protocol promises.
-bool valid_bundle(const json& data) {
-  if (!data.is_object()) return false;
-  for (auto& [mime, value] : data.items())
-    if (mime.empty() || mime.size() > 255) return false;
-  return true;
-}
 }  // namespace
 
 void Kernel::start_worker() {
@@ -119,7 +113,8 @@ void Kernel::flush_streams(bool final) {
   const WireMessage* parent = cell_ ? &cell_->request : last_parent_ ? &*last_parent_ : nullptr;
   for (int i = 0; i < 2; ++i) {
     if (!streams_[i].pending()) continue;
-    std::string text = streams_[i].take(final);
+    size_t hold = final ? 0 : redactor_.partial_suffix(streams_[i].pending_text());
+    std::string text = redactor_.redact(streams_[i].take(final, hold));
     if (!text.empty()) publish("stream", create_stream(kStreamNames[i], text), parent);
   }
 }
@@ -162,15 +157,22 @@ void Kernel::handle_frame(const json& frame) {
   const WireMessage* parent = executing ? &cell_->request : nullptr;
   if (type == "display" || type == "update_display" || type == "result") {
     if (!executing) return;  // nothing to attribute it to
-    json data = object_or_empty(frame, "data");
+    auto data_it = frame.find("data");
+    json data = data_it != frame.end() ? *data_it : json();
     json metadata = object_or_empty(frame, "metadata");
     json transient = object_or_empty(frame, "transient");
-    std::string size_probe = dump_json(data);
-    if (!valid_bundle(data) || (type == "update_display" && !transient.contains("display_id"))) {
-      publish("stream", create_stream("stderr", "[belljar] an invalid display from the worker was dropped\n"), parent);
-      return;
+    std::optional<std::string> problem = bundle_problem(data);
+    if (!problem && type == "update_display" && !transient.contains("display_id"))
+      problem = "an update without a display_id";
+    if (problem) {
+      // Never forwarded: the client gets a plain explanation in its place.
+      data = {{"text/plain", "[belljar] an invalid display was dropped: " + *problem}};
+      metadata = json::object();
+      if (type == "update_display") return;
     }
-    if (budget_.take(size_probe.size()) < size_probe.size()) return;  // over the output cap
+    redactor_.redact_json(data);
+    size_t size = dump_json(data).size();
+    if (budget_.take(size) < size) return;  // over the output cap
     json mimes = json::array();
     for (auto& [mime, value] : data.items()) mimes.push_back(mime);
     cell_->displays.push_back(mimes);
@@ -210,6 +212,7 @@ void Kernel::handle_frame(const json& frame) {
       traceback.push_back(ename + ": " + evalue);
     }
     cell_->error = create_error_content(ename, evalue, traceback);
+    redactor_.redact_json(*cell_->error);
     if (!cell_->silent) publish("error", *cell_->error, parent);
   } else if (type == "input_request") {
     if (!executing) return;
@@ -318,15 +321,27 @@ void Kernel::finish_cell(const json& done) {
   if (cell.store_history) history_.add(cell.execution_count, cell.code, cell.result_text);
   std::string audit_status = cell.limit_hit.empty() ? status : cell.limit_hit == "memory" ? "memory" : "timeout";
   if (cell.user_interrupted && cell.error && cell.limit_hit.empty()) audit_status = "interrupted";
-  audit_.record("cell", {{"session", cell.request.header.value("session", "")},
-                         {"msg_id", cell.request.id()},
-                         {"execution_count", cell.execution_count},
-                         {"code_sha256", sha256_hex(cell.code)},
-                         {"code_bytes", cell.code.size()},
-                         {"start", cell.started_iso},
-                         {"status", audit_status},
-                         {"displays", cell.displays},
-                         {"facts", facts}});
+  if (!cell.outcome.empty()) audit_status = cell.outcome;
+  json record = {{"session", cell.request.header.value("session", "")},
+                 {"msg_id", cell.request.id()},
+                 {"execution_count", cell.execution_count},
+                 {"code_sha256", sha256_hex(cell.code)},
+                 {"code_bytes", cell.code.size()},
+                 {"start", cell.started_iso},
+                 {"status", audit_status},
+                 {"wall_ms", facts["wall_ms"]},
+                 {"cpu_ms", facts["cpu_ms"]},
+                 {"peak_memory_bytes", facts["peak_memory_bytes"]},
+                 {"output_bytes", facts["output_bytes"]},
+                 {"output_dropped_bytes", budget_.dropped()},
+                 {"truncated", budget_.dropped() > 0},
+                 {"limit_hit", facts["limit_hit"]},
+                 {"displays", cell.displays}};
+  if (cell.error) record["ename"] = (*cell.error)["ename"];
+  if (options_.policy.audit_code) record["code"] = redactor_.redact(cell.code);
+  audit_.record("cell", record);
+  metrics_.cell(audit_status, facts["wall_ms"].get<double>() / 1000, budget_.dropped() > 0,
+                cell.limit_hit);
   bool abort = cell.error && cell.stop_on_error;
   WireMessage request = std::move(cell.request);
   cell_.reset();
@@ -347,13 +362,14 @@ void Kernel::finish_request_reply(const json& frame) {
   dispatch_next();
 }
 
-void Kernel::fail_cell(const std::string& ename, const std::string& evalue) {
+void Kernel::fail_cell(const std::string& ename, const std::string& evalue, const std::string& outcome) {
   if (!cell_) return;
   if (cell_->kind != "execute_request") {
     // complete/inspect/is_complete: answer with nothing found rather than leaving it waiting.
     finish_request_reply(json::object());
     return;
   }
+  cell_->outcome = outcome;
   cell_->error = create_error_content(ename, evalue, json::array({ename + ": " + evalue}));
   if (!cell_->silent) publish("error", *cell_->error, &cell_->request);
   finish_cell(json::object());
@@ -369,22 +385,23 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
   worker_.reset();
   worker_ready_ = false;
   ++restarts_;
+  metrics_.restart();
   if (cell_) {
     if (cell_->kind == "execute_request" && cell_->kill_at) {
       fail_cell("TimeoutError",
                 "the cell passed its " + std::string(cell_->limit_hit == "cpu" ? "CPU-time" : "wall-clock") +
                 " limit and ignored the interrupt for 2 s: the sandbox was restarted; variables "
-                "were lost, workspace files were kept");
+                "were lost, workspace files were kept", "timeout");
     } else if (exit.memory_limit) {
       if (cell_->kind == "execute_request") cell_->limit_hit = "memory";
       fail_cell("MemoryError", "the session passed its memory limit of " +
                                    human_bytes(options_.policy.memory_bytes) +
                                    " (--memory); the worker was restarted: variables were lost, "
-                                   "workspace files were kept");
+                                   "workspace files were kept", "memory");
     } else {
       fail_cell("WorkerDied", "the Python worker died (" + cause +
                                   "); a fresh worker was started: variables were lost, "
-                                  "workspace files were kept");
+                                  "workspace files were kept", "crashed");
     }
   }
   if (shutting_down_) return;

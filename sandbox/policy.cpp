@@ -20,7 +20,7 @@ bool is_flag_with_value(const std::string& flag) {
                                   "--pass-env",  "--set-env",  "--timeout",     "--cpu",
                                   "--memory",    "--pids",     "--file-size",   "--tmp-size",
                                   "--output-limit", "--python", "--sandbox-user", "--audit-log",
-                                  "--isolation", "--policy"};
+                                  "--isolation", "--policy", "--metrics"};
   for (const char* name : kValued)
     if (flag == name) return true;
   return false;
@@ -144,6 +144,12 @@ void apply(Policy& policy, const std::string& flag, const std::string& value) {
   } else if (flag == "--audit-log") {
     if (value.empty()) throw UsageError(flag + ": empty path");
     policy.audit_log = fs::absolute(value).string();
+  } else if (flag == "--metrics") {
+    if (value.empty()) throw UsageError(flag + ": empty path");
+    policy.metrics_file = fs::absolute(value).string();
+  } else if (flag == "--audit-code") {
+    if (value != "true" && value != "false") throw UsageError(flag + ": expected true or false");
+    policy.audit_code = value == "true";
   } else if (flag == "--isolation") {
     policy.isolation = parse_isolation(value);
   } else {
@@ -165,11 +171,11 @@ std::vector<std::pair<std::string, std::string>> read_policy_file(const std::str
   std::vector<std::pair<std::string, std::string>> settings;
   for (auto& [key, value] : doc.items()) {
     std::string flag = "--" + key;
-    if (!is_flag_with_value(flag) || key == "policy")
+    if ((!is_flag_with_value(flag) && key != "audit-code") || key == "policy")
       throw UsageError("--policy " + file + ": unknown setting \"" + key + "\"");
     auto scalar = [&](const nlohmann::json& v) {
       if (v.is_string()) return v.get<std::string>();
-      if (v.is_number()) return v.dump();
+      if (v.is_number() || v.is_boolean()) return v.dump();
       throw UsageError("--policy " + file + ": \"" + key + "\" must be a string or number");
     };
     if (value.is_array()) {
@@ -337,7 +343,12 @@ int PolicyBuilder::take(const std::vector<std::string>& args, size_t i) {
     arg = arg.substr(0, eq);
     inline_value = true;
   }
-  if (!is_flag_with_value(arg)) return 0;
+  if (arg == "--audit-code" && !inline_value) {
+    given_.push_back(arg);
+    given_.push_back("true");
+    return 1;
+  }
+  if (!is_flag_with_value(arg) && arg != "--audit-code") return 0;
   if (!inline_value) {
     if (i + 1 >= args.size()) throw UsageError(arg + ": missing value");
     value = args[i + 1];
@@ -386,6 +397,8 @@ const std::vector<std::pair<std::string, std::string>>& policy_flag_help() {
       {"--python PATH", "interpreter inside the sandbox [python3 on PATH]"},
       {"--sandbox-user USER", "host user the code runs as when the kernel is root [nobody]"},
       {"--audit-log FILE", "JSON-lines audit log [stderr]"},
+      {"--audit-code", "also log each cell's code (only its hash and size otherwise)"},
+      {"--metrics FILE", "keep a Prometheus textfile of cells, limits, egress, restarts"},
       {"--isolation MODE", "strict | degraded | none [strict]"}};
   return help;
 }

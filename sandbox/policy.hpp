@@ -43,6 +43,8 @@ struct Policy {
   std::string python;                          // resolved to an absolute path
   std::string sandbox_user;                    // empty: "nobody" when root, else unused
   std::string audit_log;                       // empty: stderr
+  bool audit_code = false;                     // log the code itself, not only its hash
+  std::string metrics_file;                    // Prometheus textfile; empty: none
   Isolation isolation = Isolation::strict;
 
   double cpu_limit() const { return cpu_seconds.value_or(timeout_seconds); }
