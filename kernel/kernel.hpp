@@ -2,8 +2,9 @@
 // The supervisor: a single-threaded reactor over the Jupyter sockets and the worker's frame
 // socket and output pipes. It never runs user code and never blocks on the worker, so control
 // messages (interrupt, shutdown) are served even while a cell spins.
+// Requests arrive through a Frontend (Jupyter's sockets, MCP, the runner); the core is the same.
 //   reactor.cpp      the loop: poll, signals, timers, limits
-//   requests.cpp     Jupyter requests: queueing, dispatch, replies
+//   requests.cpp     requests: queueing, dispatch, replies
 //   worker_link.cpp  the worker: start, frames, output, exits, restarts
 #include <chrono>
 #include <deque>
@@ -13,15 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel/audit_log.hpp"
-#include "kernel/connection_file.hpp"
 #include "kernel/diagnostics.hpp"
+#include "kernel/frontend.hpp"
 #include "kernel/history.hpp"
 #include "kernel/metrics.hpp"
 #include "kernel/output_stream.hpp"
 #include "kernel/redactor.hpp"
-#include "kernel/replay_guard.hpp"
-#include "kernel/signer.hpp"
-#include "kernel/transport.hpp"
 #include "kernel/wire_message.hpp"
 #include "kernel/worker_frames.hpp"
 #include "sandbox/fd.hpp"
@@ -34,18 +32,28 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct KernelOptions {
-  ConnectionInfo connection;
   Policy policy;
   WorkerLaunch launch;
+  std::string session_id;  // this kernel's identity in headers and the audit log
 };
 
 class Kernel {
  public:
+  // Signals are blocked here: construct before anything starts threads (ZMQ's included).
   explicit Kernel(KernelOptions options);
   ~Kernel();
   // Starts the first worker (throws SandboxError: the kernel refuses to start), then serves
-  // until shutdown. Returns the process exit status.
-  int run();
+  // the frontend until shutdown. Returns the process exit status.
+  int run(Frontend& frontend);
+
+  // What a frontend hands in.
+  void submit_control(const WireMessage& message);
+  void submit_shell(WireMessage message);
+  void deliver_input(const std::string& value);
+  void interrupt_cell();
+  void request_shutdown();
+  bool shutting_down() const { return shutting_down_; }
+  const std::string& session_id() const { return options_.session_id; }
 
  private:
   // A shell request the worker is handling now.
@@ -80,8 +88,6 @@ class Kernel {
   Clock::time_point next_deadline() const;
 
   // requests.cpp
-  void receive(Channel channel);
-  void handle_control(const WireMessage& message);
   void dispatch_next();
   void start_request(const WireMessage& message);
   void answer_locally(Channel channel, const WireMessage& message);
@@ -90,8 +96,6 @@ class Kernel {
              json metadata = json::object());
   void publish(const std::string& type, json content, const WireMessage* parent);
   void publish_status(const std::string& state, const WireMessage* parent);
-  void interrupt_cell();
-  void request_shutdown();
   std::string banner() const;
 
   // worker_link.cpp
@@ -113,14 +117,11 @@ class Kernel {
   void drop_worker();
 
   KernelOptions options_;
-  Signer signer_;
-  ReplayGuard replay_;
-  std::string session_id_;
   AuditLog audit_;
   Metrics metrics_;
   Redactor redactor_;
-  RateLimitedLog wire_log_;
-  std::optional<Transport> transport_;
+  RateLimitedLog request_log_;
+  Frontend* frontend_ = nullptr;
   History history_;
   Fd signals_;
 
@@ -142,6 +143,7 @@ class Kernel {
   OutputBudget budget_;
   StreamBuffer streams_[2];                 // stdout, stderr
   bool shutting_down_ = false;
+  bool collecting_ = false;                 // stop_on_error is gathering requests to abort
   int restarts_ = 0;
 };
 

@@ -5,6 +5,7 @@
 
 #include "kernel/command_line.hpp"
 #include "kernel/connection_file.hpp"
+#include "kernel/jupyter_frontend.hpp"
 #include "kernel/kernel.hpp"
 #include "kernel/kernelspec.hpp"
 #include "kernel/resources.hpp"
@@ -15,12 +16,15 @@ using namespace belljar;
 namespace {
 
 int run_kernel(const CommandLine& cl) {
+  ConnectionInfo connection = read_connection_file(cl.connection_file);
   KernelOptions options;
-  options.connection = read_connection_file(cl.connection_file);
   options.policy = cl.policy.build();
   options.launch = {options.policy.python, worker_package_dir()};
-  Kernel kernel(std::move(options));
-  return kernel.run();
+  options.session_id = new_uuid();
+  Kernel kernel(options);  // before the frontend: its ZMQ threads must inherit the signal mask
+  JupyterFrontend frontend(connection, options.session_id);
+  connection.key.assign(connection.key.size(), '\0');
+  return kernel.run(frontend);
 }
 
 }  // namespace

@@ -26,12 +26,10 @@ sigset_t handled_signals() {
 
 Kernel::Kernel(KernelOptions options)
     : options_(std::move(options)),
-      signer_(options_.connection.key),
-      session_id_(new_uuid()),
       audit_(options_.policy.audit_log),
       metrics_(options_.policy.metrics_file),
       redactor_(Redactor::from_environment(environ, options_.policy.pass_env)),
-      wire_log_(10) {
+      request_log_(10) {
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
   // interest arrives on the signalfd instead.
   sigset_t set = handled_signals();
@@ -39,16 +37,15 @@ Kernel::Kernel(KernelOptions options)
   ::signal(SIGPIPE, SIG_IGN);
   signals_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signals_) throw SandboxError(std::string("signalfd: ") + std::strerror(errno));
-  options_.connection.key.assign(options_.connection.key.size(), '\0');
-  transport_.emplace(options_.connection);
 }
 
 Kernel::~Kernel() { drop_worker(); }
 
-int Kernel::run() {
+int Kernel::run(Frontend& frontend) {
+  frontend_ = &frontend;
   audit_.record("kernel_start", {{"version", BELLJAR_VERSION},
                                  {"pid", ::getpid()},
-                                 {"session", session_id_},
+                                 {"session", options_.session_id},
                                  {"policy", options_.policy.summary()}});
   start_worker();  // throws SandboxError: refuse to start rather than run with less
   metrics_.write();
@@ -78,12 +75,8 @@ Clock::time_point Kernel::next_deadline() const {
 }
 
 void Kernel::poll_once() {
-  std::vector<zmq::pollitem_t> items = {
-      {transport_->socket(Channel::control).handle(), 0, ZMQ_POLLIN, 0},
-      {transport_->socket(Channel::shell).handle(), 0, ZMQ_POLLIN, 0},
-      {transport_->socket(Channel::stdin_).handle(), 0, ZMQ_POLLIN, 0},
-      {nullptr, signals_.get(), ZMQ_POLLIN, 0},
-  };
+  std::vector<zmq::pollitem_t> items = {{nullptr, signals_.get(), ZMQ_POLLIN, 0}};
+  frontend_->add_poll_items(items);
   size_t worker_index = items.size();
   if (worker_) {
     short events = ZMQ_POLLIN | (outbox_.empty() ? 0 : ZMQ_POLLOUT);
@@ -99,17 +92,14 @@ void Kernel::poll_once() {
     if (e.num() != EINTR) throw;
   }
 
-  // Control first: an interrupt or shutdown must not wait behind anything.
-  if (items[0].revents & ZMQ_POLLIN) receive(Channel::control);
-  if (items[3].revents & ZMQ_POLLIN) handle_signals();
+  frontend_->handle(&items[1], *this);
+  if (items[0].revents & ZMQ_POLLIN) handle_signals();
   if (worker_ && items.size() > worker_index) {
     if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(0, 1 << 20);
     if (items[worker_index + 2].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(1, 1 << 20);
     if (worker_ && (items[worker_index].revents & ZMQ_POLLOUT)) flush_outbox();
     if (worker_ && (items[worker_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) read_frames();
   }
-  if (items[2].revents & ZMQ_POLLIN) receive(Channel::stdin_);
-  if (items[1].revents & ZMQ_POLLIN) receive(Channel::shell);
 
   auto now = Clock::now();
   check_limits(now);

@@ -12,43 +12,24 @@ bool needs_worker(const std::string& type) {
 }
 }  // namespace
 
-void Kernel::receive(Channel channel) {
-  // A bounded batch per wake-up so one busy socket can't starve the others.
-  for (int i = 0; i < 64; ++i) {
-    auto frames = transport_->receive(channel);
-    if (!frames) return;
-    WireMessage message;
-    WireFault fault = parse_wire_message(*frames, signer_, replay_, message);
-    if (fault != WireFault::none) {
-      wire_log_.log(std::string("dropped ") + channel_name(channel) + " message",
-                    describe(fault));
-      continue;
-    }
-    switch (channel) {
-      case Channel::control:
-        handle_control(message);
-        break;
-      case Channel::shell:
-        queue_.push_back({channel, std::move(message)});
-        dispatch_next();
-        break;
-      case Channel::stdin_:
-        if (message.type() == "input_reply" && cell_ && cell_->kind == "execute_request") {
-          auto value = message.content.find("value");
-          send_to_worker({{"type", "input_reply"},
-                          {"value", value != message.content.end() && value->is_string()
-                                        ? value->get<std::string>()
-                                        : std::string()}});
-        } else {
-          wire_log_.log("dropped stdin message", "unexpected " + message.type());
-        }
-        break;
-    }
-  }
+void Kernel::submit_shell(WireMessage message) {
+  queue_.push_back({Channel::shell, std::move(message)});
+  if (!collecting_) dispatch_next();
 }
 
-void Kernel::handle_control(const WireMessage& message) {
+void Kernel::deliver_input(const std::string& value) {
+  if (cell_ && cell_->kind == "execute_request")
+    send_to_worker({{"type", "input_reply"}, {"value", value}});
+  else
+    request_log_.log("dropped input_reply", "no cell is waiting for input");
+}
+
+void Kernel::submit_control(const WireMessage& message) {
   std::string type = message.type();
+  if (type == "kernel_info_request" && !worker_ready_) {
+    queue_.push_front({Channel::control, message});  // answered once the worker says hello
+    return;
+  }
   publish_status("busy", &message);
   if (type == "interrupt_request") {
     interrupt_cell();
@@ -58,14 +39,11 @@ void Kernel::handle_control(const WireMessage& message) {
     reply(Channel::control, message, "shutdown_reply", create_shutdown_reply(restart));
     publish("shutdown_reply", create_shutdown_reply(restart), &message);
     request_shutdown();
-  } else if (type == "kernel_info_request" && worker_ready_) {
+  } else if (type == "kernel_info_request") {
     reply(Channel::control, message, "kernel_info_reply",
           create_kernel_info_reply(language_info_, banner()));
-  } else if (type == "kernel_info_request") {
-    queue_.push_front({Channel::control, message});  // answered once the worker says hello
-    return;
   } else {
-    wire_log_.log("unsupported control message", type);
+    request_log_.log("unsupported control message", type);
   }
   publish_status("idle", &message);
 }
@@ -92,7 +70,7 @@ void Kernel::dispatch_next() {
     QueuedRequest request = std::move(front);
     queue_.pop_front();
     if (request.channel == Channel::control) {
-      handle_control(request.message);
+      submit_control(request.message);
     } else if (needs_worker(type)) {
       start_request(request.message);
     } else {
@@ -122,7 +100,7 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
   } else if (type == "comm_msg" || type == "comm_close") {
     // Nothing to deliver them to.
   } else {
-    wire_log_.log("unsupported shell message", type);
+    request_log_.log("unsupported shell message", type);
   }
   publish_status("idle", &message);
 }
@@ -189,12 +167,9 @@ void Kernel::start_request(const WireMessage& message) {
 
 void Kernel::abort_queued_executes() {
   // Like ipykernel's stop_on_error: requests already sent behind the failed cell are aborted.
-  while (auto frames = transport_->receive(Channel::shell)) {
-    WireMessage message;
-    WireFault fault = parse_wire_message(*frames, signer_, replay_, message);
-    if (fault == WireFault::none) queue_.push_back({Channel::shell, std::move(message)});
-    else wire_log_.log("dropped shell message", describe(fault));
-  }
+  collecting_ = true;
+  frontend_->collect_pending(*this);
+  collecting_ = false;
   std::deque<QueuedRequest> kept;
   for (auto& request : queue_) {
     if (request.channel == Channel::shell && request.message.type() == "execute_request") {
@@ -211,22 +186,11 @@ void Kernel::abort_queued_executes() {
 
 void Kernel::reply(Channel channel, const WireMessage& parent, const std::string& type,
                    json content, json metadata) {
-  WireMessage message;
-  message.identities = parent.identities;
-  message.header = make_header(type, session_id_);
-  message.parent_header = parent.header;
-  message.metadata = std::move(metadata);
-  message.content = std::move(content);
-  transport_->send(channel, serialize_wire_message(message, signer_));
+  frontend_->reply(channel, parent, type, std::move(content), std::move(metadata));
 }
 
 void Kernel::publish(const std::string& type, json content, const WireMessage* parent) {
-  WireMessage message;
-  message.identities = {"kernel." + session_id_.substr(0, 8) + "." + type};
-  message.header = make_header(type, session_id_);
-  if (parent) message.parent_header = parent->header;
-  message.content = std::move(content);
-  transport_->publish(serialize_wire_message(message, signer_));
+  frontend_->publish(type, std::move(content), parent);
 }
 
 void Kernel::publish_status(const std::string& state, const WireMessage* parent) {

@@ -9,12 +9,9 @@
 #include <zmq.hpp>
 
 #include "kernel/connection_file.hpp"
-#include "kernel/wire_message.hpp"
+#include "kernel/frontend.hpp"
 
 namespace belljar {
-
-enum class Channel { shell, control, stdin_ };
-const char* channel_name(Channel channel);
 
 class Transport {
  public:

@@ -224,12 +224,7 @@ void Kernel::handle_frame(const json& frame) {
       send_to_worker({{"type", "input_reply"}, {"error", "this frontend does not support input requests"}});
       return;
     }
-    WireMessage request;
-    request.identities = cell_->request.identities;
-    request.header = make_header("input_request", session_id_);
-    request.parent_header = cell_->request.header;
-    request.content = content;
-    transport_->send(Channel::stdin_, serialize_wire_message(request, signer_));
+    frontend_->request_input(cell_->request, content);
   } else if (type == "limits") {
     if (executing) handle_limits(frame);
   } else if (type == "done") {
@@ -317,7 +312,7 @@ void Kernel::finish_cell(const json& done) {
                                       done.contains("payload") ? done["payload"] : json::array());
   }
   json metadata = {{"started", cell.started_iso}, {"dependencies_met", true},
-                   {"engine", session_id_}, {"status", status}, {"belljar", facts}};
+                   {"engine", options_.session_id}, {"status", status}, {"belljar", facts}};
   if (cell.store_history) history_.add(cell.execution_count, cell.code, cell.result_text);
   std::string audit_status = cell.limit_hit.empty() ? status : cell.limit_hit == "memory" ? "memory" : "timeout";
   if (cell.user_interrupted && cell.error && cell.limit_hit.empty()) audit_status = "interrupted";
