@@ -9,6 +9,7 @@
 #include "kernel/kernel.hpp"
 #include "kernel/kernelspec.hpp"
 #include "kernel/resources.hpp"
+#include "sandbox/host_check.hpp"
 #include "sandbox/jail_entry.hpp"
 
 using namespace belljar;
@@ -27,6 +28,15 @@ int run_kernel(const CommandLine& cl) {
   return kernel.run(frontend);
 }
 
+// `belljar check`: what this host offers and what the policy would use; 0 only if enforceable.
+int run_check(const CommandLine& cl) {
+  Policy policy = cl.policy.build();
+  const LayerReport& host = host_layers();
+  EnforcementPlan plan = plan_enforcement(policy, host);
+  std::cout << describe_check(host, plan);
+  return plan.enforceable ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,6 +53,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cl.command == "kernel") return run_kernel(cl);
+    if (cl.command == "check") return run_check(cl);
     if (cl.command == "install") {
       auto dir = install_kernelspec(cl);
       std::cout << "installed kernelspec " << cl.name << " in " << dir.string() << "\n";

@@ -1,0 +1,161 @@
+"""Containment probes: each is code a user could run in a cell, and the exact outcome expected
+inside the sandbox. `control` is what the same probe gives in an unsandboxed kernel
+(--isolation none): proof that the probe would have escaped. Destructive probes have no control
+and never run outside the sandbox.
+
+A probe's code leaves its outcome in `result` (a string: "ok", an errno name, or a value)."""
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
+
+# Prelude run once per kernel: small helpers the probes share.
+PRELUDE = r'''
+import ctypes, errno, json, os, socket, signal, struct
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+def errname(code):
+    return errno.errorcode.get(code, str(code))
+
+def attempt(fn):
+    try:
+        fn()
+        return "ok"
+    except OSError as e:
+        return errname(e.errno)
+
+def sys_errno(nr, *args):
+    ctypes.set_errno(0)
+    r = _libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
+    return "ok" if r >= 0 else errname(ctypes.get_errno())
+
+def read_text(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+def status_field(name):
+    for line in read_text("/proc/self/status").splitlines():
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1].strip()
+'''
+
+Expect = Union[str, Callable[[str], bool]]
+
+
+@dataclass
+class Probe:
+    name: str
+    code: str
+    sandbox: Expect                  # exact outcome inside, or a predicate
+    control: Optional[Expect] = None  # outcome with --isolation none; None: not run outside
+    root_control_only: bool = False   # the control only escapes when the kernel is root
+
+
+X86_64 = {
+    "mount": (165, 0, 0, 0, 0, 0), "umount2": (166, 0, 0), "pivot_root": (155, 0, 0),
+    "chroot": (161, 0), "setns": (308, 0, 0x10000000), "unshare_user": (272, 0x10000000),
+    "unshare_net": (272, 0x40000000), "ptrace_attach": (101, 16, 1, 0, 0),
+    "process_vm_readv": (310, 1, 0, 0, 0, 0, 0), "process_vm_writev": (311, 1, 0, 0, 0, 0, 0),
+    "bpf": (321, 0, 0, 0), "perf_event_open": (298, 0, 0, -1, -1, 0), "keyctl": (250, 0, 0),
+    "add_key": (248, 0, 0, 0, 0, 0), "request_key": (249, 0, 0, 0, 0), "userfaultfd": (323, 0),
+    "io_uring_setup": (425, 1, 0), "io_uring_enter": (426, 0, 0, 0, 0, 0),
+    "io_uring_register": (427, 0, 0, 0, 0), "kexec_load": (246, 0, 0, 0, 0),
+    "kexec_file_load": (320, 0, 0, 0, 0, 0), "init_module": (175, 0, 0, 0),
+    "finit_module": (313, 0, 0, 0), "delete_module": (176, 0, 0),
+    "open_by_handle_at": (304, 0, 0, 0), "swapon": (167, 0, 0), "swapoff": (168, 0),
+    "reboot": (169, 0, 0, 0, 0), "iopl": (172, 3), "ioperm": (173, 0, 1, 1),
+    "clock_settime": (227, 0, 0), "clock_adjtime": (305, 0, 0), "adjtimex": (159, 0),
+    "settimeofday": (164, 0, 0),
+    # clone with a namespace flag (CLONE_NEWNET | SIGCHLD): would fork if it were allowed.
+    "clone_newnet": (56, 0x40000000 | 17, 0, 0, 0, 0),
+}
+X32_BIT = 0x40000000
+
+PROBES = [
+    Probe("secret in os.environ", "result = os.environ.get('BELLJAR_PROBE_SECRET', 'absent')",
+          "absent", control=lambda out: out.startswith("sk-probe-")),
+    Probe("secret in any /proc/*/environ",
+          "found = []\n"
+          "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+          "    try:\n"
+          "        if b'sk-probe-' in open(f'/proc/{pid}/environ','rb').read(): found.append(pid)\n"
+          "    except OSError: pass\n"
+          "result = 'found' if found else 'none'", "none", control="found"),
+    Probe("connection file", "result = attempt(lambda: read_text(CONNECTION_FILE))", "ENOENT", control="ok"),
+    Probe("kernel key anywhere in /proc",
+          "hits = []\n"
+          "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+          "    for leaf in ('cmdline', 'environ'):\n"
+          "        try:\n"
+          "            if KERNEL_KEY.encode() in open(f'/proc/{pid}/{leaf}','rb').read(): hits.append(pid)\n"
+          "        except OSError: pass\n"
+          "result = 'none' if not hits else 'found'", "none"),
+    Probe("file in the host home", "result = attempt(lambda: read_text(HOST_HOME_FILE))", "ENOENT", control="ok"),
+    Probe("/root", "result = attempt(lambda: os.listdir('/root'))", "ENOENT", control="ok", root_control_only=True),
+    Probe("/home", "result = str(os.listdir('/home'))", "['sandbox']"),
+    Probe("/run and /var", "result = attempt(lambda: os.listdir('/run')) + ' ' + attempt(lambda: os.listdir('/var'))",
+          "ENOENT ENOENT", control="ok ok"),
+    Probe("workspace .env is masked", "result = repr(read_text('.env'))", "''",
+          control=lambda out: "sk-probe-dotenv" in out),
+    Probe("workspace .ssh is masked", "result = str(os.listdir('.ssh'))", "[]",
+          control=lambda out: "id_ed25519" in out),
+    Probe("symlink out of the workspace", "result = attempt(lambda: read_text('escape-link'))", "ENOENT", control="ok"),
+    Probe("/etc/shadow", "result = attempt(lambda: read_text('/etc/shadow'))", "ENOENT",
+          control="ok", root_control_only=True),
+    Probe("write outside the workspace",
+          "result = attempt(lambda: open(OUTSIDE_DIR + '/escaped.txt', 'w').write('x'))",
+          lambda out: out in ("ENOENT", "EROFS", "EACCES"), control="ok", root_control_only=True),
+    Probe("write to /usr", "result = attempt(lambda: open('/usr/belljar-probe', 'w'))",
+          lambda out: out in ("EROFS", "EACCES"), control="ok", root_control_only=True),
+    Probe("write to /tmp is private", "open('/tmp/belljar-private', 'w').write('x'); result = 'ok'", "ok"),
+    Probe("capabilities", "result = status_field('CapEff') + ' ' + status_field('CapBnd')",
+          "0000000000000000 0000000000000000",
+          control=lambda out: out != "0000000000000000 0000000000000000", root_control_only=True),
+    Probe("no_new_privs", "result = status_field('NoNewPrivs')", "1", control="0"),
+    Probe("seccomp filter", "result = status_field('Seccomp')", "2", control="0"),
+    Probe("no controlling terminal", "result = attempt(lambda: os.open('/dev/tty', os.O_RDWR))",
+          lambda out: out in ("ENOENT", "ENXIO")),
+    Probe("core dumps off", "import resource; result = str(resource.getrlimit(resource.RLIMIT_CORE))", "(0, 0)"),
+    Probe("only documented fds are open", "result = str(sorted(int(fd) for fd in os.listdir('/proc/self/fd')))",
+          lambda out: set(eval(out)) <= {0, 1, 2, 3, 4}),
+    Probe("host processes in /proc", "result = 'visible' if os.path.exists(f'/proc/{HOST_PID}/status') else 'hidden'",
+          "hidden", control="visible"),
+    Probe("pid 1 is the jail init", "result = read_text('/proc/1/cmdline').split('\\0')[0]",
+          lambda out: "python" not in out),
+    Probe("ptrace traceme", "result = sys_errno(101, 0, 0, 0, 0)", "EPERM", control="ok"),
+    Probe("TIOCSTI", "result = attempt(lambda: __import__('fcntl').ioctl(0, 0x5412, b'x'))", "EPERM",
+          control="ENOTTY"),
+    Probe("TIOCSTI with high bits", "result = sys_errno(16, 0, 0x5412 | (1 << 32), 0)", "EPERM", control="ENOTTY"),
+    Probe("TIOCLINUX", "result = sys_errno(16, 0, 0x541C, 0)", "EPERM", control="ENOTTY"),
+    Probe("AF_PACKET socket", "result = attempt(lambda: socket.socket(17, socket.SOCK_RAW, 0))", "EPERM",
+          control="ok", root_control_only=True),
+    Probe("AF_VSOCK socket", "result = attempt(lambda: socket.socket(40, socket.SOCK_STREAM, 0))", "EPERM"),
+    Probe("AF_ALG socket", "result = attempt(lambda: socket.socket(38, socket.SOCK_SEQPACKET, 0))", "EPERM"),
+    Probe("/dev has only the safe devices",
+          "result = ' '.join(sorted(n for n in os.listdir('/dev') if not os.path.isdir('/dev/' + n) and not os.path.islink('/dev/' + n)))",
+          "full null random urandom zero"),
+    Probe("block devices", "result = attempt(lambda: os.open('/dev/vda', os.O_RDONLY))", "ENOENT"),
+    Probe("/proc/sys write", "result = attempt(lambda: open('/proc/sys/kernel/hostname', 'w').write('x'))",
+          lambda out: out in ("EROFS", "EACCES", "EPERM")),
+    Probe("/sys write", "result = attempt(lambda: open('/sys/kernel/mm/transparent_hugepage/enabled', 'w').write('never'))",
+          lambda out: out in ("ENOENT", "EROFS", "EACCES")),
+    Probe("host uid of files the code writes", "open('owned-by.txt', 'w').write('x'); result = 'written'", "written"),
+    Probe("x32 getpid", f"result = sys_errno(39 | {X32_BIT})", "EPERM"),
+    Probe("x32 mount", f"result = sys_errno(165 | {X32_BIT}, 0, 0, 0, 0, 0)", "EPERM"),
+] + [
+    Probe(f"syscall {name}", f"result = sys_errno{args}", "EPERM")
+    for name, args in X86_64.items()
+] + [
+    Probe("host loopback TCP", "s = socket.socket(); s.settimeout(3)\n"
+          "result = attempt(lambda: s.connect(('127.0.0.1', HOST_TCP_PORT)))", "ECONNREFUSED", control="ok"),
+    Probe("host loopback IPv6", "s = socket.socket(socket.AF_INET6); s.settimeout(3)\n"
+          "result = attempt(lambda: s.connect(('::1', HOST_TCP6_PORT)))",
+          lambda out: out in ("ECONNREFUSED", "EADDRNOTAVAIL", "ENETUNREACH"), control="ok"),
+    Probe("host abstract unix socket", "s = socket.socket(socket.AF_UNIX)\n"
+          "result = attempt(lambda: s.connect('\\0' + HOST_ABSTRACT))", "ECONNREFUSED", control="ok"),
+    Probe("no route out of the sandbox",
+          "result = str(len(read_text('/proc/net/route').splitlines()) - 1) + ' ' + "
+          "' '.join(sorted(os.listdir('/sys/class/net')) if os.path.isdir('/sys/class/net') else ['lo'])",
+          "0 lo"),
+    Probe("UDP to host loopback", "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+          "s.sendto(b'probe', ('127.0.0.1', HOST_UDP_PORT)); result = 'sent'", "sent", control="sent"),
+]

@@ -1,0 +1,143 @@
+"""The containment table: every probe in probes.py run from inside a belljar kernel through
+jupyter_client, as a user would, with its exact expected outcome; and a control run of the
+non-destructive probes with --isolation none proving each would have worked without the sandbox.
+A kernel that dies mid-suite fails the suite (the fixtures check it is alive after each probe)."""
+import json
+import os
+import pathlib
+import pwd
+import shutil
+import socket
+import tempfile
+
+import pytest
+
+from belljar_testing import ISOLATION, execute, running_kernel
+from probes import PRELUDE, PROBES
+
+SECRET = "sk-probe-0123456789abcdef"
+
+
+class HostBait:
+    """Things on the host the sandbox must not reach: servers, files, a secret."""
+
+    def __init__(self):
+        self.root = pathlib.Path(tempfile.mkdtemp(prefix="belljar-bait-"))
+        os.chmod(self.root, 0o755)
+        self.workspace = self.root / "workspace"
+        self.workspace.mkdir()
+        os.chmod(self.workspace, 0o777)
+        (self.workspace / ".env").write_text("OPENAI_API_KEY=sk-probe-dotenv-secret\n")
+        (self.workspace / ".ssh").mkdir()
+        (self.workspace / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+        home = pathlib.Path(os.environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)
+        home.mkdir(parents=True, exist_ok=True)
+        self.home_file = home / f"belljar-probe-{os.getpid()}.txt"
+        self.home_file.write_text("host home secret\n")
+        os.symlink(self.home_file, self.workspace / "escape-link")
+        self.outside = self.root / "outside"
+        self.outside.mkdir()
+        os.chmod(self.outside, 0o777)
+        self.tcp = socket.create_server(("127.0.0.1", 0))
+        self.tcp6 = socket.create_server(("::1", 0), family=socket.AF_INET6)
+        self.abstract_name = f"belljar-probe-{os.getpid()}"
+        self.abstract = socket.socket(socket.AF_UNIX)
+        self.abstract.bind("\0" + self.abstract_name)
+        self.abstract.listen()
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", 0))
+        self.udp.settimeout(1.0)
+
+    def constants(self, km):
+        info = km.get_connection_info()
+        key = info["key"].decode() if isinstance(info["key"], bytes) else info["key"]
+        return (f"CONNECTION_FILE = {km.connection_file!r}\nKERNEL_KEY = {key!r}\n"
+                f"HOST_HOME_FILE = {str(self.home_file)!r}\nOUTSIDE_DIR = {str(self.outside)!r}\n"
+                f"HOST_PID = {os.getpid()}\nHOST_TCP_PORT = {self.tcp.getsockname()[1]}\n"
+                f"HOST_TCP6_PORT = {self.tcp6.getsockname()[1]}\n"
+                f"HOST_ABSTRACT = {self.abstract_name!r}\nHOST_UDP_PORT = {self.udp.getsockname()[1]}\n")
+
+    def udp_received(self):
+        try:
+            return self.udp.recv(64) == b"probe"
+        except socket.timeout:
+            return False
+
+    def close(self):
+        for s in (self.tcp, self.tcp6, self.abstract, self.udp):
+            s.close()
+        self.home_file.unlink(missing_ok=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _kernel_with_bait(isolation):
+    bait = HostBait()
+    flags = ["--isolation", isolation, "--timeout", "20"]
+    env = {"BELLJAR_PROBE_SECRET": SECRET}
+    ctx = running_kernel(flags=flags, workspace=str(bait.workspace), env=env,
+                         name=f"belljar-probe-{isolation}")
+    km, kc = ctx.__enter__()
+    reply, _ = execute(kc, PRELUDE + bait.constants(km))
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return ctx, km, kc, bait
+
+
+@pytest.fixture(scope="module")
+def sandboxed():
+    ctx, km, kc, bait = _kernel_with_bait(ISOLATION)
+    yield km, kc, bait
+    ctx.__exit__(None, None, None)
+    bait.close()
+
+
+@pytest.fixture(scope="module")
+def unsandboxed():
+    ctx, km, kc, bait = _kernel_with_bait("none")
+    yield km, kc, bait
+    ctx.__exit__(None, None, None)
+    bait.close()
+
+
+def run_probe(km, kc, code):
+    reply, outputs = execute(kc, code, user_expressions={"result": "result"})
+    assert km.is_alive(), "the kernel died during a probe"
+    content = reply["content"]
+    assert content["status"] == "ok", f"probe raised: {content.get('ename')}: {content.get('evalue')}"
+    return json.loads(json.dumps(content["user_expressions"]["result"]["data"]["text/plain"]))
+
+
+def plain(text):
+    # text/plain of a str is its repr.
+    return eval(text) if text[:1] in "'\"" else text
+
+
+def matches(expected, outcome):
+    return expected(outcome) if callable(expected) else outcome == expected
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=[p.name for p in PROBES])
+def test_probe_is_contained(sandboxed, probe):
+    km, kc, bait = sandboxed
+    outcome = plain(run_probe(km, kc, probe.code))
+    assert matches(probe.sandbox, outcome), f"{probe.name}: got {outcome!r}"
+    if probe.name == "UDP to host loopback":
+        assert not bait.udp_received(), "a datagram reached the host's loopback"
+    if probe.name == "host uid of files the code writes":
+        owner = (bait.workspace / "owned-by.txt").stat().st_uid
+        assert owner != 0, "sandboxed code wrote a file as host root"
+    if probe.name == "write outside the workspace":
+        assert not (bait.outside / "escaped.txt").exists()
+
+
+CONTROLLED = [p for p in PROBES if p.control is not None]
+
+
+@pytest.mark.parametrize("probe", CONTROLLED, ids=[p.name for p in CONTROLLED])
+def test_probe_escapes_without_the_sandbox(unsandboxed, probe):
+    if probe.root_control_only and os.geteuid() != 0:
+        pytest.skip("this probe only escapes an unsandboxed kernel that runs as root")
+    km, kc, bait = unsandboxed
+    outcome = plain(run_probe(km, kc, probe.code))
+    assert matches(probe.control, outcome), f"control {probe.name}: got {outcome!r}"
+    if probe.name == "UDP to host loopback":
+        assert bait.udp_received()
