@@ -32,7 +32,7 @@ class HostBait:
         (self.workspace / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
         home = pathlib.Path(os.environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)
         home.mkdir(parents=True, exist_ok=True)
-        self.home_file = home / f"belljar-probe-{os.getpid()}.txt"
+        self.home_file = home / f"belljar-probe-{self.root.name}.txt"
         self.home_file.write_text("host home secret\n")
         os.symlink(self.home_file, self.workspace / "escape-link")
         self.outside = self.root / "outside"
@@ -40,7 +40,7 @@ class HostBait:
         os.chmod(self.outside, 0o777)
         self.tcp = socket.create_server(("127.0.0.1", 0))
         self.tcp6 = socket.create_server(("::1", 0), family=socket.AF_INET6)
-        self.abstract_name = f"belljar-probe-{os.getpid()}"
+        self.abstract_name = f"belljar-probe-{os.getpid()}-{self.root.name}"
         self.abstract = socket.socket(socket.AF_UNIX)
         self.abstract.bind("\0" + self.abstract_name)
         self.abstract.listen()
@@ -122,9 +122,14 @@ def test_probe_is_contained(sandboxed, probe):
     assert matches(probe.sandbox, outcome), f"{probe.name}: got {outcome!r}"
     if probe.name == "UDP to host loopback":
         assert not bait.udp_received(), "a datagram reached the host's loopback"
-    if probe.name == "host uid of files the code writes":
-        owner = (bait.workspace / "owned-by.txt").stat().st_uid
-        assert owner != 0, "sandboxed code wrote a file as host root"
+    if probe.name == "host uid of the code":
+        # Every Python process under the kernel runs as an unprivileged host uid.
+        import psutil
+        kernel = psutil.Process(km.provisioner.process.pid)
+        pythons = [p for p in kernel.children(recursive=True) if "python" in p.name()]
+        assert pythons, "no worker process found under the kernel"
+        for proc in pythons:
+            assert 0 not in proc.uids(), f"worker {proc.pid} runs with host uid 0: {proc.uids()}"
     if probe.name == "write outside the workspace":
         assert not (bait.outside / "escaped.txt").exists()
 

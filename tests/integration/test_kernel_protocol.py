@@ -188,7 +188,7 @@ def test_worker_crash_is_reported_and_history_survives(kernel):
     kc.history(hist_access_type="search", pattern="marker_before_crash*")
     history = kc.get_shell_msg(timeout=30)["content"]["history"]
     assert any("marker_before_crash = 1" in entry[2] for entry in history)
-    reply, _ = execute(kc, "os._exit(3)")
+    reply, _ = execute(kc, "import os; os._exit(3)")
     assert "exit status 3" in reply["content"]["evalue"]
 
 

@@ -1,0 +1,133 @@
+"""Destructive probes: runaway code stops at its caps and the kernel keeps answering. These run
+only inside the sandbox (never with --isolation none), and ctest runs this file under ulimit."""
+import os
+import pathlib
+import shutil
+import tempfile
+import time
+
+import pytest
+
+from belljar_testing import ISOLATION, execute, running_kernel, stderr_of, stdout_of
+
+FLAGS = ["--isolation", ISOLATION, "--timeout", "4", "--memory", "256M", "--pids", "64",
+         "--tmp-size", "16M", "--file-size", "8M"]
+
+
+@pytest.fixture(scope="module")
+def capped():
+    workspace = tempfile.mkdtemp(prefix="belljar-limits-")
+    os.chmod(workspace, 0o777)
+    with running_kernel(flags=FLAGS, workspace=workspace) as (km, kc):
+        yield km, kc, pathlib.Path(workspace)
+    shutil.rmtree(workspace, ignore_errors=True)
+
+
+def still_answers(km, kc):
+    assert km.is_alive(), "the kernel died"
+    reply, outputs = execute(kc, "print('alive')", timeout=30)
+    assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "alive\n"
+
+
+def test_cpu_spin_hits_the_time_limit_and_keeps_state(capped):
+    km, kc, _ = capped
+    execute(kc, "kept_value = 42")
+    start = time.monotonic()
+    reply, _ = execute(kc, "while True: pass")
+    assert time.monotonic() - start < 15
+    content = reply["content"]
+    assert content["status"] == "error" and content["ename"] == "TimeoutError"
+    assert "--timeout" in content["evalue"] and "kept" in content["evalue"]
+    assert reply["metadata"]["belljar"]["limit_hit"] == "timeout"
+    reply, _ = execute(kc, "kept_value", user_expressions={"v": "kept_value"})
+    assert reply["content"]["user_expressions"]["v"]["data"]["text/plain"] == "42"
+
+
+def test_sleep_hits_the_time_limit(capped):
+    km, kc, _ = capped
+    start = time.monotonic()
+    reply, _ = execute(kc, "import time; time.sleep(600)")
+    assert time.monotonic() - start < 15
+    assert reply["content"]["ename"] == "TimeoutError"
+    still_answers(km, kc)
+
+
+def test_memory_bomb_is_reported_as_the_memory_limit(capped):
+    km, kc, _ = capped
+    reply, _ = execute(kc, "hog = []\nwhile True: hog.append(bytearray(16 << 20))")
+    content = reply["content"]
+    assert content["status"] == "error"
+    assert content["ename"] == "MemoryError", content
+    if "memory limit" in content.get("evalue", ""):
+        assert "--memory" in content["evalue"]
+    still_answers(km, kc)
+
+
+def test_fork_bomb_stops_at_the_process_cap(capped):
+    km, kc, _ = capped
+    code = ("import os, time\nchildren = 0\n"
+            "try:\n"
+            "    while True:\n"
+            "        pid = os.fork()\n"
+            "        if pid == 0:\n"
+            "            time.sleep(30); os._exit(0)\n"
+            "        children += 1\n"
+            "except OSError as e:\n"
+            "    print('stopped after', children, 'forks:', e.strerror)\n")
+    reply, outputs = execute(kc, code, timeout=60)
+    assert "stopped after" in stdout_of(outputs), (reply["content"], stderr_of(outputs))
+    forks = int(stdout_of(outputs).split()[2])
+    assert forks < 64
+    still_answers(km, kc)
+
+
+def test_tmp_fill_stops_at_the_tmp_size(capped):
+    km, kc, _ = capped
+    code = ("import errno\nwritten = 0\n"
+            "try:\n"
+            "    with open('/tmp/fill', 'wb') as f:\n"
+            "        while True:\n"
+            "            f.write(b'x' * (1 << 20)); f.flush(); written += 1\n"
+            "except OSError as e:\n"
+            "    print(errno.errorcode[e.errno], written)\n")
+    reply, outputs = execute(kc, code, timeout=60)
+    name, megabytes = stdout_of(outputs).split()
+    assert name in ("ENOSPC", "EFBIG") and int(megabytes) <= 16
+    execute(kc, "import os; os.remove('/tmp/fill')")
+    still_answers(km, kc)
+
+
+def test_workspace_fill_stops_at_the_file_size(capped):
+    km, kc, workspace = capped
+    code = ("import errno\n"
+            "try:\n"
+            "    with open('big.bin', 'wb') as f:\n"
+            "        for _ in range(64): f.write(b'x' * (1 << 20)); f.flush()\n"
+            "    print('no limit')\n"
+            "except OSError as e:\n"
+            "    print(errno.errorcode[e.errno])\n")
+    reply, outputs = execute(kc, code, timeout=60)
+    assert stdout_of(outputs).strip() == "EFBIG"
+    assert (workspace / "big.bin").stat().st_size <= 8 << 20
+    (workspace / "big.bin").unlink()
+    still_answers(km, kc)
+
+
+def test_kill_minus_one_only_kills_the_sandbox(capped):
+    km, kc, workspace = capped
+    sentinel = os.getpid()
+    reply, _ = execute(kc, "import os, signal; os.kill(-1, signal.SIGKILL); import time; time.sleep(5)")
+    assert os.getpid() == sentinel and km.is_alive()
+    still_answers(km, kc)
+
+
+def test_worker_crash_keeps_workspace_files(capped):
+    km, kc, workspace = capped
+    reply, _ = execute(kc, "open('kept.txt', 'w').write('still here')\n"
+                           "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    assert reply["content"]["status"] == "error"
+    assert "SIGSEGV" in reply["content"]["evalue"]
+    assert "workspace files were kept" in reply["content"]["evalue"]
+    assert (workspace / "kept.txt").read_text() == "still here"
+    reply, outputs = execute(kc, "print(open('kept.txt').read())")
+    assert stdout_of(outputs) == "still here\n"

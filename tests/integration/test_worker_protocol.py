@@ -1,0 +1,584 @@
+"""Drives a belljar worker the way the supervisor does: fd 3 frames, fd 1/2 pipes."""
+import base64
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+PYTHON = "/usr/bin/python3"
+SOURCE = Path(os.environ.get("BELLJAR_SOURCE") or Path(__file__).resolve().parents[2])
+WORKER_DIR = SOURCE / "worker"
+BOOTSTRAP = ("import sys; sys.path.insert(0, %r); "
+             "from belljar_worker.main import serve; serve()" % str(WORKER_DIR))
+
+
+class Worker:
+    def __init__(self, python=PYTHON, interpreter_flags=(), cwd=None):
+        ours, theirs = socket.socketpair()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        fd = theirs.fileno()
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [python, *interpreter_flags, "-s", "-E", "-c", BOOTSTRAP],
+            stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
+            pass_fds=(fd, 3), preexec_fn=lambda: os.dup2(fd, 3), cwd=cwd or "/tmp")
+        theirs.close()
+        os.close(out_w)
+        os.close(err_w)
+        self.sock, self.out, self.err = ours, out_r, err_r
+        self.pipes = {out_r: "stdout", err_r: "stderr"}
+        self.events = []  # ("stdout"|"stderr", text) and ("frame", dict), in arrival order
+        self._seen = 0
+        self.hello = self.next_frame(timeout=10)
+        self.hello_latency = time.perf_counter() - self.started
+
+    # -- transport ---------------------------------------------------------------------
+    def send(self, msg):
+        data = json.dumps(msg).encode()
+        self.sock.sendall(len(data).to_bytes(4, "big") + data)
+
+    def _drain_pipes(self, wait=0.0):
+        """Read what the pipes hold now, once: reading on until they are empty could take
+        text the worker wrote after the frame that is about to be handled."""
+        fds = [fd for fd in self.pipes if fd is not None]
+        ready, _, _ = select.select(fds, [], [], wait)
+        for fd in fds:
+            if fd in ready:
+                chunk = os.read(fd, 1 << 20)
+                if chunk:
+                    self.events.append((self.pipes[fd], chunk.decode("utf-8", "replace")))
+
+    def _read_exact(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise EOFError("worker closed fd 3")
+            data += chunk
+        return data
+
+    def next_frame(self, timeout=30):
+        """The next frame; like the supervisor, pipes are drained before it is handled."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no frame within %ss; events: %r" % (timeout, self.events[-5:]))
+            ready, _, _ = select.select([self.sock, self.out, self.err], [], [], left)
+            if self.sock in ready:
+                self._drain_pipes()
+                size = int.from_bytes(self._read_exact(4), "big")
+                frame = json.loads(self._read_exact(size))
+                self.events.append(("frame", frame))
+                return frame
+            self._drain_pipes()
+
+    # -- requests ----------------------------------------------------------------------
+    def start_execute(self, code, **fields):
+        msg = {"type": "execute", "id": fields.pop("id", "e%d" % len(self.events)), "code": code,
+               "silent": False, "store_history": True, "user_expressions": {},
+               "allow_stdin": False, "execution_count": fields.pop("execution_count", 1)}
+        msg.update(fields)
+        self._seen = len(self.events)
+        self.send(msg)
+        return msg["id"]
+
+    def finish_execute(self, timeout=30):
+        while True:
+            frame = self.next_frame(timeout)
+            if frame["type"] == "done":
+                self._drain_pipes()  # the worker flushed its streams before `done`
+                return Cell(self.events[self._seen:])
+
+    def execute(self, code, timeout=30, **fields):
+        self.start_execute(code, **fields)
+        return self.finish_execute(timeout)
+
+    def request(self, msg, reply_type, timeout=30):
+        self.send(msg)
+        while True:
+            frame = self.next_frame(timeout)
+            if frame["type"] == reply_type:
+                return frame
+
+    def interrupt(self):
+        os.kill(self.proc.pid, signal.SIGINT)
+
+    def close(self):
+        self.sock.close()
+        try:
+            return self.proc.wait(timeout=10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            for fd in (self.out, self.err):
+                os.close(fd)
+
+
+class Cell:
+    def __init__(self, events):
+        self.events = events
+        self.frames = [e[1] for e in events if e[0] == "frame"]
+        self.done = self.frames[-1]
+        self.stdout = "".join(text for kind, text in events if kind == "stdout")
+        self.stderr = "".join(text for kind, text in events if kind == "stderr")
+
+    def of_type(self, kind):
+        return [f for f in self.frames if f["type"] == kind]
+
+    @property
+    def result(self):
+        results = self.of_type("result")
+        return results[0]["data"] if results else None
+
+    @property
+    def error(self):
+        errors = self.of_type("error")
+        return errors[0] if errors else None
+
+    @property
+    def ok(self):
+        return self.done["status"] == "ok"
+
+
+def png_bytes(b64):
+    return base64.b64decode(b64)
+
+
+# ---------------------------------------------------------------------------------------
+# Tests
+# ---------------------------------------------------------------------------------------
+import re
+import sys
+
+import pytest
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def plain(text):
+    return ANSI.sub("", text)
+
+
+@pytest.fixture
+def worker():
+    w = Worker()
+    yield w
+    w.close()
+
+
+def interpreter_version(python=PYTHON):
+    return subprocess.check_output(
+        [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"], text=True).strip()
+
+
+def test_hello_reports_the_interpreter(worker):
+    hello = worker.hello
+    assert hello["type"] == "hello"
+    info = hello["language_info"]
+    assert info["name"] == "python"
+    assert info["version"] == interpreter_version()
+    assert info["mimetype"] == "text/x-python" and info["file_extension"] == ".py"
+    assert hello["pid"] == worker.proc.pid
+    assert "Python" in hello["banner"]
+
+
+def test_state_is_kept_across_cells_like_ipython(worker):
+    assert worker.execute("x = 41", execution_count=1).ok
+    cell = worker.execute("x + 1", execution_count=2)
+    assert cell.result == {"text/plain": "42"}
+    cell = worker.execute("(__name__, _, _2, Out[2], In[2], __builtins__.__name__)",
+                          execution_count=3)
+    assert cell.result["text/plain"] == "('__main__', 42, 42, 42, 'x + 1', 'builtins')"
+    # classes defined in cells pickle, which needs sys.modules['__main__'] to be the namespace
+    cell = worker.execute("import pickle\nclass P: pass\ntype(pickle.loads(pickle.dumps(P()))).__name__",
+                          execution_count=4)
+    assert cell.result == {"text/plain": "'P'"}
+
+
+def test_result_of_last_expression(worker):
+    cell = worker.execute("1 + 1")
+    assert cell.ok and cell.result == {"text/plain": "2"}
+    assert worker.execute("1 + 1;").result is None  # a trailing ';' hides the value
+    assert worker.execute("None").result is None
+    assert worker.execute("y = 3").result is None
+    long_list = worker.execute("list(range(30))").result["text/plain"]
+    assert long_list.startswith("[0,\n 1,\n 2,")  # pretty-printed, one item per line
+
+
+def test_silent_and_store_history(worker):
+    worker.execute("5", execution_count=1)
+    cell = worker.execute("6", silent=True, execution_count=2)
+    assert cell.result is None and cell.ok
+    cell = worker.execute("7", store_history=False, execution_count=2)
+    assert cell.result == {"text/plain": "7"}
+    cell = worker.execute("(_, sorted(Out))", execution_count=2)
+    assert cell.result["text/plain"] == "(5, [1])"
+
+
+def test_print_and_displays_keep_their_order(worker):
+    code = ("class H:\n"
+            "    def _repr_html_(self): return '<b>h</b>'\n"
+            "print('before')\n"
+            "display(H())\n"
+            "print('after')\n"
+            "import sys; print('err', file=sys.stderr)\n")
+    cell = worker.execute(code)
+    order = [(k, v if k != "frame" else v["type"]) for k, v in cell.events]
+    before = order.index(("stdout", "before\n"))
+    shown = order.index(("frame", "display"))
+    after = order.index(("stdout", "after\n"))
+    assert before < shown < after, order
+    assert cell.of_type("display")[0]["data"]["text/html"] == "<b>h</b>"
+    assert "err\n" in cell.stderr
+
+
+def test_output_of_a_long_cell_arrives_while_it_runs(worker):
+    worker.start_execute("import time\nprint('tick')\ntime.sleep(1.5)\nprint('tock')")
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and not any(
+            k == "stdout" and "tick" in v for k, v in worker.events[worker._seen:]):
+        worker._drain_pipes(wait=0.05)
+    assert any(k == "stdout" and "tick" in v for k, v in worker.events[worker._seen:])
+    assert not any(k == "frame" for k, _ in worker.events[worker._seen:])  # still running
+    cell = worker.finish_execute()
+    assert "tock" in cell.stdout
+
+
+def test_printing_200k_lines_is_fast(worker):
+    cell = worker.execute("import time\nt0 = time.perf_counter()\n"
+                          "for i in range(200000): print(i)\n"
+                          "elapsed = time.perf_counter() - t0")
+    assert cell.ok
+    assert cell.stdout.count("\n") == 200000 and cell.stdout.endswith("199999\n")
+    elapsed = float(worker.execute("elapsed").result["text/plain"])
+    assert elapsed < 0.5, elapsed
+
+
+def test_errors_become_error_frames_without_worker_frames(worker):
+    cell = worker.execute("def f():\n    return 1/0\nf()", execution_count=7)
+    assert not cell.ok and cell.done["status"] == "error"
+    error = cell.error
+    assert error["ename"] == "ZeroDivisionError" and error["evalue"] == "division by zero"
+    text = plain("\n".join(error["traceback"]))
+    assert "Cell In[7], line 3" in text and "return 1/0" in text
+    assert "belljar_worker" not in text and "runner.py" not in text
+    syntax = worker.execute("1 +").error
+    assert syntax["ename"] == "SyntaxError"
+    assert "belljar_worker" not in "".join(syntax["traceback"])
+    assert worker.execute("1 + 1").result == {"text/plain": "2"}  # still alive
+
+
+def test_exit_and_broken_reprs_do_not_kill_the_worker(worker):
+    cell = worker.execute("import sys; sys.exit(3)")
+    assert cell.error["ename"] == "SystemExit"
+    cell = worker.execute("class B:\n    def __repr__(self): raise ValueError('nope')\nB()")
+    assert cell.ok and "repr() failed" in cell.result["text/plain"]
+    cell = worker.execute("class C:\n    def _repr_html_(self): 1/0\nC()")
+    assert cell.ok and "text/html" not in cell.result and "ZeroDivisionError" in cell.stderr
+    assert worker.execute("21 * 2").result == {"text/plain": "42"}
+
+
+def test_sigint_interrupts_a_busy_cell_and_is_ignored_when_idle(worker):
+    worker.start_execute("while True: pass")
+    time.sleep(0.5)
+    worker.interrupt()
+    cell = worker.finish_execute(timeout=10)
+    assert cell.error["ename"] == "KeyboardInterrupt" and cell.done["status"] == "error"
+    worker.interrupt()  # idle
+    time.sleep(0.3)
+    assert worker.proc.poll() is None
+    assert worker.execute("'alive'").result == {"text/plain": "'alive'"}
+    worker.start_execute("import time; time.sleep(30)")
+    time.sleep(0.3)
+    worker.interrupt()
+    assert worker.finish_execute(timeout=10).error["ename"] == "KeyboardInterrupt"
+
+
+def test_input_round_trip(worker):
+    worker.start_execute("name = input('who? ')\nprint('hello', name)", allow_stdin=True)
+    request = worker.next_frame()
+    assert request == {"type": "input_request", "prompt": "who? ", "password": False}
+    worker.send({"type": "input_reply", "value": "ada"})
+    cell = worker.finish_execute()
+    assert cell.ok and cell.stdout == "hello ada\n"  # the prompt is not printed
+    worker.start_execute("import getpass\nsecret = getpass.getpass()", allow_stdin=True)
+    request = worker.next_frame()
+    assert request["type"] == "input_request" and request["password"] is True
+    worker.send({"type": "input_reply", "value": "s3cret"})
+    assert worker.finish_execute().ok
+    assert worker.execute("secret").result == {"text/plain": "'s3cret'"}
+    worker.start_execute("input()", allow_stdin=True)
+    worker.next_frame()
+    worker.send({"type": "input_reply", "error": "stdin is closed"})
+    assert worker.finish_execute().error["ename"] == "EOFError"
+
+
+def test_input_without_stdin_and_interrupted_input(worker):
+    cell = worker.execute("input('x')", allow_stdin=False)
+    assert cell.error["ename"] == "StdinNotImplementedError"
+    assert "does not support input requests" in cell.error["evalue"]
+    worker.start_execute("input('wait')", allow_stdin=True)
+    assert worker.next_frame()["type"] == "input_request"
+    worker.interrupt()
+    assert worker.finish_execute(timeout=10).error["ename"] == "KeyboardInterrupt"
+    assert worker.execute("'after'").result == {"text/plain": "'after'"}
+
+
+def test_complete(worker):
+    worker.execute("import os\nmy_variable = 1\nclass K:\n    attribute_one = 1")
+    reply = worker.request({"type": "complete", "id": "c1", "code": "my_va",
+                            "cursor_pos": 5}, "complete_reply")
+    assert reply["id"] == "c1" and reply["matches"] == ["my_variable"]
+    assert (reply["cursor_start"], reply["cursor_end"]) == (0, 5)
+    code = "x = os.pa"
+    reply = worker.request({"type": "complete", "id": "c2", "code": code,
+                            "cursor_pos": len(code)}, "complete_reply")
+    assert "path" in reply["matches"] and "pardir" in reply["matches"]
+    assert reply["cursor_start"] == len("x = os.") and reply["cursor_end"] == len(code)
+    reply = worker.request({"type": "complete", "id": "c3", "code": "K.attr",
+                            "cursor_pos": 6}, "complete_reply")
+    assert reply["matches"] == ["attribute_one"] and reply["cursor_start"] == 2
+    reply = worker.request({"type": "complete", "id": "c4", "code": "import jso",
+                            "cursor_pos": 10}, "complete_reply")
+    assert "json" in reply["matches"]
+    reply = worker.request({"type": "complete", "id": "c5", "code": "whi",
+                            "cursor_pos": 3}, "complete_reply")
+    assert "while" in reply["matches"]
+
+
+def test_inspect(worker):
+    worker.execute("def greet(name, punctuation='!'):\n    '''Say hello.'''\n    return name")
+    reply = worker.request({"type": "inspect", "id": "i1", "code": "greet",
+                            "cursor_pos": 5, "detail_level": 0}, "inspect_reply")
+    text = plain(reply["data"]["text/plain"])
+    assert reply["found"] is True and reply["id"] == "i1"
+    assert "greet(name, punctuation='!')" in text and "Say hello." in text
+    reply = worker.request({"type": "inspect", "id": "i2", "code": "greet(",
+                            "cursor_pos": 6, "detail_level": 1}, "inspect_reply")
+    assert "return name" in plain(reply["data"]["text/plain"])  # the source
+    reply = worker.request({"type": "inspect", "id": "i3", "code": "no_such_name",
+                            "cursor_pos": 3, "detail_level": 0}, "inspect_reply")
+    assert reply["found"] is False
+
+
+@pytest.mark.parametrize("code,status,indent", [
+    ("x = 1", "complete", ""),
+    ("for i in range(3):", "incomplete", "    "),
+    ("def f(a,", "incomplete", ""),
+    ("1 +", "invalid", ""),
+    ("%time x", "complete", ""),
+    ("if x:\n    if y:", "incomplete", "        "),
+])
+def test_is_complete(worker, code, status, indent):
+    reply = worker.request({"type": "is_complete", "id": "k", "code": code}, "is_complete_reply")
+    assert reply["status"] == status
+    if status == "incomplete":
+        assert reply["indent"] == indent
+
+
+def test_user_expressions(worker):
+    cell = worker.execute("a = 6", user_expressions={"double": "a * 2", "bad": "1/0"})
+    exprs = cell.done["user_expressions"]
+    assert exprs["double"] == {"status": "ok", "data": {"text/plain": "12"}, "metadata": {}}
+    assert exprs["bad"]["status"] == "error" and exprs["bad"]["ename"] == "ZeroDivisionError"
+    assert isinstance(exprs["bad"]["traceback"], list)
+
+
+def test_display_handles_update_in_place(worker):
+    cell = worker.execute("h = display('first', display_id=True)\nh.update('second')")
+    shown, updated = cell.of_type("display")[0], cell.of_type("update_display")[0]
+    display_id = shown["transient"]["display_id"]
+    assert display_id and updated["transient"]["display_id"] == display_id
+    assert shown["data"]["text/plain"] == "'first'"
+    assert updated["data"]["text/plain"] == "'second'"
+    cell = worker.execute("from belljar_worker.display import clear_output\nclear_output(wait=True)")
+    assert cell.of_type("clear_output") == [{"type": "clear_output", "wait": True}]
+
+
+def test_rich_reprs(worker):
+    code = ("class R:\n"
+            "    def _repr_html_(self): return '<i>r</i>'\n"
+            "    def _repr_png_(self): return b'\\x89PNG fake'\n"
+            "    def _repr_markdown_(self): return ('*r*', {'isolated': True})\n"
+            "R()")
+    data = worker.execute(code).result
+    assert data["text/html"] == "<i>r</i>" and data["text/markdown"] == "*r*"
+    assert png_bytes(data["image/png"]) == b"\x89PNG fake"
+    assert data["text/plain"].startswith("<__main__.R object")
+    bundle = worker.execute("class M:\n    def _repr_mimebundle_(self, include=None, exclude=None):\n"
+                            "        return {'application/json': {'k': [1, 2]}, 'text/plain': 'M!'}\nM()").result
+    assert bundle == {"application/json": {"k": [1, 2]}, "text/plain": "M!"}
+
+
+def test_ipython_display_works_in_the_cell_that_imports_it(worker):
+    cell = worker.execute("from IPython.display import display, HTML, Markdown\n"
+                          "display(HTML('<b>bold</b>'))\n"
+                          "Markdown('*md*')")
+    assert cell.ok, cell.error
+    assert cell.of_type("display")[0]["data"]["text/html"] == "<b>bold</b>"
+    assert cell.result["text/markdown"] == "*md*"
+    cell = worker.execute("from IPython.display import clear_output, update_display\n"
+                          "h = display('a', display_id='fixed')\nupdate_display('b', display_id='fixed')\n"
+                          "clear_output()")
+    assert cell.of_type("update_display")[0]["transient"] == {"display_id": "fixed"}
+    assert cell.of_type("clear_output") == [{"type": "clear_output", "wait": False}]
+
+
+def test_line_magic_and_shell_escape(worker):
+    cell = worker.execute("%time sum(range(10))")
+    assert cell.ok and "Wall time" in cell.stdout and cell.result == {"text/plain": "45"}
+    cell = worker.execute("!echo hi from the shell")
+    assert cell.ok and "hi from the shell\n" in cell.stdout
+    cell = worker.execute("%who")
+    assert cell.ok and "In" not in cell.stdout.split() and "get_ipython" not in cell.stdout
+    cell = worker.execute("%%writefile /tmp/belljar_writefile_test.txt\ncontent\n")
+    assert cell.ok and open("/tmp/belljar_writefile_test.txt").read() == "content\n"
+    cell = worker.execute("%timeit -n1 -r1 sum(range(10))")
+    assert cell.ok and "per loop" in cell.stdout
+    cell = worker.execute("plain_after_magic = 5\nplain_after_magic")
+    assert cell.result == {"text/plain": "5"}
+    assert worker.execute("%not_a_magic").error["ename"] == "UsageError"
+
+
+def test_pinfo_goes_to_a_pager_payload(worker):
+    cell = worker.execute("len?")
+    assert cell.ok
+    payload = cell.done["payload"]
+    assert payload and payload[0]["source"] == "page" and payload[0]["start"] == 0
+    assert "Return the number of items" in plain(payload[0]["data"]["text/plain"])
+    assert cell.result is None
+
+
+def test_matplotlib_figures_become_png_displays(worker):
+    cell = worker.execute("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+    assert cell.ok, cell.error
+    displays = cell.of_type("display")
+    assert len(displays) == 1
+    assert png_bytes(displays[0]["data"]["image/png"]).startswith(b"\x89PNG\r\n\x1a\n")
+    assert displays[0]["data"]["text/plain"].startswith("<Figure size")
+    # the backend is chosen in-process: subprocesses must not inherit it through MPLBACKEND
+    cell = worker.execute("import os, matplotlib\n(matplotlib.get_backend(), os.environ.get('MPLBACKEND'))")
+    assert cell.result == {"text/plain": "('module://belljar_worker.inline_backend', None)"}
+    cell = worker.execute("plt.plot([3, 2, 1]);")  # no show(): shown at the end of the cell
+    assert len(cell.of_type("display")) == 1 and cell.result is None
+    assert worker.execute("len(plt.get_fignums())").result == {"text/plain": "0"}
+    # a figure that is the cell's value is not shown a second time at the end of the cell
+    cell = worker.execute("fig, ax = plt.subplots()\nax.plot([1, 2])\nfig")
+    assert "image/png" in cell.result and not cell.of_type("display")
+
+
+def test_matplotlib_inline_magic_routes_through_our_display(worker):
+    cell = worker.execute("%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])")
+    assert cell.ok, cell.error
+    displays = cell.of_type("display")
+    assert len(displays) == 1 and "image/png" in displays[0]["data"]
+
+
+def test_top_level_await(worker):
+    cell = worker.execute("import asyncio\nawait asyncio.sleep(0.01)\n"
+                          "async def twice(x):\n    await asyncio.sleep(0)\n    return 2 * x\n"
+                          "await twice(21)")
+    assert cell.ok and cell.result == {"text/plain": "42"}
+    worker.execute("loop_id = id(asyncio.get_running_loop()) if False else None\n"
+                   "async def loop_now(): return id(asyncio.get_running_loop())\n"
+                   "first = await loop_now()")
+    cell = worker.execute("(await loop_now()) == first")
+    assert cell.result == {"text/plain": "True"}  # one event loop across cells
+
+
+def test_limits_magic_exchange(worker):
+    worker.start_execute("%%limits --timeout 2 --memory 256M --cpu 1.5 --output-limit 1M\n"
+                         "print('limited')\n1 + 1", id="lim1")
+    request = worker.next_frame()
+    assert request == {"type": "limits", "id": "lim1", "timeout": 2.0, "memory": 268435456,
+                       "cpu": 1.5, "output_limit": 1048576}
+    assert worker.events[-2:-1] == [] or all(k != "stdout" for k, _ in worker.events[worker._seen:])
+    worker.send({"type": "limits_reply", "ok": True})
+    cell = worker.finish_execute()
+    assert cell.ok and cell.stdout == "limited\n" and cell.result == {"text/plain": "2"}
+
+    worker.start_execute("%%limits --timeout 9999\nprint('never')", id="lim2")
+    assert worker.next_frame()["type"] == "limits"
+    worker.send({"type": "limits_reply", "ok": False, "error": "timeout above the policy's 60 s"})
+    cell = worker.finish_execute()
+    assert cell.error == {"type": "error", "ename": "LimitError",
+                          "evalue": "timeout above the policy's 60 s",
+                          "traceback": cell.error["traceback"]}
+    assert "never" not in cell.stdout and cell.done["status"] == "error"
+
+    cell = worker.execute("%%limits --memory lots\nprint('never')")
+    assert cell.error["ename"] == "LimitError" and "--memory" in cell.error["evalue"]
+    assert not cell.of_type("limits")
+    assert plain(cell.error["traceback"][-1]).startswith("LimitError: --memory")
+
+
+def test_limits_body_errors_report_cell_line_numbers(worker):
+    worker.start_execute("%%limits --timeout 5\nx = 1\n1/0", execution_count=4)
+    assert worker.next_frame()["type"] == "limits"
+    worker.send({"type": "limits_reply", "ok": True})
+    cell = worker.finish_execute()
+    assert "Cell In[4], line 3" in plain("\n".join(cell.error["traceback"]))
+
+
+def test_plain_cells_import_nothing_heavy():
+    w = Worker(interpreter_flags=("-X", "importtime"))
+    try:
+        cell = w.execute("x = [i * i for i in range(10)]\nsum(x)", user_expressions={
+            "heavy": "sorted(m for m in ('IPython', 'numpy', 'matplotlib', 'asyncio', 'pandas')"
+                     " if m in __import__('sys').modules)"})
+        assert cell.result == {"text/plain": "285"}
+        assert cell.done["user_expressions"]["heavy"]["data"]["text/plain"] == "[]"
+        imported = {line.split("|")[-1].strip() for line in
+                    "".join(t for k, t in w.events if k == "stderr").splitlines()
+                    if line.startswith("import time:")}
+        assert "belljar_worker.main" in imported
+        assert not imported & {"IPython", "numpy", "asyncio", "matplotlib", "json"}
+    finally:
+        w.close()
+
+
+def test_start_up_is_lean():
+    def bare_start():
+        t0 = time.perf_counter()
+        subprocess.run([PYTHON, "-s", "-E", "-c", "pass"], check=True)
+        return time.perf_counter() - t0
+
+    bare, hello = [], []
+    for _ in range(7):
+        bare.append(bare_start())
+        w = Worker()
+        hello.append(w.hello_latency)
+        w.close()
+    overhead = sorted(hello)[3] - sorted(bare)[3]
+    assert overhead < 0.030, "worker start adds %.1f ms over bare python" % (overhead * 1000)
+
+
+def test_eof_on_fd3_ends_the_worker_with_status_0():
+    w = Worker()
+    w.execute("x = 1")
+    assert w.close() == 0
+
+
+def test_without_ipython_magics_fail_clearly_and_the_rest_works():
+    w = Worker(interpreter_flags=("-S",))  # no site-packages: no IPython, numpy, matplotlib
+    try:
+        assert w.execute("import IPython").error["ename"] == "ModuleNotFoundError"
+        cell = w.execute("%time 1")
+        assert cell.error["evalue"] == "magics need IPython, which is not installed in this interpreter"
+        cell = w.execute("class H:\n    def _repr_html_(self): return '<p>'\ndisplay(H())\n{'a': 1}")
+        assert cell.of_type("display")[0]["data"]["text/html"] == "<p>"
+        assert cell.result == {"text/plain": "{'a': 1}"}
+        w.start_execute("%%limits --timeout 3\n2 ** 10")
+        assert w.next_frame()["type"] == "limits"
+        w.send({"type": "limits_reply", "ok": True})
+        assert w.finish_execute().result == {"text/plain": "1024"}
+        reply = w.request({"type": "is_complete", "id": "k", "code": "%time x"}, "is_complete_reply")
+        assert reply["status"] == "complete"
+    finally:
+        w.close()
