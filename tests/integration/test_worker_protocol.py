@@ -1,13 +1,21 @@
-"""Drives a belljar worker the way the supervisor does: fd 3 frames, fd 1/2 pipes."""
+"""The belljar worker (worker/belljar_worker), driven the way the supervisor drives it.
+
+The worker is started exactly as the supervisor starts it: `python -s -E -c <bootstrap>`,
+a socketpair on fd 3 for frames, pipes on fd 1 and fd 2, /dev/null on fd 0. The harness
+below reads the pipes before each frame, as the supervisor does, so ordering is checked.
+"""
 import base64
 import json
 import os
+import re
 import select
 import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+import pytest
 
 PYTHON = "/usr/bin/python3"
 SOURCE = Path(os.environ.get("BELLJAR_SOURCE") or Path(__file__).resolve().parents[2])
@@ -153,11 +161,6 @@ def png_bytes(b64):
 # ---------------------------------------------------------------------------------------
 # Tests
 # ---------------------------------------------------------------------------------------
-import re
-import sys
-
-import pytest
-
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -550,12 +553,13 @@ def test_start_up_is_lean():
         return time.perf_counter() - t0
 
     bare, hello = [], []
-    for _ in range(7):
+    for _ in range(9):
         bare.append(bare_start())
         w = Worker()
         hello.append(w.hello_latency)
         w.close()
-    overhead = sorted(hello)[3] - sorted(bare)[3]
+    # The fastest runs are the least disturbed by whatever else the machine is doing.
+    overhead = min(hello) - min(bare)
     assert overhead < 0.030, "worker start adds %.1f ms over bare python" % (overhead * 1000)
 
 

@@ -1,0 +1,51 @@
+"""What SIGINT does in the worker: KeyboardInterrupt in user code, nothing while idle.
+
+A SIGINT that lands while the worker writes or reads a frame is held back until the frame
+is complete, so the supervisor never sees half a frame and no reply bytes are lost.
+"""
+
+
+class InterruptGate:
+    def __init__(self):
+        self.in_user_code = False
+        self._shield_depth = 0
+        self._pending = False
+
+    def handle_sigint(self, signum, frame):
+        if not self.in_user_code:
+            return  # idle: the supervisor's interrupt has nothing to stop
+        if self._shield_depth:
+            self._pending = True
+            return
+        raise KeyboardInterrupt
+
+    def enter_user_code(self):
+        self._pending = False
+        self.in_user_code = True
+
+    def leave_user_code(self):
+        self.in_user_code = False
+        self._pending = False
+
+    def shielded(self):
+        """Context manager for a frame transfer: an interrupt waits until it is over."""
+        return _Shield(self)
+
+
+class _Shield:
+    __slots__ = ("gate",)
+
+    def __init__(self, gate):
+        self.gate = gate
+
+    def __enter__(self):
+        self.gate._shield_depth += 1
+
+    def __exit__(self, exc_type, exc, tb):
+        gate = self.gate
+        gate._shield_depth -= 1
+        if gate._shield_depth == 0 and gate._pending:
+            gate._pending = False
+            if gate.in_user_code and exc_type is None:
+                raise KeyboardInterrupt
+        return False

@@ -1,0 +1,133 @@
+"""IPython, only for sessions that use it.
+
+Two ways in: a cell with IPython syntax (%magic, %%cell magic, !cmd, obj?) makes the session
+transform its cells with IPython from then on; and user code importing IPython (e.g.
+IPython.display) gets a live InteractiveShell at once, sharing the session's namespace,
+whose display publisher and display hook send our frames. Cells still run through the
+worker's own runner either way, so results, errors and streams behave the same.
+"""
+import os
+
+IPYTHON_MISSING = "magics need IPython, which is not installed in this interpreter"
+
+
+def looks_like_ipython(source):
+    """True when source uses IPython-only syntax (checked after it failed to parse)."""
+    for line in source.splitlines():
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        if text[0] in "%!?" or text.endswith("?"):
+            return True
+        target, eq, value = text.partition("=")
+        if eq and target.strip() and target[-1:] not in "<>!=" and value[:1] != "=" \
+                and value.lstrip()[:1] in ("%", "!"):
+            return True  # x = %time f(), files = !ls
+    return False
+
+
+def create_shell(session):
+    """An InteractiveShell singleton wired to the session (IPython is importable here)."""
+    from IPython.core import page, payloadpage
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.error import UsageError
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets import Type
+    from traitlets.config import Config
+
+    class BelljarDisplayPublisher(DisplayPublisher):
+        def publish(self, data, metadata=None, source=None, *, transient=None, update=False,
+                    **kwargs):
+            session.publish_display(data, metadata or {}, transient, update)
+
+        def clear_output(self, wait=False):
+            session.clear_output(wait)
+
+    class BelljarDisplayHook(DisplayHook):
+        """Only used when IPython runs a cell itself (e.g. %%capture): values become
+        display frames instead of 'Out[n]:' text."""
+
+        def write_output_prompt(self):
+            pass
+
+        def write_format_data(self, format_dict, md_dict=None):
+            session.publish_display(format_dict, md_dict or {}, None, False)
+
+        def finish_displayhook(self):
+            pass
+
+    class BelljarShell(InteractiveShell):
+        display_pub_class = Type(BelljarDisplayPublisher)
+        displayhook_class = Type(BelljarDisplayHook)
+
+        def system(self, cmd):
+            """!cmd: the command writes straight to the worker's fd 1 and fd 2."""
+            import subprocess
+            cmd = self.var_expand(cmd, depth=1)
+            session.streams.sync_for_direct_output()
+            shell = os.environ.get("SHELL") or None
+            status = subprocess.call(cmd, shell=True, executable=shell)  # KeyboardInterrupt ends the cell
+            self.user_ns["_exit_code"] = -(status - 128) if status > 128 else status
+
+        def _showtraceback(self, etype, evalue, stb):
+            # A magic that caught an exception itself (e.g. %time 1/0) reports it here.
+            session.report_error({"ename": etype.__name__, "evalue": str(evalue),
+                                  "traceback": "\n".join(stb).split("\n")})
+
+        def show_usage_error(self, exc):
+            session.report_error({"ename": "UsageError", "evalue": str(exc),
+                                  "traceback": ["\x1b[0;31mUsageError\x1b[0m: %s" % exc]})
+
+        def enable_matplotlib(self, gui=None):
+            """%matplotlib: figures can only be shown inline, through the worker's backend."""
+            from IPython.core import pylabtools
+            from .main import INLINE_BACKEND
+            if gui not in (None, "auto", "inline", "agg"):
+                raise UsageError("belljar shows figures inline only; %%matplotlib %s needs a "
+                                 "GUI or widget frontend" % gui)
+            pylabtools.activate_matplotlib(INLINE_BACKEND)
+            return "inline", INLINE_BACKEND
+
+        def enable_gui(self, gui=None):
+            if gui not in (None, "inline"):
+                raise UsageError("belljar has no GUI event loop (%%gui %s)" % gui)
+
+    config = Config()
+    config.HistoryManager.enabled = False  # history lives in the supervisor
+    config.HistoryManager.hist_file = ":memory:"
+    namespace = session.namespace
+    before = dict(namespace)
+    shell = BelljarShell.instance(config=config, user_module=session.main_module)
+    # IPython fills the namespace with its own In/Out/_/exit...: keep the session's.
+    for name, value in before.items():
+        if namespace.get(name, value) is not value:
+            namespace[name] = value
+    for name in ("exit", "quit"):
+        if name not in before:
+            namespace.pop(name, None)  # the builtins, which end the cell with SystemExit
+    namespace["_ih"], namespace["_oh"] = namespace["In"], namespace["Out"]
+    for name in session.SESSION_NAMES + ("get_ipython",):  # not the user's: hidden from %who
+        if name in namespace:
+            shell.user_ns_hidden[name] = namespace[name]
+    shell.set_hook("show_in_pager", page.as_hook(payloadpage.page), 99)
+    shell.loop_runner = session.runner.run_coroutine
+    shell.display_formatter.formatters["image/png"].for_type_by_name(
+        "matplotlib.figure", "Figure", _figure_png)
+    return shell
+
+
+def _figure_png(figure):
+    from .figures import figure_png
+    return figure_png(figure)
+
+
+def check_complete(shell, code):
+    status, indent = shell.input_transformer_manager.check_complete(code)
+    return status, " " * (indent or 0)
+
+
+def magic_names(shell):
+    magics = shell.magics_manager.lsmagic()
+    return (["%" + name for name in magics.get("line", {})],
+            ["%%" + name for name in magics.get("cell", {})])

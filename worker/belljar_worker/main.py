@@ -1,0 +1,64 @@
+"""Entry point: `from belljar_worker.main import serve; serve()`.
+
+Only cheap modules are imported before `hello` is sent; the session (ast, formatting, ...)
+is built right after it, while the supervisor is still setting up the client side.
+"""
+import os
+import sys
+
+FRAMES_FD = 3
+INLINE_BACKEND = "module://belljar_worker.inline_backend"
+
+
+def _environment():
+    # Like ipykernel: pagers and colour-aware tools behave for a non-terminal frontend.
+    # (matplotlib's backend is chosen when matplotlib is imported, see Session: exporting
+    # MPLBACKEND would break `!python script.py`, which cannot import this package.)
+    os.environ.setdefault("PAGER", "cat")
+    os.environ.setdefault("GIT_PAGER", "cat")
+    os.environ.setdefault("CLICOLOR", "1")
+    sys.argv = [""]
+
+
+def hello_frame():
+    version = "%d.%d.%d" % sys.version_info[:3]
+    return {
+        "type": "hello",
+        "language_info": {
+            "name": "python",
+            "version": version,
+            "mimetype": "text/x-python",
+            "file_extension": ".py",
+            "pygments_lexer": "ipython3",
+            "codemirror_mode": {"name": "ipython", "version": 3},
+            "nbconvert_exporter": "python",
+        },
+        "banner": "Python %s\nbelljar: a Python session behind glass" % sys.version,
+        "pid": os.getpid(),
+    }
+
+
+def serve():
+    import _signal
+
+    from .interrupts import InterruptGate
+    from .streams import OutputStreams
+    from .wire import FrameChannel
+
+    _environment()
+    gate = InterruptGate()
+    _signal.signal(_signal.SIGINT, gate.handle_sigint)
+    streams = OutputStreams()
+    streams.start_flusher()
+    channel = FrameChannel(FRAMES_FD, gate, streams.flush)
+    streams.before_write = channel.wait_until_read
+    channel.send(hello_frame())
+
+    from .session import Session
+    session = Session(channel, gate, streams)
+    while True:
+        request = channel.next_request()
+        if request is None:
+            break  # the supervisor closed fd 3: the session is over
+        session.handle(request)
+    streams.flush()

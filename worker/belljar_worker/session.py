@@ -1,0 +1,423 @@
+"""The session: one persistent namespace, the cells run in it and the frames they send.
+
+Every request is answered: an execute always ends with exactly one `done` frame, even when
+user code interrupts, exits or breaks the worker's own bookkeeping.
+"""
+import _thread
+import builtins
+import os
+import sys
+
+from . import display as display_module
+from . import formatting, stdin, tracebacks
+from .import_hooks import PostImportHooks
+from .ipython_bridge import IPYTHON_MISSING, looks_like_ipython
+from .limits import LimitError, parse_limits_line, split_limits_cell
+from .runner import NO_VALUE, CellRunner
+
+current = None  # the worker's Session, for display(), input() and the matplotlib backend
+
+
+class UsageError(Exception):
+    """IPython syntax in a session that cannot have IPython."""
+
+
+class CellContext:
+    __slots__ = ("id", "code", "silent", "store_history", "allow_stdin", "execution_count",
+                 "failed", "done_sent")
+
+    def __init__(self, msg):
+        self.id = msg.get("id")
+        self.code = msg.get("code") or ""
+        self.silent = bool(msg.get("silent", False))
+        self.store_history = bool(msg.get("store_history", True)) and not self.silent
+        self.allow_stdin = bool(msg.get("allow_stdin", False))
+        count = msg.get("execution_count")
+        self.execution_count = count if isinstance(count, int) and count >= 0 else None
+        self.failed = False
+        self.done_sent = False
+
+
+class Session:
+    # Names the session itself puts in the user namespace.
+    SESSION_NAMES = ("__builtins__", "In", "Out", "_ih", "_oh", "_", "__", "___",
+                     "_i", "_ii", "_iii")
+
+    def __init__(self, channel, gate, streams):
+        global current
+        self.channel, self.gate, self.streams = channel, gate, streams
+        self.main_module = type(sys)("__main__")
+        ns = self.namespace = self.main_module.__dict__
+        ns["__builtins__"] = builtins
+        self.In, self.Out = [""], {}
+        ns.update(In=self.In, Out=self.Out, _ih=self.In, _oh=self.Out,
+                  _="", __="", ___="", _i="", _ii="", _iii="")
+        self._unders = ("", "", "")     # _, __, ___ as the session last set them
+        self._last_inputs = ("", "", "")  # _i, _ii, _iii
+        self._latest_input = ""
+        sys.modules["__main__"] = self.main_module
+        self.runner = CellRunner(ns)
+        self.cell_labels = {}  # code filename -> "In[N]" for tracebacks
+        self.ctx = None
+        self._execute_ctx = None     # the execute being served, until its `done` is sent
+        self.shell = None            # IPython's InteractiveShell, once IPython is imported
+        self.ipython_mode = False    # cells go through IPython's transforms
+        self.post_cell_hooks = []
+        builtins.display = display_module.display
+        builtins.input = stdin.forwarded_input
+        PostImportHooks({"IPython": self._ipython_imported,
+                         "getpass": stdin.patch_getpass,
+                         "matplotlib": _use_inline_backend}).install()
+        self._handlers = {"execute": self.execute, "complete": self.complete,
+                          "inspect": self.inspect, "is_complete": self.is_complete}
+        current = self
+
+    # -- dispatch ------------------------------------------------------------------------
+    def handle(self, msg):
+        handler = self._handlers.get(msg.get("type"))
+        if handler is None:
+            return  # e.g. an input_reply that arrived after its cell was interrupted
+        try:
+            handler(msg)
+        except BaseException as exc:
+            self.gate.leave_user_code()
+            self._recover(msg, exc)
+
+    def _recover(self, msg, exc):
+        """A failure of the worker itself: say so on stderr and still answer the request."""
+        if not isinstance(exc, KeyboardInterrupt):
+            try:
+                import traceback
+                sys.stderr.write("belljar worker: internal error while handling %r\n"
+                                 % msg.get("type"))
+                traceback.print_exception(type(exc), exc, exc.__traceback__)
+            except Exception:
+                pass
+        kind, msg_id = msg.get("type"), msg.get("id")
+        if kind == "execute":
+            ctx = self._execute_ctx or CellContext(msg)
+            self.ctx = self._execute_ctx = None
+            if not ctx.done_sent:
+                self.channel.send(dict(type="error", **tracebacks.simple_error(
+                    type(exc).__name__, tracebacks.safe_str(exc))))
+                self.channel.send({"type": "done", "id": msg_id, "status": "error",
+                                   "user_expressions": {}, "payload": []})
+        elif kind == "complete":
+            pos = msg.get("cursor_pos") or 0
+            self.channel.send({"type": "complete_reply", "id": msg_id, "matches": [],
+                               "cursor_start": pos, "cursor_end": pos, "metadata": {}})
+        elif kind == "inspect":
+            self.channel.send({"type": "inspect_reply", "id": msg_id, "found": False,
+                               "data": {}, "metadata": {}})
+        elif kind == "is_complete":
+            self.channel.send({"type": "is_complete_reply", "id": msg_id,
+                               "status": "unknown", "indent": ""})
+
+    def _in_user_code(self, fn, *args):
+        """Run fn with SIGINT raising KeyboardInterrupt; whatever it raises becomes an
+        error frame and fails the cell."""
+        self.gate.enter_user_code()
+        try:
+            return fn(*args)
+        except BaseException as exc:
+            self.gate.leave_user_code()
+            self._report_exception(exc)
+            return None
+        finally:
+            self.gate.leave_user_code()
+
+    # -- execute -------------------------------------------------------------------------
+    def execute(self, msg):
+        ctx = self.ctx = self._execute_ctx = CellContext(msg)
+        self.streams.reopen_if_closed()
+        user_expressions = {}
+        try:
+            self._in_user_code(self._run_cell, ctx)
+            self._in_user_code(self._after_cell, ctx)
+            requested = msg.get("user_expressions")
+            if not ctx.failed and isinstance(requested, dict) and requested:
+                user_expressions = self._in_user_code(self._user_expressions, requested) or {}
+        finally:
+            self.ctx = None
+        payload = self._take_payload()
+        self.streams.flush()
+        ctx.done_sent = True
+        self.channel.send({"type": "done", "id": ctx.id,
+                           "status": "error" if ctx.failed else "ok",
+                           "user_expressions": user_expressions, "payload": payload})
+        self._execute_ctx = None
+
+    def _run_cell(self, ctx):
+        code, head, prefix_lines = ctx.code, "", 0
+        limits_cell = split_limits_cell(code)
+        if limits_cell is not None:
+            magic_line, code, prefix_lines = limits_cell
+            head = ctx.code[:len(ctx.code) - len(code)]
+            self._negotiate_limits(ctx, parse_limits_line(magic_line))
+        filename = self.runner.new_filename()
+        self.cell_labels[filename] = "In[%s]" % (
+            ctx.execution_count if ctx.execution_count is not None else " ")
+        source, tree = self._parse(code, head, prefix_lines, filename)
+        if ctx.store_history:
+            self._store_input(ctx.execution_count, ctx.code if head else source[prefix_lines:],
+                              ctx.code)
+        if self.shell is not None:
+            self._shell_event(ctx, "pre")
+        if self.shell is not None and self.shell.ast_transformers:
+            tree = self.shell.transform_ast(tree)
+        cell = self.runner.compile(tree, source, filename)
+        value = self.runner.run(cell)
+        if value is NO_VALUE or value is None or cell.quiet or ctx.silent:
+            return
+        if ctx.store_history:
+            self._store_output(ctx.execution_count, value)
+        data, metadata = self.format(value)
+        if data:
+            self.channel.send({"type": "result", "data": data, "metadata": metadata})
+
+    def _parse(self, code, head, prefix_lines, filename):
+        """(source, ast) of the cell body: plain Python, or IPython-transformed when the
+        session uses IPython syntax. Line numbers count from the cell's first line."""
+        padding = "\n" * prefix_lines
+        if not self.ipython_mode:
+            source = padding + code
+            self.runner.register_source(filename, head + code)
+            try:
+                return source, self.runner.parse(source, filename)
+            except SyntaxError:
+                if not looks_like_ipython(code):
+                    raise
+            self._require_shell()
+            self.ipython_mode = True
+        transformed = self.shell.transform_cell(code)
+        source = padding + transformed
+        # Tracebacks show what the user typed when the lines still correspond one to one.
+        same_lines = len(code.splitlines()) == len(transformed.splitlines())
+        self.runner.register_source(filename, head + (code if same_lines else transformed))
+        return source, self.runner.parse(source, filename)
+
+    def _after_cell(self, ctx):
+        for hook in list(self.post_cell_hooks):
+            try:
+                hook()
+            except Exception as exc:
+                self._report_exception(exc)
+        if self.shell is not None:
+            self._shell_event(ctx, "post")
+        self.streams.flush()
+
+    def _shell_event(self, ctx, when):
+        """IPython's pre/post execute events, for extensions such as autoreload. (IPython
+        reports errors of the callbacks itself; ours must not fail the cell.)"""
+        shell = self.shell
+        if ctx.execution_count is not None:
+            shell.execution_count = ctx.execution_count
+        shell.events.trigger("pre_execute" if when == "pre" else "post_execute")
+        if ctx.silent:
+            return
+        try:
+            from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult
+            info = ExecutionInfo(ctx.code, ctx.store_history, ctx.silent, True, None)
+        except Exception:  # another IPython version's signature: skip the cell events
+            return
+        if when == "pre":
+            shell.events.trigger("pre_run_cell", info)
+        else:
+            result = ExecutionResult(info)
+            result.error_in_exec = sys.last_value if ctx.failed else None
+            shell.events.trigger("post_run_cell", result)
+
+    def _negotiate_limits(self, ctx, limits):
+        frame = {"type": "limits", "id": ctx.id}
+        frame.update(limits)
+        self.channel.send(frame)
+        reply = self.channel.wait_for("limits_reply")
+        if not reply.get("ok"):
+            raise LimitError(str(reply.get("error") or "the supervisor refused these limits"))
+
+    def _user_expressions(self, expressions):
+        results = {}
+        for name, expression in expressions.items():
+            try:
+                value = eval(str(expression), self.namespace)
+                data, metadata = self.format(value)
+                results[name] = {"status": "ok", "data": data, "metadata": metadata}
+            except Exception as exc:
+                results[name] = dict(status="error",
+                                     **tracebacks.error_content(exc, self.cell_labels))
+        return results
+
+    # -- history (In/Out/_ like IPython) -------------------------------------------------
+    def _store_input(self, count, parsed, raw):
+        if count is None:
+            return
+        ns = self.namespace
+        while len(self.In) <= count:
+            self.In.append("")
+        self.In[count] = parsed
+        # As in IPython: while cell N runs, _i is cell N-1's input and _iN its own.
+        previous = self._last_inputs
+        self._last_inputs = (self._latest_input, previous[0], previous[1])
+        self._latest_input = raw
+        ns["_i"], ns["_ii"], ns["_iii"] = self._last_inputs
+        ns["_i%d" % count] = raw
+
+    def _store_output(self, count, value):
+        ns = self.namespace
+        # Like IPython: once the user assigns _ (or __, ___) themselves, leave them alone.
+        if all(ns.get(name, mine) is mine for name, mine in zip(("_", "__", "___"), self._unders)):
+            self._unders = (value, self._unders[0], self._unders[1])
+            ns["_"], ns["__"], ns["___"] = self._unders
+        if count is not None:
+            self.Out[count] = value
+            ns["_%d" % count] = value
+
+    # -- output ----------------------------------------------------------------------------
+    def format(self, obj, include=None, exclude=None):
+        """(data, metadata) bundle for obj: IPython's formatter once IPython is loaded,
+        the worker's own otherwise."""
+        if self.shell is not None:
+            try:
+                data, metadata = self.shell.display_formatter.format(
+                    obj, include=include, exclude=exclude)
+            except Exception:
+                data = None
+            if data is not None:
+                data = formatting.encode_bundle(data)
+                if "text/plain" not in data and (data or formatting.real_method(
+                        obj, "_ipython_display_") is None):
+                    data["text/plain"] = formatting.plain_text(obj)
+                return data, metadata or {}
+        return formatting.format_object(obj, include, exclude)
+
+    def publish_display(self, data, metadata, transient, update):
+        self.channel.send({"type": "update_display" if update else "display",
+                           "data": formatting.encode_bundle(data or {}),
+                           "metadata": metadata or {}, "transient": transient or {}})
+
+    def clear_output(self, wait=False):
+        self.channel.send({"type": "clear_output", "wait": bool(wait)})
+
+    def add_post_cell_hook(self, hook):
+        if hook not in self.post_cell_hooks:
+            self.post_cell_hooks.append(hook)
+
+    def _report_exception(self, exc):
+        if self.ctx is not None:
+            self.ctx.failed = True
+        sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
+        try:
+            content = tracebacks.error_content(exc, self.cell_labels)
+        except Exception:
+            content = tracebacks.simple_error(type(exc).__name__, tracebacks.safe_str(exc))
+        self.channel.send(dict(type="error", **content))
+
+    def report_error(self, content):
+        """An error that IPython caught and showed itself (inside a magic)."""
+        if self.ctx is not None:
+            self.ctx.failed = True
+        self.channel.send(dict(type="error", **content))
+
+    def _take_payload(self):
+        if self.shell is None:
+            return []
+        try:
+            payload = list(self.shell.payload_manager.read_payload())
+            self.shell.payload_manager.clear_payload()
+            return payload
+        except Exception:
+            return []
+
+    # -- stdin -----------------------------------------------------------------------------
+    def stdin_allowed(self):
+        # Only the cell's own thread: a second reader on fd 3 would steal the cell's frames.
+        ctx = self.ctx
+        return (ctx is not None and ctx.allow_stdin
+                and _thread.get_ident() == self.channel.main_thread)
+
+    def request_input(self, prompt, password):
+        self.channel.send({"type": "input_request", "prompt": prompt, "password": password})
+        reply = self.channel.wait_for("input_reply")
+        if reply.get("error"):
+            raise EOFError(str(reply["error"]))
+        value = reply.get("value", "")
+        value = value if isinstance(value, str) else str(value)
+        if value == "\x04":  # Ctrl-D at the prompt, as in ipykernel
+            raise EOFError("EOF when reading a line")
+        return value
+
+    # -- IPython ---------------------------------------------------------------------------
+    def _require_shell(self):
+        if self.shell is None:
+            try:
+                __import__("IPython")  # the import hook builds the shell
+            except ModuleNotFoundError as exc:
+                if exc.name == "IPython":
+                    raise UsageError(IPYTHON_MISSING) from None
+                raise UsageError("magics need IPython, which failed to import: %s" % exc) from None
+            except ImportError as exc:
+                raise UsageError("magics need IPython, which failed to import: %s" % exc) from None
+            if self.shell is None:
+                self._create_shell()
+        return self.shell
+
+    def _ipython_imported(self, module):
+        try:
+            self._create_shell()
+        except Exception as exc:
+            sys.stderr.write("belljar: IPython was imported but could not be set up: %s: %s\n"
+                             % (type(exc).__name__, tracebacks.safe_str(exc)))
+
+    def _create_shell(self):
+        if self.shell is None:
+            from .ipython_bridge import create_shell
+            self.shell = create_shell(self)
+            if self.ctx is not None and self.ctx.execution_count is not None:
+                self.shell.execution_count = self.ctx.execution_count
+
+    # -- introspection ---------------------------------------------------------------------
+    def _introspect(self, fn, *args):
+        self.gate.enter_user_code()  # a hanging property or __dir__ can be interrupted
+        try:
+            return fn(self, *args)
+        except BaseException:
+            return None
+        finally:
+            self.gate.leave_user_code()
+
+    def complete(self, msg):
+        from . import introspection
+        code = str(msg.get("code") or "")
+        pos = _cursor(msg, code)
+        reply = self._introspect(introspection.complete, code, pos) or {
+            "matches": [], "cursor_start": pos, "cursor_end": pos, "metadata": {}}
+        self.channel.send(dict(type="complete_reply", id=msg.get("id"), **reply))
+
+    def inspect(self, msg):
+        from . import introspection
+        code = str(msg.get("code") or "")
+        level = msg.get("detail_level") or 0
+        reply = self._introspect(introspection.inspect_reply, code, _cursor(msg, code),
+                                 level) or {"found": False, "data": {}, "metadata": {}}
+        self.channel.send(dict(type="inspect_reply", id=msg.get("id"), **reply))
+
+    def is_complete(self, msg):
+        from . import introspection
+        code = str(msg.get("code") or "")
+        status, indent = self._introspect(introspection.is_complete, code) or ("unknown", "")
+        self.channel.send({"type": "is_complete_reply", "id": msg.get("id"),
+                           "status": status, "indent": indent})
+
+
+def _use_inline_backend(matplotlib):
+    """Figures go to the frontend, unless the user chose a backend through MPLBACKEND."""
+    if not os.environ.get("MPLBACKEND"):
+        from .main import INLINE_BACKEND
+        matplotlib.rcParams["backend"] = INLINE_BACKEND
+
+
+def _cursor(msg, code):
+    pos = msg.get("cursor_pos")
+    if not isinstance(pos, int) or pos < 0 or pos > len(code):
+        return len(code)
+    return pos

@@ -1,0 +1,110 @@
+"""sys.stdout / sys.stderr of the worker: buffered writers straight onto fd 1 and fd 2.
+
+Writing to the real descriptors keeps print(), C extensions and subprocesses interleaved
+the way a terminal shows them. The streams are block-buffered so that a loop printing
+hundreds of thousands of lines stays fast; a small background thread flushes them every
+50 ms so output of a long cell still reaches the supervisor promptly.
+"""
+import _thread
+import io
+import os
+import sys
+import time
+
+FLUSH_INTERVAL = 0.05
+
+
+class _PipeWriter(io.RawIOBase):
+    """fd 1 or fd 2 as a raw stream that first lets the supervisor read the last frame.
+
+    The supervisor drains the pipes before it handles a frame. Text written after a frame
+    that it has not read yet could be drained first and shown before that frame; so,
+    before each write, `before_write` waits until the last frame was read (see wire.py)."""
+
+    def __init__(self, fd, streams):
+        super().__init__()
+        self._fd = fd
+        self._streams = streams
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self._fd
+
+    def write(self, data):
+        before_write = self._streams.before_write
+        if before_write is not None:
+            before_write()
+        return os.write(self._fd, data)
+
+
+def _open_fd_stream(fd, streams):
+    raw = _PipeWriter(fd, streams)
+    buffered = io.BufferedWriter(raw, buffer_size=1 << 16)
+    return io.TextIOWrapper(buffered, encoding="utf-8", errors="backslashreplace",
+                            newline=None, line_buffering=False, write_through=False)
+
+
+class OutputStreams:
+    def __init__(self):
+        # The interpreter's own stdout/stderr objects own fd 1/2 (closefd=True): keep them
+        # alive so their finalizers never close the descriptors under us.
+        self._originals = (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)
+        self.before_write = None
+        self.stdout = _open_fd_stream(1, self)
+        self.stderr = _open_fd_stream(2, self)
+        sys.stdout = sys.__stdout__ = self.stdout
+        sys.stderr = sys.__stderr__ = self.stderr
+
+    def flush_own(self):
+        for stream in (self.stdout, self.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass  # a closed stream or a reader that went away: nothing to do
+
+    def flush(self):
+        self.flush_own()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not self.stdout and stream is not self.stderr:
+                try:
+                    stream.flush()  # the user's replacement, e.g. a wrapper around ours
+                except Exception:
+                    pass
+
+    def sync_for_direct_output(self):
+        """Before something writes to fd 1/2 directly (a subprocess): flush, and let the
+        supervisor read the last frame first."""
+        self.flush()
+        if self.before_write is not None:
+            self.before_write()
+
+    def reopen_if_closed(self):
+        """A cell that closed sys.stdout should not leave the session without output."""
+        if self.stdout.closed:
+            old, self.stdout = self.stdout, _open_fd_stream(1, self)
+            if sys.stdout is old:
+                sys.stdout = self.stdout
+            sys.__stdout__ = self.stdout
+        if self.stderr.closed:
+            old, self.stderr = self.stderr, _open_fd_stream(2, self)
+            if sys.stderr is old:
+                sys.stderr = self.stderr
+            sys.__stderr__ = self.stderr
+
+    def start_flusher(self):
+        _thread.start_new_thread(self._flush_periodically, ())
+        # A forked child (multiprocessing) has no flusher thread: give it one.
+        os.register_at_fork(after_in_child=self._restart_flusher_in_child)
+
+    def _restart_flusher_in_child(self):
+        try:
+            _thread.start_new_thread(self._flush_periodically, ())
+        except Exception:
+            pass
+
+    def _flush_periodically(self):
+        while True:
+            time.sleep(FLUSH_INTERVAL)
+            self.flush_own()  # never the user's replacement streams: they may not be thread-safe
