@@ -1,6 +1,8 @@
 #pragma once
 // Where requests come from and where replies and outputs go. The session core (Kernel) is the
 // same for every front door: Jupyter's ZMQ sockets, MCP on stdio, the one-shot runner.
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,11 @@ class Frontend {
   virtual void handle(const zmq::pollitem_t* items, Kernel& kernel) = 0;
   // Hands the kernel every shell request that already arrived (stop_on_error aborts them).
   virtual void collect_pending(Kernel& kernel) = 0;
+  // When handle() wants to run even if nothing is readable (a timer: MCP progress, work it
+  // deferred); none by default, so the poll sleeps until the kernel's own deadlines.
+  virtual std::optional<std::chrono::steady_clock::time_point> next_wakeup() const {
+    return std::nullopt;
+  }
 
   virtual void reply(Channel channel, const WireMessage& parent, const std::string& type,
                      nlohmann::json content, nlohmann::json metadata) = 0;

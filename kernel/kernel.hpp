@@ -51,6 +51,9 @@ class Kernel {
   void submit_shell(WireMessage message);
   void deliver_input(const std::string& value);
   void interrupt_cell();
+  // A fresh Python session (MCP's reset_session): the worker is replaced at once; the
+  // workspace stays. A running cell fails as if the worker had died.
+  void restart_worker(const std::string& why);
   void request_shutdown();
   bool shutting_down() const { return shutting_down_; }
   const std::string& session_id() const { return options_.session_id; }
@@ -140,6 +143,7 @@ class Kernel {
   std::optional<Cell> cell_;
   std::optional<WireMessage> last_parent_;  // where output between cells is attributed
   int execution_count_ = 0;
+  std::deque<json> recent_cells_;           // audit records the %audit magic may show
   OutputBudget budget_;
   StreamBuffer streams_[2];                 // stdout, stderr
   bool shutting_down_ = false;

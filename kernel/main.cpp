@@ -1,14 +1,20 @@
 // belljar: the command line. Every failure at this edge is one line and exit status 2
 // (bad usage) or 1 (the sandbox can't be had); the kernel itself never dies of a request.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "kernel/command_line.hpp"
 #include "kernel/connection_file.hpp"
 #include "kernel/jupyter_frontend.hpp"
 #include "kernel/kernel.hpp"
 #include "kernel/kernelspec.hpp"
+#include "kernel/mcp_frontend.hpp"
 #include "kernel/resources.hpp"
+#include "kernel/run_frontend.hpp"
 #include "sandbox/host_check.hpp"
 #include "sandbox/jail_entry.hpp"
 
@@ -26,6 +32,51 @@ int run_kernel(const CommandLine& cl) {
   JupyterFrontend frontend(connection, options.session_id);
   connection.key.assign(connection.key.size(), '\0');
   return kernel.run(frontend);
+}
+
+KernelOptions session_options(const CommandLine& cl) {
+  KernelOptions options;
+  options.policy = cl.policy.build();
+  options.launch = {options.policy.python, worker_package_dir()};
+  options.session_id = new_uuid();
+  if (options.policy.isolation == Isolation::none)
+    std::cerr << "belljar: WARNING: --isolation none: the code runs with your privileges, "
+                 "environment and network\n";
+  return options;
+}
+
+// `belljar mcp`: a Model Context Protocol server on stdio; stdout carries protocol only.
+int run_mcp(const CommandLine& cl) {
+  KernelOptions options = session_options(cl);
+  Kernel kernel(options);
+  McpFrontend frontend(kernel, options.policy);
+  return kernel.run(frontend);
+}
+
+std::string read_code(const CommandLine& cl) {
+  if (cl.run_code) return *cl.run_code;
+  if (*cl.run_file == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  std::ifstream file(*cl.run_file, std::ios::binary);
+  if (!file) throw UsageError(*cl.run_file + ": cannot read it: " + std::strerror(errno));
+  std::string code((std::istreambuf_iterator<char>(file)), {});
+  if (file.bad()) throw UsageError(*cl.run_file + ": cannot read it: " + std::strerror(errno));
+  return code;
+}
+
+// `belljar run`: once, in a fresh sandbox; exit status 0 (ran), 1 (raised), 2 (bad usage).
+int run_once(const CommandLine& cl) {
+  RunRequest request;
+  request.code = read_code(cl);
+  request.json_output = cl.json_output;
+  request.stdin_is_code = cl.run_file && *cl.run_file == "-";
+  KernelOptions options = session_options(cl);
+  // A terminal user reads the code's stderr: the audit log goes there only when asked.
+  if (options.policy.audit_log.empty()) options.policy.audit_log = "/dev/null";
+  request.workspace = options.policy.workspace;
+  Kernel kernel(options);
+  RunFrontend frontend(kernel, request);
+  kernel.run(frontend);
+  return frontend.exit_status();
 }
 
 // `belljar check`: what this host offers and what the policy would use; 0 only if enforceable.
@@ -59,7 +110,9 @@ int main(int argc, char** argv) {
       std::cout << "installed kernelspec " << cl.name << " in " << dir.string() << "\n";
       return 0;
     }
-    std::cerr << "belljar " << cl.command << ": not available in this build yet\n";
+    if (cl.command == "mcp") return run_mcp(cl);
+    if (cl.command == "run") return run_once(cl);
+    std::cerr << "belljar " << cl.command << ": unknown command\n";
     return 2;
   } catch (const UsageError& e) {
     std::cerr << "belljar: " << e.what() << "\n";

@@ -71,6 +71,8 @@ Clock::time_point Kernel::next_deadline() const {
     }
   }
   if (restart_at_) next = std::min(next, *restart_at_);
+  if (frontend_)
+    if (auto wakeup = frontend_->next_wakeup()) next = std::min(next, *wakeup);
   return next;
 }
 

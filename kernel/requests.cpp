@@ -135,6 +135,14 @@ void Kernel::start_request(const WireMessage& message) {
     cell.stop_on_error = flag("stop_on_error", true);
     cell.timeout = options_.policy.timeout_seconds;
     cell.cpu_limit = options_.policy.cpu_limit();
+    // A client may ask for a shorter wall-clock limit (MCP's timeout_seconds), never a longer
+    // one: like %%limits, the request can only tighten the policy.
+    if (auto belljar = message.metadata.find("belljar");
+        belljar != message.metadata.end() && belljar->is_object()) {
+      auto asked = belljar->find("timeout_seconds");
+      if (asked != belljar->end() && asked->is_number() && asked->get<double>() > 0)
+        cell.timeout = std::min(cell.timeout, asked->get<double>());
+    }
     cell.cpu_at_start = worker_->cpu_seconds();
     if (!cell.silent) ++execution_count_;
     cell.execution_count = execution_count_;

@@ -227,6 +227,17 @@ void Kernel::handle_frame(const json& frame) {
     frontend_->request_input(cell_->request, content);
   } else if (type == "limits") {
     if (executing) handle_limits(frame);
+  } else if (type == "audit_request") {
+    // The learner's own cells, as the supervisor recorded them (the worker can't forge them).
+    if (!executing) return;
+    size_t last = 10;
+    if (auto n = frame.find("last"); n != frame.end() && n->is_number_unsigned())
+      last = std::min<size_t>(n->get<size_t>(), recent_cells_.size());
+    last = std::min(last, recent_cells_.size());
+    json records = json::array();
+    for (auto it = recent_cells_.end() - static_cast<long>(last); it != recent_cells_.end(); ++it)
+      records.push_back(*it);
+    send_to_worker({{"type", "audit_reply"}, {"records", records}});
   } else if (type == "done") {
     if (executing) finish_cell(frame);
   } else if (type == "complete_reply" || type == "inspect_reply" || type == "is_complete_reply") {
@@ -335,6 +346,8 @@ void Kernel::finish_cell(const json& done) {
   if (cell.error) record["ename"] = (*cell.error)["ename"];
   if (options_.policy.audit_code) record["code"] = redactor_.redact(cell.code);
   audit_.record("cell", record);
+  recent_cells_.push_back(record);
+  if (recent_cells_.size() > 1000) recent_cells_.pop_front();
   metrics_.cell(audit_status, facts["wall_ms"].get<double>() / 1000, budget_.dropped() > 0,
                 cell.limit_hit);
   bool abort = cell.error && cell.stop_on_error;
@@ -408,6 +421,24 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
     schedule_restart(start_error_);
     dispatch_next();  // fails queued cells with the reason
   }
+}
+
+void Kernel::restart_worker(const std::string& why) {
+  // Output already in the pipes belongs to the old session: deliver it before it goes.
+  drain_pipes();
+  flush_streams(true);
+  audit_.record("worker_restart", {{"reason", why}, {"during_cell", cell_.has_value()}});
+  drop_worker();
+  worker_ready_ = false;
+  restart_at_.reset();
+  ++restarts_;  // a start failure from here on is retried, not a refusal to start
+  metrics_.restart();
+  if (cell_)
+    fail_cell("WorkerDied", "the session was reset (" + why + "): variables were lost, "
+              "workspace files were kept", "crashed");
+  if (shutting_down_) return;
+  failed_starts_ = 0;
+  start_worker();
 }
 
 void Kernel::drop_worker() {

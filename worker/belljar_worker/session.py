@@ -12,6 +12,7 @@ from . import display as display_module
 from . import formatting, stdin, tracebacks
 from .import_hooks import PostImportHooks
 from .ipython_bridge import IPYTHON_MISSING, looks_like_ipython
+from .audit import audit_bundle, audit_request
 from .limits import LimitError, parse_limits_line, split_limits_cell
 from .runner import NO_VALUE, CellRunner
 
@@ -149,6 +150,14 @@ class Session:
 
     def _run_cell(self, ctx):
         code, head, prefix_lines = ctx.code, "", 0
+        wanted = audit_request(code)
+        if wanted is not None:
+            self.channel.send({"type": "audit_request", "id": ctx.id, "last": wanted})
+            reply = self.channel.wait_for("audit_reply")
+            records = reply.get("records") if isinstance(reply.get("records"), list) else []
+            self.channel.send({"type": "display", "data": audit_bundle(records), "metadata": {},
+                               "transient": {}})
+            return
         limits_cell = split_limits_cell(code)
         if limits_cell is not None:
             magic_line, code, prefix_lines = limits_cell

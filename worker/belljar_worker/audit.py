@@ -1,0 +1,52 @@
+"""The `%audit` magic: the supervisor's audit records of this session's cells, shown in the
+notebook ("what you would monitor in production"). The worker can only ask; the records come
+from the supervisor, which wrote them, so code in the cell can't forge them.
+
+    %audit        the last 10 cells
+    %audit 3      the last 3
+"""
+import html
+
+MAGIC = "%audit"
+COLUMNS = [("execution_count", "cell"), ("status", "status"), ("wall_ms", "wall ms"),
+           ("cpu_ms", "CPU ms"), ("peak_memory_bytes", "peak memory"), ("limit_hit", "limit hit"),
+           ("truncated", "truncated"), ("output_bytes", "output bytes"), ("code_sha256", "code sha256")]
+
+
+def audit_request(code):
+    """How many records a `%audit [N]` cell asks for, or None when the cell is something else."""
+    words = code.strip().split()
+    if not words or words[0] != MAGIC:
+        return None
+    if len(words) == 1:
+        return 10
+    if len(words) == 2 and words[1].isdigit():
+        return max(1, int(words[1]))
+    raise ValueError("usage: %audit [N]  (the last N cells, 10 by default)")
+
+
+def _cell(key, value):
+    if value is None:
+        return "—"
+    if key == "peak_memory_bytes" and isinstance(value, (int, float)):
+        return "%.1f MiB" % (value / (1 << 20))
+    if key == "output_bytes" and isinstance(value, dict):
+        return ", ".join("%s %s" % item for item in sorted(value.items()))
+    if key == "code_sha256":
+        return str(value)[:12]
+    return str(value)
+
+
+def audit_bundle(records):
+    """text/plain, text/html and application/json of the records."""
+    rows = [[_cell(key, record.get(key)) for key, _ in COLUMNS] for record in records]
+    header = [title for _, title in COLUMNS]
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)] if rows else []
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in [header] + rows]
+    table = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % html.escape(x) for x in row) for row in rows)
+    head = "".join("<th>%s</th>" % html.escape(t) for t in header)
+    return {
+        "text/plain": "\n".join(lines) if rows else "no cells audited yet",
+        "text/html": "<table><thead><tr>%s</tr></thead><tbody>%s</tbody></table>" % (head, table),
+        "application/json": {"records": records},
+    }
