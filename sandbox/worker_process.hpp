@@ -1,12 +1,16 @@
 #pragma once
 // A running Python worker: inside its jail (strict/degraded) or as a plain child (none).
-// The supervisor owns one of these per session; it never blocks on it.
+// The supervisor owns one of these per session; it never blocks on it (start() aside, which
+// waits for the jail to be built, typically tens of milliseconds).
 #include <sys/types.h>
 
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "sandbox/fd.hpp"
 #include "sandbox/policy.hpp"
@@ -26,6 +30,8 @@ struct WorkerExit {
   std::string describe() const;  // "exit status 3", "signal 11 (SIGSEGV)"
 };
 
+struct LayerReport;  // host_check.hpp
+
 struct WorkerLaunch {
   std::string python;                       // absolute path of the interpreter
   std::filesystem::path worker_package_dir; // host directory holding belljar_worker/
@@ -33,19 +39,35 @@ struct WorkerLaunch {
 
 class WorkerProcess {
  public:
-  // Starts the worker; throws SandboxError when a layer the policy needs fails.
+  // Starts the worker; throws SandboxError when a layer the policy needs fails (the message
+  // is the one line to show: the failing step, its path and errno, or the missing layer and
+  // its fix). Nothing is left running when it throws.
+  //
+  // strict/degraded: the jail is `/proc/self/exe __jail` (see jail_entry.hpp), so the
+  // executable's main() must call jail_main() for that argv[1]. The thread calling start()
+  // must outlive the worker: the jail gets SIGKILL when it exits (PR_SET_PDEATHSIG).
   static WorkerProcess start(const Policy& policy, const WorkerLaunch& launch);
+  // The same, planned against a given host report instead of this host's probed one (tests
+  // use it to see what a host without, say, user namespaces gets).
+  static WorkerProcess start(const Policy& policy, const WorkerLaunch& launch, const LayerReport& host);
 
-  WorkerProcess(WorkerProcess&&) noexcept = default;
-  WorkerProcess& operator=(WorkerProcess&&) noexcept = default;
+  WorkerProcess(WorkerProcess&& other) noexcept;
+  WorkerProcess& operator=(WorkerProcess&& other) noexcept;
   ~WorkerProcess();  // kills and reaps whatever is still running
 
   int frames_fd() const { return frames_.get(); }   // socketpair end: fd 3 in the worker
   int stdout_fd() const { return stdout_.get(); }   // read end of the worker's fd 1
   int stderr_fd() const { return stderr_.get(); }   // read end of the worker's fd 2
+  // Becomes readable (EOF) when the jail is gone; poll it and then call poll_exit(). -1 in
+  // isolation none.
+  int status_fd() const { return status_.get(); }
   pid_t pid() const { return pid_; }                // the direct child the supervisor reaps
+  pid_t worker_pid() const { return worker_pid_; }  // the Python process, as the host sees it
+  // What this sandbox lacks or does differently from the full jail (degraded mode, rlimits
+  // standing in for cgroups, ...), one line each, for the banner and the audit log.
+  const std::vector<std::string>& notes() const { return notes_; }
 
-  void interrupt();  // SIGINT to the Python process
+  void interrupt();  // SIGINT to the Python process (its process group)
   void kill();       // SIGKILL to everything in the sandbox
   // Non-blocking: the exit once the direct child has been reaped.
   std::optional<WorkerExit> poll_exit();
@@ -55,11 +77,22 @@ class WorkerProcess {
 
  private:
   WorkerProcess() = default;
+  void read_status();
+  void end();  // kill, reap and release the cgroup
+
   pid_t pid_ = -1;
+  pid_t worker_pid_ = -1;
+  pid_t init_pid_ = -1;    // the jail's init as the host sees it (namespaces mode)
   Fd frames_, stdout_, stderr_;
-  Fd status_;       // jail: the init's report of the worker's exit
+  Fd status_;       // jail: the warden's control socket (setup result, then the exit report)
+  std::string status_buffer_;
+  nlohmann::json cgroup_;  // SandboxCgroup::to_json() of the sandbox's cgroup, if any
+  bool cgroup_released_ = true;
+  std::vector<std::string> notes_;
+  std::optional<nlohmann::json> exit_report_;
   std::optional<WorkerExit> exit_;
-  friend class Jail;
+  mutable double last_cpu_ = 0;
+  mutable uint64_t last_peak_ = 0;
 };
 
 }  // namespace belljar

@@ -56,8 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // ids (0-3 of them), four parts (padded with "{}"), then the rest as buffers; signed.
     size_t ids = std::min<size_t>((mode >> 1) & 3, frames.size());
     std::vector<std::string> rebuilt(frames.begin(), frames.begin() + static_cast<long>(ids));
-    std::vector<std::string> parts(frames.begin() + static_cast<long>(ids),
-                                   frames.begin() + static_cast<long>(std::min(frames.size(), ids + 4)));
+    std::vector<std::string> parts(
+        frames.begin() + static_cast<long>(ids),
+        frames.begin() + static_cast<long>(std::min(frames.size(), ids + 4)));
     while (parts.size() < 4) parts.emplace_back("{}");
     rebuilt.emplace_back(kDelimiter);
     rebuilt.push_back(signer().sign({parts[0], parts[1], parts[2], parts[3]}));
@@ -66,8 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     frames = std::move(rebuilt);
     // An id spelled like the delimiter ends the ids early (as in jupyter_client); then the
     // harness's signature is not where the parser looks.
-    harness_signed = std::find(frames.begin(), frames.begin() + static_cast<long>(ids), kDelimiter) ==
-                     frames.begin() + static_cast<long>(ids);
+    harness_signed = std::find(frames.begin(), frames.begin() + static_cast<long>(ids),
+                               kDelimiter) == frames.begin() + static_cast<long>(ids);
   }
 
   ReplayGuard replay(8);

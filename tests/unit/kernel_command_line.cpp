@@ -1,10 +1,9 @@
 // The command line: belljar kernel | install | run | mcp | check, and its one-line usage errors.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -29,8 +28,10 @@ std::string usage_error(const std::vector<std::string>& args) {
 }  // namespace
 
 TEST_CASE("help and version are recognised", "[command_line]") {
-  for (const char* help : {"--help", "-h", "help"}) CHECK(parse_command_line({help}).command == "help");
-  for (const char* version : {"--version", "-V"}) CHECK(parse_command_line({version}).command == "version");
+  for (const char* help : {"--help", "-h", "help"})
+    CHECK(parse_command_line({help}).command == "help");
+  for (const char* version : {"--version", "-V"})
+    CHECK(parse_command_line({version}).command == "version");
   CHECK(parse_command_line({"kernel", "--help"}).command == "help");
   CHECK(parse_command_line({"run", "-h"}).command == "help");
 }
@@ -78,14 +79,16 @@ TEST_CASE("kernel without -f is a usage error", "[command_line]") {
 }
 
 TEST_CASE("kernel passes policy flags on to the policy", "[command_line]") {
-  auto cl = parse_command_line({"kernel", "--memory", "512M", "-f", "k.json", "--allow-net=pypi.org"});
+  auto cl =
+      parse_command_line({"kernel", "--memory", "512M", "-f", "k.json", "--allow-net=pypi.org"});
   CHECK(cl.connection_file == "k.json");
   CHECK(cl.policy.given() ==
         std::vector<std::string>{"--memory", "512M", "--allow-net", "pypi.org"});
 }
 
 TEST_CASE("policy flag errors surface through the command line", "[command_line]") {
-  CHECK_THAT(usage_error({"kernel", "-f", "k.json", "--memory", "12Q"}), Catch::StartsWith("--memory 12Q:"));
+  CHECK_THAT(usage_error({"kernel", "-f", "k.json", "--memory", "12Q"}),
+             Catch::StartsWith("--memory 12Q:"));
   CHECK_THAT(usage_error({"check", "--timeout"}), Catch::Contains("--timeout: missing value"));
 }
 
@@ -101,8 +104,8 @@ TEST_CASE("install options", "[command_line]") {
   CHECK(prefixed.scope == CommandLine::Scope::prefix);
   CHECK(prefixed.prefix == "/opt/env");
 
-  auto named = parse_command_line(
-      {"install", "--user", "--name", "belljar-net_1.0", "--display-name", "Sandboxed (net)", "--timeout", "2m"});
+  auto named = parse_command_line({"install", "--user", "--name", "belljar-net_1.0",
+                                   "--display-name", "Sandboxed (net)", "--timeout", "2m"});
   CHECK(named.name == "belljar-net_1.0");
   CHECK(named.display_name == "Sandboxed (net)");
   CHECK(named.policy.given() == std::vector<std::string>{"--timeout", "2m"});
@@ -147,8 +150,12 @@ TEST_CASE("run with both FILE and -c is refused in either order", "[command_line
 }
 
 TEST_CASE("usage errors are one line", "[command_line]") {
-  for (auto args : std::vector<std::vector<std::string>>{
-           {}, {"--bogus"}, {"kernel"}, {"run"}, {"install", "--name", "a b"}, {"check", "--memory", "x"}})
+  for (auto args : std::vector<std::vector<std::string>>{{},
+                                                         {"--bogus"},
+                                                         {"kernel"},
+                                                         {"run"},
+                                                         {"install", "--name", "a b"},
+                                                         {"check", "--memory", "x"}})
     CHECK(usage_error(args).find('\n') == std::string::npos);
 }
 
@@ -160,7 +167,8 @@ std::string belljar_binary() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  for (fs::path dir = self.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
+  for (fs::path dir = self.parent_path(); !dir.empty() && dir != dir.root_path();
+       dir = dir.parent_path())
     if (::access((dir / "belljar").c_str(), X_OK) == 0 && fs::is_regular_file(dir / "belljar"))
       return (dir / "belljar").string();
   return "";
@@ -187,7 +195,8 @@ Outcome run_binary(const std::string& binary, const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("the belljar binary exits 2 with one line on stderr for bad usage", "[command_line][binary]") {
+TEST_CASE("the belljar binary exits 2 with one line on stderr for bad usage",
+          "[command_line][binary]") {
   std::string binary = belljar_binary();
   if (binary.empty()) {
     WARN("belljar binary not built; end-to-end usage checks skipped");

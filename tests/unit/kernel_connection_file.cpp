@@ -1,8 +1,8 @@
-// Connection file: the ports and key Jupyter hands the kernel, and the one-line errors for bad ones.
-#include <catch2/catch.hpp>
-
+// Connection file: the ports and key Jupyter hands the kernel, and the one-line errors for bad
+// ones.
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 
@@ -31,7 +31,9 @@ std::string error_for(const std::string& text) {
   return "";
 }
 
-std::string error_for_doc(const json& doc) { return error_for(doc.dump()); }
+std::string error_for_doc(const json& doc) {
+  return error_for(doc.dump());
+}
 
 struct TempFile {
   std::string path;

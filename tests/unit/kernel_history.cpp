@@ -34,12 +34,14 @@ TEST_CASE("history rows are [session, line, source]", "[history]") {
 
 TEST_CASE("history tail returns the last n cells, oldest first", "[history]") {
   History history = numbered(15);
-  CHECK(lines(history.query({{"hist_access_type", "tail"}, {"n", 3}})) == std::vector<int>{13, 14, 15});
+  CHECK(lines(history.query({{"hist_access_type", "tail"}, {"n", 3}})) ==
+        std::vector<int>{13, 14, 15});
   CHECK(lines(history.query({{"hist_access_type", "tail"}})).size() == 10);  // default n
   CHECK(lines(history.query({{"hist_access_type", "tail"}, {"n", 100}})).size() == 15);
   CHECK(history.query({{"hist_access_type", "tail"}, {"n", 0}}).empty());
   CHECK(history.query({{"hist_access_type", "tail"}, {"n", -5}}).empty());
-  CHECK(lines(history.query(json::object())) == lines(history.query({{"hist_access_type", "tail"}})));
+  CHECK(lines(history.query(json::object())) ==
+        lines(history.query({{"hist_access_type", "tail"}})));
 }
 
 TEST_CASE("history range returns start up to but not including stop", "[history]") {
@@ -92,7 +94,8 @@ TEST_CASE("history search glob spans lines of a multi-line cell", "[history]") {
 TEST_CASE("history keeps only the newest cells past capacity", "[history]") {
   History history(3);
   for (int n = 1; n <= 5; ++n) history.add(n, "cell");
-  CHECK(lines(history.query({{"hist_access_type", "tail"}, {"n", 10}})) == std::vector<int>{3, 4, 5});
+  CHECK(lines(history.query({{"hist_access_type", "tail"}, {"n", 10}})) ==
+        std::vector<int>{3, 4, 5});
 }
 
 TEST_CASE("history with an unknown access type answers an empty list", "[history]") {

@@ -149,7 +149,8 @@ TEST_CASE("utf8_complete_prefix stops before an unfinished character", "[output]
   CHECK(utf8_complete_prefix("x\xf0") == 1);
 }
 
-TEST_CASE("utf8_complete_prefix passes invalid bytes through rather than holding them", "[output]") {
+TEST_CASE("utf8_complete_prefix passes invalid bytes through rather than holding them",
+          "[output]") {
   // Holding back bytes that can never complete would stall the stream until the cell ends.
   CHECK(utf8_complete_prefix("\x80") == 1);
   CHECK(utf8_complete_prefix("ab\xff") == 3);

@@ -40,13 +40,16 @@ std::vector<std::string> signed_frames(const Signer& signer, std::vector<std::st
   return frames;
 }
 
-WireFault parse(const std::vector<std::string>& frames, const Signer& signer, WireMessage* out = nullptr) {
+WireFault parse(const std::vector<std::string>& frames, const Signer& signer,
+                WireMessage* out = nullptr) {
   ReplayGuard replay;
   WireMessage scratch;
   return parse_wire_message(frames, signer, replay, out ? *out : scratch);
 }
 
-std::string nested(int depth) { return "{\"x\":" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}"; }
+std::string nested(int depth) {
+  return "{\"x\":" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+}
 
 }  // namespace
 
@@ -69,7 +72,8 @@ TEST_CASE("message from jupyter_client with any signed byte changed is refused",
   Signer signer(kClientKey);
   // Frames 2..6 are the signature and the four signed parts.
   for (size_t frame = 2; frame < kClientFrames.size(); ++frame) {
-    for (size_t at : {size_t{0}, kClientFrames[frame].size() / 2, kClientFrames[frame].size() - 1}) {
+    for (size_t at :
+         {size_t{0}, kClientFrames[frame].size() / 2, kClientFrames[frame].size() - 1}) {
       auto frames = kClientFrames;
       frames[frame][at] = static_cast<char>(frames[frame][at] ^ 0x01);
       INFO("frame " << frame << " byte " << at);
@@ -159,7 +163,8 @@ TEST_CASE("message with a bad signature does not use up a replay slot", "[wire]"
 
 TEST_CASE("message with a malformed JSON part is refused", "[wire]") {
   Signer signer("k");
-  const std::vector<std::string> bad_parts = {"{", "not json", "", "[1,2]", "\"text\"", "42", "{}}"};
+  const std::vector<std::string> bad_parts = {"{",        "not json", "",   "[1,2]",
+                                              "\"text\"", "42",       "{}}"};
   for (int slot = 0; slot < 4; ++slot) {
     for (auto& bad : bad_parts) {
       std::vector<std::string> parts = {kHeader, "{}", "{}", "{}"};
@@ -174,18 +179,23 @@ TEST_CASE("message with JSON nested deeper than the limit is refused", "[wire]")
   Signer signer("k");
   std::string at_limit = nested(kMaxJsonDepth), too_deep = nested(kMaxJsonDepth + 1);
   CHECK(parse(signed_frames(signer, {kHeader, "{}", "{}", at_limit}), signer) == WireFault::none);
-  CHECK(parse(signed_frames(signer, {kHeader, "{}", "{}", too_deep}), signer) == WireFault::bad_json);
+  CHECK(parse(signed_frames(signer, {kHeader, "{}", "{}", too_deep}), signer) ==
+        WireFault::bad_json);
   // Far past the limit: must not recurse the stack away.
   std::string very_deep = "{\"x\":" + std::string(1000000, '[') + "}";
-  CHECK(parse(signed_frames(signer, {kHeader, "{}", "{}", very_deep}), signer) == WireFault::bad_json);
-  CHECK(parse(signed_frames(signer, {kHeader, too_deep, "{}", "{}"}), signer) == WireFault::bad_json);
+  CHECK(parse(signed_frames(signer, {kHeader, "{}", "{}", very_deep}), signer) ==
+        WireFault::bad_json);
+  CHECK(parse(signed_frames(signer, {kHeader, too_deep, "{}", "{}"}), signer) ==
+        WireFault::bad_json);
 }
 
 TEST_CASE("brackets inside strings do not count towards the depth", "[wire]") {
   Signer signer("k");
-  std::string content = "{\"code\":\"" + std::string(500, '[') + "\\\"" + std::string(500, '{') + "\"}";
+  std::string content =
+      "{\"code\":\"" + std::string(500, '[') + "\\\"" + std::string(500, '{') + "\"}";
   WireMessage msg;
-  REQUIRE(parse(signed_frames(signer, {kHeader, "{}", "{}", content}), signer, &msg) == WireFault::none);
+  REQUIRE(parse(signed_frames(signer, {kHeader, "{}", "{}", content}), signer, &msg) ==
+          WireFault::none);
   CHECK(msg.content["code"].get<std::string>().size() == 1001);
 }
 
@@ -202,7 +212,8 @@ TEST_CASE("header without msg_id, msg_type or session is refused", "[wire]") {
   };
   for (const char* header : headers) {
     INFO(header);
-    CHECK(parse(signed_frames(signer, {header, "{}", "{}", "{}"}), signer) == WireFault::bad_header);
+    CHECK(parse(signed_frames(signer, {header, "{}", "{}", "{}"}), signer) ==
+          WireFault::bad_header);
   }
 }
 
@@ -270,9 +281,9 @@ TEST_CASE("new_uuid is a version-4 UUID", "[wire]") {
 }
 
 TEST_CASE("every wire fault has a description", "[wire]") {
-  for (auto fault : {WireFault::none, WireFault::no_delimiter, WireFault::too_few_frames,
-                     WireFault::bad_signature, WireFault::replayed, WireFault::bad_json,
-                     WireFault::bad_header})
+  for (auto fault :
+       {WireFault::none, WireFault::no_delimiter, WireFault::too_few_frames,
+        WireFault::bad_signature, WireFault::replayed, WireFault::bad_json, WireFault::bad_header})
     CHECK(std::string(describe(fault)) != "unknown");
 }
 

@@ -31,8 +31,11 @@ TEST_CASE("worker frame encodes as a big-endian length and the JSON", "[worker_f
 }
 
 TEST_CASE("worker frame round-trips through the decoder", "[worker_frames]") {
-  json message = {{"type", "stream"}, {"name", "stdout"}, {"text", "héllo \xf0\x9f\x99\x82"},
-                  {"n", 42}, {"nested", {{"a", json::array({1, 2.5, nullptr, true})}}}};
+  json message = {{"type", "stream"},
+                  {"name", "stdout"},
+                  {"text", "héllo \xf0\x9f\x99\x82"},
+                  {"n", 42},
+                  {"nested", {{"a", json::array({1, 2.5, nullptr, true})}}}};
   WorkerFrameDecoder decoder;
   decoder.feed(encode_worker_frame(message));
   auto out = decoder.next();
@@ -43,7 +46,8 @@ TEST_CASE("worker frame round-trips through the decoder", "[worker_frames]") {
   CHECK(decoder.buffered() == 0);
 }
 
-TEST_CASE("worker frame split across feeds byte by byte is decoded once complete", "[worker_frames]") {
+TEST_CASE("worker frame split across feeds byte by byte is decoded once complete",
+          "[worker_frames]") {
   std::string frame = encode_worker_frame({{"type", "result"}, {"value", "x"}});
   WorkerFrameDecoder decoder;
   for (size_t i = 0; i + 1 < frame.size(); ++i) {
@@ -116,8 +120,15 @@ TEST_CASE("worker frame longer than the cap is a fault", "[worker_frames]") {
 }
 
 TEST_CASE("worker frame that is not an object with a string type is a fault", "[worker_frames]") {
-  const char* bodies[] = {"[1,2,3]", "\"type\"", "42", "null", "{}", R"({"kind":"stream"})",
-                          R"({"type":7})", R"({"type":null})", R"({"type":["stream"]})"};
+  const char* bodies[] = {"[1,2,3]",
+                          "\"type\"",
+                          "42",
+                          "null",
+                          "{}",
+                          R"({"kind":"stream"})",
+                          R"({"type":7})",
+                          R"({"type":null})",
+                          R"({"type":["stream"]})"};
   for (const char* body : bodies) {
     WorkerFrameDecoder decoder;
     decoder.feed(raw_frame(body));
@@ -160,7 +171,8 @@ TEST_CASE("worker frame fault is sticky", "[worker_frames]") {
   CHECK(decoder.fault() == fault);
 }
 
-TEST_CASE("worker frame with invalid UTF-8 in a string still decodes and dumps", "[worker_frames]") {
+TEST_CASE("worker frame with invalid UTF-8 in a string still decodes and dumps",
+          "[worker_frames]") {
   // nlohmann rejects invalid UTF-8 while parsing; either way the decoder must not throw.
   WorkerFrameDecoder decoder;
   decoder.feed(raw_frame("{\"type\":\"stream\",\"text\":\"\xff\xfe\"}"));
@@ -171,7 +183,8 @@ TEST_CASE("worker frame with invalid UTF-8 in a string still decodes and dumps",
 
 TEST_CASE("encode_worker_frame does not throw on invalid UTF-8", "[worker_frames]") {
   std::string frame;
-  REQUIRE_NOTHROW(frame = encode_worker_frame({{"type", "stream"}, {"text", std::string("\xc3", 1)}}));
+  REQUIRE_NOTHROW(frame =
+                      encode_worker_frame({{"type", "stream"}, {"text", std::string("\xc3", 1)}}));
   WorkerFrameDecoder decoder;
   decoder.feed(frame);
   auto out = decoder.next();

@@ -1,9 +1,8 @@
 // PolicyBuilder: policy flags and --policy FILE, later sources winning.
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -88,13 +87,24 @@ TEST_CASE("take reports how many arguments a policy flag used", "[policy][builde
 }
 
 TEST_CASE("every policy flag is parsed into the policy", "[policy][builder]") {
-  Policy policy = build({"--workspace", "/tmp", "--ro", "/usr/share", "--ro", "/etc/hostname",
-                         "--hide", "*.csv", "--allow-net", "pypi.org", "--allow-net",
-                         "*.example.com:8443", "--pass-env", "HOME", "--set-env", "MODE=test",
-                         "--timeout", "2m", "--cpu", "1.5s", "--memory", "512M", "--pids", "64",
-                         "--file-size", "1G", "--tmp-size", "64M", "--output-limit", "1M",
-                         "--sandbox-user", "nobody", "--audit-log", "audit.jsonl", "--isolation",
-                         "degraded"});
+  Policy policy = build({"--workspace",    "/tmp",
+                         "--ro",           "/usr/share",
+                         "--ro",           "/etc/hostname",
+                         "--hide",         "*.csv",
+                         "--allow-net",    "pypi.org",
+                         "--allow-net",    "*.example.com:8443",
+                         "--pass-env",     "HOME",
+                         "--set-env",      "MODE=test",
+                         "--timeout",      "2m",
+                         "--cpu",          "1.5s",
+                         "--memory",       "512M",
+                         "--pids",         "64",
+                         "--file-size",    "1G",
+                         "--tmp-size",     "64M",
+                         "--output-limit", "1M",
+                         "--sandbox-user", "nobody",
+                         "--audit-log",    "audit.jsonl",
+                         "--isolation",    "degraded"});
   CHECK(policy.workspace == fs::path("/tmp"));
   CHECK(policy.read_only == std::vector<fs::path>{"/usr/share", "/etc/hostname"});
   CHECK(policy.hide == std::vector<std::string>{"*.csv"});
@@ -205,7 +215,8 @@ TEST_CASE("--sandbox-user never names root", "[policy][builder]") {
 // BUG (sandbox/policy.cpp, apply(), --sandbox-user): a numeric value is read with strtoul and only
 // 0 is refused. "-1" and "4294967295" are (uid_t)-1, which setresuid() treats as "leave unchanged"
 // (the code would keep running as root); "4294967296" truncates to uid 0. Expected: UsageError.
-TEST_CASE("--sandbox-user refuses numeric ids that are not a real uid", "[policy][builder][!mayfail]") {
+TEST_CASE("--sandbox-user refuses numeric ids that are not a real uid",
+          "[policy][builder][!mayfail]") {
   for (const char* bad : {"-1", "4294967295", "4294967296", "18446744073709551616", " 0", "+0"}) {
     INFO(bad);
     CHECK_FALSE(flag_error({"--sandbox-user", bad}).empty());
@@ -214,7 +225,8 @@ TEST_CASE("--sandbox-user refuses numeric ids that are not a real uid", "[policy
 
 TEST_CASE("--python keeps an absolute interpreter path as given", "[policy][builder]") {
   CHECK(build({"--python", "/usr/bin/../bin/python3"}).python == "/usr/bin/python3");
-  CHECK_THAT(flag_error({"--python", "/nonexistent/python3"}), Catch::Contains("not an executable file"));
+  CHECK_THAT(flag_error({"--python", "/nonexistent/python3"}),
+             Catch::Contains("not an executable file"));
   TempFile plain("not a program\n", ".txt");
   ::chmod(plain.path.c_str(), 0644);
   CHECK_THAT(flag_error({"--python", plain.path}), Catch::Contains("not an executable file"));
@@ -231,7 +243,8 @@ TEST_CASE("--python asks a launcher script for the real interpreter", "[policy][
   CHECK_THAT(flag_error({"--python", broken.path}), Catch::Contains("not a working Python"));
 }
 
-TEST_CASE("without --python, python3 on PATH is resolved to an absolute path", "[policy][builder]") {
+TEST_CASE("without --python, python3 on PATH is resolved to an absolute path",
+          "[policy][builder]") {
   Policy policy = collect({}).build();
   REQUIRE_FALSE(policy.python.empty());
   CHECK(policy.python[0] == '/');

@@ -1,7 +1,6 @@
 // Policy value parsers: sizes, durations, host rules, isolation modes.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "sandbox/policy.hpp"
 
@@ -33,13 +32,15 @@ TEST_CASE("sizes accept plain bytes and K/M/G/T suffixes", "[policy][size]") {
 }
 
 TEST_CASE("bad sizes are refused naming the flag and the value", "[policy][size]") {
-  for (const char* bad : {"12Q", "-1", "", "M", "abc", "+5M", "1.5.5G", "nan", "inf", "1GG", "1iB"}) {
+  for (const char* bad :
+       {"12Q", "-1", "", "M", "abc", "+5M", "1.5.5G", "nan", "inf", "1GG", "1iB"}) {
     INFO("value: " << bad);
     auto why = usage_error([&] { parse_size("--memory", bad); });
     CHECK_THAT(why, Catch::StartsWith(std::string("--memory ") + bad + ":"));
   }
   CHECK_THAT(usage_error([] { parse_size("--tmp-size", "0"); }), Catch::Contains("out of range"));
-  CHECK_THAT(usage_error([] { parse_size("--tmp-size", "100000000T"); }), Catch::Contains("out of range"));
+  CHECK_THAT(usage_error([] { parse_size("--tmp-size", "100000000T"); }),
+             Catch::Contains("out of range"));
 }
 
 TEST_CASE("durations accept seconds, ms, m and h", "[policy][duration]") {
@@ -102,16 +103,32 @@ TEST_CASE("host rule names are lower-cased", "[policy][net]") {
 }
 
 TEST_CASE("bad host rules are refused naming the flag and the value", "[policy][net]") {
-  for (const char* bad : {"exa mple.com", ":80", "", "host:", "[::1", "[]", "[::1]x", "[::1]:",
-                          "*", "*.", "a..b", ".example.com", "example.com.", "ex_ample.com",
-                          "foo.*.com", "http://example.com", "example.com/path", "[example.com]:80",
-                          "user@example.com", "host:80:90x"}) {
+  for (const char* bad : {"exa mple.com",
+                          ":80",
+                          "",
+                          "host:",
+                          "[::1",
+                          "[]",
+                          "[::1]x",
+                          "[::1]:",
+                          "*",
+                          "*.",
+                          "a..b",
+                          ".example.com",
+                          "example.com.",
+                          "ex_ample.com",
+                          "foo.*.com",
+                          "http://example.com",
+                          "example.com/path",
+                          "[example.com]:80",
+                          "user@example.com",
+                          "host:80:90x"}) {
     INFO("value: " << bad);
     auto why = usage_error([&] { parse_host_rule("--allow-net", bad); });
     CHECK_THAT(why, Catch::StartsWith(std::string("--allow-net ") + bad + ":"));
   }
-  for (const char* bad_port : {"host:0", "host:99999", "host:65536", "host:-1", "host:+80", "host:80x",
-                               "[::1]:0"}) {
+  for (const char* bad_port :
+       {"host:0", "host:99999", "host:65536", "host:-1", "host:+80", "host:80x", "[::1]:0"}) {
     INFO("value: " << bad_port);
     CHECK_THAT(usage_error([&] { parse_host_rule("--allow-net", bad_port); }),
                Catch::Contains("port must be 1 to 65535"));
@@ -157,12 +174,13 @@ TEST_CASE("cpu limit defaults to the timeout", "[policy]") {
 
 TEST_CASE("every policy flag has help text", "[policy]") {
   auto& help = policy_flag_help();
-  for (const char* flag : {"--policy", "--workspace", "--ro", "--hide", "--allow-net", "--pass-env",
-                           "--set-env", "--timeout", "--cpu", "--memory", "--pids", "--file-size",
-                           "--tmp-size", "--output-limit", "--python", "--sandbox-user",
-                           "--audit-log", "--isolation"}) {
+  for (const char* flag :
+       {"--policy", "--workspace", "--ro", "--hide", "--allow-net", "--pass-env", "--set-env",
+        "--timeout", "--cpu", "--memory", "--pids", "--file-size", "--tmp-size", "--output-limit",
+        "--python", "--sandbox-user", "--audit-log", "--isolation"}) {
     bool found = false;
-    for (auto& [usage, meaning] : help) found = found || usage.rfind(std::string(flag) + " ", 0) == 0;
+    for (auto& [usage, meaning] : help)
+      found = found || usage.rfind(std::string(flag) + " ", 0) == 0;
     INFO(flag);
     CHECK(found);
   }

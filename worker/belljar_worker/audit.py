@@ -5,8 +5,6 @@ from the supervisor, which wrote them, so code in the cell can't forge them.
     %audit        the last 10 cells
     %audit 3      the last 3
 """
-import html
-
 MAGIC = "%audit"
 COLUMNS = [("execution_count", "cell"), ("status", "status"), ("wall_ms", "wall ms"),
            ("cpu_ms", "CPU ms"), ("peak_memory_bytes", "peak memory"), ("limit_hit", "limit hit"),
@@ -39,6 +37,7 @@ def _cell(key, value):
 
 def audit_bundle(records):
     """text/plain, text/html and application/json of the records."""
+    import html  # only when %audit runs: plain cells don't pay for it
     rows = [[_cell(key, record.get(key)) for key, _ in COLUMNS] for record in records]
     header = [title for _, title in COLUMNS]
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)] if rows else []
