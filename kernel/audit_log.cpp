@@ -1,7 +1,6 @@
 #include "kernel/audit_log.hpp"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,19 +25,6 @@ void AuditLog::record(const std::string& event, nlohmann::json fields) {
   std::string text = dump_json(line) + "\n";
   ssize_t ignored = ::write(fd_, text.data(), text.size());
   (void)ignored;
-}
-
-std::string sha256_hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned i = 0; i < length; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
 }
 
 }  // namespace belljar

@@ -21,6 +21,4 @@ class AuditLog {
   int fd_ = 2;
 };
 
-std::string sha256_hex(const std::string& data);
-
 }  // namespace belljar

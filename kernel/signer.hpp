@@ -1,8 +1,10 @@
 #pragma once
 // HMAC-SHA256 over the four JSON parts of a wire message, as jupyter_client's Session does.
-#include <openssl/evp.h>
+// Built on OpenSSL's SHA-256 compression directly: the EVP/provider machinery would load
+// and touch megabytes of libcrypto in a process whose budget is 10 MB resident.
+#include <openssl/sha.h>
 
-#include <memory>
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,8 +24,11 @@ class Signer {
   bool verify(std::string_view signature, const std::vector<std::string_view>& parts) const;
 
  private:
-  EVP_MAC* mac_ = nullptr;
-  EVP_MAC_CTX* keyed_ = nullptr;  // initialised once with the key; duplicated per message
+  // SHA-256 states after absorbing (key ^ ipad) and (key ^ opad): each message resumes them.
+  SHA256_CTX inner_{}, outer_{};
 };
+
+// Lower-case hex SHA-256 of data (the audit log's code hash).
+std::string sha256_hex(std::string_view data);
 
 }  // namespace belljar

@@ -1,6 +1,6 @@
 #include "kernel/wire_message.hpp"
 
-#include <openssl/rand.h>
+#include <sys/random.h>
 
 #include <chrono>
 #include <cstdio>
@@ -65,7 +65,9 @@ std::vector<std::string> serialize_wire_message(const WireMessage& message, cons
 
 std::string new_uuid() {
   unsigned char bytes[16];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("OpenSSL: RAND_bytes failed");
+  // getrandom: the kernel's CSPRNG, without starting OpenSSL's DRBG in this process.
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+    throw std::runtime_error("getrandom failed");
   bytes[6] = (bytes[6] & 0x0f) | 0x40;  // version 4
   bytes[8] = (bytes[8] & 0x3f) | 0x80;  // RFC 4122 variant
   char text[37];

@@ -12,6 +12,7 @@
 #include "kernel/bundle_check.hpp"
 #include "kernel/kernel.hpp"
 #include "kernel/replies.hpp"
+#include "kernel/signer.hpp"
 
 namespace belljar {
 
