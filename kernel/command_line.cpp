@@ -52,10 +52,12 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
     } else if (cl.command == "install" && arg == "--display-name") {
       cl.display_name = value_of(args, i, arg);
     } else if (cl.command == "run" && arg == "-c") {
+      if (cl.run_file || cl.run_code) throw UsageError("belljar run takes one of FILE.py, -c CODE or -");
       cl.run_code = value_of(args, i, arg);
     } else if (cl.command == "run" && arg == "--json") {
       cl.json_output = true;
-    } else if (cl.command == "run" && (arg == "-" || arg[0] != '-') && !cl.run_file && !cl.run_code) {
+    } else if (cl.command == "run" && (arg == "-" || arg[0] != '-')) {
+      if (cl.run_file || cl.run_code) throw UsageError("belljar run takes one of FILE.py, -c CODE or -");
       cl.run_file = arg;
     } else {
       throw UsageError("unknown option " + arg + " for belljar " + cl.command);

@@ -15,6 +15,8 @@ uint64_t OutputBudget::take(uint64_t bytes) {
 void StreamBuffer::append(std::string_view bytes, OutputBudget& budget) {
   uint64_t granted = budget.take(bytes.size());
   if (granted == 0) return;
+  // Cut by the cap: end on a character boundary rather than half a UTF-8 sequence.
+  if (granted < bytes.size()) granted = utf8_complete_prefix(bytes.substr(0, granted));
   if (text_.empty()) first_pending_ = Clock::now();
   text_.append(bytes.substr(0, granted));
   total_ += granted;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -134,12 +135,14 @@ void apply(Policy& policy, const std::string& flag, const std::string& value) {
     policy.python = resolve_python(flag, value);
   } else if (flag == "--sandbox-user") {
     if (value.empty()) throw UsageError(flag + ": empty user");
-    if (!::getpwnam(value.c_str())) {
-      char* end = nullptr;
-      unsigned long uid = std::strtoul(value.c_str(), &end, 10);
-      if (*end != '\0' || uid == 0) throw UsageError(flag + " " + value + ": no such user");
-    }
     if (value == "root" || value == "0") throw UsageError(flag + " " + value + ": code never runs as root");
+    if (!::getpwnam(value.c_str())) {
+      // A numeric uid: digits only, a real uid (not 0, not the (uid_t)-1 "no change" value).
+      bool digits = value.size() <= 10 &&
+                    std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); });
+      unsigned long long uid = digits ? std::strtoull(value.c_str(), nullptr, 10) : 0;
+      if (!digits || uid == 0 || uid >= 4294967295ull) throw UsageError(flag + " " + value + ": no such user");
+    }
     policy.sandbox_user = value;
   } else if (flag == "--audit-log") {
     if (value.empty()) throw UsageError(flag + ": empty path");
