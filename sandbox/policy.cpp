@@ -1,5 +1,6 @@
 #include "sandbox/policy.hpp"
 
+#include <arpa/inet.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -209,7 +210,9 @@ const std::vector<std::string>& default_hidden_patterns() {
 
 uint64_t parse_size(const std::string& flag, const std::string& text) {
   const std::string bad = flag + " " + text + ": expected a size like 512M or 1G";
-  if (text.empty() || text[0] == '-' || text[0] == '+') throw UsageError(bad);
+  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.') ||
+      text.find_first_of("xX") != std::string::npos)
+    throw UsageError(bad);
   char* end = nullptr;
   errno = 0;
   double number = std::strtod(text.c_str(), &end);
@@ -231,7 +234,9 @@ uint64_t parse_size(const std::string& flag, const std::string& text) {
 
 double parse_duration(const std::string& flag, const std::string& text) {
   const std::string bad = flag + " " + text + ": expected seconds like 30, 1.5s, 2m or 1h";
-  if (text.empty() || text[0] == '-' || text[0] == '+') throw UsageError(bad);
+  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.') ||
+      text.find_first_of("xX") != std::string::npos)
+    throw UsageError(bad);
   char* end = nullptr;
   errno = 0;
   double number = std::strtod(text.c_str(), &end);
@@ -282,13 +287,20 @@ HostRule parse_host_rule(const std::string& flag, const std::string& text) {
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.')) throw UsageError(bad);
     for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
+  // Literal addresses in canonical form, so the proxy compares like with like.
+  unsigned char address[16];
+  char canonical[64];
+  if (host.find(':') != std::string::npos) {
+    if (::inet_pton(AF_INET6, host.c_str(), address) != 1) throw UsageError(bad);
+    host = ::inet_ntop(AF_INET6, address, canonical, sizeof canonical);
+  }
   rule.host = host;
   if (port.empty()) {
     rule.ports = {80, 443};
   } else {
     char* end = nullptr;
     long n = std::strtol(port.c_str(), &end, 10);
-    if (*end != '\0' || n < 1 || n > 65535 || port[0] == '+' || port[0] == '-')
+    if (*end != '\0' || n < 1 || n > 65535 || !std::isdigit(static_cast<unsigned char>(port[0])))
       throw UsageError(flag + " " + text + ": port must be 1 to 65535");
     rule.ports = {static_cast<uint16_t>(n)};
   }
