@@ -1,0 +1,54 @@
+#pragma once
+// A sandbox's cgroup: the session's memory and process caps, and its CPU and memory use.
+// cgroup v2 when this host delegates memory and pids to us, v1 controllers when that is what
+// the host offers (and we may write them, i.e. as root); otherwise none, and rlimits do the job.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace belljar {
+
+// Where a sandbox cgroup can be created, found by trying (mkdir + rmdir of a probe).
+struct CgroupParents {
+  std::string v2;          // a v2 directory whose children get the memory and pids controllers
+  std::string v1_memory;   // v1 controller directories (our own cgroup in each hierarchy)
+  std::string v1_pids;
+  std::string v1_cpuacct;
+  std::vector<std::string> notes;  // why something is not usable, for `belljar check`
+  bool memory() const { return !v2.empty() || !v1_memory.empty(); }
+  bool pids() const { return !v2.empty() || !v1_pids.empty(); }
+};
+
+CgroupParents find_cgroup_parents();
+
+class SandboxCgroup {
+ public:
+  SandboxCgroup() = default;
+  // Creates `name` under every usable parent and writes the limits. Throws SetupError.
+  static SandboxCgroup create(const CgroupParents& parents, const std::string& name, uint64_t memory_bytes,
+                              uint64_t pids);
+  void attach(pid_t pid) const;  // throws SetupError
+
+  bool limits_memory() const { return !v2_.empty() || !memory_.empty(); }
+  bool limits_pids() const { return !v2_.empty() || !pids_.empty(); }
+  bool empty() const { return v2_.empty() && memory_.empty() && pids_.empty() && cpuacct_.empty(); }
+
+  double cpu_seconds() const;          // < 0 when unknown
+  uint64_t peak_memory_bytes() const;  // 0 when unknown
+  uint64_t oom_kills() const;          // times the OOM killer acted inside
+  void kill_all() const;               // SIGKILL every task in it
+  bool remove() const;                 // rmdir; true once every directory is gone
+  std::string describe() const;
+
+  nlohmann::json to_json() const;
+  static SandboxCgroup from_json(const nlohmann::json& doc);
+
+ private:
+  std::string v2_, memory_, pids_, cpuacct_;
+};
+
+}  // namespace belljar

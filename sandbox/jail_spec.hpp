@@ -1,0 +1,80 @@
+#pragma once
+// Everything the jail's own processes (warden, init, worker) need, worked out by the
+// supervisor and sent to the warden over its control socket (never argv: --set-env values
+// may be secrets, and argv is world-readable in /proc).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/policy.hpp"
+
+namespace belljar {
+
+struct WorkerLaunch;
+
+// Inside the sandbox the code is uid/gid 1000 "sandbox"; the user namespace maps it to the
+// sandbox user's host uid (root kernel) or to the kernel's own uid (unprivileged kernel).
+inline constexpr uid_t kSandboxUid = 1000;
+inline constexpr gid_t kSandboxGid = 1000;
+inline constexpr const char* kSandboxUser = "sandbox";
+inline constexpr const char* kSandboxHome = "/home/sandbox";
+inline constexpr const char* kSandboxHostname = "belljar";
+
+struct JailBind {
+  enum class Kind { read_only, workspace, device };
+  std::string source;  // host path, symlinks resolved
+  std::string target;  // path inside the jail
+  Kind kind = Kind::read_only;
+};
+
+struct JailLink {
+  std::string path;       // inside the jail, e.g. /lib
+  std::string points_to;  // e.g. usr/lib
+};
+
+struct JailSpec {
+  enum class Mode {
+    namespaces,  // the full jail: user/mount/pid/net/ipc/uts/cgroup namespaces, pivot_root
+    landlock,    // degraded: no namespaces; Landlock, seccomp (no inet) and rlimits
+  };
+  Mode mode = Mode::namespaces;
+  bool strict = true;            // a layer that fails is an error rather than a note
+  bool host_root = false;        // the warden runs as host uid 0
+  uid_t host_uid = 0;            // the host identity the code runs as
+  gid_t host_gid = 0;
+  std::string workspace;         // absolute, resolved; mounted at the same path
+  std::vector<JailBind> binds;   // system dirs, /etc files, interpreter, worker package, --ro
+  std::vector<JailLink> links;   // /lib -> usr/lib and the like, mirrored from the host
+  std::vector<std::string> hide_patterns;  // defaults + --hide
+  std::string exec_path;         // the interpreter as the jail sees it
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // NAME=VALUE, built from the allowlist
+  uint64_t memory_bytes = 0;
+  uint64_t pids = 0;
+  uint64_t file_size_bytes = 0;
+  uint64_t tmp_size_bytes = 0;
+  uint64_t open_files = 4096;
+  // Seam for the egress proxy (a later issue): init will listen on 127.0.0.1:egress_port in
+  // the sandbox's network namespace and forward each connection to this unix socket on the
+  // host side. Empty: the sandbox has loopback only.
+  std::string egress_socket;
+  uint16_t egress_port = 0;
+
+  nlohmann::json to_json() const;
+  static JailSpec from_json(const nlohmann::json& doc);
+};
+
+// The supervisor's half: resolves paths, the interpreter and the environment. Throws
+// SandboxError for what cannot work (no interpreter, a workspace of "/", ...).
+JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSpec::Mode mode,
+                        const char* const* host_env);
+
+// `python -s -E -c "import sys; sys.path.insert(0, '<dir>'); from belljar_worker.main import
+// serve; serve()"`, with <dir> quoted as a Python string literal.
+std::vector<std::string> worker_argv(const std::string& python, const std::string& package_dir);
+
+}  // namespace belljar

@@ -1,0 +1,21 @@
+#pragma once
+// Landlock, the degraded mode's filesystem layer: without a mount namespace, the worker is
+// limited to reading the system and writing only its workspace and /tmp.
+#include <string>
+#include <vector>
+
+namespace belljar {
+
+// The kernel's Landlock ABI version; 0 when Landlock is unavailable or disabled.
+int landlock_abi();
+
+struct LandlockRules {
+  std::vector<std::string> read_only;   // read and execute
+  std::vector<std::string> read_write;  // everything, under these
+};
+
+// Restricts the calling process and its future children. Paths that do not exist are skipped.
+// Throws SetupError.
+void restrict_filesystem(const LandlockRules& rules);
+
+}  // namespace belljar

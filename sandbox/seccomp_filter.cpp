@@ -1,0 +1,118 @@
+#include "sandbox/seccomp_filter.hpp"
+
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "sandbox/setup_error.hpp"
+
+namespace belljar {
+
+namespace {
+
+// Namespace creation through clone(); clone3 gets ENOSYS so glibc falls back to clone, whose
+// flags are a plain register we can inspect (clone3's live in memory seccomp cannot read).
+// CLONE_NEWTIME is missing on purpose: its bit is CSIGNAL's for clone().
+constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,   CLONE_NEWNET,
+                                             CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP};
+
+struct FilterDeleter {
+  void operator()(void* ctx) const { seccomp_release(ctx); }
+};
+using Filter = std::unique_ptr<void, FilterDeleter>;
+
+void check(int rc, const std::string& what) {
+  if (rc < 0) throw_errno(what, -rc);
+}
+
+Filter build(const SeccompOptions& options) {
+  Filter ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) throw SetupError("seccomp_init: out of memory");
+  // Syscalls of other ABIs (i386 via int 0x80, x32) would bypass a filter written in x86_64
+  // numbers: the bad-arch action refuses them all. libseccomp also sends x32 numbers on the
+  // native arch there, as it knows x32 is not part of this filter.
+  check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(EPERM)),
+        "seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)");
+
+  const int eperm = SCMP_ACT_ERRNO(EPERM);
+  for (const auto& name : refused_syscalls()) {
+    int nr = seccomp_syscall_resolve_name(name.c_str());
+    if (nr == __NR_SCMP_ERROR) continue;  // unknown to this libseccomp / arch
+    check(seccomp_rule_add(ctx.get(), eperm, nr, 0), "seccomp_rule_add(" + name + ")");
+  }
+  check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), "seccomp_rule_add(clone3)");
+  for (unsigned long flag : kNamespaceFlags)
+    check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
+          "seccomp_rule_add(clone with namespace flags)");
+
+  // TIOCSTI pushes input into a terminal, TIOCLINUX can too; the request is an int, so only
+  // its low 32 bits count.
+  for (unsigned long request : {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)})
+    check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
+                           SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request)),
+          "seccomp_rule_add(ioctl TIOCSTI/TIOCLINUX)");
+
+  // socket(): AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only (no inet at all when there is no
+  // network namespace). Refuse everything else by ranges, so unknown future families are refused.
+  std::vector<int> allowed = {AF_UNIX, AF_NETLINK};
+  if (!options.refuse_inet) allowed.insert(allowed.end(), {AF_INET, AF_INET6});
+  for (int family = 0; family <= AF_NETLINK; ++family) {
+    bool ok = false;
+    for (int a : allowed) ok = ok || a == family;
+    if (!ok)
+      check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family))),
+            "seccomp_rule_add(socket family " + std::to_string(family) + ")");
+  }
+  check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK)),
+        "seccomp_rule_add(socket families above AF_NETLINK)");
+  return ctx;
+}
+
+}  // namespace
+
+const std::vector<std::string>& refused_syscalls() {
+  static const std::vector<std::string> names = {
+      // the filesystem view and namespaces
+      "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_tree", "move_mount", "fsopen",
+      "fsconfig", "fsmount", "fspick", "mount_setattr",
+      // other processes' memory
+      "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+      // kernel attack surface
+      "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+      "keyctl", "add_key", "request_key",
+      // the machine itself
+      "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "open_by_handle_at",
+      "swapon", "swapoff", "reboot", "iopl", "ioperm", "acct", "quotactl", "quotactl_fd", "syslog",
+      "lookup_dcookie", "uselib", "vhangup",
+      // the clock
+      "clock_settime", "clock_adjtime", "adjtimex", "settimeofday"};
+  return names;
+}
+
+void install_seccomp(const SeccompOptions& options) {
+  Filter ctx = build(options);
+  check(seccomp_load(ctx.get()), "seccomp_load");
+}
+
+std::string seccomp_pseudo_code(const SeccompOptions& options) {
+  Filter ctx = build(options);
+  FILE* out = ::tmpfile();
+  if (!out) return {};
+  std::string text;
+  if (seccomp_export_pfc(ctx.get(), ::fileno(out)) == 0) {
+    std::rewind(out);
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, out)) > 0) text.append(buf, n);
+  }
+  std::fclose(out);
+  return text;
+}
+
+}  // namespace belljar

@@ -1,0 +1,23 @@
+#pragma once
+// The worker's syscall filter (libseccomp), installed last, just before exec: anything
+// installed earlier would also constrain the jail's own setup. Refused calls fail with an
+// errno (EPERM; ENOSYS for clone3) rather than killing, so Python reports them as OSError.
+#include <string>
+#include <vector>
+
+namespace belljar {
+
+struct SeccompOptions {
+  bool refuse_inet = false;  // degraded mode, no network namespace: AF_INET/AF_INET6 refused too
+};
+
+// Names of the syscalls refused outright, for `belljar check` and the tests.
+const std::vector<std::string>& refused_syscalls();
+
+// Loads the filter into the calling thread (and what it execs). Throws SetupError.
+void install_seccomp(const SeccompOptions& options);
+
+// The filter as libseccomp's pseudo-code, for debugging and tests.
+std::string seccomp_pseudo_code(const SeccompOptions& options);
+
+}  // namespace belljar
