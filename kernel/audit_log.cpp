@@ -21,6 +21,7 @@ AuditLog::AuditLog(const std::string& path) {
 
 void AuditLog::record(const std::string& event, nlohmann::json fields) {
   nlohmann::json line = {{"ts", iso8601_now()}, {"event", event}};
+  if (!kernel_id_.empty()) line["kernel"] = kernel_id_;
   for (auto& [key, value] : fields.items()) line[key] = value;
   std::string text = dump_json(line) + "\n";
   ssize_t ignored = ::write(fd_, text.data(), text.size());

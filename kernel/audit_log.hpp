@@ -14,11 +14,14 @@ class AuditLog {
  public:
   // Empty path: the kernel's stderr. Throws UsageError when the file can't be opened.
   explicit AuditLog(const std::string& path);
+  // Every record names the kernel it came from, so records of one kernel can be joined.
+  void set_kernel(std::string kernel_id) { kernel_id_ = std::move(kernel_id); }
   void record(const std::string& event, nlohmann::json fields);
 
  private:
   Fd file_;
   int fd_ = 2;
+  std::string kernel_id_;
 };
 
 }  // namespace belljar

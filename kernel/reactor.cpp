@@ -43,9 +43,9 @@ Kernel::~Kernel() { drop_worker(); }
 
 int Kernel::run(Frontend& frontend) {
   frontend_ = &frontend;
+  audit_.set_kernel(options_.session_id);
   audit_.record("kernel_start", {{"version", BELLJAR_VERSION},
                                  {"pid", ::getpid()},
-                                 {"session", options_.session_id},
                                  {"policy", options_.policy.summary()}});
   start_worker();  // throws SandboxError: refuse to start rather than run with less
   metrics_.write();

@@ -329,7 +329,7 @@ void Kernel::finish_cell(const json& done) {
   std::string audit_status = cell.limit_hit.empty() ? status : cell.limit_hit == "memory" ? "memory" : "timeout";
   if (cell.user_interrupted && cell.error && cell.limit_hit.empty()) audit_status = "interrupted";
   if (!cell.outcome.empty()) audit_status = cell.outcome;
-  json record = {{"session", cell.request.header.value("session", "")},
+  json record = {{"client_session", cell.request.header.value("session", "")},
                  {"msg_id", cell.request.id()},
                  {"execution_count", cell.execution_count},
                  {"code_sha256", sha256_hex(cell.code)},

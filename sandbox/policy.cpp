@@ -173,7 +173,10 @@ std::vector<std::pair<std::string, std::string>> read_policy_file(const std::str
   }
   if (!doc.is_object()) throw UsageError("--policy " + file + ": expected a JSON object");
   std::vector<std::pair<std::string, std::string>> settings;
-  for (auto& [key, value] : doc.items()) {
+  for (auto& [raw_key, value] : doc.items()) {
+    // "allow-net" as on the command line, or "allow_net" as in the audit log's policy summary.
+    std::string key = raw_key;
+    std::replace(key.begin(), key.end(), '_', '-');
     std::string flag = "--" + key;
     if ((!is_flag_with_value(flag) && key != "audit-code") || key == "policy")
       throw UsageError("--policy " + file + ": unknown setting \"" + key + "\"");
