@@ -1,0 +1,282 @@
+// The walkthrough as a learner runs it: Debian's Jupyter Notebook server on loopback, the
+// notebook opened in headless Chromium, Cell → Run All clicked, and what the page rendered
+// checked (text, the PNG plot, the pandas table, the limit's error, the network cells).
+// Everything the server, the kernel and the browser write lives in one temporary directory;
+// a full-page screenshot is kept in BELLJAR_ARTIFACTS (printed at the end).
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
+const BELLJAR = process.env.BELLJAR ?? path.join(SOURCE, 'build', 'belljar');
+const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
+const ARTIFACTS = process.env.BELLJAR_ARTIFACTS ?? path.join(SOURCE, 'build', 'tests', 'artifacts');
+const CHROMIUM = '/usr/bin/chromium';
+const NOTEBOOK_SERVER = '/usr/bin/jupyter-notebook';
+const PYTHON = '/usr/bin/python3';
+
+const RUN_ALL_TIMEOUT = 240_000;  // every cell, the 2 s limit and a cold kernel start included
+const WORKSPACE_SECRET = 'sk-browser-workspace-secret-0123456789';
+const SERVER_SECRET = 'sk-browser-server-environment-secret-0123456789';
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// A child process whose output is kept (for the failure report) and can be waited on.
+function start(command, args, options) {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  child.log = '';
+  child.stdout.on('data', (chunk) => { child.log += chunk; });
+  child.stderr.on('data', (chunk) => { child.log += chunk; });
+  child.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return child;
+}
+
+async function waitFor(what, probe, timeoutMs, child) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child && child.exitCode !== null) throw new Error(`${what}: the process exited\n${child.log}`);
+    const value = await probe().catch(() => undefined);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms\n${child?.log ?? ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function stop(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'belljar-browser-'));
+  const dirs = Object.fromEntries(['home', 'runtime', 'config', 'data', 'prefix', 'notebooks', 'chromium']
+    .map((name) => [name, path.join(tmp, name)]));
+  const screenshot = path.join(ARTIFACTS, 'walkthrough.png');
+  const token = crypto.randomBytes(24).toString('hex');
+  let chat, server, context, page, base, chatPort;
+  let cells = [];      // per code cell: {source, tags, prompt, outputs: [{classes, text, html}]}
+  let pageText = '';
+
+  before(async () => {
+    try {
+      await runTheWalkthrough();
+    } catch (error) {
+      error.message += `\n--- jupyter-notebook log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
+      throw error;
+    }
+  });
+
+  async function runTheWalkthrough() {
+    for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
+    fs.chmodSync(dirs.notebooks, 0o777);  // the workspace; the sandbox user is `nobody` under root
+
+    // The course's chat service on a free loopback port (it prints its address when listening).
+    chat = start(PYTHON, [path.join(SOURCE, 'notebooks', 'services', 'chat_standin.py'), '--port', '0']);
+    chatPort = await waitFor('chat stand-in', async () => chat.log.match(/127\.0\.0\.1:(\d+)/)?.[1], 20_000, chat);
+
+    // The kernelspec with the course's policy, as scripts/demo.sh installs it, in a private prefix.
+    const install = spawnSync(BELLJAR, ['install', '--prefix', dirs.prefix, '--name', 'belljar',
+      '--python', PYTHON, '--timeout', '30', '--allow-net', `127.0.0.1:${chatPort}`,
+      '--set-env', `CHAT_API_BASE=http://127.0.0.1:${chatPort}/v1`, '--isolation', ISOLATION],
+    { encoding: 'utf8' });
+    assert.equal(install.status, 0, `belljar install: ${install.stderr}`);
+
+    fs.copyFileSync(path.join(SOURCE, 'notebooks', 'walkthrough.ipynb'), path.join(dirs.notebooks, 'walkthrough.ipynb'));
+    fs.writeFileSync(path.join(dirs.notebooks, '.env'), `OPENAI_API_KEY=${WORKSPACE_SECRET}\n`);
+
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const env = {
+      ...process.env,
+      HOME: dirs.home,
+      JUPYTER_PATH: path.join(dirs.prefix, 'share', 'jupyter'),
+      JUPYTER_RUNTIME_DIR: dirs.runtime,
+      JUPYTER_CONFIG_DIR: dirs.config,
+      JUPYTER_DATA_DIR: dirs.data,
+      IPYTHONDIR: path.join(dirs.home, '.ipython'),
+      OPENAI_API_KEY: SERVER_SECRET,  // the kernel inherits it; the sandbox must not
+    };
+    server = start(NOTEBOOK_SERVER, ['--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
+      `--NotebookApp.token=${token}`, `--notebook-dir=${dirs.notebooks}`,
+      ...(process.getuid() === 0 ? ['--allow-root'] : [])], { env, cwd: dirs.notebooks });
+    await waitFor('jupyter-notebook', async () => (await fetch(`${base}/api/status?token=${token}`)).ok, 60_000, server);
+
+    context = await chromium.launchPersistentContext(dirs.chromium, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+        '--disable-component-update', '--no-first-run'],
+      viewport: { width: 1280, height: 900 },
+    });
+    page = context.pages()[0] ?? await context.newPage();
+    await page.goto(`${base}/notebooks/walkthrough.ipynb?token=${token}`);
+    await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 90_000 });
+
+    // Run everything as a learner does: the Cell menu, then Run All.
+    await page.click('#celllink');
+    await page.click('#run_all_cells > a');
+    const allDone = () => {
+      const prompts = [...document.querySelectorAll('.code_cell .input_prompt')].map((p) => p.textContent);
+      return prompts.length > 0 && prompts.every((p) => /\[\d+\]/.test(p))
+        && document.querySelector('#kernel_indicator_icon.kernel_idle_icon') !== null;
+    };
+    try {
+      await page.waitForFunction(allDone, null, { timeout: RUN_ALL_TIMEOUT, polling: 250 });
+      // Replies and outputs travel on different channels: let the last outputs land, then check again.
+      await page.waitForTimeout(1000);
+      await page.waitForFunction(allDone, null, { timeout: 10_000 });
+    } finally {
+      await keepScreenshot().catch((error) => process.stderr.write(`no screenshot: ${error}\n`));
+    }
+
+    cells = await page.$$eval('.code_cell', (elements) => elements.map((cell) => {
+      const index = [...document.querySelectorAll('.cell')].indexOf(cell);
+      const model = window.Jupyter.notebook.get_cell(index);  // source and tags, read only
+      return {
+        source: model.get_text(),
+        tags: model.metadata.tags ?? [],
+        prompt: cell.querySelector('.input_prompt').textContent,
+        outputs: [...cell.querySelectorAll('.output_area')].map((area) => ({
+          classes: [...area.querySelectorAll('.output_subarea')].flatMap((s) => [...s.classList]),
+          text: area.innerText,
+          html: area.innerHTML,
+        })),
+      };
+    }));
+    pageText = await page.innerText('#notebook-container');
+  }
+
+  // The notebook scrolls inside #site, not the document: grow the viewport to the whole
+  // notebook first so that the screenshot shows every cell.
+  async function keepScreenshot() {
+    const height = await page.evaluate(() => {
+      const header = document.querySelector('#header')?.offsetHeight ?? 0;
+      return header + document.querySelector('#notebook').scrollHeight + 40;
+    });
+    await page.setViewportSize({ width: 1280, height: Math.min(Math.max(height, 900), 30_000) });
+    await page.waitForTimeout(500);  // the notebook resizes #site on the resize event
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: screenshot, fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
+  }
+
+  after(async () => {
+    await context?.close();
+    // Shut the kernels down through the server, so that no sandbox outlives the test.
+    if (server && server.exitCode === null) {
+      try {
+        const kernels = await (await fetch(`${base}/api/kernels?token=${token}`)).json();
+        for (const { id } of kernels) await fetch(`${base}/api/kernels/${id}?token=${token}`, { method: 'DELETE' });
+      } catch (error) {
+        process.stderr.write(`shutting the kernels down: ${error}\n`);
+      }
+    }
+    await stop(server);
+    await stop(chat);
+    fs.rmSync(tmp, { recursive: true, force: true });
+    process.stdout.write(`screenshot: ${screenshot}\n`);
+  });
+
+  const cellWith = (fragment) => {
+    const found = cells.find((cell) => cell.source.includes(fragment));
+    assert.ok(found, `no code cell with ${fragment}`);
+    return found;
+  };
+  const textOf = (cell) => cell.outputs.map((o) => o.text).join('\n');
+
+  it('ran on the belljar kernelspec installed for the test, with the course policy', async () => {
+    const specs = await (await fetch(`${base}/api/kernelspecs?token=${token}`)).json();
+    const { argv } = specs.kernelspecs.belljar.spec;
+    assert.equal(fs.realpathSync(argv[0]), fs.realpathSync(BELLJAR));
+    assert.ok(argv.includes(`127.0.0.1:${chatPort}`), argv.join(' '));
+    assert.equal(await page.innerText('.kernel_indicator_name'), specs.kernelspecs.belljar.spec.display_name);
+  });
+
+  it('gave every code cell a prompt number', () => {
+    assert.ok(cells.length >= 10, `${cells.length} code cells`);
+    const numbers = cells.map((cell) => Number(cell.prompt.match(/\[(\d+)\]/)?.[1]));
+    assert.deepEqual(numbers, numbers.map((_, i) => i + 1), 'executed once each, in order');
+  });
+
+  it('shows text output: the workspace write and the refused writes', () => {
+    const text = textOf(cellWith('results.txt'));
+    assert.match(text, /workspace write: written from the sandbox/);
+    assert.match(text, /\/etc\/evil\.txt: refused/);
+    assert.doesNotMatch(text, /WRITTEN/);
+  });
+
+  it('keeps the secrets out: no key in the environment, .env masked', () => {
+    const text = textOf(cellWith('OPENAI_API_KEY present?'));
+    assert.match(text, /OPENAI_API_KEY present\? False/);
+    assert.match(text, /\.env is masked/);
+    assert.ok(!pageText.includes(WORKSPACE_SECRET) && !pageText.includes(SERVER_SECRET));
+  });
+
+  it('blocks example.com', () => {
+    assert.match(textOf(cellWith('http://example.com')), /example\.com: blocked ->/);
+  });
+
+  it('shows the chat cell\'s answer, or that the service is not reachable yet', () => {
+    // The egress proxy is being built: until it lands the sandbox can't reach the stand-in.
+    assert.match(textOf(cellWith('def ask(')),
+      /\(answered by gpt-4o-mini\)|chat service not reachable from the sandbox: \w+/);
+  });
+
+  it('shows the TimeoutError of the %%limits cell as an error output, and the session survives', () => {
+    const limited = cellWith('%%limits --timeout 2');
+    const errors = limited.outputs.filter((o) => o.classes.includes('output_error'));
+    assert.equal(errors.length, 1, JSON.stringify(limited.outputs.map((o) => o.classes)));
+    assert.match(errors[0].text, /TimeoutError/);
+    assert.match(textOf(cellWith('print(survivor')), /still here - the loop counted to \d+/);
+  });
+
+  it('shows no error output anywhere else', () => {
+    const unexpected = cells.filter((cell) => !cell.tags.includes('raises-exception')
+      && cell.outputs.some((o) => o.classes.includes('output_error')));
+    assert.deepEqual(unexpected.map((cell) => `${cell.source}\n${textOf(cell)}`), []);
+  });
+
+  it('renders the plot as a PNG image', async () => {
+    const plot = cellWith('plt.show()');
+    assert.ok(plot.outputs.some((o) => /<img [^>]*src="data:image\/png;base64,/.test(o.html)), 'an <img> with a PNG');
+    const sizes = await page.$$eval('.output_area img[src^="data:image/png"]',
+      (images) => images.map((image) => [image.naturalWidth, image.naturalHeight]));
+    assert.ok(sizes.length >= 1 && sizes.every(([w, h]) => w > 100 && h > 100), JSON.stringify(sizes));
+  });
+
+  it('renders the pandas DataFrame as an HTML table', () => {
+    const table = cellWith('pd.DataFrame(').outputs.find((o) => o.classes.includes('output_html'));
+    assert.ok(table, 'an HTML output');
+    assert.match(table.html, /<table[^>]*class="dataframe"/);
+    assert.match(table.text, /workspace only/);
+    assert.match(table.text, /time cap/);
+  });
+
+  it('shows the audit records of the cells that ran', () => {
+    const audit = cellWith('%audit').outputs.find((o) => o.classes.includes('output_html'));
+    assert.ok(audit, 'an HTML output');
+    assert.match(audit.html, /<th>limit hit<\/th>/);
+    assert.match(audit.html, /<td>timeout<\/td>/, 'the %%limits cell\'s record');
+  });
+});
