@@ -1,9 +1,11 @@
 // belljar: the command line. Every failure at this edge is one line and exit status 2
 // (bad usage) or 1 (the sandbox can't be had); the kernel itself never dies of a request.
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 
@@ -56,11 +58,20 @@ int run_mcp(const CommandLine& cl) {
 std::string read_code(const CommandLine& cl) {
   if (cl.run_code) return *cl.run_code;
   if (*cl.run_file == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  std::ifstream file(*cl.run_file, std::ios::binary);
-  if (!file) throw UsageError(*cl.run_file + ": cannot read it: " + std::strerror(errno));
-  std::string code((std::istreambuf_iterator<char>(file)), {});
-  if (file.bad()) throw UsageError(*cl.run_file + ": cannot read it: " + std::strerror(errno));
-  return code;
+  auto unreadable = [&] { return UsageError(*cl.run_file + ": cannot read it: " + std::strerror(errno)); };
+  Fd file(::open(cl.run_file->c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat info{};
+  if (!file || ::fstat(file.get(), &info) != 0) throw unreadable();
+  if (!S_ISREG(info.st_mode)) throw UsageError(*cl.run_file + ": not a regular file");
+  std::string code;
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = ::read(file.get(), chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw unreadable();
+    if (n == 0) return code;
+    code.append(chunk, static_cast<size_t>(n));
+  }
 }
 
 // `belljar run`: once, in a fresh sandbox; exit status 0 (ran), 1 (raised), 2 (bad usage).

@@ -15,13 +15,14 @@ namespace belljar {
 using json = nlohmann::json;
 
 namespace {
-constexpr size_t kMaxLine = 64u << 20;        // one JSON-RPC message (write_file's base64 fits)
+constexpr size_t kMaxLine = 64u << 20;  // one JSON-RPC message (write_file's base64 fits)
 constexpr size_t kReadChunk = 1u << 20;
-constexpr size_t kProgressTail = 500;         // bytes of recent output in a progress message
+constexpr size_t kProgressTail = 500;  // bytes of recent output in a progress message
 constexpr auto kProgressEvery = std::chrono::seconds(1);
 
 bool id_matches(const json& a, const json& b) {
-  if (a.is_number_integer() && b.is_number_integer()) return a.get<long long>() == b.get<long long>();
+  if (a.is_number_integer() && b.is_number_integer())
+    return a.get<long long>() == b.get<long long>();
   return a == b;
 }
 }  // namespace
@@ -74,9 +75,12 @@ void McpFrontend::read_input() {
   size_t scan_from = inbox_.size();
   inbox_.append(chunk.data(), static_cast<size_t>(n));
   size_t line_start = 0;
-  for (size_t nl = inbox_.find('\n', scan_from); nl != std::string::npos; nl = inbox_.find('\n', nl + 1)) {
-    if (discarding_) discarding_ = false;  // the end of the oversized message
-    else handle_line(std::string_view(inbox_).substr(line_start, nl - line_start));
+  for (size_t nl = inbox_.find('\n', scan_from); nl != std::string::npos;
+       nl = inbox_.find('\n', nl + 1)) {
+    if (discarding_)
+      discarding_ = false;  // the end of the oversized message
+    else
+      handle_line(std::string_view(inbox_).substr(line_start, nl - line_start));
     line_start = nl + 1;
   }
   inbox_.erase(0, line_start);
@@ -85,8 +89,9 @@ void McpFrontend::read_input() {
   } else if (inbox_.size() > kMaxLine) {
     inbox_.clear();
     discarding_ = true;
-    send(json_rpc_error(nullptr, JsonRpcError::parse_error,
-                        "parse error: message larger than " + std::to_string(kMaxLine >> 20) + " MiB"));
+    send(json_rpc_error(
+        nullptr, JsonRpcError::parse_error,
+        "parse error: message larger than " + std::to_string(kMaxLine >> 20) + " MiB"));
   }
 }
 
@@ -113,7 +118,8 @@ void McpFrontend::handle_line(std::string_view line) {
     // A bug of ours must cost one request, never the session.
     log_line(std::string("mcp: internal error: ") + e.what());
     if (message.kind == JsonRpcMessage::Kind::request)
-      send(json_rpc_error(message.id, JsonRpcError::internal_error, std::string("internal error: ") + e.what()));
+      send(json_rpc_error(message.id, JsonRpcError::internal_error,
+                          std::string("internal error: ") + e.what()));
   }
 }
 
@@ -123,7 +129,8 @@ void McpFrontend::handle_request(const JsonRpcMessage& message) {
   if (method == "initialize") {
     auto requested = params.find("protocolVersion");
     if (requested == params.end() || !requested->is_string()) {
-      send(json_rpc_error(message.id, JsonRpcError::invalid_params, "invalid params: initialize needs protocolVersion"));
+      send(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                          "invalid params: initialize needs protocolVersion"));
       return;
     }
     protocol_version_ = negotiate_mcp_version(*requested);
@@ -165,16 +172,19 @@ void McpFrontend::queue_tool_call(const JsonRpcMessage& message) {
   const json& params = message.params;
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
-    send(json_rpc_error(message.id, JsonRpcError::invalid_params, "invalid params: tools/call needs a tool name"));
+    send(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                        "invalid params: tools/call needs a tool name"));
     return;
   }
   std::string tool = name->get<std::string>();
   if (!is_mcp_tool(tool)) {
-    send(json_rpc_error(message.id, JsonRpcError::invalid_params, "invalid params: unknown tool " + tool));
+    send(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                        "invalid params: unknown tool " + tool));
     return;
   }
   json arguments = json::object();
-  if (auto given = params.find("arguments"); given != params.end() && !given->is_null()) arguments = *given;
+  if (auto given = params.find("arguments"); given != params.end() && !given->is_null())
+    arguments = *given;
   if (auto problem = check_tool_arguments(tool, arguments)) {
     send(json_rpc_error(message.id, JsonRpcError::invalid_params, "invalid params: " + *problem));
     return;
@@ -185,7 +195,8 @@ void McpFrontend::queue_tool_call(const JsonRpcMessage& message) {
   call.arguments = std::move(arguments);
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     auto token = meta->find("progressToken");
-    if (token != meta->end() && (token->is_string() || token->is_number_integer())) call.progress_token = *token;
+    if (token != meta->end() && (token->is_string() || token->is_number_integer()))
+      call.progress_token = *token;
   }
   waiting_.push_back(std::move(call));
   start_due_ = true;
@@ -222,11 +233,13 @@ void McpFrontend::start_next() {
     // Answered once the fresh worker has run an empty cell: then it is really ready.
     submit_execute(call, "", true, json::object());
   } else {
-    submit_execute(call, "", true, {{"files", file_tool_expression(call.tool, call.arguments, policy_)}});
+    submit_execute(call, "", true,
+                   {{"files", file_tool_expression(call.tool, call.arguments, policy_)}});
   }
 }
 
-void McpFrontend::submit_execute(ToolCall& call, const std::string& code, bool silent, json user_expressions) {
+void McpFrontend::submit_execute(ToolCall& call, const std::string& code, bool silent,
+                                 json user_expressions) {
   WireMessage message;
   message.header = make_header("execute_request", kernel_.session_id());
   message.header["username"] = "mcp";
@@ -243,7 +256,8 @@ void McpFrontend::submit_execute(ToolCall& call, const std::string& code, bool s
   kernel_.submit_shell(std::move(message));
 }
 
-void McpFrontend::reply(Channel, const WireMessage& parent, const std::string& type, json content, json metadata) {
+void McpFrontend::reply(Channel, const WireMessage& parent, const std::string& type, json content,
+                        json metadata) {
   if (type != "execute_reply" || !running_ || parent.id() != running_->request_id) return;
   finish_call(content, metadata);
 }
@@ -265,9 +279,12 @@ void McpFrontend::finish_call(const json& reply_content, const json& reply_metad
   call.record.finish(reply_content, reply_metadata);
   json result;
   try {
-    if (call.tool == "run_python") result = run_python_result(call.record);
-    else if (call.tool == "reset_session") result = reset_session_result(call.record);
-    else result = file_tool_result(call.tool, reply_content, policy_);
+    if (call.tool == "run_python")
+      result = run_python_result(call.record);
+    else if (call.tool == "reset_session")
+      result = reset_session_result(call.record);
+    else
+      result = file_tool_result(call.tool, reply_content, policy_);
   } catch (const std::exception& e) {
     log_line(std::string("mcp: building the result of ") + call.tool + ": " + e.what());
     result = tool_error_result(call.tool + " failed: internal error");
@@ -281,13 +298,16 @@ json McpFrontend::for_client(json result) const {
   auto structured = result.find("structuredContent");
   if (structured == result.end()) return result;
   if (structured->is_object() && structured->contains("facts"))
-    result["content"].push_back({{"type", "text"}, {"text", "facts: " + dump_json((*structured)["facts"])}});
+    result["content"].push_back(
+        {{"type", "text"}, {"text", "facts: " + dump_json((*structured)["facts"])}});
   result.erase("structuredContent");
   return result;
 }
 
 void McpFrontend::send_progress(Clock::time_point now) {
-  if (!running_ || !running_->progress_token || running_->cancelled || now < running_->next_progress) return;
+  if (!running_ || !running_->progress_token || running_->cancelled ||
+      now < running_->next_progress)
+    return;
   ToolCall& call = *running_;
   double elapsed = std::round(std::chrono::duration<double>(now - call.started).count() * 10) / 10;
   if (elapsed <= call.last_progress) elapsed = call.last_progress + 0.1;  // must increase
@@ -298,7 +318,8 @@ void McpFrontend::send_progress(Clock::time_point now) {
   std::snprintf(text, sizeof text, "%s running for %.0f s", call.tool.c_str(), elapsed);
   std::string message = text;
   std::string tail = call.record.stream_tail(kProgressTail);
-  if (!tail.empty()) message += "; output so far (last " + std::to_string(kProgressTail) + " bytes):\n" + tail;
+  if (!tail.empty())
+    message += "; output so far (last " + std::to_string(kProgressTail) + " bytes):\n" + tail;
   json params = {{"progressToken", *call.progress_token}, {"progress", elapsed}};
   if (protocol_version_.empty() || protocol_version_ >= "2025-03-26") params["message"] = message;
   send(json_rpc_notification("notifications/progress", params));

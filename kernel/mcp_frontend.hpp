@@ -37,12 +37,12 @@ class McpFrontend : public Frontend {
  private:
   using Clock = std::chrono::steady_clock;
   struct ToolCall {
-    nlohmann::json id;                          // the JSON-RPC request's
+    nlohmann::json id;  // the JSON-RPC request's
     std::string tool;
     nlohmann::json arguments;
     std::optional<nlohmann::json> progress_token;
     bool cancelled = false;
-    std::string request_id;                     // msg_id of its execute_request in the kernel
+    std::string request_id;  // msg_id of its execute_request in the kernel
     Clock::time_point started;
     Clock::time_point next_progress;
     double last_progress = 0;
@@ -56,7 +56,8 @@ class McpFrontend : public Frontend {
   void queue_tool_call(const JsonRpcMessage& message);
   void cancel(const nlohmann::json& request_id);
   void start_next();
-  void submit_execute(ToolCall& call, const std::string& code, bool silent, nlohmann::json user_expressions);
+  void submit_execute(ToolCall& call, const std::string& code, bool silent,
+                      nlohmann::json user_expressions);
   void finish_call(const nlohmann::json& reply_content, const nlohmann::json& reply_metadata);
   void send_progress(Clock::time_point now);
   void send(const nlohmann::json& message);
@@ -67,12 +68,12 @@ class McpFrontend : public Frontend {
   Kernel& kernel_;
   Policy policy_;
   int in_fd_, out_fd_;
-  int out_flags_ = -1;                  // stdout's flags before O_NONBLOCK, restored at exit
+  int out_flags_ = -1;  // stdout's flags before O_NONBLOCK, restored at exit
   std::string inbox_, outbox_;
   bool input_open_ = true;
-  bool discarding_ = false;             // dropping the rest of an oversized line
+  bool discarding_ = false;  // dropping the rest of an oversized line
   bool output_broken_ = false;
-  std::string protocol_version_;        // negotiated by initialize
+  std::string protocol_version_;  // negotiated by initialize
   std::deque<ToolCall> waiting_;
   std::optional<ToolCall> running_;
   bool start_due_ = false;

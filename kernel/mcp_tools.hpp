@@ -5,10 +5,9 @@
 //   reset_session   a fresh Python session; workspace files kept
 //   list_files, read_file, write_file   the workspace, done inside the sandbox
 //                   (worker/belljar_worker/files.py), so the jail's confinement applies
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "kernel/run_record.hpp"
 #include "sandbox/policy.hpp"
@@ -24,7 +23,8 @@ nlohmann::json mcp_tool_list(const Policy& policy);
 nlohmann::json mcp_server_instructions(const Policy& policy);
 
 // nullopt when `arguments` suit the tool, else the problem (a JSON-RPC invalid params).
-std::optional<std::string> check_tool_arguments(const std::string& tool, const nlohmann::json& arguments);
+std::optional<std::string> check_tool_arguments(const std::string& tool,
+                                                const nlohmann::json& arguments);
 bool is_mcp_tool(const std::string& tool);
 bool is_file_tool(const std::string& tool);
 

@@ -19,8 +19,11 @@ using json = nlohmann::json;
 
 namespace {
 // Preferred first: one file per display, the best type it offers.
-const char* const kSavedImages[][2] = {{"image/png", "png"}, {"image/jpeg", "jpg"}, {"image/gif", "gif"},
-                                       {"image/webp", "webp"}, {"image/svg+xml", "svg"}};
+const char* const kSavedImages[][2] = {{"image/png", "png"},
+                                       {"image/jpeg", "jpg"},
+                                       {"image/gif", "gif"},
+                                       {"image/webp", "webp"},
+                                       {"image/svg+xml", "svg"}};
 
 void write_all(FILE* stream, const std::string& text) {
   if (text.empty()) return;
@@ -36,7 +39,8 @@ std::optional<std::string> decode_base64(const std::string& text) {
   if (clean.size() % 4 != 0) return std::nullopt;
   std::string bytes(clean.size() / 4 * 3, '\0');
   int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(bytes.data()),
-                          reinterpret_cast<const unsigned char*>(clean.data()), static_cast<int>(clean.size()));
+                          reinterpret_cast<const unsigned char*>(clean.data()),
+                          static_cast<int>(clean.size()));
   if (n < 0) return std::nullopt;
   size_t padding = 0;
   for (size_t i = clean.size(); i > 0 && clean[i - 1] == '=' && padding < 2; --i) ++padding;
@@ -67,9 +71,9 @@ void RunFrontend::handle(const zmq::pollitem_t* items, Kernel&) {
     WireMessage message;
     message.header = make_header("execute_request", kernel_.session_id());
     message.header["username"] = "run";
-    message.content = {{"code", request_.code},   {"silent", false},
-                       {"store_history", true},   {"user_expressions", json::object()},
-                       {"allow_stdin", true},     {"stop_on_error", true}};
+    message.content = {{"code", request_.code}, {"silent", false},
+                       {"store_history", true}, {"user_expressions", json::object()},
+                       {"allow_stdin", true},   {"stop_on_error", true}};
     request_id_ = message.id();
     kernel_.submit_shell(std::move(message));
     return;
@@ -94,8 +98,11 @@ void RunFrontend::publish(const std::string& type, json content, const WireMessa
     auto lines = content.find("traceback");
     if (lines != content.end() && lines->is_array())
       for (auto& line : *lines)
-        if (line.is_string()) traceback += (color_ ? line.get<std::string>() : strip_ansi(line.get<std::string>())) + "\n";
-    if (traceback.empty()) traceback = content.value("ename", "") + ": " + content.value("evalue", "") + "\n";
+        if (line.is_string())
+          traceback +=
+              (color_ ? line.get<std::string>() : strip_ansi(line.get<std::string>())) + "\n";
+    if (traceback.empty())
+      traceback = content.value("ename", "") + ": " + content.value("evalue", "") + "\n";
     write_all(stderr, traceback);
   }
 }
@@ -106,8 +113,10 @@ void RunFrontend::print_display(const json& data, bool result) {
     if (value == data.end() || !value->is_string()) continue;
     std::string path = save_image(mime, *value);
     if (path.empty()) break;  // not saved (said on stderr): show its text instead
-    if (request_.json_output) record_.note_file(mime, path);
-    else write_all(stdout, std::string("[") + mime + " saved to " + path + "]\n");
+    if (request_.json_output)
+      record_.note_file(mime, path);
+    else
+      write_all(stdout, std::string("[") + mime + " saved to " + path + "]\n");
     return;
   }
   if (request_.json_output) return;
@@ -121,17 +130,20 @@ std::string RunFrontend::save_image(const std::string& mime, const json& value) 
   std::string extension;
   for (auto& [type, ext] : kSavedImages)
     if (mime == type) extension = ext;
-  std::optional<std::string> bytes = mime == "image/svg+xml" ? std::optional<std::string>(value.get<std::string>())
-                                                             : decode_base64(value.get<std::string>());
+  std::optional<std::string> bytes = mime == "image/svg+xml"
+                                         ? std::optional<std::string>(value.get<std::string>())
+                                         : decode_base64(value.get<std::string>());
   if (!bytes || !workspace_dir_) {
-    log_line("belljar run: could not save a " + mime + " display" + (bytes ? " (no workspace)" : " (bad base64)"));
+    log_line("belljar run: could not save a " + mime + " display" +
+             (bytes ? " (no workspace)" : " (bad base64)"));
     return {};
   }
   std::string name = "belljar-output-" + std::to_string(++images_saved_) + "." + extension;
   // Code in the sandbox can write the workspace: written beside and renamed over the name, so
   // a symlink or hard link it planted there is replaced, never written through.
   std::string temporary = "." + name + ".tmp-" + std::to_string(::getpid());
-  Fd file(::openat(workspace_dir_.get(), temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  Fd file(::openat(workspace_dir_.get(), temporary.c_str(),
+                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   bool ok = file.valid();
   for (size_t done = 0; ok && done < bytes->size();) {
     ssize_t n = ::write(file.get(), bytes->data() + done, bytes->size() - done);
@@ -141,13 +153,15 @@ std::string RunFrontend::save_image(const std::string& mime, const json& value) 
   }
   int saved_errno = errno;
   file.reset();
-  if (ok && ::renameat(workspace_dir_.get(), temporary.c_str(), workspace_dir_.get(), name.c_str()) != 0) {
+  if (ok && ::renameat(workspace_dir_.get(), temporary.c_str(), workspace_dir_.get(),
+                       name.c_str()) != 0) {
     ok = false;
     saved_errno = errno;
   }
   if (!ok) {
     ::unlinkat(workspace_dir_.get(), temporary.c_str(), 0);
-    log_line("belljar run: could not save " + (request_.workspace / name).string() + ": " + std::strerror(saved_errno));
+    log_line("belljar run: could not save " + (request_.workspace / name).string() + ": " +
+             std::strerror(saved_errno));
     return {};
   }
   return (request_.workspace / name).string();
@@ -177,8 +191,10 @@ void RunFrontend::read_input_line() {
     }
     if (!stdin_open_) {
       waiting_for_input_ = false;
-      if (!input_line_.empty()) kernel_.deliver_input(std::exchange(input_line_, std::string()));
-      else kernel_.deliver_input("\x04");  // EOF: the worker raises EOFError
+      if (!input_line_.empty())
+        kernel_.deliver_input(std::exchange(input_line_, std::string()));
+      else
+        kernel_.deliver_input("\x04");  // EOF: the worker raises EOFError
       return;
     }
     // Called again when poll says stdin is readable; one read never blocks then.
@@ -187,12 +203,15 @@ void RunFrontend::read_input_line() {
     char chunk[4096];
     ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-    if (n <= 0) stdin_open_ = false;
-    else input_line_.append(chunk, static_cast<size_t>(n));
+    if (n <= 0)
+      stdin_open_ = false;
+    else
+      input_line_.append(chunk, static_cast<size_t>(n));
   }
 }
 
-void RunFrontend::reply(Channel, const WireMessage& parent, const std::string& type, json content, json metadata) {
+void RunFrontend::reply(Channel, const WireMessage& parent, const std::string& type, json content,
+                        json metadata) {
   if (type != "execute_reply" || parent.id() != request_id_) return;
   record_.finish(content, metadata);
   exit_status_ = record_.status() == "ok" ? 0 : 1;

@@ -16,8 +16,8 @@ namespace belljar {
 struct RunRequest {
   std::string code;
   bool json_output = false;
-  bool stdin_is_code = false;          // `-`: the code came from stdin, so input() gets EOF
-  std::filesystem::path workspace;     // where images are saved
+  bool stdin_is_code = false;       // `-`: the code came from stdin, so input() gets EOF
+  std::filesystem::path workspace;  // where images are saved
 };
 
 class RunFrontend : public Frontend {
@@ -52,7 +52,7 @@ class RunFrontend : public Frontend {
   bool waiting_for_input_ = false;
   bool stdin_open_ = true;
   std::string input_line_;
-  bool color_ = false;                 // keep tracebacks' ANSI colours (stderr is a terminal)
+  bool color_ = false;  // keep tracebacks' ANSI colours (stderr is a terminal)
 };
 
 }  // namespace belljar

@@ -38,7 +38,9 @@ bool is_binary_image(const std::string& mime) {
   return mime == "image/png" || mime == "image/jpeg" || mime == "image/gif" || mime == "image/webp";
 }
 
-bool is_image(const std::string& mime) { return is_binary_image(mime) || mime == "image/svg+xml"; }
+bool is_image(const std::string& mime) {
+  return is_binary_image(mime) || mime == "image/svg+xml";
+}
 
 std::string strip_ansi(const std::string& text) {
   std::string out;
@@ -56,7 +58,9 @@ std::string strip_ansi(const std::string& text) {
     } else if (i + 1 < text.size() && text[i + 1] == ']') {
       // OSC (hyperlinks): up to BEL or ESC backslash
       size_t j = i + 2;
-      while (j < text.size() && text[j] != '\x07' && !(text[j] == '\x1b' && j + 1 < text.size() && text[j + 1] == '\\')) ++j;
+      while (j < text.size() && text[j] != '\x07' &&
+             !(text[j] == '\x1b' && j + 1 < text.size() && text[j + 1] == '\\'))
+        ++j;
       i = j < text.size() && text[j] == '\x1b' ? j + 1 : j;
     } else {
       ++i;  // a two-byte escape
@@ -102,7 +106,8 @@ void RunRecord::add(const std::string& msg_type, const json& content) {
       outputs_.push_back({{"type", "stream"}, {"name", name}, {"text", text}});
   } else if (msg_type == "display_data" || msg_type == "execute_result") {
     apply_pending_clear();
-    json output = {{"type", msg_type == "display_data" ? "display" : "result"}, {"data", bundle_of(content)}};
+    json output = {{"type", msg_type == "display_data" ? "display" : "result"},
+                   {"data", bundle_of(content)}};
     if (std::string id = display_id_of(content); !id.empty()) output["display_id"] = id;
     outputs_.push_back(std::move(output));
   } else if (msg_type == "update_display_data") {
@@ -154,10 +159,11 @@ json RunRecord::structured() const {
     json files = output.value("files", json::object());
     for (auto& [mime, value] : output["data"].items()) {
       if (is_image(mime)) {
-        json image = {{"mime_type", mime},
-                      {"bytes", !value.is_string() ? 0
-                                : is_binary_image(mime) ? decoded_size(value.get_ref<const std::string&>())
-                                                        : value.get_ref<const std::string&>().size()}};
+        json image = {
+            {"mime_type", mime},
+            {"bytes", !value.is_string()      ? 0
+                      : is_binary_image(mime) ? decoded_size(value.get_ref<const std::string&>())
+                                              : value.get_ref<const std::string&>().size()}};
         if (files.contains(mime)) image["file"] = files[mime];
         images.push_back(std::move(image));
       }
@@ -177,7 +183,8 @@ json RunRecord::structured() const {
 std::string RunRecord::stream_tail(size_t max_bytes) const {
   if (streamed_.size() <= max_bytes) return streamed_;
   size_t start = streamed_.size() - max_bytes;
-  while (start < streamed_.size() && (static_cast<unsigned char>(streamed_[start]) & 0xC0) == 0x80) ++start;
+  while (start < streamed_.size() && (static_cast<unsigned char>(streamed_[start]) & 0xC0) == 0x80)
+    ++start;
   return streamed_.substr(start);
 }
 

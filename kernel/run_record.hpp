@@ -9,11 +9,10 @@
 // Binary images (PNG, JPEG, GIF, WebP) are listed in "images" by size (and the file they
 // were saved to, if any) but their base64 stays out of "data": a client gets them as MCP
 // image content or as files, never as text in a model's context.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace belljar {
 

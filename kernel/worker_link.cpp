@@ -320,8 +320,12 @@ void Kernel::finish_cell(const json& done) {
   if (cell.error) {
     content = create_execute_reply_error(cell.execution_count, *cell.error);
   } else {
-    content = create_execute_reply_ok(cell.execution_count, object_or_empty(done, "user_expressions"),
-                                      done.contains("payload") ? done["payload"] : json::array());
+    // user_expressions (what read_file and agents use) and pager payloads are output too.
+    json expressions = object_or_empty(done, "user_expressions");
+    json payload = done.contains("payload") ? done["payload"] : json::array();
+    redactor_.redact_json(expressions);
+    redactor_.redact_json(payload);
+    content = create_execute_reply_ok(cell.execution_count, std::move(expressions), std::move(payload));
   }
   json metadata = {{"started", cell.started_iso}, {"dependencies_met", true},
                    {"engine", options_.session_id}, {"status", status}, {"belljar", facts}};
