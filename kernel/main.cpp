@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <sys/prctl.h>
+
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -103,6 +105,9 @@ int run_check(const CommandLine& cl) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == kJailCommand) return jail_main(argc, argv);
+  // The supervisor holds the connection key: no same-uid process (a degraded-mode worker,
+  // say) may ptrace it or read its memory through /proc.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     CommandLine cl = parse_command_line(args);

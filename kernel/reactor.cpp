@@ -28,7 +28,10 @@ Kernel::Kernel(KernelOptions options)
     : options_(std::move(options)),
       audit_(options_.policy.audit_log),
       metrics_(options_.policy.metrics_file),
-      redactor_(Redactor::from_environment(environ, options_.policy.pass_env)),
+      // With no sandbox nothing is stripped from the worker's environment, so nothing to redact.
+      redactor_(options_.policy.isolation == Isolation::none
+                    ? Redactor()
+                    : Redactor::from_environment(environ, options_.policy.pass_env)),
       request_log_(10) {
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
   // interest arrives on the signalfd instead.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -91,10 +92,10 @@ std::string own_path(const std::string& controller) {
     auto a = line.find(':'), b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
     std::string names = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    bool matches = controller.empty() ? (line.substr(0, a) == "0" && names.empty())
-                                      : ("," + names + ",").find("," + controller + ",") != std::string::npos;
-    if (matches)
-      return path;
+    bool matches = controller.empty()
+                       ? (line.substr(0, a) == "0" && names.empty())
+                       : ("," + names + ",").find("," + controller + ",") != std::string::npos;
+    if (matches) return path;
   }
   return {};
 }
@@ -106,17 +107,26 @@ bool probe_writable(const std::string& dir) {
   return true;
 }
 
-// Removes cgroups left by wardens that were killed before they could clean up.
+// Removes cgroups left by wardens that were killed before they could clean up (a supervisor
+// killed with SIGKILL takes its warden along, and no one is left to rmdir). A cgroup goes when
+// its warden is dead, or (the pid reused since) when it has no tasks and is over a minute old;
+// a live session's cgroup always holds its init, and a new one is filled within milliseconds.
 void sweep_stale(const std::string& parent) {
   DIR* dir = ::opendir(parent.c_str());
   if (!dir) return;
   while (dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
-    if (name.rfind("belljar-", 0) != 0) continue;
+    if (name.rfind("belljar-", 0) != 0 || name.rfind("belljar-probe-", 0) == 0) continue;
     char* end = nullptr;
     long pid = std::strtol(name.c_str() + 8, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::rmdir((parent + "/" + name).c_str());
+    if (pid <= 0 || *end != '\0' || pid == ::getpid()) continue;
+    std::string path = parent + "/" + name;
+    bool warden_dead = ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    struct stat st {};
+    bool old_and_empty =
+        ::stat(path.c_str(), &st) == 0 && ::time(nullptr) - st.st_ctime > 60 &&
+        read_text(path + "/cgroup.procs").find_first_not_of(" \n") == std::string::npos;
+    if (warden_dead || old_and_empty) ::rmdir(path.c_str());
   }
   ::closedir(dir);
 }
@@ -141,7 +151,9 @@ CgroupParents find_cgroup_parents() {
         std::string enabled = read_text(dir + "/cgroup.subtree_control");
         if (!has_word(available, "memory") || !has_word(available, "pids")) {
           why = "cgroup v2 at " + dir + " has no memory/pids controllers (available: " +
-                (available.empty() ? std::string("none") : available.substr(0, available.find('\n'))) + ")";
+                (available.empty() ? std::string("none")
+                                   : available.substr(0, available.find('\n'))) +
+                ")";
           continue;
         }
         if (!has_word(enabled, "memory") || !has_word(enabled, "pids")) {
@@ -168,13 +180,18 @@ CgroupParents find_cgroup_parents() {
                                                             : &parents.v1_cpuacct;
     bool mounted = false;
     for (const auto& mount : cgroup_mounts()) {
-      if (mount.fstype != "cgroup" || ("," + mount.options + ",").find(std::string(",") + controller + ",") == std::string::npos)
+      if (mount.fstype != "cgroup" ||
+          ("," + mount.options + ",").find(std::string(",") + controller + ",") ==
+              std::string::npos)
         continue;
       mounted = true;
       std::string own = own_path(controller);
       std::string dir = mount.point + (own == "/" ? "" : own);
-      if (probe_writable(dir)) *slot = dir;
-      else parents.notes.push_back(std::string("cgroup v1 ") + controller + " at " + dir + " is not writable by this user");
+      if (probe_writable(dir))
+        *slot = dir;
+      else
+        parents.notes.push_back(std::string("cgroup v1 ") + controller + " at " + dir +
+                                " is not writable by this user");
       break;
     }
     if (!mounted && std::string(controller) != "cpuacct")
@@ -183,8 +200,8 @@ CgroupParents find_cgroup_parents() {
   return parents;
 }
 
-SandboxCgroup SandboxCgroup::create(const CgroupParents& parents, const std::string& name, uint64_t memory_bytes,
-                                    uint64_t pids) {
+SandboxCgroup SandboxCgroup::create(const CgroupParents& parents, const std::string& name,
+                                    uint64_t memory_bytes, uint64_t pids) {
   SandboxCgroup cg;
   auto make = [&](const std::string& parent) -> std::string {
     sweep_stale(parent);
@@ -277,8 +294,10 @@ std::string SandboxCgroup::describe() const {
   if (!v2_.empty()) return "cgroup v2 " + v2_ + " (memory.max, pids.max)";
   std::string text;
   if (!memory_.empty()) text += "cgroup v1 " + memory_ + " (memory.limit_in_bytes)";
-  if (!pids_.empty()) text += std::string(text.empty() ? "" : ", ") + "cgroup v1 " + pids_ + " (pids.max)";
-  if (!cpuacct_.empty()) text += std::string(text.empty() ? "" : ", ") + "cgroup v1 " + cpuacct_ + " (cpuacct)";
+  if (!pids_.empty())
+    text += std::string(text.empty() ? "" : ", ") + "cgroup v1 " + pids_ + " (pids.max)";
+  if (!cpuacct_.empty())
+    text += std::string(text.empty() ? "" : ", ") + "cgroup v1 " + cpuacct_ + " (cpuacct)";
   return text;
 }
 

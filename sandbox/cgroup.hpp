@@ -5,17 +5,16 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace belljar {
 
 // Where a sandbox cgroup can be created, found by trying (mkdir + rmdir of a probe).
 struct CgroupParents {
-  std::string v2;          // a v2 directory whose children get the memory and pids controllers
-  std::string v1_memory;   // v1 controller directories (our own cgroup in each hierarchy)
+  std::string v2;         // a v2 directory whose children get the memory and pids controllers
+  std::string v1_memory;  // v1 controller directories (our own cgroup in each hierarchy)
   std::string v1_pids;
   std::string v1_cpuacct;
   std::vector<std::string> notes;  // why something is not usable, for `belljar check`
@@ -29,8 +28,8 @@ class SandboxCgroup {
  public:
   SandboxCgroup() = default;
   // Creates `name` under every usable parent and writes the limits. Throws SetupError.
-  static SandboxCgroup create(const CgroupParents& parents, const std::string& name, uint64_t memory_bytes,
-                              uint64_t pids);
+  static SandboxCgroup create(const CgroupParents& parents, const std::string& name,
+                              uint64_t memory_bytes, uint64_t pids);
   void attach(pid_t pid) const;  // throws SetupError
 
   bool limits_memory() const { return !v2_.empty() || !memory_.empty(); }

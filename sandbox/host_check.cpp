@@ -32,9 +32,10 @@ struct NamespaceProbe {
   int errnos[6] = {};  // mount, pid, net, ipc, uts, cgroup
 };
 
-constexpr int kProbeFlags[6] = {CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP};
-constexpr const char* kProbeNames[6] = {"CLONE_NEWNS", "CLONE_NEWPID", "CLONE_NEWNET", "CLONE_NEWIPC", "CLONE_NEWUTS",
-                                        "CLONE_NEWCGROUP"};
+constexpr int kProbeFlags[6] = {CLONE_NEWNS,  CLONE_NEWPID, CLONE_NEWNET,
+                                CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP};
+constexpr const char* kProbeNames[6] = {"CLONE_NEWNS",  "CLONE_NEWPID", "CLONE_NEWNET",
+                                        "CLONE_NEWIPC", "CLONE_NEWUTS", "CLONE_NEWCGROUP"};
 
 // The child only calls unshare, write and _exit: safe after fork in a threaded process.
 NamespaceProbe probe_namespaces() {
@@ -75,8 +76,11 @@ std::string userns_problem(int err) {
   if (read_first_line("/proc/sys/user/max_user_namespaces") == "0")
     return "user namespaces are disabled (sysctl user.max_user_namespaces=0)";
   if (read_first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1")
-    return "AppArmor restricts unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1)";
-  if (err == EPERM) return "user namespaces are refused (" + why + "; a container's seccomp profile or an LSM forbids them)";
+    return "AppArmor restricts unprivileged user namespaces (sysctl "
+           "kernel.apparmor_restrict_unprivileged_userns=1)";
+  if (err == EPERM)
+    return "user namespaces are refused (" + why +
+           "; a container's seccomp profile or an LSM forbids them)";
   return "user namespaces are unavailable (" + why + ")";
 }
 
@@ -94,7 +98,8 @@ std::string idmap_problem(const Policy& policy, uid_t sandbox_uid, gid_t sandbox
   if (st.st_uid == sandbox_uid && st.st_gid == sandbox_gid) return {};
   try {
     Fd userns = make_idmap_userns(st.st_uid, sandbox_uid, st.st_gid, sandbox_gid);
-    Fd tree(::open_tree(AT_FDCWD, workspace.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    Fd tree(::open_tree(AT_FDCWD, workspace.c_str(),
+                        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
     if (!tree) throw_errno("open_tree(" + workspace + ")");
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_IDMAP;
@@ -128,11 +133,13 @@ LayerReport probe_host_layers() {
   if (!report.user_ns) {
     report.user_ns_problem = userns_problem(ns.user_errno);
   } else {
-    bool* flags[6] = {&report.mount_ns, &report.pid_ns, &report.net_ns, &report.ipc_ns, &report.uts_ns, &report.cgroup_ns};
+    bool* flags[6] = {&report.mount_ns, &report.pid_ns, &report.net_ns,
+                      &report.ipc_ns,   &report.uts_ns, &report.cgroup_ns};
     for (int i = 0; i < 6; ++i) {
       *flags[i] = ns.errnos[i] == 0;
       if (!*flags[i] && report.ns_problem.empty())
-        report.ns_problem = std::string("unshare(") + kProbeNames[i] + "): " + errno_text(ns.errnos[i]);
+        report.ns_problem =
+            std::string("unshare(") + kProbeNames[i] + "): " + errno_text(ns.errnos[i]);
     }
   }
   report.seccomp = seccomp_available();
@@ -158,22 +165,29 @@ std::vector<LayerReport::Line> LayerReport::lines() const {
   ns_line("ipc namespace", ipc_ns);
   ns_line("uts namespace", uts_ns);
   ns_line("cgroup namespace", cgroup_ns);
-  out.push_back({"seccomp", seccomp, seccomp ? "filters with errno actions" : "unavailable (no CONFIG_SECCOMP_FILTER)"});
+  out.push_back(
+      {"seccomp", seccomp,
+       seccomp ? "filters with errno actions" : "unavailable (no CONFIG_SECCOMP_FILTER)"});
   out.push_back({"Landlock", landlock_abi > 0,
-                 landlock_abi > 0 ? "ABI " + std::to_string(landlock_abi) : "unavailable (not built in or not in lsm=)"});
+                 landlock_abi > 0 ? "ABI " + std::to_string(landlock_abi)
+                                  : "unavailable (not built in or not in lsm=)"});
   std::string cg;
-  if (!cgroups.v2.empty()) cg = "cgroup v2 at " + cgroups.v2 + " (memory, pids), writable";
+  if (!cgroups.v2.empty())
+    cg = "cgroup v2 at " + cgroups.v2 + " (memory, pids), writable";
   else {
     if (!cgroups.v1_memory.empty()) cg += "v1 memory at " + cgroups.v1_memory + ", writable";
-    if (!cgroups.v1_pids.empty()) cg += std::string(cg.empty() ? "" : "; ") + "v1 pids at " + cgroups.v1_pids + ", writable";
+    if (!cgroups.v1_pids.empty())
+      cg += std::string(cg.empty() ? "" : "; ") + "v1 pids at " + cgroups.v1_pids + ", writable";
     if (!cgroups.v1_cpuacct.empty())
-      cg += std::string(cg.empty() ? "" : "; ") + "v1 cpuacct at " + cgroups.v1_cpuacct + ", writable";
+      cg += std::string(cg.empty() ? "" : "; ") + "v1 cpuacct at " + cgroups.v1_cpuacct +
+            ", writable";
   }
   for (const auto& note : cgroups.notes) cg += std::string(cg.empty() ? "" : "; ") + note;
   out.push_back({"cgroups", cgroups.memory() && cgroups.pids(), cg.empty() ? "none mounted" : cg});
   out.push_back({"running as", true,
                  running_as_root ? "root (the code runs as the --sandbox-user, never uid 0)"
-                                 : "uid " + std::to_string(::getuid()) + " (unprivileged: no cgroups unless delegated)"});
+                                 : "uid " + std::to_string(::getuid()) +
+                                       " (unprivileged: no cgroups unless delegated)"});
   return out;
 }
 
@@ -182,8 +196,9 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
   plan.isolation = policy.isolation;
   if (policy.isolation == Isolation::none) {
     plan.enforceable = true;
-    plan.uses.push_back("none: the worker is a plain child process with the kernel's environment, files, "
-                        "network and privileges (developer mode)");
+    plan.uses.push_back(
+        "none: the worker is a plain child process with the kernel's environment, files, "
+        "network and privileges (developer mode)");
     plan.missing.push_back("every layer (isolation none)");
     return plan;
   }
@@ -195,62 +210,80 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
   const std::string degraded_fix = "or pass --isolation degraded";
 
   plan.namespaces = host.all_namespaces();
-  if (!host.user_ns) refuse(host.user_ns_problem, "enable them " + degraded_fix);
+  if (!host.user_ns)
+    refuse(host.user_ns_problem, "enable them " + degraded_fix);
   else if (!plan.namespaces)
     refuse("namespaces are incomplete (" + host.ns_problem + ")", "allow them " + degraded_fix);
-  if (!host.seccomp) refuse("seccomp is unavailable (kernel without CONFIG_SECCOMP_FILTER)", "use a kernel with it " + degraded_fix);
+  if (!host.seccomp)
+    refuse("seccomp is unavailable (kernel without CONFIG_SECCOMP_FILTER)",
+           "use a kernel with it " + degraded_fix);
 
   if (plan.namespaces) {
     plan.uses.push_back("namespaces: user, mount, pid, network, ipc, uts, cgroup");
-    plan.uses.push_back("filesystem: empty tmpfs root, read-only system and interpreter, the workspace " +
-                        (policy.workspace.empty() ? std::string("(the working directory)") : policy.workspace.string()) +
-                        " writable, secrets masked, private /tmp, /dev/shm and home, pivot_root");
-    plan.uses.push_back(policy.allow_net.empty()
-                            ? "network: loopback only"
-                            : "network: loopback only (the egress proxy for --allow-net is not part of this build yet)");
+    plan.uses.push_back(
+        "filesystem: empty tmpfs root, read-only system and interpreter, the workspace " +
+        (policy.workspace.empty() ? std::string("(the working directory)")
+                                  : policy.workspace.string()) +
+        " writable, secrets masked, private /tmp, /dev/shm and home, pivot_root");
+    plan.uses.push_back(policy.allow_net.empty() ? "network: loopback only"
+                                                 : "network: loopback only (the egress proxy for "
+                                                   "--allow-net is not part of this build yet)");
     if (host.running_as_root) {
       uid_t uid;
       gid_t gid;
       std::string name;
       sandbox_identity(policy, uid, gid, name);
-      plan.uses.push_back("identity: uid 1000 inside, host uid " + std::to_string(uid) + " (" + name + ")");
+      plan.uses.push_back("identity: uid 1000 inside, host uid " + std::to_string(uid) + " (" +
+                          name + ")");
       std::string problem = idmap_problem(policy, uid, gid);
       if (!problem.empty())
         refuse("the workspace cannot be idmapped for the sandbox user (" + problem + ")",
-               "run belljar as the workspace's owner, pass --sandbox-user with the workspace's owner, " + degraded_fix);
+               "run belljar as the workspace's owner, pass --sandbox-user with the workspace's "
+               "owner, " +
+                   degraded_fix);
       else
-        plan.uses.push_back("workspace: idmapped to the sandbox user where its owner differs (host files keep their owner)");
+        plan.uses.push_back(
+            "workspace: idmapped to the sandbox user where its owner differs (host files keep "
+            "their owner)");
     } else {
-      plan.uses.push_back("identity: uid 1000 inside, mapped to this user (uid " + std::to_string(::getuid()) + ")");
+      plan.uses.push_back("identity: uid 1000 inside, mapped to this user (uid " +
+                          std::to_string(::getuid()) + ")");
     }
   } else {
-    plan.missing.push_back("no namespaces: the worker sees the host's filesystem and processes; secrets in the "
-                           "workspace are not masked");
+    plan.missing.push_back(
+        "no namespaces: the worker sees the host's filesystem and processes; secrets in the "
+        "workspace are not masked");
     if (host.landlock_abi > 0)
-      plan.uses.push_back("Landlock ABI " + std::to_string(host.landlock_abi) +
-                          ": reads limited to the system, the interpreter and --ro paths; writes to the workspace "
-                          "and /tmp");
+      plan.uses.push_back(
+          "Landlock ABI " + std::to_string(host.landlock_abi) +
+          ": reads limited to the system, the interpreter and --ro paths; writes to the workspace "
+          "and /tmp");
     else
       plan.missing.push_back("Landlock is unavailable: no filesystem restriction at all");
     plan.uses.push_back("network: seccomp refuses AF_INET/AF_INET6 sockets (no network namespace)");
     plan.missing.push_back("no pid namespace: processes that detach may outlive the session");
   }
   if (host.seccomp)
-    plan.uses.push_back("seccomp: refuses namespace, mount, ptrace, bpf, keyring, io_uring, module, clock and "
-                        "reboot calls, x32/i386 syscalls, socket families beyond unix/inet/netlink");
+    plan.uses.push_back(
+        "seccomp: refuses namespace, mount, ptrace, bpf, keyring, io_uring, module, clock and "
+        "reboot calls, x32/i386 syscalls, socket families beyond unix/inet/netlink");
   plan.uses.push_back("privileges: no capabilities, no_new_privs, new session, core dumps off");
 
   if (!host.cgroups.v2.empty())
     plan.uses.push_back("limits: cgroup v2 memory.max and pids.max for the session");
   else if (host.cgroups.memory() || host.cgroups.pids())
-    plan.uses.push_back(std::string("limits: cgroup v1 ") + (host.cgroups.memory() ? "memory " : "") +
+    plan.uses.push_back(std::string("limits: cgroup v1 ") +
+                        (host.cgroups.memory() ? "memory " : "") +
                         (host.cgroups.pids() ? "pids " : "") + "for the session");
   if (!host.cgroups.memory())
-    plan.uses.push_back("memory: RLIMIT_AS/RLIMIT_DATA per process (no writable memory cgroup here)");
+    plan.uses.push_back(
+        "memory: RLIMIT_AS/RLIMIT_DATA per process (no writable memory cgroup here)");
   if (!host.cgroups.pids())
-    plan.uses.push_back(plan.namespaces ? "processes: RLIMIT_NPROC, counted in the sandbox's user namespace"
-                                        : "processes: RLIMIT_NPROC of the worker's uid");
-  plan.uses.push_back("files: RLIMIT_FSIZE, RLIMIT_NOFILE; /tmp, /dev/shm and home share one --tmp-size tmpfs");
+    plan.uses.push_back(plan.namespaces
+                            ? "processes: RLIMIT_NPROC, counted in the sandbox's user namespace"
+                            : "processes: RLIMIT_NPROC of the worker's uid");
+  plan.uses.push_back(
+      "files: RLIMIT_FSIZE, RLIMIT_NOFILE; /tmp, /dev/shm and home share one --tmp-size tmpfs");
 
   plan.enforceable = !strict || plan.refusal.empty();
   return plan;
@@ -258,8 +291,8 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
 
 std::string EnforcementPlan::text() const {
   std::ostringstream out;
-  out << "policy (isolation " << isolation_name(isolation) << "): "
-      << (enforceable ? "enforceable" : "NOT enforceable") << "\n";
+  out << "policy (isolation " << isolation_name(isolation)
+      << "): " << (enforceable ? "enforceable" : "NOT enforceable") << "\n";
   if (!refusal.empty()) out << "  refused: " << refusal << "\n";
   for (const auto& line : uses) out << "  uses     " << line << "\n";
   for (const auto& line : missing) out << "  missing  " << line << "\n";

@@ -13,11 +13,12 @@ struct LayerReport {
   bool running_as_root = false;
   bool user_ns = false;
   std::string user_ns_problem;  // why not, naming the switch that turns them off
-  bool mount_ns = false, pid_ns = false, net_ns = false, ipc_ns = false, uts_ns = false, cgroup_ns = false;
-  std::string ns_problem;       // the first unshare() that failed after the user namespace
-  bool seccomp = false;         // seccomp filters with errno actions
-  int landlock_abi = 0;         // 0: no Landlock
-  CgroupParents cgroups;        // where a sandbox cgroup can go (empty: rlimits instead)
+  bool mount_ns = false, pid_ns = false, net_ns = false, ipc_ns = false, uts_ns = false,
+       cgroup_ns = false;
+  std::string ns_problem;  // the first unshare() that failed after the user namespace
+  bool seccomp = false;    // seccomp filters with errno actions
+  int landlock_abi = 0;    // 0: no Landlock
+  CgroupParents cgroups;   // where a sandbox cgroup can go (empty: rlimits instead)
 
   bool all_namespaces() const {
     return user_ns && mount_ns && pid_ns && net_ns && ipc_ns && uts_ns && cgroup_ns;
@@ -37,11 +38,11 @@ const LayerReport& host_layers();  // probed once per process, then remembered
 struct EnforcementPlan {
   Isolation isolation = Isolation::strict;
   bool enforceable = false;
-  bool namespaces = false;            // the full jail; false: Landlock + seccomp + rlimits
-  std::vector<std::string> uses;      // the layers this policy gets, one line each
-  std::vector<std::string> missing;   // what it would want and this host lacks
-  std::string refusal;                // one line naming the missing layer and the fix
-  std::string text() const;           // the plan as `belljar check` prints it
+  bool namespaces = false;           // the full jail; false: Landlock + seccomp + rlimits
+  std::vector<std::string> uses;     // the layers this policy gets, one line each
+  std::vector<std::string> missing;  // what it would want and this host lacks
+  std::string refusal;               // one line naming the missing layer and the fix
+  std::string text() const;          // the plan as `belljar check` prints it
 };
 
 // Which layers `policy` will use on this host and whether it can be enforced. As root, also

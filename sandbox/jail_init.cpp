@@ -16,6 +16,7 @@
 #include <string>
 
 #include "sandbox/loopback.hpp"
+#include "sandbox/privileges.hpp"
 #include "sandbox/setup_error.hpp"
 #include "sandbox/status_channel.hpp"
 #include "sandbox/worker_exec.hpp"
@@ -85,7 +86,8 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report) {
   for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&signals, sig);
   int sfd = ::signalfd(-1, &signals, SFD_CLOEXEC);
   if (sfd < 0) {
-    send_status(report, {{"event", "error"}, {"message", "jail init: signalfd: " + errno_text(errno)}});
+    send_status(report,
+                {{"event", "error"}, {"message", "jail init: signalfd: " + errno_text(errno)}});
     ::kill(-1, SIGKILL);
     _exit(1);
   }
@@ -112,8 +114,8 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report) {
 
 }  // namespace
 
-void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees, const std::vector<SecretMask>& masks,
-                   InitChannels channels) noexcept {
+void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
+                   const std::vector<SecretMask>& masks, InitChannels channels) noexcept {
   try {
     unsigned char go = 0;
     ssize_t n;
@@ -129,7 +131,8 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees, const std:
     if (spec.host_root && ::setgroups(0, nullptr) != 0) throw_errno("setgroups(0)");
     if (::setresgid(kSandboxGid, kSandboxGid, kSandboxGid) != 0) throw_errno("setresgid(1000)");
     if (::setresuid(kSandboxUid, kSandboxUid, kSandboxUid) != 0) throw_errno("setresuid(1000)");
-    if (!has_cap_sys_admin()) throw SetupError("jail init: no CAP_SYS_ADMIN in the new user namespace");
+    if (!has_cap_sys_admin())
+      throw SetupError("jail init: no CAP_SYS_ADMIN in the new user namespace");
     // Die with the warden. Set only now: a change of uid or gid clears it. If the warden is
     // already gone, its end of the report pipe is closed (POLLERR on ours).
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) throw_errno("prctl(PR_SET_PDEATHSIG)");
@@ -139,7 +142,8 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees, const std:
     if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) throw_errno("prctl(PR_SET_DUMPABLE, 0)");
     // Now that the warden has put us in the sandbox's cgroup, make it our cgroup root.
     if (::unshare(CLONE_NEWCGROUP) != 0) throw_errno("unshare(CLONE_NEWCGROUP)");
-    if (::sethostname(kSandboxHostname, std::string(kSandboxHostname).size()) != 0) throw_errno("sethostname");
+    if (::sethostname(kSandboxHostname, std::string(kSandboxHostname).size()) != 0)
+      throw_errno("sethostname");
     bring_up_loopback();
 
     if (trees.empty()) {
@@ -151,6 +155,8 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees, const std:
     trees.clear();
 
     pid_t worker = start_worker(spec, go, channels.report);
+    // Reaping and signalling its own uid's processes needs no capabilities: keep none.
+    drop_capabilities();
     send_status(channels.report, {{"event", "ready"}, {"pid", worker}});
     // Init holds none of the session's pipes: their ends are the worker's alone.
     int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);

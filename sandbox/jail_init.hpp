@@ -21,6 +21,7 @@ struct InitChannels {
 
 // Runs in the child of the warden's clone(); never returns.
 [[noreturn]] void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
-                                const std::vector<SecretMask>& masks, InitChannels channels) noexcept;
+                                const std::vector<SecretMask>& masks,
+                                InitChannels channels) noexcept;
 
 }  // namespace belljar

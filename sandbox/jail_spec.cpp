@@ -19,9 +19,12 @@ namespace {
 
 const char* kind_name(JailBind::Kind kind) {
   switch (kind) {
-    case JailBind::Kind::read_only: return "ro";
-    case JailBind::Kind::workspace: return "workspace";
-    case JailBind::Kind::device: return "device";
+    case JailBind::Kind::read_only:
+      return "ro";
+    case JailBind::Kind::workspace:
+      return "workspace";
+    case JailBind::Kind::device:
+      return "device";
   }
   return "ro";
 }
@@ -89,7 +92,8 @@ std::vector<std::string> worker_argv(const std::string& python, const std::strin
 
 json JailSpec::to_json() const {
   json binds_json = json::array();
-  for (const auto& b : binds) binds_json.push_back({{"source", b.source}, {"target", b.target}, {"kind", kind_name(b.kind)}});
+  for (const auto& b : binds)
+    binds_json.push_back({{"source", b.source}, {"target", b.target}, {"kind", kind_name(b.kind)}});
   json links_json = json::array();
   for (const auto& l : links) links_json.push_back({{"path", l.path}, {"points_to", l.points_to}});
   return {{"mode", mode == Mode::namespaces ? "namespaces" : "landlock"},
@@ -109,7 +113,6 @@ json JailSpec::to_json() const {
           {"file_size_bytes", file_size_bytes},
           {"tmp_size_bytes", tmp_size_bytes},
           {"open_files", open_files},
-          {"egress_socket", egress_socket},
           {"egress_port", egress_port}};
 }
 
@@ -135,7 +138,6 @@ JailSpec JailSpec::from_json(const json& doc) {
   spec.file_size_bytes = doc.at("file_size_bytes").get<uint64_t>();
   spec.tmp_size_bytes = doc.at("tmp_size_bytes").get<uint64_t>();
   spec.open_files = doc.at("open_files").get<uint64_t>();
-  spec.egress_socket = doc.at("egress_socket").get<std::string>();
   spec.egress_port = doc.at("egress_port").get<uint16_t>();
   return spec;
 }
@@ -148,15 +150,18 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
   spec.host_root = ::geteuid() == 0;
 
   std::error_code ec;
-  fs::path workspace = fs::canonical(policy.workspace.empty() ? fs::current_path() : policy.workspace, ec);
+  fs::path workspace =
+      fs::canonical(policy.workspace.empty() ? fs::current_path() : policy.workspace, ec);
   if (ec) throw SandboxError("--workspace " + policy.workspace.string() + ": " + ec.message());
-  if (!fs::is_directory(workspace)) throw SandboxError("--workspace " + workspace.string() + ": not a directory");
+  if (!fs::is_directory(workspace))
+    throw SandboxError("--workspace " + workspace.string() + ": not a directory");
   if (workspace == workspace.root_path())
     throw SandboxError("--workspace /: the whole filesystem cannot be the sandbox's workspace");
   for (const char* system : {"/proc", "/dev", "/sys"}) {
     auto rel = workspace.lexically_relative(system);
     if (!rel.empty() && *rel.begin() != "..")
-      throw SandboxError("--workspace " + workspace.string() + ": inside " + system + ", which the sandbox makes its own");
+      throw SandboxError("--workspace " + workspace.string() + ": inside " + system +
+                         ", which the sandbox makes its own");
   }
   spec.workspace = workspace.string();
 
@@ -168,28 +173,33 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
     } else {
       char* end = nullptr;
       unsigned long uid = std::strtoul(user.c_str(), &end, 10);
-      if (user.empty() || *end != '\0') throw SandboxError("--sandbox-user " + user + ": no such user");
+      if (user.empty() || *end != '\0')
+        throw SandboxError("--sandbox-user " + user + ": no such user");
       spec.host_uid = static_cast<uid_t>(uid);
       spec.host_gid = static_cast<gid_t>(uid);
     }
-    if (spec.host_uid == 0) throw SandboxError("--sandbox-user " + user + ": code never runs as root");
+    if (spec.host_uid == 0)
+      throw SandboxError("--sandbox-user " + user + ": code never runs as root");
   } else {
     spec.host_uid = ::getuid();
     spec.host_gid = ::getgid();
   }
 
   // The system: /usr read-only, the /lib* and /bin links mirrored, a minimal /etc.
-  for (const char* dir : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) mirror(dir, spec);
-  for (const char* entry : {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl",
-                            "/etc/ca-certificates", "/etc/pki", "/etc/fonts", "/etc/localtime",
-                            "/etc/timezone", "/etc/mime.types", "/etc/alternatives", "/etc/protocols",
-                            "/etc/services", "/etc/os-release", "/etc/matplotlibrc"})
+  for (const char* dir : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"})
+    mirror(dir, spec);
+  for (const char* entry :
+       {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl",
+        "/etc/ca-certificates", "/etc/pki", "/etc/fonts", "/etc/localtime", "/etc/timezone",
+        "/etc/mime.types", "/etc/alternatives", "/etc/protocols", "/etc/services",
+        "/etc/os-release", "/etc/matplotlibrc"})
     mirror(entry, spec);
   {
     fs::directory_iterator it("/etc", ec), end;
     for (; !ec && it != end; it.increment(ec)) {
       std::string name = it->path().filename().string();
-      if (name.rfind("python3", 0) == 0) mirror(it->path().string(), spec);  // Debian's sitecustomize
+      if (name.rfind("python3", 0) == 0)
+        mirror(it->path().string(), spec);  // Debian's sitecustomize
     }
     ec.clear();
   }
@@ -200,15 +210,19 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
   spec.exec_path = layout.exec_path;
 
   fs::path package = fs::canonical(launch.worker_package_dir, ec);
-  if (ec) throw SandboxError("worker package " + launch.worker_package_dir.string() + ": " + ec.message());
+  if (ec)
+    throw SandboxError("worker package " + launch.worker_package_dir.string() + ": " +
+                       ec.message());
   if (!fs::is_directory(package / "belljar_worker"))
-    throw SandboxError("worker package " + package.string() + ": no belljar_worker directory in it");
+    throw SandboxError("worker package " + package.string() +
+                       ": no belljar_worker directory in it");
   bind_read_only(package, spec);
 
   for (const auto& path : policy.read_only) {
     fs::path real = fs::canonical(path, ec);
     if (ec) throw SandboxError("--ro " + path.string() + ": " + ec.message());
-    if (real == real.root_path()) throw SandboxError("--ro /: the whole filesystem cannot be bound");
+    if (real == real.root_path())
+      throw SandboxError("--ro /: the whole filesystem cannot be bound");
     // A --ro path inside the workspace makes that part read-only; keep it even if "covered".
     auto rel = real.lexically_relative(workspace);
     if (!rel.empty() && *rel.begin() != "..")
@@ -222,12 +236,14 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
     for (const char* own : {"/tmp", "/dev", "/proc", "/etc/passwd", kSandboxHome}) {
       auto rel = fs::path(own).lexically_relative(bind.target);
       if (!rel.empty() && *rel.begin() != "..")
-        throw SandboxError((bind.kind == JailBind::Kind::workspace ? "--workspace " : "bind of ") + bind.target +
-                           ": would cover the sandbox's own " + own + "; choose a directory below it");
+        throw SandboxError((bind.kind == JailBind::Kind::workspace ? "--workspace " : "bind of ") +
+                           bind.target + ": would cover the sandbox's own " + own +
+                           "; choose a directory below it");
     }
   }
   for (const char* dev : {"null", "zero", "full", "random", "urandom"})
-    spec.binds.push_back({std::string("/dev/") + dev, std::string("/dev/") + dev, JailBind::Kind::device});
+    spec.binds.push_back(
+        {std::string("/dev/") + dev, std::string("/dev/") + dev, JailBind::Kind::device});
 
   spec.hide_patterns = default_hidden_patterns();
   spec.hide_patterns.insert(spec.hide_patterns.end(), policy.hide.begin(), policy.hide.end());

@@ -5,10 +5,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/policy.hpp"
 
@@ -23,6 +22,10 @@ inline constexpr gid_t kSandboxGid = 1000;
 inline constexpr const char* kSandboxUser = "sandbox";
 inline constexpr const char* kSandboxHome = "/home/sandbox";
 inline constexpr const char* kSandboxHostname = "belljar";
+// The warden's descriptors: 0-3 are the worker's (stdin /dev/null, stdout, stderr, frames),
+// 4 the control socket to the supervisor (spec in, reports out), 5 the egress channel (seam).
+inline constexpr int kControlFd = 4;
+inline constexpr int kEgressChannelFd = 5;
 
 struct JailBind {
   enum class Kind { read_only, workspace, device };
@@ -42,15 +45,15 @@ struct JailSpec {
     landlock,    // degraded: no namespaces; Landlock, seccomp (no inet) and rlimits
   };
   Mode mode = Mode::namespaces;
-  bool strict = true;            // a layer that fails is an error rather than a note
-  bool host_root = false;        // the warden runs as host uid 0
-  uid_t host_uid = 0;            // the host identity the code runs as
+  bool strict = true;      // a layer that fails is an error rather than a note
+  bool host_root = false;  // the warden runs as host uid 0
+  uid_t host_uid = 0;      // the host identity the code runs as
   gid_t host_gid = 0;
-  std::string workspace;         // absolute, resolved; mounted at the same path
-  std::vector<JailBind> binds;   // system dirs, /etc files, interpreter, worker package, --ro
-  std::vector<JailLink> links;   // /lib -> usr/lib and the like, mirrored from the host
+  std::string workspace;        // absolute, resolved; mounted at the same path
+  std::vector<JailBind> binds;  // system dirs, /etc files, interpreter, worker package, --ro
+  std::vector<JailLink> links;  // /lib -> usr/lib and the like, mirrored from the host
   std::vector<std::string> hide_patterns;  // defaults + --hide
-  std::string exec_path;         // the interpreter as the jail sees it
+  std::string exec_path;                   // the interpreter as the jail sees it
   std::vector<std::string> argv;
   std::vector<std::string> env;  // NAME=VALUE, built from the allowlist
   uint64_t memory_bytes = 0;
@@ -58,10 +61,11 @@ struct JailSpec {
   uint64_t file_size_bytes = 0;
   uint64_t tmp_size_bytes = 0;
   uint64_t open_files = 4096;
-  // Seam for the egress proxy (a later issue): init will listen on 127.0.0.1:egress_port in
-  // the sandbox's network namespace and forward each connection to this unix socket on the
-  // host side. Empty: the sandbox has loopback only.
-  std::string egress_socket;
+  // Seam for the egress proxy (egress_proxy.hpp): when egress_port is set, the supervisor
+  // passes the sandbox's end of a SOCK_SEQPACKET pair to the warden as fd 5 (kEgressChannelFd),
+  // the warden keeps it through clone(), and init listens on 127.0.0.1:egress_port inside the
+  // network namespace, handing each accepted connection over it (fd_passing.hpp). Not wired
+  // yet: 0 means loopback only.
   uint16_t egress_port = 0;
 
   nlohmann::json to_json() const;

@@ -15,7 +15,8 @@ struct LandlockRules {
 };
 
 // Restricts the calling process and its future children. Paths that do not exist are skipped.
-// Throws SetupError.
+// Where the kernel offers them, also: no TCP bind/connect (ABI 4), and no signals or abstract
+// unix sockets reaching outside the sandbox (ABI 6). Throws SetupError.
 void restrict_filesystem(const LandlockRules& rules);
 
 }  // namespace belljar

@@ -18,7 +18,8 @@ void bring_up_loopback() {
   std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
   if (::ioctl(sock.get(), SIOCGIFFLAGS, &request) != 0) throw_errno("ioctl(lo, SIOCGIFFLAGS)");
   request.ifr_flags |= IFF_UP | IFF_RUNNING;
-  if (::ioctl(sock.get(), SIOCSIFFLAGS, &request) != 0) throw_errno("ioctl(lo, SIOCSIFFLAGS, IFF_UP)");
+  if (::ioctl(sock.get(), SIOCSIFFLAGS, &request) != 0)
+    throw_errno("ioctl(lo, SIOCSIFFLAGS, IFF_UP)");
 }
 
 }  // namespace belljar

@@ -35,7 +35,9 @@ std::vector<std::string> components(const std::string& path) {
   return parts;
 }
 
-size_t depth(const std::string& path) { return components(path).size(); }
+size_t depth(const std::string& path) {
+  return components(path).size();
+}
 
 // Walks `dir` below `root` one component at a time, never through a symlink, creating missing
 // directories. Targets are resolved host paths, so a symlink on the way means something is off.
@@ -67,7 +69,8 @@ Fd mount_point(int root, const std::string& target, bool directory) {
     if (directory) {
       if (::mkdirat(parent.get(), name.c_str(), 0755) != 0) throw_errno("mkdir(" + target + ")");
     } else {
-      Fd created(::openat(parent.get(), name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0444));
+      Fd created(::openat(parent.get(), name.c_str(),
+                          O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0444));
       if (!created) throw_errno("creat(" + target + ")");
     }
     fd = openat2_fd(parent.get(), name, O_PATH | O_NOFOLLOW, kNoSymlinks);
@@ -81,12 +84,14 @@ void attach(int tree, int target, const std::string& what) {
     throw_errno("move_mount(" + what + ")");
 }
 
-void set_attributes(int tree, uint64_t attributes, bool recursive, const std::string& what, int userns = -1) {
+void set_attributes(int tree, uint64_t attributes, bool recursive, const std::string& what,
+                    int userns = -1) {
   mount_attr attr{};
   attr.attr_set = attributes;
   if (userns >= 0) attr.userns_fd = static_cast<uint64_t>(userns);
   unsigned flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
-  if (::mount_setattr(tree, "", flags, &attr, sizeof attr) != 0) throw_errno("mount_setattr(" + what + ")");
+  if (::mount_setattr(tree, "", flags, &attr, sizeof attr) != 0)
+    throw_errno("mount_setattr(" + what + ")");
 }
 
 // A detached tmpfs (fsopen/fsconfig/fsmount): it appears nowhere until attached.
@@ -117,7 +122,8 @@ void write_file_at(int root, const std::string& path, const std::string& text) {
   std::string name = parts.back();
   parts.pop_back();
   Fd parent = make_dirs(root, parts, path);
-  Fd file(::openat(parent.get(), name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
+  Fd file(::openat(parent.get(), name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+                   0644));
   if (!file) throw_errno("creat(" + path + ")");
   if (::write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     throw_errno("write(" + path + ")");
@@ -136,24 +142,32 @@ std::string fs_type_of(const std::string& path) {
   struct statfs st {};
   if (::statfs(path.c_str(), &st) != 0) return "unknown";
   switch (st.f_type) {
-    case 0xEF53: return "ext4";
-    case 0x01021994: return "tmpfs";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x794c7630: return "overlayfs";
-    case 0x6969: return "nfs";
-    case 0x65735546: return "fuse";
-    default: return "filesystem type 0x" + [&] {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%lx", static_cast<unsigned long>(st.f_type));
-      return std::string(buf);
-    }();
+    case 0xEF53:
+      return "ext4";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x794c7630:
+      return "overlayfs";
+    case 0x6969:
+      return "nfs";
+    case 0x65735546:
+      return "fuse";
+    default:
+      return "filesystem type 0x" + [&] {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%lx", static_cast<unsigned long>(st.f_type));
+        return std::string(buf);
+      }();
   }
 }
 
 std::string etc_passwd() {
-  return std::string(kSandboxUser) + ":x:" + std::to_string(kSandboxUid) + ":" + std::to_string(kSandboxGid) +
-         ":" + kSandboxUser + ":" + kSandboxHome + ":/bin/sh\n" +
+  return std::string(kSandboxUser) + ":x:" + std::to_string(kSandboxUid) + ":" +
+         std::to_string(kSandboxGid) + ":" + kSandboxUser + ":" + kSandboxHome + ":/bin/sh\n" +
          "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 }
 
@@ -168,7 +182,8 @@ std::string etc_hosts() {
 
 }  // namespace
 
-std::vector<BindTree> clone_bind_sources(const JailSpec& spec, int idmap_userns, std::vector<std::string>& notes) {
+std::vector<BindTree> clone_bind_sources(const JailSpec& spec, int idmap_userns,
+                                         std::vector<std::string>& notes) {
   std::vector<BindTree> trees;
   for (const auto& bind : spec.binds) {
     BindTree item;
@@ -181,28 +196,33 @@ std::vector<BindTree> clone_bind_sources(const JailSpec& spec, int idmap_userns,
     item.directory = S_ISDIR(st.st_mode);
     switch (bind.kind) {
       case JailBind::Kind::read_only:
-        set_attributes(item.tree.get(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true,
-                       bind.source + ", read-only");
+        set_attributes(item.tree.get(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                       true, bind.source + ", read-only");
         break;
       case JailBind::Kind::device:
-        set_attributes(item.tree.get(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, true,
-                       bind.source + ", read-only");
+        set_attributes(item.tree.get(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+                       true, bind.source + ", read-only");
         break;
       case JailBind::Kind::workspace:
         set_attributes(item.tree.get(), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, bind.source);
         if (idmap_userns >= 0) {
           try {
-            set_attributes(item.tree.get(), MOUNT_ATTR_IDMAP, true, bind.source + ", MOUNT_ATTR_IDMAP", idmap_userns);
+            set_attributes(item.tree.get(), MOUNT_ATTR_IDMAP, true,
+                           bind.source + ", MOUNT_ATTR_IDMAP", idmap_userns);
           } catch (const SetupError& e) {
             std::string why = "the workspace " + bind.source + " (" + fs_type_of(bind.source) +
                               ") cannot be idmapped for the sandbox user: " + e.what();
             if (spec.strict)
-              throw SetupError(why + "; run belljar as the workspace's owner, pass --sandbox-user with the "
-                                     "workspace's owner, or pass --isolation degraded (the workspace is then "
-                                     "writable only where its permissions allow the sandbox user)");
-            notes.push_back(why + ": bound without idmapping, writable only where its permissions allow");
+              throw SetupError(
+                  why +
+                  "; run belljar as the workspace's owner, pass --sandbox-user with the "
+                  "workspace's owner, or pass --isolation degraded (the workspace is then "
+                  "writable only where its permissions allow the sandbox user)");
+            notes.push_back(why +
+                            ": bound without idmapping, writable only where its permissions allow");
             item.tree = clone_tree(AT_FDCWD, bind.source, true, bind.source);
-            set_attributes(item.tree.get(), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, bind.source);
+            set_attributes(item.tree.get(), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true,
+                           bind.source);
           }
         }
         break;
@@ -212,9 +232,11 @@ std::vector<BindTree> clone_bind_sources(const JailSpec& spec, int idmap_userns,
   return trees;
 }
 
-void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees, const std::vector<SecretMask>& masks) {
+void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
+                   const std::vector<SecretMask>& masks) {
   // Nothing we mount may propagate back to the host's mount namespace.
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) throw_errno("mount(/, MS_REC|MS_PRIVATE)");
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    throw_errno("mount(/, MS_REC|MS_PRIVATE)");
 
   // The new root is attached on an existing directory of the old one just long enough to be
   // filled and pivoted into; every source was cloned before, so nothing it hides is needed.
@@ -251,9 +273,12 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees, const std
   }
   Fd scratch(::open(scratch_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!scratch) throw_errno("open(" + scratch_path + ")");
-  for (auto [name, mode] : {std::pair{"tmp", 01777}, {"shm", 01777}, {"home", 0700}, {"mask-dir", 0}}) {
-    if (::mkdirat(scratch.get(), name, mode) != 0) throw_errno(std::string("mkdir(/tmp: ") + name + ")");
-    if (::fchmodat(scratch.get(), name, mode, 0) != 0) throw_errno(std::string("chmod(/tmp: ") + name + ")");
+  for (auto [name, mode] :
+       {std::pair{"tmp", 01777}, {"shm", 01777}, {"home", 0700}, {"mask-dir", 0}}) {
+    if (::mkdirat(scratch.get(), name, mode) != 0)
+      throw_errno(std::string("mkdir(/tmp: ") + name + ")");
+    if (::fchmodat(scratch.get(), name, mode, 0) != 0)
+      throw_errno(std::string("chmod(/tmp: ") + name + ")");
   }
   {
     Fd mask(::openat(scratch.get(), "mask-file", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0));
@@ -269,12 +294,16 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees, const std
   for (auto& item : trees) {
     BindTree* tree = &item;
     steps.push_back({item.bind.target,
-                     [tree](int point) { attach(tree->tree.get(), point, tree->bind.source + " -> " + tree->bind.target); },
+                     [tree](int point) {
+                       attach(tree->tree.get(), point,
+                              tree->bind.source + " -> " + tree->bind.target);
+                     },
                      item.directory});
   }
   auto scratch_dir = [&](const char* name, const std::string& target) {
     steps.push_back({target, [&, name, target](int point) {
-                       Fd tree = clone_tree(scratch.get(), name, false, std::string("tmpfs ") + name);
+                       Fd tree =
+                           clone_tree(scratch.get(), name, false, std::string("tmpfs ") + name);
                        attach(tree.get(), point, "tmpfs -> " + target);
                      }});
   };
@@ -282,14 +311,16 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees, const std
   scratch_dir("shm", "/dev/shm");
   scratch_dir("home", kSandboxHome);
   steps.push_back({"/dev", [](int point) {
-                     Fd dev = new_filesystem("tmpfs", {{"size", "64k"}, {"nr_inodes", "64"}, {"mode", "0755"}},
-                                             MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "/dev");
+                     Fd dev = new_filesystem(
+                         "tmpfs", {{"size", "64k"}, {"nr_inodes", "64"}, {"mode", "0755"}},
+                         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "/dev");
                      attach(dev.get(), point, "tmpfs -> /dev");
                    }});
   steps.push_back({"/proc", [](int point) {
                      // A fresh proc of the sandbox's pid namespace: only its own processes.
-                     Fd proc = new_filesystem("proc", {}, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                                              "/proc");
+                     Fd proc = new_filesystem(
+                         "proc", {}, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                         "/proc");
                      attach(proc.get(), point, "proc -> /proc");
                    }});
   // Parents before children: the workspace under /tmp goes on the new /tmp, --ro paths inside
@@ -309,7 +340,8 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees, const std
   {
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_RDONLY;
-    if (::mount_setattr(root.get(), "dev", 0, &attr, sizeof attr) != 0) throw_errno("mount_setattr(/dev, read-only)");
+    if (::mount_setattr(root.get(), "dev", 0, &attr, sizeof attr) != 0)
+      throw_errno("mount_setattr(/dev, read-only)");
   }
   write_file_at(root.get(), "/etc/passwd", etc_passwd());
   write_file_at(root.get(), "/etc/group", etc_group());
@@ -325,35 +357,41 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees, const std
     auto ws_parts = components(spec.workspace);
     Fd workspace = make_dirs(root.get(), ws_parts, spec.workspace);
     for (const auto& mask : masks) {
-      int fd = openat2_fd(workspace.get(), mask.relative, O_PATH | O_NOFOLLOW, kNoSymlinks | RESOLVE_BENEATH);
+      int fd = openat2_fd(workspace.get(), mask.relative, O_PATH | O_NOFOLLOW,
+                          kNoSymlinks | RESOLVE_BENEATH);
       if (fd < 0 && errno == ENOENT) continue;  // gone since the scan
       if (fd < 0) throw_errno("openat2(" + spec.workspace + "/" + mask.relative + ") to mask it");
       Fd target(fd);
       struct stat st {};
       if (::fstat(target.get(), &st) != 0) throw_errno("fstat(" + mask.relative + ")");
-      if (S_ISLNK(st.st_mode)) continue;  // replaced by a symlink since the scan: it resolves in the jail
+      if (S_ISLNK(st.st_mode))
+        continue;  // replaced by a symlink since the scan: it resolves in the jail
       bool directory = S_ISDIR(st.st_mode);
       Fd tree = clone_tree(scratch.get(), directory ? "mask-dir" : "mask-file", false, "the mask");
-      set_attributes(tree.get(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+      set_attributes(tree.get(),
+                     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
                      false, "the mask of " + mask.relative);
       attach(tree.get(), target.get(), "mask -> " + spec.workspace + "/" + mask.relative);
     }
   }
 
   scratch.reset();
-  if (::umount2(scratch_path.c_str(), MNT_DETACH) != 0) throw_errno("umount2(" + scratch_path + ", MNT_DETACH)");
+  if (::umount2(scratch_path.c_str(), MNT_DETACH) != 0)
+    throw_errno("umount2(" + scratch_path + ", MNT_DETACH)");
   if (::unlinkat(root.get(), ".scratch", AT_REMOVEDIR) != 0) throw_errno("rmdir(/.scratch)");
 
-  // pivot_root(".", "."): the old root ends up stacked under the new one at "/", and the
-  // MNT_DETACH umount then drops it (and every host mount below it) from this namespace.
+  // pivot_root(".", "."): the old root ends up mounted on top of the new one at "/", and the
+  // MNT_DETACH umount of "." then drops it (and every host mount below it) from this namespace.
   // Unlike chroot, no reference to the host's tree is left to climb back through.
   if (::fchdir(root.get()) != 0) throw_errno("fchdir(the sandbox root)");
-  if (::syscall(SYS_pivot_root, ".", ".") != 0) throw_errno("pivot_root(" + base + ", " + base + ")");
+  if (::syscall(SYS_pivot_root, ".", ".") != 0)
+    throw_errno("pivot_root(., .) in the new root on " + base);
   if (::umount2(".", MNT_DETACH) != 0) throw_errno("umount2(the old root, MNT_DETACH)");
   if (::chdir("/") != 0) throw_errno("chdir(/)");
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_RDONLY;
-  if (::mount_setattr(AT_FDCWD, "/", 0, &attr, sizeof attr) != 0) throw_errno("mount_setattr(/, read-only)");
+  if (::mount_setattr(AT_FDCWD, "/", 0, &attr, sizeof attr) != 0)
+    throw_errno("mount_setattr(/, read-only)");
 }
 
 }  // namespace belljar

@@ -22,11 +22,13 @@ struct BindTree {
 // CAP_SYS_ADMIN over its mount namespace: the root warden on the host, or the unprivileged
 // jail's init before it replaces its root. A failed idmap is an error when spec.strict, else
 // a note.
-std::vector<BindTree> clone_bind_sources(const JailSpec& spec, int idmap_userns, std::vector<std::string>& notes);
+std::vector<BindTree> clone_bind_sources(const JailSpec& spec, int idmap_userns,
+                                         std::vector<std::string>& notes);
 
 // Builds the sandbox's root from the trees and switches to it with pivot_root. Runs in init:
 // pid 1 of the new pid namespace (so the fresh /proc is the sandbox's own), inside the new
 // mount namespace, while the host's root is still visible (for the proc mount's checks).
-void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees, const std::vector<SecretMask>& masks);
+void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
+                   const std::vector<SecretMask>& masks);
 
 }  // namespace belljar

@@ -23,6 +23,7 @@ enum class Isolation { strict, degraded, none };
 struct HostRule {
   std::string host;               // "example.com", "*.example.com", "10.0.0.5", "::1"
   std::vector<uint16_t> ports;    // {80, 443} when none was given
+  bool local = false;             // --allow-local-net: may resolve to loopback/private addresses
   std::string text() const;       // as the user wrote it, for logs and 403 bodies
 };
 

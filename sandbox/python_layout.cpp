@@ -56,8 +56,9 @@ fs::path find_prefix(const fs::path& bin_dir, const std::string& python) {
     if (is_prefix(dir)) return dir;
     dir = dir.parent_path();
   }
-  throw SandboxError("--python " + python + ": no standard library (lib/python3.*/os.py) found above " +
-                     bin_dir.string() + ", so the sandbox would not know what to bind for it");
+  throw SandboxError("--python " + python +
+                     ": no standard library (lib/python3.*/os.py) found above " + bin_dir.string() +
+                     ", so the sandbox would not know what to bind for it");
 }
 
 }  // namespace
@@ -68,13 +69,15 @@ PythonLayout locate_python(const std::string& python) {
   std::error_code ec;
   fs::path real = fs::canonical(python, ec);
   if (ec) throw SandboxError("--python " + python + ": " + ec.message());
-  if (::access(real.c_str(), X_OK) != 0) throw SandboxError("--python " + python + ": not executable");
+  if (::access(real.c_str(), X_OK) != 0)
+    throw SandboxError("--python " + python + ": not executable");
   {
     std::ifstream in(real, std::ios::binary);
     char magic[2] = {};
     in.read(magic, 2);
     if (magic[0] == '#' && magic[1] == '!')
-      throw SandboxError("--python " + python + " is a script (a pyenv shim?), which cannot run inside the "
+      throw SandboxError("--python " + python +
+                         " is a script (a pyenv shim?), which cannot run inside the "
                          "sandbox: pass the interpreter itself, as printed by "
                          "python3 -c 'import sys; print(sys.executable)'");
   }
@@ -106,7 +109,8 @@ PythonLayout locate_python(const std::string& python) {
     // stay inside the same bound tree. Otherwise exec the file itself.
     fs::path dir_real = fs::canonical(given.parent_path(), ec);
     fs::path prefix = find_prefix(real.parent_path(), python);
-    layout.exec_path = (!ec && under(dir_real, prefix)) ? (dir_real / given.filename()).string() : real.string();
+    layout.exec_path =
+        (!ec && under(dir_real, prefix)) ? (dir_real / given.filename()).string() : real.string();
   }
 
   fs::path base = find_prefix(base_bin, python);

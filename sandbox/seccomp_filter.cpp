@@ -1,10 +1,12 @@
 #include "sandbox/seccomp_filter.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,8 +21,14 @@ namespace {
 // Namespace creation through clone(); clone3 gets ENOSYS so glibc falls back to clone, whose
 // flags are a plain register we can inspect (clone3's live in memory seccomp cannot read).
 // CLONE_NEWTIME is missing on purpose: its bit is CSIGNAL's for clone().
-constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,   CLONE_NEWNET,
-                                             CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP};
+constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWUSER,  CLONE_NEWNS,  CLONE_NEWPID,
+                                             CLONE_NEWNET,   CLONE_NEWIPC, CLONE_NEWUTS,
+                                             CLONE_NEWCGROUP};
+
+// Newer than this libseccomp's syscall table (Linux 6.6, same number on x86_64 and arm64).
+constexpr int kFchmodat2 = 452;
+// O_TMPFILE also creates a file with a mode; its value includes O_DIRECTORY.
+constexpr scmp_datum_t kOTmpfile = 020000000;
 
 struct FilterDeleter {
   void operator()(void* ctx) const { seccomp_release(ctx); }
@@ -46,14 +54,53 @@ Filter build(const SeccompOptions& options) {
     if (nr == __NR_SCMP_ERROR) continue;  // unknown to this libseccomp / arch
     check(seccomp_rule_add(ctx.get(), eperm, nr, 0), "seccomp_rule_add(" + name + ")");
   }
-  check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), "seccomp_rule_add(clone3)");
+  check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0),
+        "seccomp_rule_add(clone3)");
   for (unsigned long flag : kNamespaceFlags)
-    check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
+    check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(clone), 1,
+                           SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
           "seccomp_rule_add(clone with namespace flags)");
+
+  // No setuid/setgid files: as root, what the sandbox writes in the workspace lands on the host
+  // owned by the workspace's owner (root, maybe), where the sandbox's nosuid does not apply.
+  // chmod-family calls and file creation with those mode bits are refused; openat2 gets ENOSYS
+  // (its mode lives in memory seccomp cannot read; callers fall back to openat).
+  struct ModeArg {
+    const char* name;
+    int nr;
+    unsigned mode_arg;
+    int flags_arg;  // -1: the call always creates or chmods
+  };
+  const ModeArg mode_calls[] = {
+      {"chmod", SCMP_SYS(chmod), 1, -1},       {"fchmod", SCMP_SYS(fchmod), 1, -1},
+      {"fchmodat", SCMP_SYS(fchmodat), 2, -1}, {"fchmodat2", kFchmodat2, 2, -1},
+      {"creat", SCMP_SYS(creat), 1, -1},       {"mknod", SCMP_SYS(mknod), 1, -1},
+      {"mknodat", SCMP_SYS(mknodat), 2, -1},   {"open", SCMP_SYS(open), 2, 1},
+      {"openat", SCMP_SYS(openat), 3, 2}};
+  for (const auto& call : mode_calls) {
+    for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
+      scmp_arg_cmp mode{call.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+      if (call.flags_arg < 0) {
+        check(seccomp_rule_add_array(ctx.get(), eperm, call.nr, 1, &mode),
+              std::string("seccomp_rule_add(") + call.name + " setuid/setgid)");
+        continue;
+      }
+      for (scmp_datum_t create : {scmp_datum_t{O_CREAT}, scmp_datum_t{kOTmpfile}}) {
+        scmp_arg_cmp flags{static_cast<unsigned>(call.flags_arg), SCMP_CMP_MASKED_EQ, create,
+                           create};
+        scmp_arg_cmp both[2] = {flags, mode};
+        check(seccomp_rule_add_array(ctx.get(), eperm, call.nr, 2, both),
+              std::string("seccomp_rule_add(") + call.name + " creating setuid/setgid)");
+      }
+    }
+  }
+  check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0),
+        "seccomp_rule_add(openat2)");
 
   // TIOCSTI pushes input into a terminal, TIOCLINUX can too; the request is an int, so only
   // its low 32 bits count.
-  for (unsigned long request : {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)})
+  for (unsigned long request :
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)})
     check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
                            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request)),
           "seccomp_rule_add(ioctl TIOCSTI/TIOCLINUX)");
@@ -66,7 +113,8 @@ Filter build(const SeccompOptions& options) {
     bool ok = false;
     for (int a : allowed) ok = ok || a == family;
     if (!ok)
-      check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family))),
+      check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 1,
+                             SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family))),
             "seccomp_rule_add(socket family " + std::to_string(family) + ")");
   }
   check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK)),
@@ -79,17 +127,17 @@ Filter build(const SeccompOptions& options) {
 const std::vector<std::string>& refused_syscalls() {
   static const std::vector<std::string> names = {
       // the filesystem view and namespaces
-      "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_tree", "move_mount", "fsopen",
-      "fsconfig", "fsmount", "fspick", "mount_setattr",
+      "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_tree", "move_mount",
+      "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
       // other processes' memory
       "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
       // kernel attack surface
-      "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-      "keyctl", "add_key", "request_key",
+      "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
+      "io_uring_register", "keyctl", "add_key", "request_key",
       // the machine itself
-      "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "open_by_handle_at",
-      "swapon", "swapoff", "reboot", "iopl", "ioperm", "acct", "quotactl", "quotactl_fd", "syslog",
-      "lookup_dcookie", "uselib", "vhangup",
+      "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+      "open_by_handle_at", "swapon", "swapoff", "reboot", "iopl", "ioperm", "acct", "quotactl",
+      "quotactl_fd", "syslog", "lookup_dcookie", "uselib", "vhangup",
       // the clock
       "clock_settime", "clock_adjtime", "adjtimex", "settimeofday"};
   return names;

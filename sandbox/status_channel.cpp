@@ -10,7 +10,8 @@ namespace belljar {
 
 void send_status(int fd, const nlohmann::json& message) noexcept {
   try {
-    std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::string line =
+        message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     size_t done = 0;
     while (done < line.size()) {
       // MSG_NOSIGNAL on sockets: a gone reader must not SIGPIPE the jail's processes.

@@ -1,10 +1,9 @@
 #pragma once
 // The jail's reports travel as JSON lines: init -> warden over a pipe, warden -> supervisor
 // over the control socket. Each message is one write() well under PIPE_BUF, so it is atomic.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace belljar {
 

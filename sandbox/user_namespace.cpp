@@ -23,12 +23,14 @@ void write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-void write_id_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid, gid_t outside_gid,
-                   bool deny_setgroups) {
+void write_id_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid,
+                   gid_t outside_gid, bool deny_setgroups) {
   const std::string proc = "/proc/" + std::to_string(pid);
-  write_file(proc + "/uid_map", std::to_string(inside_uid) + " " + std::to_string(outside_uid) + " 1\n");
+  write_file(proc + "/uid_map",
+             std::to_string(inside_uid) + " " + std::to_string(outside_uid) + " 1\n");
   if (deny_setgroups) write_file(proc + "/setgroups", "deny\n");
-  write_file(proc + "/gid_map", std::to_string(inside_gid) + " " + std::to_string(outside_gid) + " 1\n");
+  write_file(proc + "/gid_map",
+             std::to_string(inside_gid) + " " + std::to_string(outside_gid) + " 1\n");
 }
 
 Fd make_idmap_userns(uid_t on_disk_uid, uid_t shown_uid, gid_t on_disk_gid, gid_t shown_gid) {

@@ -9,8 +9,8 @@ namespace belljar {
 
 // Maps inside_uid -> outside_uid (one id) in the user namespace of `pid`, likewise for gids.
 // deny_setgroups is required when the writer is unprivileged. Throws SetupError naming the file.
-void write_id_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid, gid_t outside_gid,
-                   bool deny_setgroups);
+void write_id_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid,
+                   gid_t outside_gid, bool deny_setgroups);
 
 // A user namespace (as an fd) for MOUNT_ATTR_IDMAP: through a mount idmapped with it, files
 // owned on disk by on_disk_uid appear owned by shown_uid, and files that shown_uid creates

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "sandbox/cgroup.hpp"
@@ -37,9 +38,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// The descriptors the supervisor hands the warden (see worker_process.cpp).
-constexpr int kControlFd = 4;
 
 constexpr int kForwarded[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
@@ -101,8 +99,10 @@ class Warden {
     try {
       if (!signals_) throw_errno("signalfd");
       spec_ = JailSpec::from_json(read_spec(control_.get()));
-      if (spec_.mode == JailSpec::Mode::namespaces) start_namespaced();
-      else start_landlocked();
+      if (spec_.mode == JailSpec::Mode::namespaces)
+        start_namespaced();
+      else
+        start_landlocked();
     } catch (const std::exception& e) {
       abort_setup(e.what());
       return 1;
@@ -129,7 +129,8 @@ class Warden {
     CgroupParents parents = find_cgroup_parents();
     if (parents.memory() || parents.pids()) {
       try {
-        cgroup_ = SandboxCgroup::create(parents, "belljar-" + std::to_string(::getpid()), spec_.memory_bytes, spec_.pids);
+        cgroup_ = SandboxCgroup::create(parents, "belljar-" + std::to_string(::getpid()),
+                                        spec_.memory_bytes, spec_.pids);
       } catch (const SetupError& e) {
         notes_.push_back(std::string("cgroup: ") + e.what());
       }
@@ -137,17 +138,20 @@ class Warden {
     std::string why;
     for (const auto& note : parents.notes) why += (why.empty() ? "" : "; ") + note;
     if (!cgroup_.limits_memory())
-      notes_.push_back("memory: no usable cgroup (" + (why.empty() ? std::string("none found") : why) +
-                       "): RLIMIT_AS/RLIMIT_DATA cap each process at the --memory size instead of the session");
+      notes_.push_back(
+          "memory: no usable cgroup (" + (why.empty() ? std::string("none found") : why) +
+          "): RLIMIT_AS/RLIMIT_DATA cap each process at the --memory size instead of the session");
     if (!cgroup_.limits_pids())
-      notes_.push_back(spec_.mode == JailSpec::Mode::namespaces
-                           ? "processes: no pids cgroup: RLIMIT_NPROC caps the sandbox user's tasks, counted in "
-                             "the sandbox's own user namespace"
-                           : "processes: no pids cgroup: RLIMIT_NPROC caps the tasks of the worker's host uid");
+      notes_.push_back(
+          spec_.mode == JailSpec::Mode::namespaces
+              ? "processes: no pids cgroup: RLIMIT_NPROC caps the sandbox user's tasks, counted in "
+                "the sandbox's own user namespace"
+              : "processes: no pids cgroup: RLIMIT_NPROC caps the tasks of the worker's host uid");
   }
 
   unsigned char go_flags() const {
-    return (cgroup_.limits_memory() ? kGoMemoryCgroup : 0) | (cgroup_.limits_pids() ? kGoPidsCgroup : 0);
+    return (cgroup_.limits_memory() ? kGoMemoryCgroup : 0) |
+           (cgroup_.limits_pids() ? kGoPidsCgroup : 0);
   }
 
   void start_namespaced() {
@@ -173,14 +177,16 @@ class Warden {
 
     Pipe go, report;
     // A raw clone() behaves like fork() here: one thread, and the child continues below.
-    const unsigned long flags =
-        CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
+    const unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                                CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
     // The child inherits dumpability; an undumpable child's /proc files belong to root, and an
     // unprivileged warden could not write its uid_map. Init turns it off again itself.
     ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     long pid = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, 0);
     if (pid != 0) ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    if (pid < 0) throw_errno("clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)");
+    if (pid < 0)
+      throw_errno(
+          "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)");
     if (pid == 0) {
       control_.reset();
       signals_.reset();
@@ -194,7 +200,8 @@ class Warden {
     report.write.reset();
     from_init_ = std::move(report.read);
 
-    write_id_maps(child_, kSandboxUid, spec_.host_uid, kSandboxGid, spec_.host_gid, !spec_.host_root);
+    write_id_maps(child_, kSandboxUid, spec_.host_uid, kSandboxGid, spec_.host_gid,
+                  !spec_.host_root);
     if (!cgroup_.empty()) cgroup_.attach(child_);
     unsigned char flags_byte = go_flags();
     if (::write(go.write.get(), &flags_byte, 1) != 1) throw_errno("write(go)");
@@ -227,7 +234,8 @@ class Warden {
       if (fds[1].revents) {
         signalfd_siginfo info{};
         if (::read(signals_.get(), &info, sizeof info) != sizeof info) continue;
-        if (info.ssi_signo != SIGCHLD) throw SetupError("stopped by signal " + std::to_string(info.ssi_signo) + " during setup");
+        if (info.ssi_signo != SIGCHLD)
+          throw SetupError("stopped by signal " + std::to_string(info.ssi_signo) + " during setup");
       }
     }
   }
@@ -237,11 +245,15 @@ class Warden {
     char home_template[] = "/tmp/belljar-home-XXXXXX";
     if (!::mkdtemp(home_template)) throw_errno("mkdtemp(/tmp/belljar-home-XXXXXX)");
     home_ = home_template;
-    if (spec_.host_root && ::chown(home_.c_str(), spec_.host_uid, spec_.host_gid) != 0) throw_errno("chown(" + home_ + ")");
+    if (spec_.host_root && ::chown(home_.c_str(), spec_.host_uid, spec_.host_gid) != 0)
+      throw_errno("chown(" + home_ + ")");
     for (auto& entry : spec_.env)
       if (entry.rfind("HOME=", 0) == 0) entry = "HOME=" + home_;
-    if (spec_.host_root) make_cgroup();
-    else notes_.push_back("memory and processes: capped per process by RLIMIT_AS/RLIMIT_NPROC (no cgroup)");
+    if (spec_.host_root)
+      make_cgroup();
+    else
+      notes_.push_back(
+          "memory and processes: capped per process by RLIMIT_AS/RLIMIT_NPROC (no cgroup)");
     // Orphans of the worker become ours, so we can end them with the session.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 
@@ -256,11 +268,13 @@ class Warden {
     options.seccomp.refuse_inet = true;
     options.landlock = true;
     for (const auto& bind : spec_.binds) {
-      if (bind.kind == JailBind::Kind::read_only) options.landlock_rules.read_only.push_back(bind.source);
-      else options.landlock_rules.read_write.push_back(bind.source);  // workspace, devices
+      if (bind.kind == JailBind::Kind::read_only)
+        options.landlock_rules.read_only.push_back(bind.source);
+      else
+        options.landlock_rules.read_write.push_back(bind.source);  // workspace, devices
     }
-    for (const char* path : {"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf", "/etc/hostname",
-                             "/proc", "/dev"})
+    for (const char* path : {"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf",
+                             "/etc/hostname", "/proc", "/dev"})
       options.landlock_rules.read_only.push_back(path);
     for (const char* path : {"/tmp", "/dev/shm"}) options.landlock_rules.read_write.push_back(path);
 
@@ -309,7 +323,8 @@ class Warden {
     bool landlocked = spec_.mode == JailSpec::Mode::landlock;
     json exit_message;
     for (;;) {
-      pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {from_init_ ? from_init_.get() : -1, POLLIN, 0}};
+      pollfd fds[2] = {{signals_.get(), POLLIN, 0},
+                       {from_init_ ? from_init_.get() : -1, POLLIN, 0}};
       if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
       if (fds[1].revents && reader_) {
         bool closed = reader_->fill();
@@ -365,8 +380,10 @@ class Warden {
       }
     }
     if (exit_message.is_null()) {
-      if (WIFSIGNALED(child_status_)) exit_message = {{"event", "exit"}, {"code", -1}, {"signal", WTERMSIG(child_status_)}};
-      else exit_message = {{"event", "exit"}, {"code", WEXITSTATUS(child_status_)}, {"signal", 0}};
+      if (WIFSIGNALED(child_status_))
+        exit_message = {{"event", "exit"}, {"code", -1}, {"signal", WTERMSIG(child_status_)}};
+      else
+        exit_message = {{"event", "exit"}, {"code", WEXITSTATUS(child_status_)}, {"signal", 0}};
     }
     if (spec_.mode == JailSpec::Mode::landlock) end_descendants();
     exit_message["memory_limit"] = !cgroup_.empty() && cgroup_.oom_kills() > 0;

@@ -41,7 +41,8 @@ void exec_worker(const JailSpec& spec, const WorkerExecOptions& options, int err
     if (::chdir(spec.workspace.c_str()) != 0) throw_errno("chdir(" + spec.workspace + ")");
     apply_rlimits(options.limits);
     // Only fds 0-3 cross into Python; the error pipe among the rest closes on exec.
-    if (::close_range(4, ~0U, CLOSE_RANGE_CLOEXEC) != 0) throw_errno("close_range(4.., CLOSE_RANGE_CLOEXEC)");
+    if (::close_range(4, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+      throw_errno("close_range(4.., CLOSE_RANGE_CLOEXEC)");
     if (options.landlock) restrict_filesystem(options.landlock_rules);
     drop_capabilities();
     forbid_new_privileges();

@@ -23,6 +23,7 @@ struct WorkerExecOptions {
 // Runs in the freshly forked worker, whose fds 0-3 are already the documented ones. On any
 // failure it writes the error text to error_fd (close-on-exec: an exec that succeeds closes it
 // with nothing written) and exits 127.
-[[noreturn]] void exec_worker(const JailSpec& spec, const WorkerExecOptions& options, int error_fd) noexcept;
+[[noreturn]] void exec_worker(const JailSpec& spec, const WorkerExecOptions& options,
+                              int error_fd) noexcept;
 
 }  // namespace belljar

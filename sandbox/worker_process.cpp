@@ -36,7 +36,8 @@ Fd lifted(int fd, const char* what) {
   int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
   int err = errno;
   ::close(fd);
-  if (high < 0) throw SandboxError(std::string("fcntl(F_DUPFD_CLOEXEC) for ") + what + ": " + errno_text(err));
+  if (high < 0)
+    throw SandboxError(std::string("fcntl(F_DUPFD_CLOEXEC) for ") + what + ": " + errno_text(err));
   return Fd(high);
 }
 
@@ -142,7 +143,8 @@ std::string WorkerExit::describe() const {
   std::string text;
   if (signal > 0) {
     const char* abbrev = ::sigabbrev_np(signal);
-    text = "signal " + std::to_string(signal) + (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string());
+    text = "signal " + std::to_string(signal) +
+           (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string());
   } else {
     text = "exit status " + std::to_string(exit_code);
   }
@@ -150,7 +152,9 @@ std::string WorkerExit::describe() const {
   return text;
 }
 
-WorkerProcess::WorkerProcess(WorkerProcess&& other) noexcept { *this = std::move(other); }
+WorkerProcess::WorkerProcess(WorkerProcess&& other) noexcept {
+  *this = std::move(other);
+}
 
 WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
   if (this == &other) return *this;
@@ -173,7 +177,9 @@ WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
   return *this;
 }
 
-WorkerProcess::~WorkerProcess() { end(); }
+WorkerProcess::~WorkerProcess() {
+  end();
+}
 
 void WorkerProcess::end() {
   if (pid_ > 0) {
@@ -195,7 +201,8 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
   return start(policy, launch, host_layers());
 }
 
-WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& launch, const LayerReport& host) {
+WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& launch,
+                                   const LayerReport& host) {
   WorkerProcess wp;
   Channels ch = make_channels();
 
@@ -203,10 +210,13 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     const std::string python = launch.python.empty() ? policy.python : launch.python;
     std::error_code ec;
     fs::path package = fs::canonical(launch.worker_package_dir, ec);
-    if (ec) throw SandboxError("worker package " + launch.worker_package_dir.string() + ": " + ec.message());
+    if (ec)
+      throw SandboxError("worker package " + launch.worker_package_dir.string() + ": " +
+                         ec.message());
     std::vector<std::string> args = worker_argv(python, package.string());
     std::vector<char*> argv = c_strings(args);
-    std::string workspace = policy.workspace.empty() ? fs::current_path().string() : policy.workspace.string();
+    std::string workspace =
+        policy.workspace.empty() ? fs::current_path().string() : policy.workspace.string();
     int ep[2];
     if (::pipe2(ep, O_CLOEXEC) != 0) throw SandboxError("pipe2: " + errno_text(errno));
     Fd exec_r = lifted(ep[0], "exec pipe"), exec_w = lifted(ep[1], "exec pipe");
@@ -215,6 +225,15 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     pid_t pid = ::fork();
     if (pid < 0) throw SandboxError("fork: " + errno_text(errno));
     if (pid == 0) {
+      // The supervisor's thread may block or ignore signals (a reactor on signalfd does);
+      // Python would inherit that and never see SIGINT as KeyboardInterrupt.
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
       ::setpgid(0, 0);
       ::dup2(ch.null_fd.get(), 0);
       ::dup2(ch.out_child.get(), 1);
@@ -242,14 +261,17 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     wp.frames_ = std::move(ch.frames);
     wp.stdout_ = std::move(ch.out);
     wp.stderr_ = std::move(ch.err);
-    wp.notes_.push_back("isolation none: the worker runs unsandboxed, with the kernel's environment and privileges");
+    wp.notes_.push_back(
+        "isolation none: the worker runs unsandboxed, with the kernel's environment and "
+        "privileges");
     return wp;
   }
 
   EnforcementPlan plan = plan_enforcement(policy, host);
   if (!plan.enforceable) throw SandboxError(plan.refusal);
-  JailSpec spec = make_jail_spec(policy, launch,
-                                 plan.namespaces ? JailSpec::Mode::namespaces : JailSpec::Mode::landlock, environ);
+  JailSpec spec = make_jail_spec(
+      policy, launch, plan.namespaces ? JailSpec::Mode::namespaces : JailSpec::Mode::landlock,
+      environ);
   if (policy.isolation == Isolation::degraded) wp.notes_ = plan.missing;
   const std::string payload = spec.to_json().dump();
 
@@ -305,7 +327,8 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
   const auto deadline = std::chrono::steady_clock::now() + kSetupTimeout;
   std::string buffer;
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) throw fail("the sandbox was not ready within 30 s");
     pollfd p{control.get(), POLLIN, 0};
     int r = ::poll(&p, 1, static_cast<int>(left.count()));
@@ -326,7 +349,8 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
         wp.worker_pid_ = message.value("worker_pid", -1);
         wp.cgroup_ = message.value("cgroup", nlohmann::json::object());
         wp.cgroup_released_ = SandboxCgroup::from_json(wp.cgroup_).empty();
-        for (const auto& note : message.value("notes", std::vector<std::string>())) wp.notes_.push_back(note);
+        for (const auto& note : message.value("notes", std::vector<std::string>()))
+          wp.notes_.push_back(note);
         if (plan.namespaces && wp.worker_pid_ > 0) wp.init_pid_ = read_stat(wp.worker_pid_).ppid;
         ::fcntl(control.get(), F_SETFL, O_NONBLOCK);
         wp.status_ = std::move(control);
@@ -393,13 +417,15 @@ std::optional<WorkerExit> WorkerProcess::poll_exit() {
     exit.memory_limit = exit_report_->value("memory_limit", false);
     double cpu = exit_report_->value("cpu_seconds", -1.0);
     if (cpu >= 0) last_cpu_ = std::max(last_cpu_, cpu);
-    last_peak_ = std::max<uint64_t>(last_peak_, exit_report_->value("peak_memory_bytes", uint64_t{0}));
+    last_peak_ =
+        std::max<uint64_t>(last_peak_, exit_report_->value("peak_memory_bytes", uint64_t{0}));
   } else if (r > 0 && WIFSIGNALED(status)) {
     exit.signal = WTERMSIG(status);
   } else if (r > 0) {
     exit.exit_code = WEXITSTATUS(status);
   }
-  if (!exit_report_ && !cgroup_released_) exit.memory_limit = SandboxCgroup::from_json(cgroup_).oom_kills() > 0;
+  if (!exit_report_ && !cgroup_released_)
+    exit.memory_limit = SandboxCgroup::from_json(cgroup_).oom_kills() > 0;
   if (!cgroup_released_) {
     // The warden removes it on a normal end; after a SIGKILL it is ours to clean (one try
     // here, the destructor retries).

@@ -5,12 +5,11 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/fd.hpp"
 #include "sandbox/policy.hpp"
@@ -24,17 +23,17 @@ struct SandboxError : std::runtime_error {
 
 // How the worker ended, as the client is told.
 struct WorkerExit {
-  int exit_code = -1;   // >= 0 when it exited
-  int signal = 0;       // > 0 when a signal killed it
-  bool memory_limit = false;  // the kernel's OOM killer acted on the sandbox
+  int exit_code = -1;            // >= 0 when it exited
+  int signal = 0;                // > 0 when a signal killed it
+  bool memory_limit = false;     // the kernel's OOM killer acted on the sandbox
   std::string describe() const;  // "exit status 3", "signal 11 (SIGSEGV)"
 };
 
 struct LayerReport;  // host_check.hpp
 
 struct WorkerLaunch {
-  std::string python;                       // absolute path of the interpreter
-  std::filesystem::path worker_package_dir; // host directory holding belljar_worker/
+  std::string python;                        // absolute path of the interpreter
+  std::filesystem::path worker_package_dir;  // host directory holding belljar_worker/
 };
 
 class WorkerProcess {
@@ -49,15 +48,16 @@ class WorkerProcess {
   static WorkerProcess start(const Policy& policy, const WorkerLaunch& launch);
   // The same, planned against a given host report instead of this host's probed one (tests
   // use it to see what a host without, say, user namespaces gets).
-  static WorkerProcess start(const Policy& policy, const WorkerLaunch& launch, const LayerReport& host);
+  static WorkerProcess start(const Policy& policy, const WorkerLaunch& launch,
+                             const LayerReport& host);
 
   WorkerProcess(WorkerProcess&& other) noexcept;
   WorkerProcess& operator=(WorkerProcess&& other) noexcept;
   ~WorkerProcess();  // kills and reaps whatever is still running
 
-  int frames_fd() const { return frames_.get(); }   // socketpair end: fd 3 in the worker
-  int stdout_fd() const { return stdout_.get(); }   // read end of the worker's fd 1
-  int stderr_fd() const { return stderr_.get(); }   // read end of the worker's fd 2
+  int frames_fd() const { return frames_.get(); }  // socketpair end: fd 3 in the worker
+  int stdout_fd() const { return stdout_.get(); }  // read end of the worker's fd 1
+  int stderr_fd() const { return stderr_.get(); }  // read end of the worker's fd 2
   // Becomes readable (EOF) when the jail is gone; poll it and then call poll_exit(). -1 in
   // isolation none.
   int status_fd() const { return status_.get(); }
@@ -82,9 +82,9 @@ class WorkerProcess {
 
   pid_t pid_ = -1;
   pid_t worker_pid_ = -1;
-  pid_t init_pid_ = -1;    // the jail's init as the host sees it (namespaces mode)
+  pid_t init_pid_ = -1;  // the jail's init as the host sees it (namespaces mode)
   Fd frames_, stdout_, stderr_;
-  Fd status_;       // jail: the warden's control socket (setup result, then the exit report)
+  Fd status_;  // jail: the warden's control socket (setup result, then the exit report)
   std::string status_buffer_;
   nlohmann::json cgroup_;  // SandboxCgroup::to_json() of the sandbox's cgroup, if any
   bool cgroup_released_ = true;

@@ -1,8 +1,12 @@
 // Fail closed: strict refuses a host without a layer, naming it and the fix; degraded runs
 // with what exists (here: a host report without user namespaces) and says what is missing.
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <catch2/catch.hpp>
+#include <cstddef>
+#include <cstring>
 
 #include "sandbox_harness.hpp"
 
@@ -21,7 +25,8 @@ LayerReport without_user_namespaces() {
 
 }  // namespace
 
-TEST_CASE("strict refuses to start without a layer, in one line naming it and the fix", "[sandbox]") {
+TEST_CASE("strict refuses to start without a layer, in one line naming it and the fix",
+          "[sandbox]") {
   TempDir ws;
   FakeWorker fake("report('ran')\n");
   SECTION("user namespaces") {
@@ -30,7 +35,8 @@ TEST_CASE("strict refuses to start without a layer, in one line naming it and th
       FAIL("strict started without user namespaces");
     } catch (const SandboxError& e) {
       CHECK(std::string(e.what()) ==
-            "user namespaces are disabled (sysctl kernel.unprivileged_userns_clone=0): enable them or pass "
+            "user namespaces are disabled (sysctl kernel.unprivileged_userns_clone=0): enable them "
+            "or pass "
             "--isolation degraded");
     }
     auto plan = plan_enforcement(test_policy(ws.path), without_user_namespaces());
@@ -41,7 +47,8 @@ TEST_CASE("strict refuses to start without a layer, in one line naming it and th
     LayerReport host = host_layers();
     host.seccomp = false;
     CHECK_THROWS_WITH(WorkerProcess::start(test_policy(ws.path), fake.launch(), host),
-                      Catch::StartsWith("seccomp is unavailable") && Catch::EndsWith("or pass --isolation degraded"));
+                      Catch::StartsWith("seccomp is unavailable") &&
+                          Catch::EndsWith("or pass --isolation degraded"));
   }
   SECTION("this host offers every layer") {
     auto plan = plan_enforcement(test_policy(ws.path), host_layers());
@@ -51,7 +58,8 @@ TEST_CASE("strict refuses to start without a layer, in one line naming it and th
   }
 }
 
-TEST_CASE("degraded mode without namespaces: Landlock, seccomp without inet, rlimits, and notes", "[sandbox]") {
+TEST_CASE("degraded mode without namespaces: Landlock, seccomp without inet, rlimits, and notes",
+          "[sandbox]") {
   TempDir ws;
   // Outside /tmp (which degraded mode leaves writable): a host file the worker must not read.
   char outside_tmpl[] = "/var/tmp/belljar-outside-XXXXXX";
@@ -59,13 +67,26 @@ TEST_CASE("degraded mode without namespaces: Landlock, seccomp without inet, rli
   fs::path outside = outside_tmpl;
   write_file(outside / "host.txt", "host file");
   fs::permissions(outside, fs::perms::all);
-  fs::permissions(outside / "host.txt", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(outside / "host.txt",
+                  fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   REQUIRE(read_file(outside / "host.txt") == "host file");  // the control
-  if (running_as_root()) REQUIRE(::chown(ws.path.c_str(), 65534, 65534) == 0);  // no idmapping without a mount ns
+  if (running_as_root())
+    REQUIRE(::chown(ws.path.c_str(), 65534, 65534) == 0);  // no idmapping without a mount ns
 
   auto policy = test_policy(ws.path, Isolation::degraded);
   policy.pids = 40;
-  FakeWorker fake("OUTSIDE = " + nlohmann::json(outside.string()).dump() + "\n" + R"PY(
+  // A host abstract unix socket the worker must not reach.
+  std::string abstract_name = "belljar-test-" + std::to_string(::getpid());
+  Fd host_socket(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, abstract_name.data(), abstract_name.size());
+  REQUIRE(::bind(host_socket.get(), reinterpret_cast<sockaddr*>(&addr),
+                 static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 +
+                                        abstract_name.size())) == 0);
+  REQUIRE(::listen(host_socket.get(), 1) == 0);
+  FakeWorker fake("OUTSIDE = " + nlohmann::json(outside.string()).dump() +
+                  "\nABSTRACT = " + nlohmann::json(abstract_name).dump() + "\n" + R"PY(
 def write(path):
     with open(path, 'w') as f:
         f.write('x')
@@ -83,7 +104,22 @@ out['unix'] = attempt(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).
 out['nproc'] = list(resource.getrlimit(resource.RLIMIT_NPROC))
 out['as'] = list(resource.getrlimit(resource.RLIMIT_AS))
 out['home_writable'] = attempt(lambda: write(os.environ['HOME'] + '/x'))
-out['unshare'] = attempt(lambda: os.unshare(os.CLONE_NEWUSER))
+libc = ctypes.CDLL(None, use_errno=True)
+def unshare_user():
+    if libc.unshare(0x10000000) != 0:
+        raise OSError(ctypes.get_errno(), 'unshare')
+out['unshare'] = attempt(unshare_user)
+out['signal_parent'] = attempt(lambda: os.kill(os.getppid(), 0))
+def abstract():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect('\0' + ABSTRACT)
+out['abstract'] = attempt(abstract)
+pid = os.fork()
+if pid == 0:
+    time.sleep(5)
+    os._exit(0)
+out['signal_child'] = attempt(lambda: os.kill(pid, signal.SIGKILL))
+os.waitpid(pid, 0)
 report(out)
 )PY");
   WorkerProcess worker = WorkerProcess::start(policy, fake.launch(), without_user_namespaces());
@@ -122,6 +158,11 @@ report(out)
   CHECK(r["inet"]["errno"] == "EPERM");
   CHECK(r["unix"]["ok"] == true);
   CHECK(r["unshare"]["errno"] == "EPERM");
+  if (host_layers().landlock_abi >= 6) {
+    CHECK(r["signal_parent"]["errno"] == "EPERM");  // the warden: outside the Landlock domain
+    CHECK(r["abstract"]["errno"] == "EPERM");
+  }
+  CHECK(r["signal_child"]["ok"] == true);
   if (!running_as_root()) {
     CHECK(r["nproc"] == nlohmann::json::array({40, 40}));
     CHECK(r["as"] == nlohmann::json::array({512 << 20, 512 << 20}));

@@ -48,15 +48,17 @@ report(out)
                        test_policy(ws.path));
   INFO(run.err);
   auto r = run.result();
-  CHECK(subset(names(r["root"]), {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "proc", "sbin",
-                                  "tmp", "usr"}));
+  CHECK(subset(names(r["root"]), {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32",
+                                  "proc", "sbin", "tmp", "usr"}));
   CHECK(subset(names(r["etc"]),
-               {"passwd", "group", "hosts", "hostname", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-                "ssl", "ca-certificates", "pki", "fonts", "localtime", "timezone", "mime.types", "alternatives",
-                "protocols", "services", "os-release", "matplotlibrc", "python3", "python3.11"}));
+               {"passwd",       "group",      "hosts",        "hostname",   "nsswitch.conf",
+                "ld.so.cache",  "ld.so.conf", "ld.so.conf.d", "ssl",        "ca-certificates",
+                "pki",          "fonts",      "localtime",    "timezone",   "mime.types",
+                "alternatives", "protocols",  "services",     "os-release", "matplotlibrc",
+                "python3",      "python3.11"}));
   CHECK(names(r["home"]) == std::set<std::string>{"sandbox"});
-  CHECK(names(r["dev"]) ==
-        std::set<std::string>{"fd", "full", "null", "random", "shm", "stderr", "stdin", "stdout", "urandom", "zero"});
+  CHECK(names(r["dev"]) == std::set<std::string>{"fd", "full", "null", "random", "shm", "stderr",
+                                                 "stdin", "stdout", "urandom", "zero"});
   // /tmp is private: only the mount points of the workspace and the worker package show.
   CHECK(names(r["tmp"]).size() == 2);
   for (auto& [path, exists] : r["absent"].items()) {
@@ -93,7 +95,8 @@ report(out)
   WorkerProcess worker = WorkerProcess::start(policy, fake.launch());
   auto result = collect(worker).result();
   INFO(result.dump(1));
-  for (const char* name : {"root", "usr", "etc", "etc_passwd", "dev", "package", "ro_extra", "chmod_root", "mkdir_root"}) {
+  for (const char* name : {"root", "usr", "etc", "etc_passwd", "dev", "package", "ro_extra",
+                           "chmod_root", "mkdir_root"}) {
     INFO(name);
     CHECK(result[name]["errno"] == "EROFS");
   }
@@ -143,8 +146,9 @@ report(out)
   INFO(run.err);
   auto r = run.result();
   INFO(r.dump(1));
-  for (const char* masked : {".env", "app/.env.production", ".ssh/id_ed25519", ".aws/credentials", "certs/server.pem",
-                             "certs/server.key", ".docker/config.json", ".netrc", "private/plan.txt", "env-link"}) {
+  for (const char* masked :
+       {".env", "app/.env.production", ".ssh/id_ed25519", ".aws/credentials", "certs/server.pem",
+        "certs/server.key", ".docker/config.json", ".netrc", "private/plan.txt", "env-link"}) {
     INFO(masked);
     CHECK(r[masked]["ok"] == false);
     CHECK((r[masked]["errno"] == "EACCES" || r[masked]["errno"] == "ENOTDIR"));
@@ -205,6 +209,7 @@ out = {}
 out['ppid'] = os.getppid()
 out['pids'] = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())
 out['init'] = open('/proc/1/cmdline', 'rb').read().split(b'\0')[1].decode()
+out['init_caps'] = [l.split()[1] for l in open('/proc/1/status') if l.startswith(('CapEff', 'CapPrm', 'CapBnd'))]
 out['interfaces'] = [name for _, name in socket.if_nameindex()]
 s = socket.socket(); s.settimeout(2)
 out['egress'] = attempt(lambda: s.connect(('1.1.1.1', 443)))
@@ -222,6 +227,8 @@ report(out)
   CHECK(r["ppid"] == 1);
   CHECK(r["pids"].size() <= 2);  // init and the worker
   CHECK(r["init"] == "__jail");
+  CHECK(r["init_caps"] ==
+        nlohmann::json::array({"0000000000000000", "0000000000000000", "0000000000000000"}));
   CHECK(r["interfaces"] == nlohmann::json::array({"lo"}));
   CHECK(r["egress"]["errno"] == "ENETUNREACH");
   CHECK(r["loopback"] == "OK");
@@ -240,7 +247,8 @@ report({'owner_inside': os.stat('.').st_uid, 'file_owner_inside': os.stat('made-
   auto r = run.result();
   CHECK(r["owner_inside"] == 1000);
   CHECK(r["file_owner_inside"] == 1000);
-  struct stat ws_st {}, file_st {}, dir_st {};
+  struct stat ws_st {
+  }, file_st{}, dir_st{};
   REQUIRE(::stat(ws.path.c_str(), &ws_st) == 0);
   REQUIRE(::stat((ws / "made-inside.txt").c_str(), &file_st) == 0);
   REQUIRE(::stat((ws / "made-dir").c_str(), &dir_st) == 0);
@@ -249,7 +257,8 @@ report({'owner_inside': os.stat('.').st_uid, 'file_owner_inside': os.stat('made-
   CHECK(read_file(ws / "made-inside.txt") == "hello");
 }
 
-TEST_CASE("an interpreter under a home directory is bound without the rest of the home", "[sandbox]") {
+TEST_CASE("an interpreter under a home directory is bound without the rest of the home",
+          "[sandbox]") {
   const char* pyenv_python = "/root/.pyenv/versions/3.11.7/bin/python3";
   if (!running_as_root() || !fs::exists(pyenv_python)) {
     WARN("skipped: needs root and " << pyenv_python);

@@ -11,14 +11,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
-#include <functional>
-#include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/host_check.hpp"
 #include "sandbox/worker_process.hpp"
@@ -66,7 +65,8 @@ inline std::string worker_module(const std::string& body) {
       "def attempt(fn):\n"
       "    try:\n"
       "        value = fn()\n"
-      "        return {'ok': True, 'value': value if isinstance(value, (int, str, bool, list, type(None))) else str(value)}\n"
+      "        return {'ok': True, 'value': value if isinstance(value, (int, str, bool, list, "
+      "type(None))) else str(value)}\n"
       "    except OSError as e:\n"
       "        return {'ok': False, 'errno': errno.errorcode.get(e.errno, str(e.errno))}\n"
       "    except Exception as e:\n"
@@ -114,19 +114,22 @@ inline Policy test_policy(const fs::path& workspace, Isolation isolation = Isola
 }
 
 // Reads everything until the worker is gone; `during` runs once per loop (to interrupt etc.).
-inline SandboxRun collect(WorkerProcess& worker, double timeout_seconds = 30,
-                          const std::function<void(WorkerProcess&, const std::string& frames)>& during = {}) {
+inline SandboxRun collect(
+    WorkerProcess& worker, double timeout_seconds = 30,
+    const std::function<void(WorkerProcess&, const std::string& frames)>& during = {}) {
   SandboxRun run;
   run.notes = worker.notes();
   run.worker_pid = worker.worker_pid();
   bool open[3] = {true, true, true};
   const int fds[3] = {worker.frames_fd(), worker.stdout_fd(), worker.stderr_fd()};
   std::string* sinks[3] = {&run.frames, &run.out, &run.err};
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000));
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000));
   for (;;) {
     if (std::chrono::steady_clock::now() > deadline) {
       worker.kill();
-      throw std::runtime_error("the sandboxed probe did not finish in time; stdout: " + run.out + " stderr: " + run.err);
+      throw std::runtime_error("the sandboxed probe did not finish in time; stdout: " + run.out +
+                               " stderr: " + run.err);
     }
     if (during) during(worker, run.frames);
     pollfd p[3];
@@ -136,8 +139,10 @@ inline SandboxRun collect(WorkerProcess& worker, double timeout_seconds = 30,
       if (!open[i] || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char buf[65536];
       ssize_t n = ::read(fds[i], buf, sizeof buf);
-      if (n > 0) sinks[i]->append(buf, static_cast<size_t>(n));
-      else if (n == 0 || errno != EINTR) open[i] = false;
+      if (n > 0)
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      else if (n == 0 || errno != EINTR)
+        open[i] = false;
     }
     if (!open[0] && !open[1] && !open[2]) {
       if (auto exit = worker.poll_exit()) {
@@ -148,12 +153,15 @@ inline SandboxRun collect(WorkerProcess& worker, double timeout_seconds = 30,
   }
 }
 
-inline SandboxRun run_probe(const std::string& body, const Policy& policy, double timeout_seconds = 30) {
+inline SandboxRun run_probe(const std::string& body, const Policy& policy,
+                            double timeout_seconds = 30) {
   FakeWorker fake(body);
   WorkerProcess worker = WorkerProcess::start(policy, fake.launch());
   return collect(worker, timeout_seconds);
 }
 
-inline bool running_as_root() { return ::geteuid() == 0; }
+inline bool running_as_root() {
+  return ::geteuid() == 0;
+}
 
 }  // namespace belljar::testing

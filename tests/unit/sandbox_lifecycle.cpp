@@ -1,5 +1,6 @@
 // How a sandboxed worker starts, is interrupted, ends and is ended, and that nothing of it
 // outlives the session or its supervisor.
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -41,7 +42,9 @@ pid_t parent_of(pid_t pid) {
   return -1;
 }
 
-bool gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+bool gone(pid_t pid) {
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
 
 bool wait_until(const std::function<bool()>& done, int timeout_ms = 5000) {
   for (int waited = 0; waited < timeout_ms; waited += 20) {
@@ -73,7 +76,8 @@ TEST_CASE("the exit status and the signal of the worker are reported", "[sandbox
   }
 }
 
-TEST_CASE("interrupt raises KeyboardInterrupt in the worker and reaches its subprocesses", "[sandbox]") {
+TEST_CASE("interrupt raises KeyboardInterrupt in the worker and reaches its subprocesses",
+          "[sandbox]") {
   TempDir ws;
   const std::string body = R"PY(
 import subprocess
@@ -85,6 +89,13 @@ try:
 except KeyboardInterrupt:
     report({'interrupted': True, 'child': child.wait(timeout=5)})
 )PY";
+  // Like a reactor on signalfd, the starting thread blocks SIGINT and ignores SIGPIPE: the
+  // worker must not inherit either.
+  sigset_t blocked, previous;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGINT);
+  REQUIRE(::pthread_sigmask(SIG_BLOCK, &blocked, &previous) == 0);
+  auto old_pipe = ::signal(SIGPIPE, SIG_IGN);
   for (auto isolation : {Isolation::strict, Isolation::none}) {
     INFO("isolation " << isolation_name(isolation));
     FakeWorker fake(body);
@@ -106,6 +117,8 @@ except KeyboardInterrupt:
     CHECK(r["child"] == -SIGINT);
     CHECK(run.exit.exit_code == 0);
   }
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ::signal(SIGPIPE, old_pipe);
 }
 
 TEST_CASE("kill ends every process in the sandbox, detached ones too", "[sandbox]") {
@@ -173,9 +186,12 @@ TEST_CASE("a failed start names the step and leaves nothing running", "[sandbox]
   // Executable on the host, but not a program: execve fails inside the jail, after every
   // other layer is built.
   write_file(bin / "lib/python3.11/os.py", "");  // the landmark of a prefix
-  write_file(bin / "bin/python3", std::string("\x7f" "ELF garbage", 12));
-  fs::permissions(bin / "bin/python3", fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec |
-                                       fs::perms::group_read | fs::perms::others_read);
+  write_file(bin / "bin/python3", std::string("\x7f"
+                                              "ELF garbage",
+                                              12));
+  fs::permissions(bin / "bin/python3", fs::perms::owner_all | fs::perms::group_exec |
+                                           fs::perms::others_exec | fs::perms::group_read |
+                                           fs::perms::others_read);
   FakeWorker fake("pass\n");
   auto policy = test_policy(ws.path);
   policy.python = (bin / "bin/python3").string();
@@ -202,5 +218,6 @@ TEST_CASE("a missing package or workspace is refused before anything starts", "[
   CHECK_THROWS_WITH(WorkerProcess::start(test_policy(ws.path), {kTestPython, empty.path}),
                     Catch::Contains("no belljar_worker directory"));
   FakeWorker fake("pass\n");
-  CHECK_THROWS_WITH(WorkerProcess::start(test_policy(ws / "missing"), fake.launch()), Catch::Contains("--workspace"));
+  CHECK_THROWS_WITH(WorkerProcess::start(test_policy(ws / "missing"), fake.launch()),
+                    Catch::Contains("--workspace"));
 }

@@ -27,7 +27,8 @@ std::map<std::string, std::string> status_fields(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("the worker has uid 1000, no capabilities, no_new_privs and a seccomp filter", "[sandbox]") {
+TEST_CASE("the worker has uid 1000, no capabilities, no_new_privs and a seccomp filter",
+          "[sandbox]") {
   TempDir ws;
   uid_t host_uid_seen = 0;
   FakeWorker fake(
@@ -37,7 +38,8 @@ TEST_CASE("the worker has uid 1000, no capabilities, no_new_privs and a seccomp 
   // The host's view of the worker's uid, while it lives.
   for (int i = 0; i < 50 && host_uid_seen == 0; ++i) {
     struct stat st {};
-    if (::stat(("/proc/" + std::to_string(worker.worker_pid())).c_str(), &st) == 0) host_uid_seen = st.st_uid;
+    if (::stat(("/proc/" + std::to_string(worker.worker_pid())).c_str(), &st) == 0)
+      host_uid_seen = st.st_uid;
     ::usleep(10000);
   }
   auto run = collect(worker);
@@ -119,6 +121,23 @@ m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
 m.write(b'\xb8\x14\x00\x00\x00\xcd\x80\xc3')
 fn = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))
 out['int80_getpid'] = fn()
+# No setuid/setgid files (they would land on the host as the workspace owner).
+open('plain', 'w').close()
+def fsafe(fn):
+    try:
+        fn(); return 'OK'
+    except OSError as e:
+        return errno.errorcode[e.errno]
+out['chmod_setuid'] = fsafe(lambda: os.chmod('plain', 0o4755))
+out['chmod_setgid'] = fsafe(lambda: os.chmod('plain', 0o2755))
+out['fchmod_setuid'] = fsafe(lambda: os.fchmod(os.open('plain', os.O_RDONLY), 0o4755))
+out['create_setuid'] = fsafe(lambda: os.close(os.open('suid', os.O_CREAT | os.O_WRONLY, 0o4755)))
+out['tmpfile_setuid'] = fsafe(lambda: os.close(os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o4755)))
+out['mknod_setuid'] = fsafe(lambda: os.mknod('node', 0o104755))
+out['openat2'] = sc(437, -100, 0, 0, 0)
+out['chmod_plain'] = fsafe(lambda: os.chmod('plain', 0o755))
+out['create_plain'] = fsafe(lambda: os.close(os.open('created', os.O_CREAT | os.O_WRONLY, 0o644)))
+out['open_existing'] = fsafe(lambda: os.close(os.open('plain', os.O_RDONLY, 0o4755)))
 # Ordinary process and thread creation still work (clone without namespace flags).
 pid = os.fork()
 if pid == 0:
@@ -134,15 +153,52 @@ report(out)
                        test_policy(ws.path));
   INFO(run.err);
   auto r = run.result();
-  for (const char* name : {"unshare_user", "unshare_net", "setns", "mount", "umount2", "pivot_root", "chroot",
-                           "ptrace", "process_vm_readv", "bpf", "perf_event_open", "keyctl", "add_key",
-                           "userfaultfd", "io_uring_setup", "kexec_load", "init_module", "open_by_handle_at",
-                           "swapon", "reboot", "iopl", "settimeofday", "clock_settime", "open_tree",
-                           "clone_newnet", "clone_newuser", "tiocsti", "tiocsti_high_bits", "tioclinux",
-                           "x32_getpid", "af_packet", "af_bluetooth", "af_alg", "af_vsock"}) {
+  for (const char* name : {"unshare_user",
+                           "unshare_net",
+                           "setns",
+                           "mount",
+                           "umount2",
+                           "pivot_root",
+                           "chroot",
+                           "ptrace",
+                           "process_vm_readv",
+                           "bpf",
+                           "perf_event_open",
+                           "keyctl",
+                           "add_key",
+                           "userfaultfd",
+                           "io_uring_setup",
+                           "kexec_load",
+                           "init_module",
+                           "open_by_handle_at",
+                           "swapon",
+                           "reboot",
+                           "iopl",
+                           "settimeofday",
+                           "clock_settime",
+                           "open_tree",
+                           "clone_newnet",
+                           "clone_newuser",
+                           "tiocsti",
+                           "tiocsti_high_bits",
+                           "tioclinux",
+                           "x32_getpid",
+                           "af_packet",
+                           "af_bluetooth",
+                           "af_alg",
+                           "af_vsock"}) {
     INFO(name);
     CHECK(r[name] == "EPERM");
   }
+  for (const char* name : {"chmod_setuid", "chmod_setgid", "fchmod_setuid", "create_setuid",
+                           "tmpfile_setuid", "mknod_setuid"}) {
+    INFO(name);
+    CHECK(r[name] == "EPERM");
+  }
+  CHECK(r["openat2"] == "ENOSYS");
+  CHECK(r["chmod_plain"] == "OK");
+  CHECK(r["create_plain"] == "OK");
+  CHECK(r["open_existing"] == "OK");  // a mode without O_CREAT is ignored, and not refused
   CHECK(r["clone3"] == "ENOSYS");
   CHECK(r["int80_getpid"] == -1);  // -EPERM in eax
   for (const char* name : {"af_unix", "af_inet", "af_inet6", "af_netlink", "thread"}) {
@@ -189,7 +245,8 @@ TEST_CASE("descriptors the supervisor leaks do not reach the worker", "[sandbox]
   write_file(ws / "leak.txt", "leaked");
   int leaked = ::open((ws / "leak.txt").c_str(), O_RDONLY);  // no O_CLOEXEC, on purpose
   REQUIRE(leaked >= 0);
-  auto run = run_probe("report(sorted(int(x) for x in os.listdir('/proc/self/fd')))\n", test_policy(ws.path));
+  auto run = run_probe("report(sorted(int(x) for x in os.listdir('/proc/self/fd')))\n",
+                       test_policy(ws.path));
   ::close(leaked);
   CHECK(run.result() == nlohmann::json::array({0, 1, 2, 3, 4}));
 }
@@ -213,8 +270,9 @@ TEST_CASE("the environment holds the allowlist only", "[sandbox]") {
   CHECK(env["LANG"] == "C.UTF-8");
   for (auto& [name, value] : env.items()) {
     INFO(name);
-    bool allowed = name == "PATH" || name == "HOME" || name == "USER" || name == "LOGNAME" || name == "LANG" ||
-                   name == "TZ" || name == "TERM" || name.rfind("LC_", 0) == 0 || name.rfind("BELLJAR_TEST_", 0) == 0;
+    bool allowed = name == "PATH" || name == "HOME" || name == "USER" || name == "LOGNAME" ||
+                   name == "LANG" || name == "TZ" || name == "TERM" || name.rfind("LC_", 0) == 0 ||
+                   name.rfind("BELLJAR_TEST_", 0) == 0;
     CHECK(allowed);
   }
 }

@@ -7,7 +7,8 @@ using namespace belljar::testing;
 
 TEST_CASE("a probe runs inside the sandbox and reports", "[sandbox]") {
   TempDir ws;
-  auto run = run_probe("report({'uid': os.getuid(), 'cwd': os.getcwd(), 'ppid': os.getppid()})\n", test_policy(ws.path));
+  auto run = run_probe("report({'uid': os.getuid(), 'cwd': os.getcwd(), 'ppid': os.getppid()})\n",
+                       test_policy(ws.path));
   INFO("stderr: " << run.err);
   auto r = run.result();
   CHECK(r["uid"] == 1000);

@@ -42,7 +42,8 @@ TEST_CASE("hide patterns match names anywhere, suffix paths and anchored paths",
   }
 }
 
-TEST_CASE("the secrets scan finds defaults and --hide, and follows symlinks only inside", "[sandbox]") {
+TEST_CASE("the secrets scan finds defaults and --hide, and follows symlinks only inside",
+          "[sandbox]") {
   TempDir ws;
   TempDir outside;
   write_file(ws / ".env", "TOKEN=1");
@@ -71,7 +72,7 @@ TEST_CASE("the secrets scan finds defaults and --hide, and follows symlinks only
   CHECK(found.count(".docker/config.json"));
   CHECK(found.count("mine.secret"));
   CHECK(found.count("config/real-credentials"));  // the symlink's target, inside the workspace
-  CHECK_FALSE(found.count("remote.key"));          // points outside: resolves inside the jail
+  CHECK_FALSE(found.count("remote.key"));         // points outside: resolves inside the jail
   CHECK_FALSE(found.count("notes.txt"));
 }
 
@@ -79,9 +80,17 @@ TEST_CASE("the sandbox environment is built from the allowlist", "[sandbox]") {
   Policy policy;
   policy.pass_env = {"PASSED", "ABSENT"};
   policy.set_env = {{"SET", "1"}, {"LANG", "override"}};
-  const char* host[] = {"PATH=/root/.pyenv/shims:/usr/bin", "HOME=/root", "JPY_SESSION=secret",
-                        "AWS_SECRET_ACCESS_KEY=x", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "TZ=UTC",
-                        "PASSED=yes", "LD_PRELOAD=/evil.so", nullptr};
+  const char* host[] = {"PATH=/root/.pyenv/shims:/usr/bin",
+                        "HOME=/root",
+                        "JPY_SESSION=secret",
+                        "AWS_SECRET_ACCESS_KEY=x",
+                        "LANG=C.UTF-8",
+                        "LC_ALL=C",
+                        "TERM=xterm",
+                        "TZ=UTC",
+                        "PASSED=yes",
+                        "LD_PRELOAD=/evil.so",
+                        nullptr};
   auto env = sandbox_environment(policy, {"/opt/py/bin"}, "/home/sandbox", host);
   std::map<std::string, std::string> vars;
   for (const auto& e : env) vars[e.substr(0, e.find('='))] = e.substr(e.find('=') + 1);
@@ -106,7 +115,8 @@ TEST_CASE("the worker's bootstrap quotes the package directory as a Python liter
   CHECK(argv[2] == "-E");
   CHECK(argv[3] == "-c");
   CHECK(argv[4] ==
-        "import sys; sys.path.insert(0, '/tmp/it\\'s a \\\\ dir'); from belljar_worker.main import serve; serve()");
+        "import sys; sys.path.insert(0, '/tmp/it\\'s a \\\\ dir'); from belljar_worker.main import "
+        "serve; serve()");
 }
 
 TEST_CASE("the interpreter's layout is read from its files", "[sandbox]") {
@@ -140,17 +150,22 @@ TEST_CASE("the seccomp filter refuses foreign ABIs and namespace clones", "[sand
   INFO(pfc);
   auto badarch = pfc.find("invalid architecture action");
   REQUIRE(badarch != std::string::npos);
-  CHECK(pfc.find("action ERRNO(1)", badarch) != std::string::npos);  // i386/x32: refused, not killed
+  CHECK(pfc.find("action ERRNO(1)", badarch) !=
+        std::string::npos);  // i386/x32: refused, not killed
   CHECK(pfc.find("action ERRNO(1)") != std::string::npos);
   CHECK(pfc.find("ERRNO(38)") != std::string::npos);  // clone3: ENOSYS
   CHECK(pfc.find("KILL") == std::string::npos);       // refused, never killed
 }
 
-TEST_CASE("an interpreter without a standard library is refused rather than guessed at", "[sandbox]") {
+TEST_CASE("an interpreter without a standard library is refused rather than guessed at",
+          "[sandbox]") {
   TempDir dir;
-  write_file(dir / "bin/python3", std::string("\x7f" "ELF", 4));
+  write_file(dir / "bin/python3", std::string("\x7f"
+                                              "ELF",
+                                              4));
   fs::permissions(dir / "bin/python3", fs::perms::owner_all);
-  CHECK_THROWS_WITH(locate_python((dir / "bin/python3").string()), Catch::Contains("no standard library"));
+  CHECK_THROWS_WITH(locate_python((dir / "bin/python3").string()),
+                    Catch::Contains("no standard library"));
 }
 
 TEST_CASE("binds that would cover the jail's own mounts are refused", "[sandbox]") {
@@ -161,9 +176,11 @@ TEST_CASE("binds that would cover the jail's own mounts are refused", "[sandbox]
   policy.workspace = ws.path;
   policy.python = kTestPython;
   policy.read_only = {"/tmp"};
-  CHECK_THROWS_WITH(make_jail_spec(policy, {kTestPython, pkg.path}, JailSpec::Mode::namespaces, nullptr),
-                    Catch::Contains("would cover the sandbox's own /tmp"));
+  CHECK_THROWS_WITH(
+      make_jail_spec(policy, {kTestPython, pkg.path}, JailSpec::Mode::namespaces, nullptr),
+      Catch::Contains("would cover the sandbox's own /tmp"));
   policy.read_only = {"/home"};
-  CHECK_THROWS_WITH(make_jail_spec(policy, {kTestPython, pkg.path}, JailSpec::Mode::namespaces, nullptr),
-                    Catch::Contains("would cover the sandbox's own /home/sandbox"));
+  CHECK_THROWS_WITH(
+      make_jail_spec(policy, {kTestPython, pkg.path}, JailSpec::Mode::namespaces, nullptr),
+      Catch::Contains("would cover the sandbox's own /home/sandbox"));
 }
