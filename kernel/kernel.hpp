@@ -20,6 +20,7 @@
 #include "kernel/metrics.hpp"
 #include "kernel/output_stream.hpp"
 #include "kernel/redactor.hpp"
+#include "kernel/usage.hpp"
 #include "kernel/wire_message.hpp"
 #include "kernel/worker_frames.hpp"
 #include "sandbox/fd.hpp"
@@ -126,6 +127,7 @@ class Kernel {
   RateLimitedLog request_log_;
   Frontend* frontend_ = nullptr;
   History history_;
+  UsageSampler usage_;
   Fd signals_;
 
   std::optional<WorkerProcess> worker_;

@@ -42,6 +42,9 @@ void Kernel::submit_control(const WireMessage& message) {
   } else if (type == "kernel_info_request") {
     reply(Channel::control, message, "kernel_info_reply",
           create_kernel_info_reply(language_info_, banner()));
+  } else if (type == "usage_request") {
+    reply(Channel::control, message, "usage_reply",
+          usage_.sample(worker_ ? worker_->worker_pid() : -1, worker_ ? worker_->cpu_seconds() : 0));
   } else {
     request_log_.log("unsupported control message", type);
   }
@@ -149,7 +152,9 @@ void Kernel::start_request(const WireMessage& message) {
     budget_.reset(options_.policy.output_limit_bytes);
     for (auto& stream : streams_) stream.reset_totals();
     last_parent_ = message;
-    if (!cell.silent) publish("execute_input", create_execute_input(cell.code, cell.execution_count), &message);
+    // A key pasted into the cell is redacted in the echo other clients see, like any output.
+    if (!cell.silent)
+      publish("execute_input", create_execute_input(redactor_.redact(cell.code), cell.execution_count), &message);
     auto expressions = c.find("user_expressions");
     frame = {{"type", "execute"},
              {"id", cell.id},

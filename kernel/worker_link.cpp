@@ -399,6 +399,15 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
   worker_ready_ = false;
   ++restarts_;
   metrics_.restart();
+  if (shutting_down_) return;
+  if (was_ready) {
+    failed_starts_ = 0;
+    start_worker();
+  } else {
+    start_error_ = "the Python worker exited before it was ready (" + cause + ")";
+    schedule_restart(start_error_);
+    dispatch_next();  // fails queued cells with the reason
+  }
   if (cell_) {
     if (cell_->kind == "execute_request" && cell_->kill_at) {
       fail_cell("TimeoutError",
@@ -416,15 +425,6 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
                                   "); a fresh worker was started: variables were lost, "
                                   "workspace files were kept", "crashed");
     }
-  }
-  if (shutting_down_) return;
-  if (was_ready) {
-    failed_starts_ = 0;
-    start_worker();
-  } else {
-    start_error_ = "the Python worker exited before it was ready (" + cause + ")";
-    schedule_restart(start_error_);
-    dispatch_next();  // fails queued cells with the reason
   }
 }
 

@@ -1,0 +1,165 @@
+"""Every execution logged, measured and its output validated: the audit log field by field,
+the facts in execute_reply metadata, the Prometheus file, the output cap, bundle validation,
+secret redaction and usage_request."""
+import json
+import os
+import pathlib
+import tempfile
+import time
+
+import pytest
+
+from belljar_testing import collect, execute, of_type, running_kernel, stderr_of, stdout_of
+
+SECRET = "sk-observability-0123456789"
+
+
+@pytest.fixture(scope="module")
+def observed():
+    logs = pathlib.Path(tempfile.mkdtemp(prefix="belljar-obs-"))
+    os.chmod(logs, 0o777)
+    audit, metrics = logs / "audit.jsonl", logs / "metrics.prom"
+    flags = ["--audit-log", str(audit), "--metrics", str(metrics), "--timeout", "2"]
+    with running_kernel(flags=flags, env={"BELLJAR_OBS_TOKEN": SECRET}) as (km, kc):
+        yield km, kc, audit, metrics
+
+
+def records(audit, event=None):
+    lines = [json.loads(line) for line in audit.read_text().splitlines() if line.strip()]
+    return [r for r in lines if event is None or r["event"] == event]
+
+
+def last_cell(audit):
+    return records(audit, "cell")[-1]
+
+
+def test_kernel_start_record(observed):
+    _, _, audit, _ = observed
+    start = records(audit, "kernel_start")[0]
+    assert start["version"] and start["pid"] > 0 and start["kernel"]
+    assert start["policy"]["isolation"] in ("strict", "degraded", "none")
+    assert start["policy"]["timeout_seconds"] == 2
+    starts = records(audit, "worker_start")
+    assert starts and starts[0]["kernel"] == start["kernel"]
+
+
+def test_ok_cell_record_and_reply_facts(observed):
+    _, kc, audit, _ = observed
+    code = "print('hello')\n40 + 2"
+    reply, _ = execute(kc, code)
+    record = last_cell(audit)
+    assert record["status"] == "ok"
+    assert record["msg_id"] == reply["parent_header"]["msg_id"]
+    assert record["execution_count"] == reply["content"]["execution_count"]
+    assert record["code_bytes"] == len(code.encode())
+    import hashlib
+    assert record["code_sha256"] == hashlib.sha256(code.encode()).hexdigest()
+    assert "code" not in record, "the code itself is logged only with --audit-code"
+    assert record["output_bytes"]["stdout"] == len("hello\n")
+    assert record["truncated"] is False and record["limit_hit"] is None
+    assert record["wall_ms"] >= 0 and record["cpu_ms"] >= 0 and record["peak_memory_bytes"] > 0
+    assert ["text/plain"] in record["displays"]
+    facts = reply["metadata"]["belljar"]
+    for key in ("wall_ms", "cpu_ms", "peak_memory_bytes", "limits", "limit_hit",
+                "output_truncated", "egress_denied"):
+        assert key in facts
+    assert facts["limits"]["timeout_seconds"] == 2
+    assert facts["output_truncated"] is False
+
+
+def test_error_timeout_and_crash_records(observed):
+    _, kc, audit, _ = observed
+    execute(kc, "raise ValueError('nope')")
+    record = last_cell(audit)
+    assert record["status"] == "error" and record["ename"] == "ValueError"
+    reply, _ = execute(kc, "while True: pass")
+    record = last_cell(audit)
+    assert record["status"] == "timeout" and record["limit_hit"] == "timeout"
+    assert reply["metadata"]["belljar"]["limit_hit"] == "timeout"
+    execute(kc, "import os; os._exit(7)")
+    record = last_cell(audit)
+    assert record["status"] == "crashed"
+    exits = records(audit, "worker_exit")
+    assert any("exit status 7" in r["cause"] for r in exits)
+    assert len(records(audit, "worker_start")) >= 2
+
+
+def test_metrics_file_is_prometheus_text(observed):
+    _, kc, _, metrics = observed
+    execute(kc, "1")
+    samples = {}
+    for line in metrics.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name, value = line.rsplit(" ", 1)
+        samples[name] = float(value)
+    assert samples['belljar_cells_total{status="ok"}'] >= 1
+    assert samples["belljar_cell_duration_seconds_count"] >= 1
+    assert samples['belljar_cell_duration_seconds_bucket{le="+Inf"}'] == samples["belljar_cell_duration_seconds_count"]
+    assert "belljar_worker_restarts_total" in samples
+    assert 'belljar_egress_requests_total{decision="denied"}' in samples
+
+
+def test_usage_request_is_answered(observed):
+    _, kc, _, _ = observed
+    msg = kc.session.msg("usage_request", {})
+    kc.control_channel.send(msg)
+    reply = kc.get_control_msg(timeout=10)
+    while reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+        reply = kc.get_control_msg(timeout=10)
+    content = reply["content"]
+    assert reply["msg_type"] == "usage_reply"
+    assert content["kernel_memory"] > 0 and content["cpu_count"] >= 1
+    assert content["host_virtual_memory"]["total"] > 0
+
+
+def test_stripped_secret_is_redacted_everywhere(observed):
+    _, kc, audit, _ = observed
+    reply, outputs = execute(kc, f"print('key is {SECRET}')\n"
+                                 f"from IPython.display import display, HTML\n"
+                                 f"display(HTML('<b>{SECRET}</b>'))\n"
+                                 f"'{SECRET}'")
+    text = json.dumps([m["content"] for m in outputs])
+    assert SECRET not in text
+    assert "[redacted]" in stdout_of(outputs)
+    reply, outputs = execute(kc, f"raise RuntimeError('{SECRET}')")
+    assert SECRET not in json.dumps(reply["content"]) + json.dumps([m["content"] for m in outputs])
+    assert SECRET not in audit.read_text()
+
+
+def test_invalid_bundle_from_the_worker_is_replaced(observed):
+    _, kc, _, _ = observed
+    code = ("import json, os, struct, sys\n"
+            "sys.stdout.flush()\n"
+            "frame = json.dumps({'type': 'display', 'data': {'image/png': 'not base64 at all!'},"
+            " 'metadata': {}, 'transient': {}}).encode()\n"
+            "os.write(3, struct.pack('>I', len(frame)) + frame)\n")
+    reply, outputs = execute(kc, code)
+    displays = of_type(outputs, "display_data")
+    assert displays, outputs
+    data = displays[0]["content"]["data"]
+    assert "image/png" not in data
+    assert "invalid display" in data["text/plain"]
+
+
+def test_print_flood_is_capped_and_the_kernel_stays_responsive():
+    with running_kernel(flags=["--timeout", "120"]) as (km, kc):
+        msg_id = kc.execute("import sys\nline = 'x' * 1023 + '\\n'\n"
+                            "for _ in range(200 * 1024): sys.stdout.write(line)\n")
+        time.sleep(0.5)
+        start = time.monotonic()
+        info = kc.session.msg("kernel_info_request", {})
+        kc.control_channel.send(info)
+        got = kc.get_control_msg(timeout=10)
+        while got["parent_header"].get("msg_id") != info["header"]["msg_id"]:
+            got = kc.get_control_msg(timeout=10)
+        assert time.monotonic() - start < 5, "control went unanswered during the flood"
+        reply, outputs = collect(kc, msg_id, timeout=120)
+        assert reply["content"]["status"] == "ok"
+        received = sum(len(m["content"]["text"].encode()) for m in outputs
+                       if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+        assert received <= 10 * 1024 * 1024
+        assert received >= 9 * 1024 * 1024
+        assert "output limit" in stderr_of(outputs) and "dropped" in stderr_of(outputs)
+        assert stderr_of(outputs).count("output limit") == 1
+        assert reply["metadata"]["belljar"]["output_truncated"] is True
