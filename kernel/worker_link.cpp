@@ -277,7 +277,11 @@ void Kernel::handle_limits(const json& frame) {
   } else if (refused.empty() && memory && *memory > double(policy.memory_bytes)) {
     refused = "--memory asks for more than this kernel's policy allows (" + human_bytes(policy.memory_bytes) + ")";
   } else if (refused.empty() && memory) {
-    refused = "--memory per cell is not enforced by this kernel yet; the session limit is " + human_bytes(policy.memory_bytes);
+    std::string why;
+    if (!worker_ || !worker_->set_memory_limit(static_cast<uint64_t>(*memory), &why))
+      refused = "--memory can't be set for this cell: " + why;
+    else
+      cell_->memory_limit = static_cast<uint64_t>(*memory);
   }
   if (!refused.empty()) {
     send_to_worker({{"type", "limits_reply"}, {"ok", false}, {"error", refused}});
@@ -314,7 +318,12 @@ void Kernel::finish_cell(const json& done) {
                                                " reached: " + human_bytes(budget_.dropped()) + " dropped\n"),
             &cell.request);
   }
+  if (cell.memory_limit && worker_) {
+    std::string why;
+    if (!worker_->set_memory_limit(options_.policy.memory_bytes, &why)) log_line("restoring --memory: " + why);
+  }
   json facts = execution_facts();
+  if (cell.memory_limit) facts["limits"]["memory_bytes"] = cell.memory_limit;
   std::string status = cell.error ? "error" : "ok";
   json content;
   if (cell.error) {
@@ -417,8 +426,9 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
     } else if (exit.memory_limit) {
       if (cell_->kind == "execute_request") cell_->limit_hit = "memory";
       fail_cell("MemoryError", "the session passed its memory limit of " +
-                                   human_bytes(options_.policy.memory_bytes) +
-                                   " (--memory); the worker was restarted: variables were lost, "
+                                   human_bytes(cell_->memory_limit ? cell_->memory_limit : options_.policy.memory_bytes) +
+                                   (cell_->memory_limit ? " (%%limits --memory)" : " (--memory)") +
+                                   "; the worker was restarted: variables were lost, "
                                    "workspace files were kept", "memory");
     } else {
       fail_cell("WorkerDied", "the Python worker died (" + cause +

@@ -1,5 +1,7 @@
 #include "sandbox/cgroup.hpp"
 
+#include <cstring>
+
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -271,6 +273,32 @@ uint64_t SandboxCgroup::oom_kills() const {
   if (!v2_.empty()) return keyed_value(v2_ + "/memory.events", "oom_kill");
   if (!memory_.empty()) return keyed_value(memory_ + "/memory.oom_control", "oom_kill");
   return 0;
+}
+
+bool SandboxCgroup::set_memory_limit(uint64_t bytes, std::string* why) const {
+  int err = 0;
+  std::string value = std::to_string(bytes);
+  if (!v2_.empty()) {
+    if (write_text(v2_ + "/memory.max", value, &err)) return true;
+    if (why) *why = "memory.max: " + std::string(std::strerror(err));
+    return false;
+  }
+  if (memory_.empty()) {
+    if (why) *why = "this sandbox has no memory cgroup (only the session's rlimit)";
+    return false;
+  }
+  // v1 keeps memsw >= memory: lower memory first, raise memsw first.
+  std::string memory = memory_ + "/memory.limit_in_bytes", memsw = memory_ + "/memory.memsw.limit_in_bytes";
+  int ignored = 0;
+  bool ok = write_text(memory, value, &err);
+  if (!ok) {
+    write_text(memsw, value, &ignored);
+    ok = write_text(memory, value, &err);
+  }
+  write_text(memsw, value, &ignored);
+  if (!ok && why)
+    *why = err == EBUSY ? "the session already uses more than that" : "memory.limit_in_bytes: " + std::string(std::strerror(err));
+  return ok;
 }
 
 void SandboxCgroup::kill_all() const {

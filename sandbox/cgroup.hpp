@@ -40,6 +40,9 @@ class SandboxCgroup {
   uint64_t peak_memory_bytes() const;  // 0 when unknown
   uint64_t oom_kills() const;          // times the OOM killer acted inside
   void kill_all() const;               // SIGKILL every task in it
+  // Moves the memory cap (a %%limits cell tightening it, then back). False with *why set when
+  // there is no memory cgroup or the kernel refuses (v1: usage already above the new cap).
+  bool set_memory_limit(uint64_t bytes, std::string* why) const;
   bool remove() const;                 // rmdir; true once every directory is gone
   std::string describe() const;
 

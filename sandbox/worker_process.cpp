@@ -449,6 +449,16 @@ double WorkerProcess::cpu_seconds() const {
   return last_cpu_;
 }
 
+bool WorkerProcess::set_memory_limit(uint64_t bytes, std::string* why) {
+  if (cgroup_released_) {
+    // Without a cgroup the cap is RLIMIT_AS, which the worker could raise back to its hard
+    // limit: a per-cell cap there would be a promise the supervisor can't keep.
+    if (why) *why = "this host gives the sandbox no memory cgroup (the session's --memory still applies)";
+    return false;
+  }
+  return SandboxCgroup::from_json(cgroup_).set_memory_limit(bytes, why);
+}
+
 uint64_t WorkerProcess::peak_memory_bytes() const {
   if (!cgroup_released_) {
     uint64_t peak = SandboxCgroup::from_json(cgroup_).peak_memory_bytes();

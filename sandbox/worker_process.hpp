@@ -72,6 +72,8 @@ class WorkerProcess {
   // Non-blocking: the exit once the direct child has been reaped.
   std::optional<WorkerExit> poll_exit();
   // CPU seconds and peak resident bytes of the sandbox so far (best effort, 0 if unknown).
+  // The sandbox's memory cap, moved for one cell (see SandboxCgroup::set_memory_limit).
+  bool set_memory_limit(uint64_t bytes, std::string* why);
   double cpu_seconds() const;
   uint64_t peak_memory_bytes() const;
 

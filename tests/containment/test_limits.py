@@ -131,3 +131,19 @@ def test_worker_crash_keeps_workspace_files(capped):
     assert (workspace / "kept.txt").read_text() == "still here"
     reply, outputs = execute(kc, "print(open('kept.txt').read())")
     assert stdout_of(outputs) == "still here\n"
+
+
+def test_limits_magic_tightens_memory_for_one_cell(capped):
+    km, kc, _ = capped
+    reply, _ = execute(kc, "%%limits --memory 64M\nhog = bytearray(160 << 20)")
+    content = reply["content"]
+    assert content["status"] == "error"
+    if content["ename"] == "LimitError":
+        # No memory cgroup for this user: refused plainly, never silently unenforced.
+        assert "no memory cgroup" in content["evalue"]
+    else:
+        assert content["ename"] == "MemoryError" and "64.0 MiB" in content["evalue"]
+    reply, _ = execute(kc, "hog = bytearray(160 << 20); del hog")
+    assert reply["content"]["status"] == "ok", "the session's own cap came back after the cell"
+    reply, _ = execute(kc, "%%limits --memory 4G\n1")
+    assert reply["content"]["ename"] == "LimitError" and "policy" in reply["content"]["evalue"]
