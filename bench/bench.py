@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psutil
 import zmq
@@ -38,6 +39,7 @@ OUTPUT_LIMIT = "100M"      # so the 200k-line cell is delivered whole (the defau
 STREAM_LINES = 200_000
 INTERRUPT_WAIT = 20        # seconds an interrupted busy loop may take to reply
 RECONNECT_IVL_MS = 10      # client sockets retry a refused connect every 10 ms (ZMQ default: 100)
+DOWNLOAD_BYTES = 100 * 10**6  # the egress figure: one 100 MB download from a server on 127.0.0.1
 
 # name -> (label, install flags); "ipykernel" is special-cased.
 KERNELS = {
@@ -50,6 +52,55 @@ KERNELS = {
 
 def log(*parts):
     print(*parts, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the egress figure: a local HTTP server that stands for the outside world
+
+
+class DownloadHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    block = b"x" * (1 << 20)
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(DOWNLOAD_BYTES))
+        self.end_headers()
+        left = DOWNLOAD_BYTES
+        view = memoryview(self.block)
+        while left > 0:
+            n = min(left, len(view))
+            self.wfile.write(view[:n])
+            left -= n
+
+    def log_message(self, *args):
+        pass
+
+
+def start_download_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), DownloadHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+# Defined in each kernel once. In belljar the request goes through HTTP_PROXY (the kernel's
+# egress proxy, the only way out of the sandbox); in ipykernel straight to the server.
+DOWNLOAD_CELL = """
+import time as _time, urllib.request as _request
+def _bench_download(url, direct):
+    opener = _request.build_opener(*([_request.ProxyHandler({})] if direct else []))
+    buf, total = bytearray(1 << 20), 0
+    t0 = _time.perf_counter()
+    with opener.open(url, timeout=300) as response:
+        while True:
+            n = response.readinto(buf)
+            if not n:
+                break
+            total += n
+    return total, _time.perf_counter() - t0
+"""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,6 +277,27 @@ class Bench:
                 raise RuntimeError("%s: %s" % (" ".join(cmd), done.stderr.strip()))
         self.names[name] = spec_name
         self.logs[name] = self.tmp / (name + ".stderr")
+
+    def install_egress(self, port):
+        """belljar (strict) allowed to reach the download server, and only it."""
+        cmd = [BELLJAR, "install", "--prefix", str(self.prefix), "--name", "bench-belljar-egress",
+               "--python", PYTHON, "--output-limit", OUTPUT_LIMIT, "--allow-net", "127.0.0.1:%d" % port]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError("%s: %s" % (" ".join(cmd), done.stderr.strip()))
+        self.names["belljar-egress"] = "bench-belljar-egress"
+        self.logs["belljar-egress"] = self.tmp / "belljar-egress.stderr"
+
+    def download(self, client, url, direct):
+        """Seconds the kernel's code took to read the whole download (measured in the cell)."""
+        reply, _, _ = client.run("", user_expressions={"r": "_bench_download(%r, %r)" % (url, direct)})
+        result = reply["content"]["user_expressions"]["r"]
+        if result.get("status") != "ok":
+            raise RuntimeError("the download failed: %s: %s" % (result.get("ename"), result.get("evalue")))
+        total, seconds = eval(result["data"]["text/plain"])  # a tuple of two numbers
+        if total != DOWNLOAD_BYTES:
+            raise RuntimeError("the download was %d bytes, not %d" % (total, DOWNLOAD_BYTES))
+        return seconds
 
     def manager(self, name):
         km = KernelManager(kernel_name=self.names[name])
@@ -517,6 +589,10 @@ def fmt_mb(x):
     return "—" if x is None else "%.1f MB" % (x / 1e6)
 
 
+def fmt_rate(seconds):
+    return "—" if not seconds else "%.0f MB/s" % (DOWNLOAD_BYTES / 1e6 / seconds)
+
+
 def fmt_ratio(x):
     return "—" if x is None else ("%.3f" % x if x < 0.1 else "%.2f" % x)
 
@@ -637,7 +713,7 @@ def main():
     ap.add_argument("--reps", type=int, help="repetitions of restart/stream/interrupt [5; quick 1]")
     ap.add_argument("--scale", type=int, help="kernels at once in the scaling figure [20; quick 5]")
     ap.add_argument("--skip", default="", help="comma-separated figures to skip: "
-                    "start,ready,roundtrip,restart,stream,interrupt,memory,scaling")
+                    "start,ready,roundtrip,restart,stream,interrupt,memory,scaling,egress")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (kernel logs, audit log)")
     args = ap.parse_args()
 
@@ -778,6 +854,27 @@ def main():
                             notes.append("%s scaling: could not read %s" % (k, ", ".join(value)))
                     else:
                         record(k, "scale_" + key, value)
+        if "egress" not in skip and "belljar" in selected and "ipykernel" in selected:
+            n_dl = max(3, n_rep)
+            log("10. %d MB download: belljar through its egress proxy, ipykernel directly (%d reps)"
+                % (DOWNLOAD_BYTES // 10**6, n_dl))
+            server = start_download_server()
+            url = "http://127.0.0.1:%d/download" % server.server_port
+            dl = {}
+            try:
+                bench.install_egress(server.server_port)
+                for k in ("belljar-egress", "ipykernel"):
+                    dl[k] = bench.session(k)
+                    dl[k][1].run(DOWNLOAD_CELL)
+                    bench.download(dl[k][1], url, k == "ipykernel")  # warm: imports, buffers
+                for _ in range(n_dl):
+                    record("belljar", "download", bench.download(dl["belljar-egress"][1], url, False))
+                    record("ipykernel", "download", bench.download(dl["ipykernel"][1], url, True))
+            finally:
+                for km, client in dl.values():
+                    client.close()
+                    bench.stop(km)
+                server.shutdown()
         if "belljar-audit" in selected and bench.audit.exists():
             lines = bench.audit.read_text(errors="replace").splitlines()
             notes.append("the --audit-log kernel wrote %d records (%d bytes)"
@@ -862,6 +959,13 @@ def build_report(samples, info, notes, quick):
             get(ipk, "scale_peak_rss"), fmt_mb, None,
             "PSS once all answered: belljar %s, ipykernel %s" % (
                 fmt_mb(get(bj, "scale_pss_at_ready")), fmt_mb(get(ipk, "scale_pss_at_ready")))),
+        Row("10", "%d MB download from a server on 127.0.0.1: belljar through its egress proxy, "
+            "ipykernel directly (median)" % (DOWNLOAD_BYTES // 10**6), get(bj, "download"),
+            get(ipk, "download"), fmt_s, 2.0,
+            "rate: belljar %s, ipykernel %s; belljar gets %s of the direct rate (target ≥ 0.5, "
+            "i.e. time ratio ≤ 2)" % (fmt_rate(get(bj, "download")), fmt_rate(get(ipk, "download")),
+                                     fmt_ratio(get(ipk, "download") / get(bj, "download"))
+                                     if get(bj, "download") and get(ipk, "download") else "—")),
     ]
     header = ["#", "figure", "belljar", "ipykernel", "ratio bj/ipk", "target", "result", "note"]
     main_rows = [r.cells() for r in rows if r.bj is not None or r.ipk is not None]

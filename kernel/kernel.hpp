@@ -6,8 +6,10 @@
 //   reactor.cpp      the loop: poll, signals, timers, limits
 //   requests.cpp     requests: queueing, dispatch, replies
 //   worker_link.cpp  the worker: start, frames, output, exits, restarts
+//   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -23,6 +25,7 @@
 #include "kernel/usage.hpp"
 #include "kernel/wire_message.hpp"
 #include "kernel/worker_frames.hpp"
+#include "sandbox/egress_proxy.hpp"
 #include "sandbox/fd.hpp"
 #include "sandbox/policy.hpp"
 #include "sandbox/worker_process.hpp"
@@ -80,6 +83,7 @@ class Kernel {
     std::optional<json> error;                 // ename, evalue, traceback
     json displays = json::array();             // mime types of each display, for the audit
     std::string result_text;                   // text/plain of the result, for history
+    std::vector<std::string> egress_denied;    // host:port the proxy refused during the cell
   };
   struct QueuedRequest {
     Channel channel;
@@ -121,6 +125,9 @@ class Kernel {
   json execution_facts() const;
   void drop_worker();
 
+  // egress_link.cpp
+  void handle_egress();
+
   KernelOptions options_;
   AuditLog audit_;
   Metrics metrics_;
@@ -131,6 +138,9 @@ class Kernel {
   UsageSampler usage_;
   Fd signals_;
 
+  // The egress proxy (its own thread), when the policy allows any host; each new sandbox's
+  // channel is attached to it.
+  std::unique_ptr<EgressProxy> egress_;
   std::optional<WorkerProcess> worker_;
   WorkerFrameDecoder decoder_;
   std::string outbox_;

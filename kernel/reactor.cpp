@@ -40,6 +40,10 @@ Kernel::Kernel(KernelOptions options)
   ::signal(SIGPIPE, SIG_IGN);
   signals_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signals_) throw SandboxError(std::string("signalfd: ") + std::strerror(errno));
+  // The egress proxy runs on its own thread (all signals blocked there); with no allowlist, or
+  // no sandbox, there is nothing for it to do.
+  if (!options_.policy.allow_net.empty() && options_.policy.isolation != Isolation::none)
+    egress_ = std::make_unique<EgressProxy>(options_.policy.allow_net);
 }
 
 Kernel::~Kernel() { drop_worker(); }
@@ -89,6 +93,8 @@ void Kernel::poll_once() {
     items.push_back({nullptr, pipe_open_[0] ? worker_->stdout_fd() : -1, ZMQ_POLLIN, 0});
     items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
   }
+  size_t egress_index = items.size();
+  if (egress_) items.push_back({nullptr, egress_->decisions_fd(), ZMQ_POLLIN, 0});
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline() - Clock::now());
   long timeout_ms = std::max<long>(0, wait.count());
   try {
@@ -99,6 +105,8 @@ void Kernel::poll_once() {
 
   frontend_->handle(&items[1], *this);
   if (items[0].revents & ZMQ_POLLIN) handle_signals();
+  // Before the worker's frames: a denial made during a cell is on record before its reply.
+  if (egress_ && (items[egress_index].revents & ZMQ_POLLIN)) handle_egress();
   if (worker_ && items.size() > worker_index) {
     if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(0, 1 << 20);
     if (items[worker_index + 2].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(1, 1 << 20);

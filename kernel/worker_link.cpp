@@ -53,6 +53,9 @@ void Kernel::start_worker() {
   for (int fd : {worker_->frames_fd(), worker_->stdout_fd(), worker_->stderr_fd()})
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   pipe_open_[0] = pipe_open_[1] = true;
+  // This sandbox's connections to 127.0.0.1:3128 arrive on its channel.
+  if (egress_)
+    if (Fd channel = worker_->take_egress_channel()) egress_->attach(std::move(channel));
   audit_.record("worker_start", {{"pid", worker_->pid()},
                                  {"isolation", isolation_name(options_.policy.isolation)},
                                  {"restart", restarts_}});
@@ -306,12 +309,13 @@ json Kernel::execution_facts() const {
           {"limit_hit", cell_->limit_hit.empty() ? json(nullptr) : json(cell_->limit_hit)},
           {"output_truncated", budget_.dropped() > 0},
           {"output_bytes", {{"stdout", streams_[0].total_bytes()}, {"stderr", streams_[1].total_bytes()}}},
-          {"egress_denied", json::array()}};
+          {"egress_denied", cell_->egress_denied}};
 }
 
 void Kernel::finish_cell(const json& done) {
   drain_pipes();
   flush_streams(true);
+  handle_egress();  // decisions still queued belong to this cell
   Cell& cell = *cell_;
   if (budget_.dropped() > 0) {
     publish("stream", create_stream("stderr", "\n[belljar] output limit of " + human_bytes(budget_.limit()) +

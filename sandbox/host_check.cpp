@@ -225,9 +225,10 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
         (policy.workspace.empty() ? std::string("(the working directory)")
                                   : policy.workspace.string()) +
         " writable, secrets masked, private /tmp, /dev/shm and home, pivot_root");
-    plan.uses.push_back(policy.allow_net.empty() ? "network: loopback only"
-                                                 : "network: loopback only (the egress proxy for "
-                                                   "--allow-net is not part of this build yet)");
+    plan.uses.push_back(policy.allow_net.empty()
+                            ? "network: loopback only"
+                            : "network: loopback only; the allowlisted hosts through the kernel's "
+                              "egress proxy at 127.0.0.1:3128 inside (HTTP_PROXY)");
     if (host.running_as_root) {
       uid_t uid;
       gid_t gid;
@@ -261,6 +262,10 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
     else
       plan.missing.push_back("Landlock is unavailable: no filesystem restriction at all");
     plan.uses.push_back("network: seccomp refuses AF_INET/AF_INET6 sockets (no network namespace)");
+    if (!policy.allow_net.empty())
+      plan.missing.push_back(
+          "egress: --allow-net needs the network namespace (the proxy's port lives in it); "
+          "without one the sandbox has no network at all");
     plan.missing.push_back("no pid namespace: processes that detach may outlive the session");
   }
   if (host.seccomp)

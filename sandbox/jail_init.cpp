@@ -13,8 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "sandbox/egress_forwarder.hpp"
 #include "sandbox/loopback.hpp"
 #include "sandbox/privileges.hpp"
 #include "sandbox/setup_error.hpp"
@@ -80,11 +83,13 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report) {
   return worker;
 }
 
-[[noreturn]] void serve(pid_t worker, int report) {
+// Reaps, obeys the warden's signals and, with an egress port, passes connections on. Never
+// blocks on anything but poll().
+[[noreturn]] void serve(pid_t worker, int report, EgressForwarder* egress) {
   sigset_t signals;
   sigemptyset(&signals);
   for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&signals, sig);
-  int sfd = ::signalfd(-1, &signals, SFD_CLOEXEC);
+  int sfd = ::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) {
     send_status(report,
                 {{"event", "error"}, {"message", "jail init: signalfd: " + errno_text(errno)}});
@@ -97,6 +102,11 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report) {
       send_status(report, exit_report(status));
       _exit(0);  // the kernel now kills whatever is left in the namespace
     }
+    std::vector<pollfd> fds = {{sfd, POLLIN, 0}};
+    if (egress) egress->poll_set(fds);
+    if (::poll(fds.data(), fds.size(), -1) < 0) continue;  // EINTR
+    if (egress) egress->on_ready(fds.data() + 1);
+    if (!(fds[0].revents & POLLIN)) continue;
     signalfd_siginfo info{};
     ssize_t n = ::read(sfd, &info, sizeof info);
     if (n != sizeof info) continue;
@@ -145,6 +155,9 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
     if (::sethostname(kSandboxHostname, std::string(kSandboxHostname).size()) != 0)
       throw_errno("sethostname");
     bring_up_loopback();
+    // The proxy's port, taken before the worker exists (so the worker cannot bind it first).
+    std::optional<EgressForwarder> egress;
+    if (spec.egress_port != 0) egress.emplace(spec.egress_port, Fd(kEgressChannelFd));
 
     if (trees.empty()) {
       // Unprivileged: we copy the sources ourselves, from the host's view we still have.
@@ -162,7 +175,7 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
     int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null_fd >= 0)
       for (int fd = 0; fd <= 3; ++fd) ::dup3(null_fd, fd, O_CLOEXEC);
-    serve(worker, channels.report);
+    serve(worker, channels.report, egress ? &*egress : nullptr);
   } catch (const std::exception& e) {
     std::string text = e.what();
     if (text.rfind("worker: ", 0) != 0) text = "jail init: " + text;

@@ -249,8 +249,12 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
   spec.hide_patterns.insert(spec.hide_patterns.end(), policy.hide.begin(), policy.hide.end());
 
   spec.argv = worker_argv(spec.exec_path, package.string());
+  // The egress proxy's local end lives in the network namespace: none in landlock mode, where
+  // seccomp refuses inet sockets altogether.
+  if (mode == JailSpec::Mode::namespaces && !policy.allow_net.empty())
+    spec.egress_port = kEgressPort;
   // In landlock mode there is no private home; the warden makes one and rewrites HOME.
-  spec.env = sandbox_environment(policy, layout.bin_dirs, kSandboxHome, host_env);
+  spec.env = sandbox_environment(policy, layout.bin_dirs, kSandboxHome, host_env, spec.egress_port);
   spec.memory_bytes = policy.memory_bytes;
   spec.pids = policy.pids;
   spec.file_size_bytes = policy.file_size_bytes;

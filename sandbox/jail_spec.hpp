@@ -23,9 +23,13 @@ inline constexpr const char* kSandboxUser = "sandbox";
 inline constexpr const char* kSandboxHome = "/home/sandbox";
 inline constexpr const char* kSandboxHostname = "belljar";
 // The warden's descriptors: 0-3 are the worker's (stdin /dev/null, stdout, stderr, frames),
-// 4 the control socket to the supervisor (spec in, reports out), 5 the egress channel (seam).
+// 4 the control socket to the supervisor (spec in, reports out), 5 the egress channel (when
+// the policy allows any host): the sandbox's end of the SOCK_SEQPACKET pair to the proxy.
 inline constexpr int kControlFd = 4;
 inline constexpr int kEgressChannelFd = 5;
+// The egress proxy's port inside: HTTP_PROXY=http://127.0.0.1:3128. The sandbox has a network
+// namespace of its own, so the port is free whatever the host runs.
+inline constexpr uint16_t kEgressPort = 3128;
 
 struct JailBind {
   enum class Kind { read_only, workspace, device };
@@ -61,11 +65,11 @@ struct JailSpec {
   uint64_t file_size_bytes = 0;
   uint64_t tmp_size_bytes = 0;
   uint64_t open_files = 4096;
-  // Seam for the egress proxy (egress_proxy.hpp): when egress_port is set, the supervisor
-  // passes the sandbox's end of a SOCK_SEQPACKET pair to the warden as fd 5 (kEgressChannelFd),
-  // the warden keeps it through clone(), and init listens on 127.0.0.1:egress_port inside the
-  // network namespace, handing each accepted connection over it (fd_passing.hpp). Not wired
-  // yet: 0 means loopback only.
+  // The egress proxy (egress_proxy.hpp): when egress_port is set, the supervisor passes the
+  // sandbox's end of a SOCK_SEQPACKET pair to the warden as fd 5 (kEgressChannelFd), the warden
+  // hands it to init through clone(), and init listens on 127.0.0.1:egress_port inside the
+  // network namespace, passing each accepted connection over it (egress_forwarder.hpp).
+  // 0: loopback only (no --allow-net, or no network namespace to listen in).
   uint16_t egress_port = 0;
 
   nlohmann::json to_json() const;

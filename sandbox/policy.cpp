@@ -22,7 +22,7 @@ bool is_flag_with_value(const std::string& flag) {
                                   "--pass-env",  "--set-env",  "--timeout",     "--cpu",
                                   "--memory",    "--pids",     "--file-size",   "--tmp-size",
                                   "--output-limit", "--python", "--sandbox-user", "--audit-log",
-                                  "--isolation", "--policy", "--metrics"};
+                                  "--isolation", "--policy", "--metrics", "--allow-local-net"};
   for (const char* name : kValued)
     if (flag == name) return true;
   return false;
@@ -104,6 +104,11 @@ void apply(Policy& policy, const std::string& flag, const std::string& value) {
     policy.hide.push_back(value);
   } else if (flag == "--allow-net") {
     policy.allow_net.push_back(parse_host_rule(flag, value));
+  } else if (flag == "--allow-local-net") {
+    // Allowed, and allowed to resolve to loopback and private addresses (a LAN service).
+    HostRule rule = parse_host_rule(flag, value);
+    rule.local = true;
+    policy.allow_net.push_back(rule);
   } else if (flag == "--pass-env") {
     if (!valid_env_name(value)) throw UsageError(flag + " " + value + ": not a variable name");
     policy.pass_env.push_back(value);
@@ -328,7 +333,7 @@ std::string isolation_name(Isolation isolation) {
 
 nlohmann::json Policy::summary() const {
   nlohmann::json hosts = nlohmann::json::array();
-  for (auto& rule : allow_net) hosts.push_back(rule.text());
+  for (auto& rule : allow_net) hosts.push_back(rule.text() + (rule.local ? " (local)" : ""));
   nlohmann::json ro = nlohmann::json::array();
   for (auto& path : read_only) ro.push_back(path.string());
   nlohmann::json set_names = nlohmann::json::array();
@@ -403,6 +408,8 @@ const std::vector<std::pair<std::string, std::string>>& policy_flag_help() {
       {"--ro PATH", "extra read-only path (repeatable)"},
       {"--hide GLOB", "extra pattern masked inside the workspace (repeatable)"},
       {"--allow-net HOST[:PORT]", "egress allowed to HOST (repeatable; *.example.com) [none]"},
+      {"--allow-local-net HOST",
+       "like --allow-net, and HOST may resolve to private addresses [none]"},
       {"--pass-env NAME", "pass this environment variable into the sandbox (repeatable)"},
       {"--set-env NAME=VALUE", "set this variable inside the sandbox (repeatable)"},
       {"--timeout SECONDS", "wall-clock limit per cell [60]"},

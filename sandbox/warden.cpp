@@ -198,6 +198,9 @@ class Warden {
     trees.clear();
     go.read.reset();
     report.write.reset();
+    // The egress channel is init's now: with no copy left here, the proxy sees it close when
+    // init goes.
+    if (spec_.egress_port != 0) ::close(kEgressChannelFd);
     from_init_ = std::move(report.read);
 
     write_id_maps(child_, kSandboxUid, spec_.host_uid, kSandboxGid, spec_.host_gid,

@@ -165,6 +165,7 @@ WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
   stdout_ = std::move(other.stdout_);
   stderr_ = std::move(other.stderr_);
   status_ = std::move(other.status_);
+  egress_channel_ = std::move(other.egress_channel_);
   status_buffer_ = std::move(other.status_buffer_);
   cgroup_ = std::move(other.cgroup_);
   cgroup_released_ = std::exchange(other.cgroup_released_, true);
@@ -275,6 +276,17 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
   if (policy.isolation == Isolation::degraded) wp.notes_ = plan.missing;
   const std::string payload = spec.to_json().dump();
 
+  // One connection per message, each carrying its socket (SCM_RIGHTS): SOCK_SEQPACKET keeps the
+  // boundaries, so a descriptor can never arrive with another connection's message.
+  Fd egress_child;
+  if (spec.egress_port != 0) {
+    int ep[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ep) != 0)
+      throw SandboxError("socketpair(egress channel): " + errno_text(errno));
+    wp.egress_channel_ = lifted(ep[0], "egress channel");
+    egress_child = lifted(ep[1], "egress channel");
+  }
+
   int cp[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) != 0)
     throw SandboxError("socketpair(control): " + errno_text(errno));
@@ -294,14 +306,16 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     ::dup2(ch.out_child.get(), 1);
     ::dup2(ch.err_child.get(), 2);
     ::dup2(ch.frames_child.get(), 3);
-    ::dup2(control_child.get(), 4);
-    ::close_range(5, ~0U, 0);
+    ::dup2(control_child.get(), kControlFd);
+    if (egress_child) ::dup2(egress_child.get(), kEgressChannelFd);
+    ::close_range(egress_child ? kEgressChannelFd + 1 : kEgressChannelFd, ~0U, 0);
     // A fresh single-threaded copy of ourselves, with an empty environment.
     ::execve("/proc/self/exe", argv.data(), empty_env);
     _exit(127);
   }
   wp.pid_ = pid;
   control_child.reset();
+  egress_child.reset();
   ch.frames_child.reset();
   ch.out_child.reset();
   ch.err_child.reset();

@@ -66,6 +66,10 @@ class WorkerProcess {
   // What this sandbox lacks or does differently from the full jail (degraded mode, rlimits
   // standing in for cgroups, ...), one line each, for the banner and the audit log.
   const std::vector<std::string>& notes() const { return notes_; }
+  // The supervisor's end of the egress channel (egress_proxy.hpp): connections made inside to
+  // 127.0.0.1:3128 arrive on it. Empty without --allow-net, or without a network namespace.
+  // The caller hands it to the EgressProxy.
+  Fd take_egress_channel() { return std::move(egress_channel_); }
 
   void interrupt();  // SIGINT to the Python process (its process group)
   void kill();       // SIGKILL to everything in the sandbox
@@ -87,6 +91,7 @@ class WorkerProcess {
   pid_t init_pid_ = -1;  // the jail's init as the host sees it (namespaces mode)
   Fd frames_, stdout_, stderr_;
   Fd status_;  // jail: the warden's control socket (setup result, then the exit report)
+  Fd egress_channel_;
   std::string status_buffer_;
   nlohmann::json cgroup_;  // SandboxCgroup::to_json() of the sandbox's cgroup, if any
   bool cgroup_released_ = true;

@@ -16,133 +16,15 @@
 #include <mutex>
 #include <thread>
 
+#include "egress_harness.hpp"
 #include "sandbox/egress_proxy.hpp"
 #include "sandbox/fd_passing.hpp"
 
 using namespace belljar;
+using namespace belljar::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-HostRule rule(const std::string& text, bool local = false) {
-  HostRule r = parse_host_rule("--allow-net", text);
-  r.local = local;
-  return r;
-}
-
-Fd listen_loopback(uint16_t& port) {
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd.get(), reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0);
-  REQUIRE(::listen(fd.get(), 128) == 0);
-  socklen_t len = sizeof sin;
-  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sin), &len);
-  port = ntohs(sin.sin_port);
-  return fd;
-}
-
-bool readable(int fd, std::chrono::milliseconds wait) {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, static_cast<int>(wait.count())) > 0;
-}
-
-// Reads until EOF (or the deadline); what arrived.
-std::string read_all(int fd, std::chrono::milliseconds wait = 5000ms) {
-  std::string out;
-  auto deadline = std::chrono::steady_clock::now() + wait;
-  char buf[65536];
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (!readable(fd, left)) break;
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
-void send_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    REQUIRE(n > 0);
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-// Small upstream servers, one thread per connection, by path:
-//   /hello      200 "hello" with Connection: keep-alive
-//   /echo-head  200 with the request head it received as the body
-//   /stall      never answers (until the connection closes)
-//   /big        200 with 4 MiB of 'x'
-// On the echo port, bytes come back as they are (for CONNECT).
-class Upstream {
- public:
-  explicit Upstream(bool echo = false) : echo_(echo) {
-    listener_ = listen_loopback(port_);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~Upstream() {
-    stop_ = true;
-    thread_.join();
-    for (auto& t : workers_) t.join();
-  }
-  uint16_t port() const { return port_; }
-  int closed_connections() const { return closed_; }
-  int accepted() const { return accepted_; }
-
- private:
-  void serve() {
-    while (!stop_) {
-      if (!readable(listener_.get(), 50ms)) continue;
-      int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      ++accepted_;
-      std::lock_guard lock(mutex_);
-      workers_.emplace_back([this, fd] { handle(Fd(fd)); });
-    }
-  }
-  void handle(Fd fd) {
-    std::string got;
-    char buf[65536];
-    while (!stop_) {
-      if (!readable(fd.get(), 50ms)) continue;
-      ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
-      if (n <= 0) break;
-      if (echo_) {
-        send_all(fd.get(), std::string_view(buf, static_cast<size_t>(n)));
-        continue;
-      }
-      got.append(buf, static_cast<size_t>(n));
-      auto end = got.find("\r\n\r\n");
-      if (end == std::string::npos) continue;
-      std::string head = got.substr(0, end + 4);
-      std::string path = head.substr(head.find(' ') + 1);
-      path = path.substr(0, path.find(' '));
-      std::string body;
-      if (path == "/hello") body = "hello";
-      else if (path == "/echo-head") body = head;
-      else if (path == "/big") body = std::string(4 << 20, 'x');
-      else if (path == "/stall") continue;
-      send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
-                             "\r\nConnection: keep-alive\r\n\r\n" + body);
-      // Like real servers, it honours the proxy's "Connection: close" (after saying keep-alive,
-      // so the test sees the proxy rewrite that).
-      if (head.find("Connection: close\r\n") != std::string::npos) break;
-      got.clear();
-    }
-    ++closed_;
-  }
-  bool echo_;
-  uint16_t port_ = 0;
-  Fd listener_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> closed_{0}, accepted_{0};
-  std::mutex mutex_;
-  std::vector<std::thread> workers_;
-  std::thread thread_;
-};
 
 // The proxy, fed the way init feeds it; connect() gives a client socket.
 class Harness {
@@ -219,13 +101,6 @@ class Harness {
   std::vector<EgressDecision> collected_;
 };
 
-std::string status_line(const std::string& response) { return response.substr(0, response.find("\r\n")); }
-
-std::string body_of(const std::string& response) {
-  auto end = response.find("\r\n\r\n");
-  return end == std::string::npos ? "" : response.substr(end + 4);
-}
-
 size_t open_fds() {
   size_t n = 0;
   for (auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) (void)entry, ++n;
@@ -238,8 +113,9 @@ TEST_CASE("an allowlisted address is proxied, its heads rewritten for one reques
   Upstream up;
   std::string target = "127.0.0.1:" + std::to_string(up.port());
   Harness h({rule(target)});
-  std::string response = h.request("GET http://" + target + "/echo-head HTTP/1.1\r\nHost: " + target +
-                                   "\r\nProxy-Connection: keep-alive\r\nConnection: keep-alive\r\n\r\n");
+  std::string response =
+      h.request("GET http://" + target + "/echo-head HTTP/1.1\r\nHost: " + target +
+                "\r\nProxy-Connection: keep-alive\r\nConnection: keep-alive\r\n\r\n");
   CHECK(status_line(response) == "HTTP/1.1 200 OK");
   CHECK(response.find("Connection: close\r\n") != std::string::npos);
   CHECK(response.find("keep-alive") == std::string::npos);
@@ -264,7 +140,9 @@ TEST_CASE("a host not on the allowlist gets 403 naming it, without being resolve
   std::string response = h.request("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n");
   CHECK(status_line(response) == "HTTP/1.1 403 Forbidden");
   CHECK(response.find("X-Belljar-Denied: not-allowlisted\r\n") != std::string::npos);
-  CHECK(body_of(response) == "belljar: egress to example.com:80 refused: example.com is not on this kernel's allowlist (--allow-net)\n");
+  CHECK(body_of(response) ==
+        "belljar: egress to example.com:80 refused: example.com is not on this kernel's allowlist "
+        "(--allow-net)\n");
   auto d = h.decisions();
   REQUIRE(d.size() == 1);
   CHECK(d[0].decision == "denied");
@@ -291,7 +169,8 @@ TEST_CASE("wildcards reach subdomains at any depth, never the bare domain", "[eg
     CHECK(status_line(response) == "HTTP/1.1 200 OK");
     CHECK(body_of(response) == "hello");
   }
-  std::string bare = h.request("GET http://example.test:" + std::to_string(port) + "/hello HTTP/1.1\r\n\r\n");
+  std::string bare =
+      h.request("GET http://example.test:" + std::to_string(port) + "/hello HTTP/1.1\r\n\r\n");
   CHECK(status_line(bare) == "HTTP/1.1 403 Forbidden");
   CHECK(bare.find("not-allowlisted") != std::string::npos);
 }
@@ -301,7 +180,8 @@ TEST_CASE("a port the rule does not give is refused, naming the ports it does", 
   std::string response = h.request("CONNECT example.com:8443 HTTP/1.1\r\n\r\n");
   CHECK(status_line(response) == "HTTP/1.1 403 Forbidden");
   CHECK(response.find("X-Belljar-Denied: port-not-allowed") != std::string::npos);
-  CHECK(body_of(response).find("port 8443 is not allowed for example.com (allowed: 80, 443)") != std::string::npos);
+  CHECK(body_of(response).find("port 8443 is not allowed for example.com (allowed: 80, 443)") !=
+        std::string::npos);
 }
 
 TEST_CASE("a name that resolves inside is refused unless its rule is local", "[egress]") {
@@ -309,8 +189,10 @@ TEST_CASE("a name that resolves inside is refused unless its rule is local", "[e
   uint16_t port = up.port();
   std::string p = std::to_string(port);
   std::map<std::string, std::vector<std::string>> names = {
-      {"rebind.example", {"127.0.0.1"}},      {"metadata.example", {"169.254.169.254"}},
-      {"lan.example", {"10.1.2.3", "192.168.0.1"}}, {"mapped.example", {"::ffff:127.0.0.1"}},
+      {"rebind.example", {"127.0.0.1"}},
+      {"metadata.example", {"169.254.169.254"}},
+      {"lan.example", {"10.1.2.3", "192.168.0.1"}},
+      {"mapped.example", {"::ffff:127.0.0.1"}},
       {"local.example", {"127.0.0.1"}}};
   Harness h({rule("rebind.example:" + p), rule("metadata.example:" + p), rule("lan.example:" + p),
              rule("mapped.example:" + p), rule("local.example:" + p, true)},
@@ -324,7 +206,8 @@ TEST_CASE("a name that resolves inside is refused unless its rule is local", "[e
                   Row{"lan.example", "resolves to 10.1.2.3, a private-network address"},
                   Row{"mapped.example", "resolves to ::ffff:127.0.0.1, a loopback address"}}) {
     INFO(row.host);
-    std::string response = h.request(std::string("GET http://") + row.host + ":" + p + "/hello HTTP/1.1\r\n\r\n");
+    std::string response =
+        h.request(std::string("GET http://") + row.host + ":" + p + "/hello HTTP/1.1\r\n\r\n");
     CHECK(status_line(response) == "HTTP/1.1 403 Forbidden");
     CHECK(response.find("X-Belljar-Denied: private-address") != std::string::npos);
     CHECK(body_of(response).find(row.said) != std::string::npos);
@@ -364,14 +247,16 @@ TEST_CASE("CONNECT tunnels bytes both ways and passes half-closes", "[egress]") 
 
 TEST_CASE("requests that are not proxy requests get 400", "[egress]") {
   Harness h({rule("example.com")});
-  for (const char* head : {"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", "GET https://example.com/ HTTP/1.1\r\n\r\n",
-                           "BREW coffee://pot HTTP/1.1\r\n\r\n", "GET http://exa_mple.com/ HTTP/1.1\r\n\r\n"}) {
+  for (const char* head :
+       {"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", "GET https://example.com/ HTTP/1.1\r\n\r\n",
+        "BREW coffee://pot HTTP/1.1\r\n\r\n", "GET http://exa_mple.com/ HTTP/1.1\r\n\r\n"}) {
     INFO(head);
     std::string response = h.request(head);
     CHECK(status_line(response) == "HTTP/1.1 400 Bad Request");
     CHECK(response.find("X-Belljar-Denied: bad-request") != std::string::npos);
   }
-  std::string huge = "GET http://example.com/ HTTP/1.1\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n";
+  std::string huge =
+      "GET http://example.com/ HTTP/1.1\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n";
   CHECK(status_line(h.request(huge)) == "HTTP/1.1 431 Request Header Fields Too Large");
 }
 
@@ -381,8 +266,8 @@ TEST_CASE("upstream failures answer 502 and 504", "[egress]") {
   EgressLimits limits;
   limits.resolve_timeout = 300ms;
   std::string p = std::to_string(closed_port);
-  Harness h({rule("127.0.0.1:" + p), rule("nowhere.example:" + p), rule("slow.example:" + p)}, limits,
-            {{"slow.example", {"8.8.8.8"}}}, 0ms);
+  Harness h({rule("127.0.0.1:" + p), rule("nowhere.example:" + p), rule("slow.example:" + p)},
+            limits, {{"slow.example", {"8.8.8.8"}}}, 0ms);
   std::string refused = h.request("GET http://127.0.0.1:" + p + "/ HTTP/1.1\r\n\r\n");
   CHECK(status_line(refused) == "HTTP/1.1 502 Bad Gateway");
   CHECK(refused.find("X-Belljar-Error: connect-failed") != std::string::npos);
@@ -427,11 +312,13 @@ TEST_CASE("a client that disconnects frees its upstream", "[egress]") {
     Fd client = h.connect();
     send_all(client.get(), "GET http://" + target + "/stall HTTP/1.1\r\n\r\n");
     auto deadline = std::chrono::steady_clock::now() + 3s;
-    while (up.accepted() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    while (up.accepted() == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
     REQUIRE(up.accepted() == 1);
   }  // the client goes
   auto deadline = std::chrono::steady_clock::now() + 3s;
-  while (up.closed_connections() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  while (up.closed_connections() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
   CHECK(up.closed_connections() == 1);
   CHECK(h.settles());
 }
@@ -443,12 +330,14 @@ TEST_CASE("connections are bounded: the one past the limit gets 503", "[egress]"
   std::vector<Fd> held;
   for (int i = 0; i < 4; ++i) held.push_back(h.connect());
   auto deadline = std::chrono::steady_clock::now() + 3s;
-  while (h.proxy().open_connections() < 4 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  while (h.proxy().open_connections() < 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
   std::string response = h.request("GET http://example.com/ HTTP/1.1\r\n\r\n");
   CHECK(status_line(response) == "HTTP/1.1 503 Service Unavailable");
   held.clear();
   CHECK(h.settles());
-  CHECK(status_line(h.request("GET http://example.com/ HTTP/1.1\r\n\r\n")) == "HTTP/1.1 502 Bad Gateway");
+  CHECK(status_line(h.request("GET http://example.com/ HTTP/1.1\r\n\r\n")) ==
+        "HTTP/1.1 502 Bad Gateway");
 }
 
 TEST_CASE("a client that never finishes its head is closed at the head timeout", "[egress]") {
@@ -483,8 +372,9 @@ TEST_CASE("hundreds of requests leave no descriptor behind", "[egress]") {
   REQUIRE(h.settles());
   size_t before = open_fds();
   for (int i = 0; i < 300; ++i) {
-    std::string response = h.request(i % 3 == 0 ? "GET http://elsewhere.example/ HTTP/1.1\r\n\r\n"
-                                                 : "GET http://" + target + "/hello HTTP/1.1\r\n\r\n");
+    std::string response =
+        h.request(i % 3 == 0 ? "GET http://elsewhere.example/ HTTP/1.1\r\n\r\n"
+                             : "GET http://" + target + "/hello HTTP/1.1\r\n\r\n");
     REQUIRE(response.find("HTTP/1.1") == 0);
   }
   REQUIRE(h.settles());
@@ -492,7 +382,8 @@ TEST_CASE("hundreds of requests leave no descriptor behind", "[egress]") {
   CHECK(h.decisions(300).size() == 301);
 }
 
-TEST_CASE("what arrives on the channel is checked: only stream sockets become connections", "[egress]") {
+TEST_CASE("what arrives on the channel is checked: only stream sockets become connections",
+          "[egress]") {
   Harness h({rule("example.com")});
   int sp[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
@@ -510,7 +401,7 @@ TEST_CASE("what arrives on the channel is checked: only stream sockets become co
   REQUIRE(send_fd(ours.get(), a.get()) == 0);  // a SEQPACKET socket: not a stream either
   std::this_thread::sleep_for(200ms);
   CHECK(h.proxy().open_connections() == 1);  // only channel_probe's
-  ours.reset();  // that sandbox is gone: the proxy lets its channel go
+  ours.reset();                              // that sandbox is gone: the proxy lets its channel go
   send_all(channel_probe.get(), "GET http://example.com/ HTTP/1.1\r\n\r\n");
   CHECK(status_line(read_all(channel_probe.get())) == "HTTP/1.1 502 Bad Gateway");
 }

@@ -17,7 +17,8 @@ HostRule rule(const std::string& text, bool local = false) {
   return r;
 }
 
-HostVerdict::Kind verdict(const std::vector<HostRule>& rules, const std::string& host, uint16_t port) {
+HostVerdict::Kind verdict(const std::vector<HostRule>& rules, const std::string& host,
+                          uint16_t port) {
   auto normal = normalize_host(host);
   REQUIRE(normal);
   return match_host(rules, *normal, port).kind;
@@ -83,8 +84,9 @@ TEST_CASE("a local rule wins over a plain one for the same host and port", "[egr
 }
 
 TEST_CASE("hosts that are neither names nor addresses are refused by normalisation", "[egress]") {
-  for (const char* bad : {"", "exa mple.com", "example.com%00", "evil.com\\@good.com", "a..b", ".a", "-",
-                          "[127.0.0.1]", "[fe80::1%eth0]", "under_score.com", "a.b..", "é.com"}) {
+  for (const char* bad :
+       {"", "exa mple.com", "example.com%00", "evil.com\\@good.com", "a..b", ".a", "-",
+        "[127.0.0.1]", "[fe80::1%eth0]", "under_score.com", "a.b..", "é.com"}) {
     INFO(bad);
     if (std::string(bad) == "-") {
       CHECK(normalize_host(bad));  // a one-label name: harmless, it matches no rule
@@ -134,8 +136,8 @@ TEST_CASE("addresses inside are told apart from public ones", "[egress]") {
       {"::ffff:169.254.169.254", AddressScope::link_local},
       {"::ffff:8.8.8.8", AddressScope::public_unicast},
       {"64:ff9b::a00:1", AddressScope::private_network},  // NAT64 of 10.0.0.1
-      {"2002:7f00:1::1", AddressScope::loopback},          // 6to4 of 127.0.0.1
-      {"::127.0.0.1", AddressScope::reserved},             // IPv4-compatible, deprecated
+      {"2002:7f00:1::1", AddressScope::loopback},         // 6to4 of 127.0.0.1
+      {"::127.0.0.1", AddressScope::reserved},            // IPv4-compatible, deprecated
   };
   for (const auto& row : rows) {
     INFO(row.address);
@@ -150,7 +152,8 @@ TEST_CASE("addresses inside are told apart from public ones", "[egress]") {
 }
 
 TEST_CASE("CONNECT and absolute-form requests are parsed", "[egress]") {
-  auto connect = parse_request_head("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n");
+  auto connect = parse_request_head(
+      "CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n");
   CHECK(connect.tunnel);
   CHECK(connect.host == "api.example.com");
   CHECK(connect.port == 443);
@@ -159,7 +162,8 @@ TEST_CASE("CONNECT and absolute-form requests are parsed", "[egress]") {
   CHECK(v6.host == "[::1]");
   CHECK(v6.port == 8443);
 
-  auto get = parse_request_head("GET http://Example.com:8080/a/b?c=1#frag HTTP/1.1\r\nHost: example.com:8080\r\n\r\n");
+  auto get = parse_request_head(
+      "GET http://Example.com:8080/a/b?c=1#frag HTTP/1.1\r\nHost: example.com:8080\r\n\r\n");
   CHECK_FALSE(get.tunnel);
   CHECK(get.host == "Example.com");
   CHECK(get.port == 8080);
@@ -172,21 +176,22 @@ TEST_CASE("CONNECT and absolute-form requests are parsed", "[egress]") {
 
 TEST_CASE("malformed and smuggling-shaped request heads are refused", "[egress]") {
   const char* bad[] = {
-      "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n",                 // origin-form: not a proxy request
-      "GET https://example.com/ HTTP/1.1\r\n\r\n",                   // TLS must come through CONNECT
-      "CONNECT example.com HTTP/1.1\r\n\r\n",                        // no port
+      "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n",  // origin-form: not a proxy request
+      "GET https://example.com/ HTTP/1.1\r\n\r\n",    // TLS must come through CONNECT
+      "CONNECT example.com HTTP/1.1\r\n\r\n",         // no port
       "CONNECT example.com:0 HTTP/1.1\r\n\r\n",
       "CONNECT example.com:99999 HTTP/1.1\r\n\r\n",
-      "GET http://user:pw@example.com/ HTTP/1.1\r\n\r\n",            // credentials / host confusion
+      "GET http://user:pw@example.com/ HTTP/1.1\r\n\r\n",  // credentials / host confusion
       "GET http://good.com@evil.com/ HTTP/1.1\r\n\r\n",
-      "GET http://::1/ HTTP/1.1\r\n\r\n",                            // IPv6 without brackets
-      "GET  http://example.com/ HTTP/1.1\r\n\r\n",                   // double space
+      "GET http://::1/ HTTP/1.1\r\n\r\n",           // IPv6 without brackets
+      "GET  http://example.com/ HTTP/1.1\r\n\r\n",  // double space
       "GET http://example.com/ HTTP/2.0\r\n\r\n",
       "GET http://example.com/ HTTP/1.1\r\nX: a\r\n folded\r\n\r\n",  // obsolete folding
-      "GET http://example.com/ HTTP/1.1\r\nX : a\r\n\r\n",           // space before the colon
-      "GET http://example.com/ HTTP/1.1\r\nX: a\rb\r\n\r\n",         // bare CR
-      "GET http://example.com/ HTTP/1.1\nX: a\r\n\r\n",              // bare LF
-      "POST http://example.com/ HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "GET http://example.com/ HTTP/1.1\r\nX : a\r\n\r\n",            // space before the colon
+      "GET http://example.com/ HTTP/1.1\r\nX: a\rb\r\n\r\n",          // bare CR
+      "GET http://example.com/ HTTP/1.1\nX: a\r\n\r\n",               // bare LF
+      "POST http://example.com/ HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n",
       "G\x01T http://example.com/ HTTP/1.1\r\n\r\n",
   };
   for (const char* head : bad) {
@@ -195,10 +200,13 @@ TEST_CASE("malformed and smuggling-shaped request heads are refused", "[egress]"
   }
 }
 
-TEST_CASE("the head sent upstream is origin-form, without hop-by-hop headers, and closes", "[egress]") {
+TEST_CASE("the head sent upstream is origin-form, without hop-by-hop headers, and closes",
+          "[egress]") {
   auto request = parse_request_head(
-      "POST http://example.com/api?x=1 HTTP/1.1\r\nHost: example.com\r\nProxy-Connection: keep-alive\r\n"
-      "Proxy-Authorization: Basic Zm9v\r\nConnection: keep-alive, X-Secret-Hop\r\nX-Secret-Hop: 1\r\n"
+      "POST http://example.com/api?x=1 HTTP/1.1\r\nHost: example.com\r\nProxy-Connection: "
+      "keep-alive\r\n"
+      "Proxy-Authorization: Basic Zm9v\r\nConnection: keep-alive, X-Secret-Hop\r\nX-Secret-Hop: "
+      "1\r\n"
       "Keep-Alive: timeout=5\r\nContent-Length: 2\r\nUpgrade: websocket\r\n\r\n");
   std::string head = upstream_request_head(request);
   CHECK(head.rfind("POST /api?x=1 HTTP/1.1\r\n", 0) == 0);
@@ -218,7 +226,8 @@ TEST_CASE("the head sent upstream is origin-form, without hop-by-hop headers, an
 
 TEST_CASE("the response head is given Connection: close", "[egress]") {
   auto response = parse_response_head(
-      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n");
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\nKeep-Alive: "
+      "timeout=5\r\n\r\n");
   CHECK(response.status == 200);
   CHECK(response.reason == "OK");
   std::string head = client_response_head(response);
@@ -229,7 +238,33 @@ TEST_CASE("the response head is given Connection: close", "[egress]") {
 }
 
 TEST_CASE("the proxy's own responses say what happened and close", "[egress]") {
-  std::string r = proxy_response(403, "Forbidden", "no\n", {{"X-Belljar-Denied", "not-allowlisted"}});
-  CHECK(r == "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 3\r\n"
-             "X-Belljar-Denied: not-allowlisted\r\nConnection: close\r\n\r\nno\n");
+  std::string r =
+      proxy_response(403, "Forbidden", "no\n", {{"X-Belljar-Denied", "not-allowlisted"}});
+  CHECK(r ==
+        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 3\r\n"
+        "X-Belljar-Denied: not-allowlisted\r\nConnection: close\r\n\r\nno\n");
+}
+
+TEST_CASE("flag --allow-local-net allows a host like --allow-net and marks it local", "[egress]") {
+  PolicyBuilder builder;
+  std::vector<std::string> args = {"--allow-net", "pypi.org", "--allow-local-net", "db.lan:5432",
+                                   "--allow-local-net=localhost"};
+  for (size_t i = 0; i < args.size();) {
+    int used = builder.take(args, i);
+    REQUIRE(used > 0);
+    i += static_cast<size_t>(used);
+  }
+  Policy policy = builder.build();
+  REQUIRE(policy.allow_net.size() == 3);
+  CHECK_FALSE(policy.allow_net[0].local);
+  CHECK(policy.allow_net[1].local);
+  CHECK(policy.allow_net[1].ports == std::vector<uint16_t>{5432});
+  CHECK(policy.allow_net[2].local);
+  CHECK(policy.allow_net[2].ports == std::vector<uint16_t>{80, 443});
+  CHECK(policy.summary()["allow_net"] ==
+        nlohmann::json::array({"pypi.org", "db.lan:5432 (local)", "localhost (local)"}));
+  bool documented = false;
+  for (auto& [usage, meaning] : policy_flag_help())
+    documented = documented || usage.rfind("--allow-local-net ", 0) == 0;
+  CHECK(documented);
 }
