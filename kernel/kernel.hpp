@@ -80,6 +80,7 @@ class Kernel {
     bool user_interrupted = false;
     std::string outcome;                       // audit status when the worker died: crashed, memory, timeout
     uint64_t memory_limit = 0;                 // %%limits --memory moved the cap for this cell
+    std::optional<double> magic_timeout, magic_cpu;  // as %%limits asked, for the error text
     std::optional<json> error;                 // ename, evalue, traceback
     json displays = json::array();             // mime types of each display, for the audit
     std::string result_text;                   // text/plain of the result, for history

@@ -205,14 +205,14 @@ void Kernel::handle_frame(const json& frame) {
     std::string ename = text("ename"), evalue = text("evalue");
     if (!cell_->limit_hit.empty()) {
       // The limit's interrupt surfaced as KeyboardInterrupt: name the limit instead.
-      const auto& policy = options_.policy;
+      bool cpu = cell_->limit_hit == "cpu";
+      std::optional<double> asked = cpu ? cell_->magic_cpu : cell_->magic_timeout;
       char limit[64];
-      std::snprintf(limit, sizeof limit, "%g s", cell_->limit_hit == "cpu" ? cell_->cpu_limit : cell_->timeout);
+      std::snprintf(limit, sizeof limit, "%g s", asked ? *asked : cpu ? cell_->cpu_limit : cell_->timeout);
       ename = "TimeoutError";
-      evalue = "the cell passed its " + std::string(cell_->limit_hit == "cpu" ? "CPU-time" : "wall-clock") +
-               " limit of " + limit + " (--" + (cell_->limit_hit == "cpu" ? "cpu" : "timeout") +
+      evalue = "the cell passed its " + std::string(cpu ? "CPU-time" : "wall-clock") + " limit of " +
+               limit + " (" + (asked ? "%%limits " : "") + (cpu ? "--cpu" : "--timeout") +
                ") and was interrupted; variables were kept";
-      (void)policy;
       traceback.push_back(ename + ": " + evalue);
     }
     cell_->error = create_error_content(ename, evalue, traceback);
@@ -290,6 +290,8 @@ void Kernel::handle_limits(const json& frame) {
     send_to_worker({{"type", "limits_reply"}, {"ok", false}, {"error", refused}});
     return;
   }
+  cell_->magic_timeout = timeout;
+  cell_->magic_cpu = cpu;
   if (timeout) cell_->timeout = std::min(cell_->timeout, *timeout + std::chrono::duration<double>(Clock::now() - cell_->started).count());
   if (cpu) cell_->cpu_limit = std::min(cell_->cpu_limit, *cpu);
   if (output) budget_.reset(static_cast<uint64_t>(*output));
