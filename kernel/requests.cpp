@@ -179,10 +179,9 @@ void Kernel::start_request(const WireMessage& message) {
 }
 
 void Kernel::abort_queued_executes() {
-  // Like ipykernel's stop_on_error: requests already sent behind the failed cell are aborted.
-  collecting_ = true;
-  frontend_->collect_pending(*this);
-  collecting_ = false;
+  // Like ipykernel's stop_on_error: requests sent behind the failed cell are aborted. They were
+  // gathered before its reply went out (finish_cell), so a request the client sends after
+  // seeing the error is never caught up in it.
   std::deque<QueuedRequest> kept;
   for (auto& request : queue_) {
     if (request.channel == Channel::shell && request.message.type() == "execute_request") {

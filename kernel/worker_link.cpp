@@ -371,6 +371,11 @@ void Kernel::finish_cell(const json& done) {
   metrics_.cell(audit_status, facts["wall_ms"].get<double>() / 1000, budget_.dropped() > 0,
                 cell.limit_hit);
   bool abort = cell.error && cell.stop_on_error;
+  if (abort) {
+    collecting_ = true;
+    frontend_->collect_pending(*this);
+    collecting_ = false;
+  }
   WireMessage request = std::move(cell.request);
   cell_.reset();
   reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));

@@ -22,14 +22,14 @@ BUILD_DIR="$work/build" "$work/scripts/build.sh"
 
 status=0
 echo "== ctest as $(id -un)"
-ctest --test-dir "$work/build" --output-on-failure --timeout 900 -E '^fuzz: ' || status=1
+ctest --test-dir "$work/build" --output-on-failure --timeout 900 -E '^fuzz:' || status=1
 
 if [ "$work" != "$root" ]; then
   echo "== ctest as nobody"
   mkdir -p "$work/home"
   chown -R nobody:nogroup "$work"
   runuser -u nobody -- env HOME="$work/home" \
-    ctest --test-dir "$work/build" --output-on-failure --timeout 900 -E '^fuzz: ' || status=1
+    ctest --test-dir "$work/build" --output-on-failure --timeout 900 -E '^fuzz:' || status=1
   rm -rf "$work"
 fi
 
@@ -37,11 +37,11 @@ if [ "${BELLJAR_SKIP_SANITIZERS:-}" != 1 ]; then
   echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   cmake -S "$root" -B "$root/build-asan" -DBELLJAR_SANITIZE=ON >/dev/null &&
     cmake --build "$root/build-asan" --target unit_tests -j"$(nproc)" || status=1
-  ctest --test-dir "$root/build-asan" --output-on-failure -R '^unit: ' || status=1
+  ctest --test-dir "$root/build-asan" --output-on-failure -R '^unit:' || status=1
 
   echo "== fuzzers (bounded time)"
   CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -DBELLJAR_FUZZ=ON >/dev/null &&
     cmake --build "$root/build-fuzz" --target fuzz_wire_message fuzz_worker_frames -j"$(nproc)" || status=1
-  ctest --test-dir "$root/build-fuzz" --output-on-failure -R '^fuzz: ' || status=1
+  ctest --test-dir "$root/build-fuzz" --output-on-failure -R '^fuzz:' || status=1
 fi
 exit $status

@@ -433,15 +433,16 @@ def test_ipython_display_works_in_the_cell_that_imports_it(worker):
     assert cell.of_type("clear_output") == [{"type": "clear_output", "wait": False}]
 
 
-def test_line_magic_and_shell_escape(worker):
+def test_line_magic_and_shell_escape(worker, tmp_path):
     cell = worker.execute("%time sum(range(10))")
     assert cell.ok and "Wall time" in cell.stdout and cell.result == {"text/plain": "45"}
     cell = worker.execute("!echo hi from the shell")
     assert cell.ok and "hi from the shell\n" in cell.stdout
     cell = worker.execute("%who")
     assert cell.ok and "In" not in cell.stdout.split() and "get_ipython" not in cell.stdout
-    cell = worker.execute("%%writefile /tmp/belljar_writefile_test.txt\ncontent\n")
-    assert cell.ok and open("/tmp/belljar_writefile_test.txt").read() == "content\n"
+    target = tmp_path / "writefile_test.txt"
+    cell = worker.execute(f"%%writefile {target}\ncontent\n")
+    assert cell.ok and target.read_text() == "content\n"
     cell = worker.execute("%timeit -n1 -r1 sum(range(10))")
     assert cell.ok and "per loop" in cell.stdout
     cell = worker.execute("plain_after_magic = 5\nplain_after_magic")
