@@ -105,6 +105,13 @@ class OutputStreams:
             pass
 
     def _flush_periodically(self):
+        # SIGINT must reach the main thread: a signal the kernel delivers here would not
+        # interrupt the main thread's blocking read (input(), a frame wait), so it would wait on.
+        try:
+            import _signal
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
+        except (ImportError, AttributeError, OSError):
+            pass
         while True:
             time.sleep(FLUSH_INTERVAL)
             self.flush_own()  # never the user's replacement streams: they may not be thread-safe

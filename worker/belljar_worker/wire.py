@@ -133,6 +133,7 @@ class SupervisorGone(Exception):
 class FrameChannel:
     def __init__(self, fd, gate, flush_streams):
         self.fd = fd
+        self._wakeup = _signal_wakeup_pipe()
         self.gate = gate
         self.flush_streams = flush_streams
         self._inbox = bytearray()
@@ -216,7 +217,7 @@ class FrameChannel:
             if msg is not None:
                 return msg
             if interruptible:
-                _wait_readable(self.fd)  # SIGINT may raise here: nothing consumed yet
+                _wait_readable(self.fd, self._wakeup)  # SIGINT may raise here: nothing consumed yet
             with self.gate.shielded():
                 try:
                     chunk = os.read(self.fd, 1 << 16)
@@ -243,9 +244,28 @@ class FrameChannel:
         return None
 
 
-def _wait_readable(fd):
+def _signal_wakeup_pipe():
+    """A pipe the signal machinery writes to on SIGINT, whichever thread the kernel delivered
+    it to (a user's or IPython's thread, say): the main thread's wait watches it too, so an
+    interrupt is never stuck behind a wait that only a reply would end."""
+    try:
+        import _signal
+        r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        _signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        return r
+    except (ValueError, OSError, AttributeError):  # not the main thread, or no pipes
+        return None
+
+
+def _wait_readable(fd, wakeup=None):
     import select
-    select.select([fd], [], [])
+    watched = [fd] if wakeup is None else [fd, wakeup]
+    ready, _, _ = select.select(watched, [], [])
+    if wakeup is not None and wakeup in ready:
+        try:
+            os.read(wakeup, 512)  # the handler itself runs at the next bytecode, here
+        except OSError:
+            pass
 
 
 def _supervisor_gone():
