@@ -216,8 +216,8 @@ const std::vector<std::string>& default_hidden_patterns() {
   return patterns;
 }
 
-uint64_t parse_size(const std::string& flag, const std::string& text) {
-  const std::string bad = flag + " " + text + ": expected a size like 512M or 1G";
+// "1.5G" -> {1.5, "G"}: a plain decimal (no sign, padding or hex) and what follows it.
+static std::pair<double, std::string> split_number(const std::string& text, const std::string& bad) {
   if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.') ||
       text.find_first_of("xX") != std::string::npos)
     throw UsageError(bad);
@@ -225,7 +225,12 @@ uint64_t parse_size(const std::string& flag, const std::string& text) {
   errno = 0;
   double number = std::strtod(text.c_str(), &end);
   if (end == text.c_str() || errno || !std::isfinite(number) || number < 0) throw UsageError(bad);
-  std::string unit(end);
+  return {number, std::string(end)};
+}
+
+uint64_t parse_size(const std::string& flag, const std::string& text) {
+  const std::string bad = flag + " " + text + ": expected a size like 512M or 1G";
+  auto [number, unit] = split_number(text, bad);
   if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b') && unit.size() <= 3) unit.pop_back();
   if (unit.size() == 2 && (unit[1] == 'i' || unit[1] == 'I')) unit.pop_back();
   double scale = 1;
@@ -242,14 +247,7 @@ uint64_t parse_size(const std::string& flag, const std::string& text) {
 
 double parse_duration(const std::string& flag, const std::string& text) {
   const std::string bad = flag + " " + text + ": expected seconds like 30, 1.5s, 2m or 1h";
-  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.') ||
-      text.find_first_of("xX") != std::string::npos)
-    throw UsageError(bad);
-  char* end = nullptr;
-  errno = 0;
-  double number = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || errno || !std::isfinite(number)) throw UsageError(bad);
-  std::string unit(end);
+  auto [number, unit] = split_number(text, bad);
   double scale = 0;
   if (unit.empty() || unit == "s") scale = 1;
   else if (unit == "ms") scale = 0.001;
