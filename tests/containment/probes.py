@@ -126,7 +126,17 @@ PROBES = [
     Probe("no controlling terminal", "result = attempt(lambda: os.open('/dev/tty', os.O_RDWR))",
           lambda out: out in ("ENOENT", "ENXIO")),
     Probe("core dumps off", "import resource; result = str(resource.getrlimit(resource.RLIMIT_CORE))", "(0, 0)"),
-    Probe("only documented fds are open", "result = str(sorted(int(fd) for fd in os.listdir('/proc/self/fd')))",
+    # The worker's own signal-wakeup pipe is not inherited: set it aside, then list the rest.
+    Probe("only documented fds are open",
+          "import _signal, belljar_worker.session as _s\n"
+          "_w = _signal.set_wakeup_fd(-1); _signal.set_wakeup_fd(_w)\n"
+          "_own = {_w, _s.current.channel._wakeup}\n"
+          "import fcntl\n"
+          "def _open(fd):\n"
+          "    try: fcntl.fcntl(fd, fcntl.F_GETFD); return True\n"
+          "    except OSError: return False\n"
+          "# the listing's own directory fd is closed once listdir returns\n"
+          "result = str(sorted(int(fd) for fd in os.listdir('/proc/self/fd') if int(fd) not in _own and _open(int(fd))))",
           lambda out: set(eval(out)) <= {0, 1, 2, 3, 4}),
     Probe("host processes in /proc", "result = 'visible' if os.path.exists(f'/proc/{HOST_PID}/status') else 'hidden'",
           "hidden", control="visible"),
