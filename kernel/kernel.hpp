@@ -7,6 +7,7 @@
 //   requests.cpp     requests: queueing, dispatch, replies
 //   worker_link.cpp  the worker: start, frames, output, exits, restarts
 //   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
+//   workspace_link.cpp  the workspace guard's surveys: new guards, the quota
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -129,6 +130,14 @@ class Kernel {
   // egress_link.cpp
   void handle_egress();
 
+  // workspace_link.cpp
+  bool surveys_workspace() const;
+  void request_survey();
+  void hold_for_survey(json frame);
+  void schedule_survey(Clock::time_point now);
+  void handle_surveys();
+  void tell_workspace_notices();
+
   KernelOptions options_;
   AuditLog audit_;
   Metrics metrics_;
@@ -162,6 +171,16 @@ class Kernel {
   StreamBuffer streams_[2];                 // stdout, stderr
   bool shutting_down_ = false;
   bool collecting_ = false;                 // stop_on_error is gathering requests to abort
+  // The workspace guard: surveys asked of the warden and answered, the execute frame waiting
+  // for the survey numbered survey_gate_, what to tell the learner at the next chance.
+  uint64_t surveys_sent_ = 0, surveys_answered_ = 0, survey_gate_ = 0;
+  std::optional<json> held_frame_;
+  std::optional<Clock::time_point> next_survey_;
+  Clock::duration survey_period_{};
+  uint64_t survey_bytes_ = 0;
+  std::optional<uint64_t> workspace_baseline_;
+  std::string workspace_notices_;
+  bool workspace_read_only_ = false;
   int restarts_ = 0;
 };
 

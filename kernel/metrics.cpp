@@ -58,7 +58,7 @@ void Metrics::write() const {
       << "belljar_output_truncations_total " << truncations_ << "\n"
       << "# HELP belljar_limit_hits_total Cells stopped by a limit.\n"
       << "# TYPE belljar_limit_hits_total counter\n";
-  for (const char* limit : {"timeout", "cpu", "memory"}) {
+  for (const char* limit : {"timeout", "cpu", "memory", "workspace"}) {
     auto it = limit_hits_.find(limit);
     out << "belljar_limit_hits_total{limit=\"" << limit << "\"} " << (it == limit_hits_.end() ? 0 : it->second) << "\n";
   }

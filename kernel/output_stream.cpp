@@ -26,15 +26,21 @@ bool StreamBuffer::due(Clock::time_point now) const {
   return !text_.empty() && (text_.size() >= kFlushBytes || now >= deadline());
 }
 
-std::string StreamBuffer::take(bool final, size_t hold_back) {
-  size_t n = text_.size();
-  if (!final) {
-    size_t keep = std::min(hold_back, text_.size());
-    n = utf8_complete_prefix(std::string_view(text_).substr(0, text_.size() - keep));
-  }
+StreamBuffer::Clock::time_point StreamBuffer::deadline() const {
+  return first_pending_ + (text_.size() > hold_back_ ? kFlushDelay : kHoldDelay);
+}
+
+size_t StreamBuffer::ready(bool final, Clock::time_point now) const {
+  if (final) return text_.size();
+  size_t keep = now < first_pending_ + kHoldDelay ? std::min(hold_back_, text_.size()) : 0;
+  return utf8_complete_prefix(std::string_view(text_).substr(0, text_.size() - keep));
+}
+
+std::string StreamBuffer::take_prefix(size_t bytes, Clock::time_point now) {
+  size_t n = std::min(bytes, text_.size());
   std::string out = text_.substr(0, n);
   text_.erase(0, n);
-  if (!text_.empty()) first_pending_ = Clock::now();
+  if (!text_.empty() && n > 0) first_pending_ = now;
   return out;
 }
 
@@ -44,8 +50,11 @@ size_t utf8_complete_prefix(std::string_view bytes) {
   for (size_t back = 1; back <= 4 && back <= n; ++back) {
     unsigned char c = static_cast<unsigned char>(bytes[n - back]);
     if ((c & 0xC0) == 0x80) continue;  // continuation byte
-    size_t need = (c & 0x80) == 0 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
-                  : (c & 0xF8) == 0xF0 ? 4 : 1;
+    size_t need = (c & 0x80) == 0      ? 1
+                  : (c & 0xE0) == 0xC0 ? 2
+                  : (c & 0xF0) == 0xE0 ? 3
+                  : (c & 0xF8) == 0xF0 ? 4
+                                       : 1;
     return back < need ? n - back : n;
   }
   return n;

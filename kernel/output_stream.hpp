@@ -26,23 +26,35 @@ class OutputBudget {
 class StreamBuffer {
  public:
   using Clock = std::chrono::steady_clock;
-  static constexpr size_t kFlushBytes = 64 * 1024;                    // size window
-  static constexpr std::chrono::milliseconds kFlushDelay{20};         // time window
+  static constexpr size_t kFlushBytes = 64 * 1024;             // size window
+  static constexpr std::chrono::milliseconds kFlushDelay{20};  // time window
+  static constexpr std::chrono::milliseconds kHoldDelay{500};  // longest a tail is held
 
+  // The last `bytes` of the stream wait for more (a secret to redact may straddle two
+  // chunks), for kHoldDelay at most. A constant: whether the tail matches anything never
+  // changes what is sent when.
+  void set_hold_back(size_t bytes) { hold_back_ = bytes; }
   void append(std::string_view bytes, OutputBudget& budget);
   bool pending() const { return !text_.empty(); }
-  // Due when the size window is full or the oldest pending byte has waited long enough.
+  // Due when the size window is full, the oldest pending byte beyond the held tail has waited
+  // kFlushDelay, or the held tail alone has waited kHoldDelay.
   bool due(Clock::time_point now) const;
-  Clock::time_point deadline() const { return first_pending_ + kFlushDelay; }
-  // Text ready to send (complete UTF-8 characters); `final` also sends a partial tail.
-  // `hold_back` bytes stay behind unless final (a secret to redact may straddle chunks).
-  std::string take(bool final, size_t hold_back = 0);
+  Clock::time_point deadline() const;
+  // How many bytes are ready to send (complete UTF-8 characters); `final` also sends the held
+  // and partial tail.
+  size_t ready(bool final, Clock::time_point now = Clock::now()) const;
+  // The first `bytes` of the pending text (a cut from ready(), perhaps moved past a secret).
+  std::string take_prefix(size_t bytes, Clock::time_point now = Clock::now());
+  std::string take(bool final, Clock::time_point now = Clock::now()) {
+    return take_prefix(ready(final, now), now);
+  }
   std::string_view pending_text() const { return text_; }
   uint64_t total_bytes() const { return total_; }
   void reset_totals() { total_ = 0; }
 
  private:
   std::string text_;
+  size_t hold_back_ = 0;
   Clock::time_point first_pending_{};
   uint64_t total_ = 0;
 };

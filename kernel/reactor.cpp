@@ -2,6 +2,8 @@
 // and a signalfd; timers are the poll timeout.
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -28,10 +30,10 @@ Kernel::Kernel(KernelOptions options)
     : options_(std::move(options)),
       audit_(options_.policy.audit_log),
       metrics_(options_.policy.metrics_file),
-      // With no sandbox nothing is stripped from the worker's environment, so nothing to redact.
+      // With no sandbox the worker has the whole environment: redaction would promise nothing.
       redactor_(options_.policy.isolation == Isolation::none
                     ? Redactor()
-                    : Redactor::from_environment(environ, options_.policy.pass_env)),
+                    : Redactor::for_sandbox(options_.policy, environ)),
       request_log_(10) {
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
   // interest arrives on the signalfd instead.
@@ -39,6 +41,7 @@ Kernel::Kernel(KernelOptions options)
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   signals_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  for (auto& stream : streams_) stream.set_hold_back(redactor_.hold_back());
   if (!signals_) throw SandboxError(std::string("signalfd: ") + std::strerror(errno));
   // The egress proxy runs on its own thread (all signals blocked there); with no allowlist, or
   // no sandbox, there is nothing for it to do.
@@ -54,11 +57,17 @@ int Kernel::run(Frontend& frontend) {
   audit_.record("kernel_start", {{"version", BELLJAR_VERSION},
                                  {"pid", ::getpid()},
                                  {"policy", options_.policy.summary()}});
+  // The jail puts an empty .git placeholder where the workspace has none (workspace_watch.hpp);
+  // it goes with the kernel if nothing was put in it.
+  std::string git_dir = (options_.policy.workspace / ".git").string();
+  struct stat st {};
+  bool placeholder = ::lstat(git_dir.c_str(), &st) != 0 && errno == ENOENT;
   start_worker();  // throws SandboxError: refuse to start rather than run with less
   metrics_.write();
   publish_status("starting", nullptr);
   while (!shutting_down_) poll_once();
   drop_worker();
+  if (placeholder) ::rmdir(git_dir.c_str());  // only ever removes an empty directory
   audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", restarts_}});
   return 0;
 }
@@ -78,6 +87,7 @@ Clock::time_point Kernel::next_deadline() const {
     }
   }
   if (restart_at_) next = std::min(next, *restart_at_);
+  if (next_survey_ && surveys_workspace()) next = std::min(next, *next_survey_);
   if (frontend_)
     if (auto wakeup = frontend_->next_wakeup()) next = std::min(next, *wakeup);
   return next;
@@ -93,6 +103,9 @@ void Kernel::poll_once() {
     items.push_back({nullptr, pipe_open_[0] ? worker_->stdout_fd() : -1, ZMQ_POLLIN, 0});
     items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
   }
+  size_t survey_index = items.size();
+  bool survey_awaited = surveys_workspace() && surveys_answered_ < surveys_sent_;
+  if (survey_awaited) items.push_back({nullptr, worker_->status_fd(), ZMQ_POLLIN, 0});
   size_t egress_index = items.size();
   if (egress_) items.push_back({nullptr, egress_->decisions_fd(), ZMQ_POLLIN, 0});
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline() - Clock::now());
@@ -107,6 +120,8 @@ void Kernel::poll_once() {
   if (items[0].revents & ZMQ_POLLIN) handle_signals();
   // Before the worker's frames: a denial made during a cell is on record before its reply.
   if (egress_ && (items[egress_index].revents & ZMQ_POLLIN)) handle_egress();
+  if (survey_awaited && worker_ && (items[survey_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
+    handle_surveys();
   if (worker_ && items.size() > worker_index) {
     if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(0, 1 << 20);
     if (items[worker_index + 2].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(1, 1 << 20);
@@ -116,6 +131,7 @@ void Kernel::poll_once() {
 
   auto now = Clock::now();
   check_limits(now);
+  schedule_survey(now);
   for (auto& stream : streams_)
     if (stream.due(now)) {
       flush_streams(false);

@@ -2,54 +2,53 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+
+#include "sandbox/policy.hpp"
 
 namespace belljar {
 
 namespace {
-bool sandbox_gets(const std::string& name, const std::vector<std::string>& passed) {
-  static const char* kAllowed[] = {"PATH", "LANG", "TZ", "TERM"};
-  for (const char* allowed : kAllowed)
-    if (name == allowed) return true;
-  if (name.rfind("LC_", 0) == 0) return true;
-  return std::find(passed.begin(), passed.end(), name) != passed.end();
-}
-
 bool looks_secret(const std::string& value) {
   if (value.size() < Redactor::kMinSecretLength || value[0] == '/') return false;
-  bool all_digits = std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); });
+  bool all_digits =
+      std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); });
   return !all_digits;
+}
+
+const char* lookup(char** environ, const std::string& name) {
+  for (char** entry = environ; entry && *entry; ++entry)
+    if (std::string_view(*entry).substr(0, name.size()) == name && (*entry)[name.size()] == '=')
+      return *entry + name.size() + 1;
+  return nullptr;
 }
 }  // namespace
 
 Redactor::Redactor(std::vector<std::string> secrets) : secrets_(std::move(secrets)) {
+  std::erase_if(secrets_, [](const std::string& s) { return s.empty(); });
   std::sort(secrets_.begin(), secrets_.end(),
             [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   secrets_.erase(std::unique(secrets_.begin(), secrets_.end()), secrets_.end());
 }
 
-Redactor Redactor::from_environment(char** environ, const std::vector<std::string>& passed) {
+Redactor Redactor::for_sandbox(const Policy& policy, char** environ) {
   std::vector<std::string> secrets;
-  for (char** entry = environ; entry && *entry; ++entry) {
-    std::string pair = *entry;
-    auto eq = pair.find('=');
-    if (eq == std::string::npos) continue;
-    std::string name = pair.substr(0, eq), value = pair.substr(eq + 1);
-    if (!sandbox_gets(name, passed) && looks_secret(value)) secrets.push_back(value);
-  }
+  for (const auto& name : policy.pass_env)
+    if (const char* value = lookup(environ, name); value && looks_secret(value))
+      secrets.push_back(value);
+  for (const auto& [name, value] : policy.set_env)
+    if (looks_secret(value)) secrets.push_back(value);
   return Redactor(std::move(secrets));
 }
 
-size_t Redactor::partial_suffix(std::string_view text) const {
-  size_t longest = 0;
+size_t Redactor::cut_after_secrets(std::string_view text, size_t cut) const {
+  size_t moved = cut;
   for (const auto& secret : secrets_) {
-    for (size_t k = std::min(secret.size() - 1, text.size()); k > longest; --k) {
-      if (text.substr(text.size() - k) == std::string_view(secret).substr(0, k)) {
-        longest = k;
-        break;
-      }
-    }
+    size_t from = cut >= secret.size() ? cut - secret.size() + 1 : 0;
+    for (size_t at = from; at < cut && at + secret.size() <= text.size(); ++at)
+      if (text.compare(at, secret.size(), secret) == 0) moved = std::max(moved, at + secret.size());
   }
-  return longest;
+  return moved;
 }
 
 std::string Redactor::redact(std::string text) const {

@@ -1,14 +1,21 @@
 #pragma once
-// Keeps the kernel's secrets out of notebooks: values of host environment variables that were
-// stripped from the sandbox are replaced wherever they show up in output, so a key pasted into
-// a cell doesn't land in the saved notebook.
+// Keeps secrets the sandbox was given out of notebooks: values of variables passed in with
+// --pass-env or --set-env that look like secrets are replaced wherever they show up in output,
+// so an API key printed by a cell doesn't land in the saved notebook.
+//
+// Only values the sandbox had are matched. A value it never had cannot appear in its output;
+// matching it anyway turns the redactor into an oracle (a cell prints guesses and watches what
+// gets held back or masked, one character at a time). For the same reason nothing observable
+// depends on whether output matches part of a secret: stream output always keeps back the same
+// number of bytes (the longest secret's length less one), match or no match.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace belljar {
+
+struct Policy;
 
 class Redactor {
  public:
@@ -16,15 +23,20 @@ class Redactor {
   static constexpr const char* kMask = "[redacted]";
 
   Redactor() = default;
-  // Collects the values of `environ` variables the sandbox doesn't get. Paths and plain numbers
-  // are not secrets (the workspace path is printed by os.getcwd() on purpose).
-  static Redactor from_environment(char** environ, const std::vector<std::string>& passed);
+  // The secret-looking values the sandbox's environment gets from this policy: --pass-env
+  // variables (read from `environ`) and --set-env values. Paths and plain numbers are not
+  // secrets (the workspace path is printed by os.getcwd() on purpose).
+  static Redactor for_sandbox(const Policy& policy, char** environ);
   explicit Redactor(std::vector<std::string> secrets);
 
   bool empty() const { return secrets_.empty(); }
-  // Bytes at the end of `text` that begin a secret: they wait for the next chunk, in case the
-  // secret straddles the two.
-  size_t partial_suffix(std::string_view text) const;
+  // Bytes a stream keeps back between flushes so a secret straddling two chunks is still
+  // caught. The same for every text: it depends on the secrets' lengths only.
+  size_t hold_back() const { return secrets_.empty() ? 0 : secrets_.front().size() - 1; }
+  // A cut of `text` at `cut`, moved past any whole secret that straddles it, so the secret is
+  // redacted in the part sent. (A secret that is not whole in `text` starts inside the held
+  // tail, at or after the cut: hold_back() makes sure of that.)
+  size_t cut_after_secrets(std::string_view text, size_t cut) const;
   std::string redact(std::string text) const;
   // Every string inside a JSON value (mime bundles, tracebacks), base64 images included as-is.
   void redact_json(nlohmann::json& value) const;

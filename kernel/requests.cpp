@@ -175,6 +175,10 @@ void Kernel::start_request(const WireMessage& message) {
     frame = {{"type", "is_complete"}, {"id", cell.id}, {"code", text("code")}};
   }
   cell_ = std::move(cell);
+  if (cell_->kind == "execute_request" && surveys_workspace()) {
+    hold_for_survey(std::move(frame));  // files that appeared since the last cell are guarded first
+    return;
+  }
   send_to_worker(frame);
 }
 

@@ -37,6 +37,10 @@ json object_or_empty(const json& frame, const char* key) {
 
 void Kernel::start_worker() {
   worker_ready_ = false;
+  // A new warden answers none of the old one's surveys.
+  surveys_sent_ = surveys_answered_ = survey_gate_ = 0;
+  held_frame_.reset();
+  next_survey_.reset();
   decoder_ = WorkerFrameDecoder();
   outbox_.clear();
   worker_started_ = Clock::now();
@@ -117,8 +121,9 @@ void Kernel::flush_streams(bool final) {
   const WireMessage* parent = cell_ ? &cell_->request : last_parent_ ? &*last_parent_ : nullptr;
   for (int i = 0; i < 2; ++i) {
     if (!streams_[i].pending()) continue;
-    size_t hold = final ? 0 : redactor_.partial_suffix(streams_[i].pending_text());
-    std::string text = redactor_.redact(streams_[i].take(final, hold));
+    auto now = Clock::now();
+    size_t cut = redactor_.cut_after_secrets(streams_[i].pending_text(), streams_[i].ready(final, now));
+    std::string text = redactor_.redact(streams_[i].take_prefix(cut, now));
     if (!text.empty()) publish("stream", create_stream(kStreamNames[i], text), parent);
   }
 }
@@ -203,7 +208,13 @@ void Kernel::handle_frame(const json& frame) {
       return it != frame.end() && it->is_string() ? it->get<std::string>() : std::string();
     };
     std::string ename = text("ename"), evalue = text("evalue");
-    if (!cell_->limit_hit.empty()) {
+    if (cell_->limit_hit == "workspace") {
+      ename = "WorkspaceQuotaError";
+      evalue = "the session passed its --workspace-quota of " + human_bytes(options_.policy.workspace_quota_bytes) +
+               " and the cell was interrupted; the workspace is read-only to the sandbox until "
+               "files are removed; variables were kept";
+      traceback.push_back(ename + ": " + evalue);
+    } else if (!cell_->limit_hit.empty()) {
       // The limit's interrupt surfaced as KeyboardInterrupt: name the limit instead.
       bool cpu = cell_->limit_hit == "cpu";
       std::optional<double> asked = cpu ? cell_->magic_cpu : cell_->magic_timeout;
@@ -345,7 +356,10 @@ void Kernel::finish_cell(const json& done) {
   json metadata = {{"started", cell.started_iso}, {"dependencies_met", true},
                    {"engine", options_.session_id}, {"status", status}, {"belljar", facts}};
   if (cell.store_history) history_.add(cell.execution_count, cell.code, cell.result_text);
-  std::string audit_status = cell.limit_hit.empty() ? status : cell.limit_hit == "memory" ? "memory" : "timeout";
+  std::string audit_status = cell.limit_hit.empty()          ? status
+                             : cell.limit_hit == "memory"    ? "memory"
+                             : cell.limit_hit == "workspace" ? "workspace_quota"
+                                                             : "timeout";
   if (cell.user_interrupted && cell.error && cell.limit_hit.empty()) audit_status = "interrupted";
   if (!cell.outcome.empty()) audit_status = cell.outcome;
   json record = {{"client_session", cell.request.header.value("session", "")},
@@ -429,7 +443,12 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
     dispatch_next();  // fails queued cells with the reason
   }
   if (cell_) {
-    if (cell_->kind == "execute_request" && cell_->kill_at) {
+    if (cell_->kind == "execute_request" && cell_->kill_at && cell_->limit_hit == "workspace") {
+      fail_cell("WorkspaceQuotaError",
+                "the session passed its --workspace-quota and the cell ignored the interrupt for "
+                "2 s: the sandbox was restarted; variables were lost, workspace files were kept",
+                "workspace_quota");
+    } else if (cell_->kind == "execute_request" && cell_->kill_at) {
       fail_cell("TimeoutError",
                 "the cell passed its " + std::string(cell_->limit_hit == "cpu" ? "CPU-time" : "wall-clock") +
                 " limit and ignored the interrupt for 2 s: the sandbox was restarted; variables "

@@ -125,7 +125,7 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report) {
 }  // namespace
 
 void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
-                   const std::vector<SecretMask>& masks, InitChannels channels) noexcept {
+                   const std::vector<GuardedPath>& guards, InitChannels channels) noexcept {
   try {
     unsigned char go = 0;
     ssize_t n;
@@ -164,7 +164,7 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
       std::vector<std::string> notes;
       trees = clone_bind_sources(spec, -1, notes);
     }
-    assemble_root(spec, trees, masks);
+    assemble_root(spec, trees, guards);
     trees.clear();
 
     pid_t worker = start_worker(spec, go, channels.report);

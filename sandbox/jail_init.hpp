@@ -6,7 +6,7 @@
 
 #include "sandbox/jail_spec.hpp"
 #include "sandbox/mounts.hpp"
-#include "sandbox/secrets.hpp"
+#include "sandbox/workspace_guard.hpp"
 
 namespace belljar {
 
@@ -21,7 +21,7 @@ struct InitChannels {
 
 // Runs in the child of the warden's clone(); never returns.
 [[noreturn]] void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
-                                const std::vector<SecretMask>& masks,
+                                const std::vector<GuardedPath>& guards,
                                 InitChannels channels) noexcept;
 
 }  // namespace belljar

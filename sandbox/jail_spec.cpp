@@ -105,6 +105,8 @@ json JailSpec::to_json() const {
           {"binds", binds_json},
           {"links", links_json},
           {"hide_patterns", hide_patterns},
+          {"protect_patterns", protect_patterns},
+          {"workspace_quota_bytes", workspace_quota_bytes},
           {"exec_path", exec_path},
           {"argv", argv},
           {"env", env},
@@ -130,6 +132,8 @@ JailSpec JailSpec::from_json(const json& doc) {
   for (const auto& l : doc.at("links"))
     spec.links.push_back({l.at("path").get<std::string>(), l.at("points_to").get<std::string>()});
   spec.hide_patterns = doc.at("hide_patterns").get<std::vector<std::string>>();
+  spec.protect_patterns = doc.at("protect_patterns").get<std::vector<std::string>>();
+  spec.workspace_quota_bytes = doc.at("workspace_quota_bytes").get<uint64_t>();
   spec.exec_path = doc.at("exec_path").get<std::string>();
   spec.argv = doc.at("argv").get<std::vector<std::string>>();
   spec.env = doc.at("env").get<std::vector<std::string>>();
@@ -247,6 +251,8 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
 
   spec.hide_patterns = default_hidden_patterns();
   spec.hide_patterns.insert(spec.hide_patterns.end(), policy.hide.begin(), policy.hide.end());
+  spec.protect_patterns = protected_patterns(policy);
+  spec.workspace_quota_bytes = policy.workspace_quota_bytes;
 
   spec.argv = worker_argv(spec.exec_path, package.string());
   // The egress proxy's local end lives in the network namespace: none in landlock mode, where

@@ -56,7 +56,9 @@ struct JailSpec {
   std::string workspace;        // absolute, resolved; mounted at the same path
   std::vector<JailBind> binds;  // system dirs, /etc files, interpreter, worker package, --ro
   std::vector<JailLink> links;  // /lib -> usr/lib and the like, mirrored from the host
-  std::vector<std::string> hide_patterns;  // defaults + --hide
+  std::vector<std::string> hide_patterns;     // defaults + --hide
+  std::vector<std::string> protect_patterns;  // defaults - --writable + --protect
+  uint64_t workspace_quota_bytes = 0;         // 0: none
   std::string exec_path;                   // the interpreter as the jail sees it
   std::vector<std::string> argv;
   std::vector<std::string> env;  // NAME=VALUE, built from the allowlist

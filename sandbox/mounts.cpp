@@ -232,8 +232,73 @@ std::vector<BindTree> clone_bind_sources(const JailSpec& spec, int idmap_userns,
   return trees;
 }
 
+std::vector<std::string> apply_guards(int workspace, int mask_source,
+                                      const std::vector<GuardedPath>& guards,
+                                      const std::string& shown) {
+  std::vector<std::string> applied;
+  for (const auto& guard : guards) {
+    // Walked below the workspace without following symlinks: the paths came from a survey of
+    // a directory the sandbox can change, so anything on the way may have been swapped.
+    int fd = openat2_fd(workspace, guard.relative, O_PATH | O_NOFOLLOW,
+                        kNoSymlinks | RESOLVE_BENEATH);
+    if (fd < 0 && (errno == ENOENT || errno == ELOOP || errno == EXDEV)) continue;  // gone, or moved
+    if (fd < 0) throw_errno("openat2(" + shown + "/" + guard.relative + ") to guard it");
+    Fd target(fd);
+    struct stat st {};
+    if (::fstat(target.get(), &st) != 0) throw_errno("fstat(" + guard.relative + ")");
+    if (S_ISLNK(st.st_mode)) continue;  // replaced by a symlink since the survey: resolves in the jail
+    bool directory = S_ISDIR(st.st_mode);
+    Fd tree;
+    if (guard.kind == GuardKind::mask) {
+      // An empty, mode-0 file or directory, mounted read-only over the secret.
+      tree = clone_tree(mask_source, directory ? "mask-dir" : "mask-file", false, "the mask");
+      set_attributes(tree.get(),
+                     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                     false, "the mask of " + guard.relative);
+    } else {
+      // The path itself, read-only, mounted over itself (and busy: it can't be renamed away).
+      tree = clone_tree(target.get(), "", true, guard.relative);
+      set_attributes(tree.get(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true,
+                     "read-only " + guard.relative);
+    }
+    attach(tree.get(), target.get(),
+           (guard.kind == GuardKind::mask ? "mask -> " : "read-only -> ") + shown + "/" +
+               guard.relative);
+    applied.push_back(guard.relative);
+  }
+  return applied;
+}
+
+Fd make_mask_source() {
+  Fd fs_root = new_filesystem("tmpfs", {{"size", "16k"}, {"nr_inodes", "16"}, {"mode", "0755"}},
+                              MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                              "the masks");
+  if (::mkdirat(fs_root.get(), "mask-dir", 0) != 0 || ::fchmodat(fs_root.get(), "mask-dir", 0, 0) != 0)
+    throw_errno("mkdir(mask-dir)");
+  Fd mask(::openat(fs_root.get(), "mask-file", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0));
+  if (!mask) throw_errno("creat(mask-file)");
+  return fs_root;
+}
+
+Fd open_jail_workspace(const std::string& workspace) {
+  Fd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) throw_errno("open(/)");
+  // No symlinks on the way: the workspace may sit below the sandbox's own writable /tmp.
+  Fd ws(openat2_fd(root.get(), workspace, O_PATH | O_DIRECTORY, kNoSymlinks));
+  if (!ws) throw_errno("openat2(" + workspace + ", RESOLVE_NO_SYMLINKS)");
+  return ws;
+}
+
+void set_workspace_read_only(const std::string& workspace, bool read_only) {
+  Fd ws = open_jail_workspace(workspace);
+  mount_attr attr{};
+  (read_only ? attr.attr_set : attr.attr_clr) = MOUNT_ATTR_RDONLY;
+  if (::mount_setattr(ws.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
+    throw_errno("mount_setattr(" + workspace + (read_only ? ", read-only)" : ", read-write)"));
+}
+
 void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
-                   const std::vector<SecretMask>& masks) {
+                   const std::vector<GuardedPath>& guards) {
   // Nothing we mount may propagate back to the host's mount namespace.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     throw_errno("mount(/, MS_REC|MS_PRIVATE)");
@@ -351,28 +416,10 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
                 "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
                 "protocols: files\nservices: files\n");
 
-  // Secrets: an empty, mode-0 file or directory, mounted read-only over each. The paths are
-  // walked below the workspace without following symlinks (they came from a scan of the host).
-  if (!masks.empty()) {
-    auto ws_parts = components(spec.workspace);
-    Fd workspace = make_dirs(root.get(), ws_parts, spec.workspace);
-    for (const auto& mask : masks) {
-      int fd = openat2_fd(workspace.get(), mask.relative, O_PATH | O_NOFOLLOW,
-                          kNoSymlinks | RESOLVE_BENEATH);
-      if (fd < 0 && errno == ENOENT) continue;  // gone since the scan
-      if (fd < 0) throw_errno("openat2(" + spec.workspace + "/" + mask.relative + ") to mask it");
-      Fd target(fd);
-      struct stat st {};
-      if (::fstat(target.get(), &st) != 0) throw_errno("fstat(" + mask.relative + ")");
-      if (S_ISLNK(st.st_mode))
-        continue;  // replaced by a symlink since the scan: it resolves in the jail
-      bool directory = S_ISDIR(st.st_mode);
-      Fd tree = clone_tree(scratch.get(), directory ? "mask-dir" : "mask-file", false, "the mask");
-      set_attributes(tree.get(),
-                     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                     false, "the mask of " + mask.relative);
-      attach(tree.get(), target.get(), "mask -> " + spec.workspace + "/" + mask.relative);
-    }
+  // Secrets masked, host-run files read-only (workspace_guard.hpp).
+  if (!guards.empty()) {
+    Fd workspace = make_dirs(root.get(), components(spec.workspace), spec.workspace);
+    apply_guards(workspace.get(), scratch.get(), guards, spec.workspace);
   }
 
   scratch.reset();

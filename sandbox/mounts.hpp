@@ -6,7 +6,7 @@
 
 #include "sandbox/fd.hpp"
 #include "sandbox/jail_spec.hpp"
-#include "sandbox/secrets.hpp"
+#include "sandbox/workspace_guard.hpp"
 
 namespace belljar {
 
@@ -29,6 +29,21 @@ std::vector<BindTree> clone_bind_sources(const JailSpec& spec, int idmap_userns,
 // pid 1 of the new pid namespace (so the fresh /proc is the sandbox's own), inside the new
 // mount namespace, while the host's root is still visible (for the proc mount's checks).
 void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
-                   const std::vector<SecretMask>& masks);
+                   const std::vector<GuardedPath>& guards);
+
+// Mounts each guard below `workspace` (a directory fd): secrets get the empty, unreadable
+// "mask-file"/"mask-dir" of `mask_source`, host-run files a read-only copy of themselves.
+// Paths that vanished or became symlinks since the survey are skipped. Returns those applied.
+std::vector<std::string> apply_guards(int workspace, int mask_source,
+                                      const std::vector<GuardedPath>& guards,
+                                      const std::string& shown);
+// A detached tmpfs holding the empty mode-0 "mask-file" and "mask-dir" (for guards added after
+// the root was built).
+Fd make_mask_source();
+// The workspace as this mount namespace shows it, reached without following symlinks.
+Fd open_jail_workspace(const std::string& workspace);
+// The workspace mount (at its own path in this mount namespace) made read-only or writable
+// again: what --workspace-quota does once the session has written its budget.
+void set_workspace_read_only(const std::string& workspace, bool read_only);
 
 }  // namespace belljar

@@ -22,7 +22,8 @@ bool is_flag_with_value(const std::string& flag) {
                                   "--pass-env",  "--set-env",  "--timeout",     "--cpu",
                                   "--memory",    "--pids",     "--file-size",   "--tmp-size",
                                   "--output-limit", "--python", "--sandbox-user", "--audit-log",
-                                  "--isolation", "--policy", "--metrics", "--allow-local-net"};
+                                  "--isolation", "--policy", "--metrics", "--allow-local-net",
+                                  "--protect", "--writable", "--workspace-quota"};
   for (const char* name : kValued)
     if (flag == name) return true;
   return false;
@@ -102,6 +103,21 @@ void apply(Policy& policy, const std::string& flag, const std::string& value) {
   } else if (flag == "--hide") {
     if (value.empty() || value.find('\0') != std::string::npos) throw UsageError(flag + ": empty pattern");
     policy.hide.push_back(value);
+  } else if (flag == "--protect") {
+    if (value.empty() || value.find('\0') != std::string::npos) throw UsageError(flag + ": empty pattern");
+    policy.protect.push_back(value);
+  } else if (flag == "--writable") {
+    const auto& defaults = default_protected_patterns();
+    if (std::find(defaults.begin(), defaults.end(), value) == defaults.end())
+      throw UsageError(flag + " " + value + ": not one of the default read-only patterns (" +
+                       [&] {
+                         std::string all;
+                         for (const auto& p : defaults) all += (all.empty() ? "" : " ") + p;
+                         return all;
+                       }() + ")");
+    policy.writable.push_back(value);
+  } else if (flag == "--workspace-quota") {
+    policy.workspace_quota_bytes = parse_size(flag, value);
   } else if (flag == "--allow-net") {
     policy.allow_net.push_back(parse_host_rule(flag, value));
   } else if (flag == "--allow-local-net") {
@@ -213,6 +229,29 @@ const std::vector<std::string>& default_hidden_patterns() {
   static const std::vector<std::string> patterns = {
       ".env", ".env.*", ".ssh", ".aws", ".netrc", ".git-credentials", ".pypirc", ".npmrc",
       ".docker/config.json", ".kube", "*.pem", "*.key", "id_rsa*", "id_ed25519*"};
+  return patterns;
+}
+
+const std::vector<std::string>& default_protected_patterns() {
+  static const std::vector<std::string> patterns = {
+      // git runs hooks, fsmonitor, pagers and filters named in .git (config, hooks, commondir,
+      // a worktree's gitdir file) and fetches what .gitmodules names
+      ".git", ".gitmodules",
+      // direnv and mise run these on cd; editors run tasks and interpreters named in theirs
+      ".envrc", ".mise.toml", ".vscode", ".idea", ".pre-commit-config.yaml",
+      // shells' start-up files, for a workspace that is (or holds) a home directory
+      ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
+      ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".config/fish",
+      "/.config/autostart", "/.config/systemd", "/.local/bin"};
+  return patterns;
+}
+
+std::vector<std::string> protected_patterns(const Policy& policy) {
+  std::vector<std::string> patterns;
+  for (const auto& pattern : default_protected_patterns())
+    if (std::find(policy.writable.begin(), policy.writable.end(), pattern) == policy.writable.end())
+      patterns.push_back(pattern);
+  patterns.insert(patterns.end(), policy.protect.begin(), policy.protect.end());
   return patterns;
 }
 
@@ -340,6 +379,7 @@ nlohmann::json Policy::summary() const {
           {"workspace", workspace.string()},
           {"read_only", ro},
           {"hide", hide},
+          {"protect", protected_patterns(*this)},
           {"allow_net", hosts},
           {"pass_env", pass_env},
           {"set_env", set_names},
@@ -350,6 +390,7 @@ nlohmann::json Policy::summary() const {
           {"file_size_bytes", file_size_bytes},
           {"tmp_size_bytes", tmp_size_bytes},
           {"output_limit_bytes", output_limit_bytes},
+          {"workspace_quota_bytes", workspace_quota_bytes},
           {"python", python}};
 }
 
@@ -405,6 +446,8 @@ const std::vector<std::pair<std::string, std::string>>& policy_flag_help() {
       {"--workspace DIR", "the one writable directory [the working directory]"},
       {"--ro PATH", "extra read-only path (repeatable)"},
       {"--hide GLOB", "extra pattern masked inside the workspace (repeatable)"},
+      {"--protect GLOB", "extra pattern kept read-only inside the workspace (repeatable)"},
+      {"--writable GLOB", "lift one default read-only pattern, e.g. .git (repeatable)"},
       {"--allow-net HOST[:PORT]", "egress allowed to HOST (repeatable; *.example.com) [none]"},
       {"--allow-local-net HOST",
        "like --allow-net, and HOST may resolve to private addresses [none]"},
@@ -417,6 +460,7 @@ const std::vector<std::pair<std::string, std::string>>& policy_flag_help() {
       {"--file-size SIZE", "largest file written [1G]"},
       {"--tmp-size SIZE", "private /tmp and /dev/shm [256M]"},
       {"--output-limit SIZE", "output kept per cell [10M]"},
+      {"--workspace-quota SIZE", "what the session may add to the workspace; 0: no limit [1G]"},
       {"--python PATH", "interpreter inside the sandbox [python3 on PATH]"},
       {"--sandbox-user USER", "host user the code runs as when the kernel is root [nobody]"},
       {"--audit-log FILE", "JSON-lines audit log [stderr]"},

@@ -31,6 +31,8 @@ struct Policy {
   std::filesystem::path workspace;             // absolute; the one writable directory
   std::vector<std::filesystem::path> read_only;
   std::vector<std::string> hide;               // extra globs, on top of the defaults
+  std::vector<std::string> protect;            // extra read-only globs, on top of the defaults
+  std::vector<std::string> writable;           // default read-only globs lifted (--writable)
   std::vector<HostRule> allow_net;
   std::vector<std::string> pass_env;
   std::vector<std::pair<std::string, std::string>> set_env;
@@ -41,6 +43,7 @@ struct Policy {
   uint64_t file_size_bytes = 1ull << 30;
   uint64_t tmp_size_bytes = 256ull << 20;
   uint64_t output_limit_bytes = 10ull << 20;
+  uint64_t workspace_quota_bytes = 1ull << 30;  // what a session may add to the workspace; 0: none
   std::string python;                          // resolved to an absolute path
   std::string sandbox_user;                    // empty: "nobody" when root, else unused
   std::string audit_log;                       // empty: stderr
@@ -54,6 +57,11 @@ struct Policy {
 
 // The secret patterns always masked inside the workspace (DESIGN: secrets stripped).
 const std::vector<std::string>& default_hidden_patterns();
+// Files and directories that host tools execute or obey (git, direnv, editors, shells), kept
+// read-only inside the sandbox unless lifted with --writable.
+const std::vector<std::string>& default_protected_patterns();
+// The read-only patterns in force for this policy: defaults less --writable, plus --protect.
+std::vector<std::string> protected_patterns(const Policy& policy);
 
 // Value parsers, each throwing UsageError naming the flag and the bad value.
 uint64_t parse_size(const std::string& flag, const std::string& text);      // 512M, 1G, 4096

@@ -27,7 +27,7 @@
 #include "sandbox/jail_init.hpp"
 #include "sandbox/jail_spec.hpp"
 #include "sandbox/mounts.hpp"
-#include "sandbox/secrets.hpp"
+#include "sandbox/workspace_watch.hpp"
 #include "sandbox/setup_error.hpp"
 #include "sandbox/status_channel.hpp"
 #include "sandbox/user_namespace.hpp"
@@ -51,15 +51,16 @@ struct Pipe {
   }
 };
 
+// The spec is the first line on the control socket; requests follow it, one line each.
 json read_spec(int control) {
   std::string text;
-  char buf[16384];
+  char c;
   for (;;) {
-    ssize_t n = ::read(control, buf, sizeof buf);
+    ssize_t n = ::read(control, &c, 1);  // byte by byte: what follows the line is not ours
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw_errno("read(the jail's spec)");
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
+    if (n == 0 || c == '\n') break;
+    text.push_back(c);
     if (text.size() > (64u << 20)) throw SetupError("the jail's spec is larger than 64 MiB");
   }
   auto doc = json::parse(text, nullptr, false);
@@ -155,7 +156,8 @@ class Warden {
   }
 
   void start_namespaced() {
-    auto masks = find_secrets(spec_.workspace, spec_.hide_patterns);
+    watch_.emplace(spec_);
+    auto guards = watch_->first_survey();
     std::vector<BindTree> trees;
     if (spec_.host_root) {
       // As host root we copy the sources here: the sandbox's uid could not even reach some of
@@ -192,7 +194,7 @@ class Warden {
       signals_.reset();
       go.write.reset();
       report.read.reset();
-      run_jail_init(spec_, std::move(trees), masks, {go.read.release(), report.write.release()});
+      run_jail_init(spec_, std::move(trees), guards, {go.read.release(), report.write.release()});
     }
     child_ = static_cast<pid_t>(pid);
     trees.clear();
@@ -227,6 +229,7 @@ class Warden {
           if (event == "ready") {
             worker_ns_pid_ = message->value("pid", -1);
             worker_host_pid_ = child_of(child_);
+            watch_->attach(child_);
             ready();
             reader_ = std::move(reader);
             return;
@@ -325,10 +328,17 @@ class Warden {
   int serve() {
     bool landlocked = spec_.mode == JailSpec::Mode::landlock;
     json exit_message;
+    StatusReader requests(control_.get());
+    bool requests_open = true;
     for (;;) {
-      pollfd fds[2] = {{signals_.get(), POLLIN, 0},
-                       {from_init_ ? from_init_.get() : -1, POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
+      pollfd fds[3] = {{signals_.get(), POLLIN, 0},
+                       {from_init_ ? from_init_.get() : -1, POLLIN, 0},
+                       {requests_open ? control_.get() : -1, POLLIN, 0}};
+      if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
+      if (fds[2].revents) {
+        requests_open = !requests.fill();
+        while (auto request = requests.next()) serve_request(*request);
+      }
       if (fds[1].revents && reader_) {
         bool closed = reader_->fill();
         while (auto message = reader_->next())
@@ -370,6 +380,18 @@ class Warden {
       }
     }
     return finish(exit_message);
+  }
+
+  // The supervisor's requests after setup. One kind: survey the workspace again.
+  void serve_request(const json& request) {
+    if (request.value("op", "") != "survey") return;
+    std::optional<uint64_t> baseline;
+    if (auto b = request.find("baseline"); b != request.end() && b->is_number_unsigned())
+      baseline = b->get<uint64_t>();
+    json reply = watch_ ? watch_->survey(baseline)
+                        : json{{"event", "survey"},
+                               {"error", "no mount namespace to guard the workspace in"}};
+    send_status(control_.get(), reply);
   }
 
   int finish(json exit_message) {
@@ -441,6 +463,7 @@ class Warden {
   pid_t worker_host_pid_ = -1;
   Fd from_init_;
   std::optional<StatusReader> reader_;
+  std::optional<WorkspaceWatch> watch_;  // namespaces mode: the workspace's guards
   std::string home_;
 };
 

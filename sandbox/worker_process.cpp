@@ -171,6 +171,8 @@ WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
   cgroup_released_ = std::exchange(other.cgroup_released_, true);
   notes_ = std::move(other.notes_);
   exit_report_ = std::move(other.exit_report_);
+  surveys_ = std::move(other.surveys_);
+  guards_workspace_ = std::exchange(other.guards_workspace_, false);
   exit_ = std::move(other.exit_);
   last_cpu_ = other.last_cpu_;
   last_peak_ = other.last_peak_;
@@ -274,7 +276,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
       policy, launch, plan.namespaces ? JailSpec::Mode::namespaces : JailSpec::Mode::landlock,
       environ);
   if (policy.isolation == Isolation::degraded) wp.notes_ = plan.missing;
-  const std::string payload = spec.to_json().dump();
+  const std::string payload = spec.to_json().dump() + "\n";  // one line; requests follow
 
   // One connection per message, each carrying its socket (SCM_RIGHTS): SOCK_SEQPACKET keeps the
   // boundaries, so a descriptor can never arrive with another connection's message.
@@ -330,7 +332,6 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     if (n <= 0) break;  // the warden is gone; its status says why
     sent += static_cast<size_t>(n);
   }
-  ::shutdown(control.get(), SHUT_WR);
 
   auto fail = [&](const std::string& message) -> SandboxError {
     ::kill(wp.pid_, SIGKILL);
@@ -368,6 +369,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
         if (plan.namespaces && wp.worker_pid_ > 0) wp.init_pid_ = read_stat(wp.worker_pid_).ppid;
         ::fcntl(control.get(), F_SETFL, O_NONBLOCK);
         wp.status_ = std::move(control);
+        wp.guards_workspace_ = plan.namespaces;
         wp.status_buffer_ = buffer;
         return wp;
       }
@@ -409,8 +411,27 @@ void WorkerProcess::read_status() {
   while ((end = status_buffer_.find('\n')) != std::string::npos) {
     auto message = nlohmann::json::parse(status_buffer_.substr(0, end), nullptr, false);
     status_buffer_.erase(0, end + 1);
-    if (message.is_object() && message.value("event", "") == "exit") exit_report_ = message;
+    if (!message.is_object()) continue;
+    std::string event = message.value("event", "");
+    if (event == "exit") exit_report_ = message;
+    else if (event == "survey" && surveys_.size() < 16) surveys_.push_back(std::move(message));
   }
+}
+
+void WorkerProcess::request_survey(std::optional<uint64_t> baseline) {
+  if (!status_ || !guards_workspace_ || exit_) return;
+  nlohmann::json request = {{"op", "survey"}};
+  if (baseline) request["baseline"] = *baseline;
+  std::string line = request.dump() + "\n";
+  (void)::send(status_.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+std::optional<nlohmann::json> WorkerProcess::take_survey() {
+  read_status();
+  if (surveys_.empty()) return std::nullopt;
+  nlohmann::json first = std::move(surveys_.front());
+  surveys_.erase(surveys_.begin());
+  return first;
 }
 
 std::optional<WorkerExit> WorkerProcess::poll_exit() {

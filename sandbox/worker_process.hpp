@@ -71,6 +71,12 @@ class WorkerProcess {
   // The caller hands it to the EgressProxy.
   Fd take_egress_channel() { return std::move(egress_channel_); }
 
+  // The workspace guard (workspace_watch.hpp), full jail only: ask the warden to survey the
+  // workspace again; its reply arrives on status_fd() and is taken with take_survey().
+  bool guards_workspace() const { return guards_workspace_; }
+  void request_survey(std::optional<uint64_t> baseline);
+  std::optional<nlohmann::json> take_survey();
+
   void interrupt();  // SIGINT to the Python process (its process group)
   void kill();       // SIGKILL to everything in the sandbox
   // Non-blocking: the exit once the direct child has been reaped.
@@ -97,6 +103,8 @@ class WorkerProcess {
   bool cgroup_released_ = true;
   std::vector<std::string> notes_;
   std::optional<nlohmann::json> exit_report_;
+  std::vector<nlohmann::json> surveys_;
+  bool guards_workspace_ = false;
   std::optional<WorkerExit> exit_;
   mutable double last_cpu_ = 0;
   mutable uint64_t last_peak_ = 0;

@@ -15,7 +15,7 @@ packages=(
   python3-nbconvert python3-jupyter-kernel-test python3-jupyter-console
   jupyter-notebook python3-psutil python3-pytest
   # tests and tools: network namespaces, certificates, browser
-  iproute2 openssl procps chromium chromium-driver
+  iproute2 openssl procps git chromium chromium-driver
 )
 
 missing=()

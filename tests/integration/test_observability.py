@@ -11,7 +11,8 @@ import pytest
 
 from belljar_testing import collect, execute, of_type, running_kernel, stderr_of, stdout_of
 
-SECRET = "sk-observability-0123456789"
+SECRET = "sk-observability-0123456789"         # given to the sandbox with --pass-env
+KERNEL_ONLY = "sk-kernel-only-9876543210abcdef"  # in the kernel's environment only
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +20,10 @@ def observed():
     logs = pathlib.Path(tempfile.mkdtemp(prefix="belljar-obs-"))
     os.chmod(logs, 0o777)
     audit, metrics = logs / "audit.jsonl", logs / "metrics.prom"
-    flags = ["--audit-log", str(audit), "--metrics", str(metrics), "--timeout", "2"]
-    with running_kernel(flags=flags, env={"BELLJAR_OBS_TOKEN": SECRET}) as (km, kc):
+    flags = ["--audit-log", str(audit), "--metrics", str(metrics), "--timeout", "2",
+             "--pass-env", "BELLJAR_OBS_TOKEN"]
+    env = {"BELLJAR_OBS_TOKEN": SECRET, "BELLJAR_OBS_KERNEL_ONLY": KERNEL_ONLY}
+    with running_kernel(flags=flags, env=env) as (km, kc):
         yield km, kc, audit, metrics
 
 
@@ -113,7 +116,7 @@ def test_usage_request_is_answered(observed):
     assert content["host_virtual_memory"]["total"] > 0
 
 
-def test_stripped_secret_is_redacted_everywhere(observed):
+def test_passed_secret_is_redacted_everywhere(observed):
     _, kc, audit, _ = observed
     reply, outputs = execute(kc, f"print('key is {SECRET}')\n"
                                  f"from IPython.display import display, HTML\n"
@@ -125,6 +128,26 @@ def test_stripped_secret_is_redacted_everywhere(observed):
     reply, outputs = execute(kc, f"raise RuntimeError('{SECRET}')")
     assert SECRET not in json.dumps(reply["content"]) + json.dumps([m["content"] for m in outputs])
     assert SECRET not in audit.read_text()
+
+
+def test_redaction_is_no_oracle_for_a_secret_the_sandbox_never_had(observed):
+    # A cell printing the start of the kernel-only value, then more after a pause, must be
+    # chunked exactly like the same text with a wrong guess: holding back a matching prefix
+    # let a cell recover the value character by character from message boundaries.
+    _, kc, _, _ = observed
+    code = ("import sys, time\n"
+            "sys.stdout.write({!r}); sys.stdout.flush(); time.sleep(0.3)\n"
+            "sys.stdout.write('!'); sys.stdout.flush(); time.sleep(0.3)\n")
+    def streams(guess):
+        _, outputs = execute(kc, code.format(guess))
+        return [m["content"]["text"] for m in of_type(outputs, "stream")]
+    matching = streams(KERNEL_ONLY[:12])
+    wrong = streams("zz" + KERNEL_ONLY[2:12])
+    assert [len(t) for t in matching] == [len(t) for t in wrong], (matching, wrong)
+    # The value never reached the sandbox: output holding it is not touched at all.
+    assert "".join(matching) == KERNEL_ONLY[:12] + "!"
+    _, outputs = execute(kc, f"import os; print(os.environ.get('BELLJAR_OBS_KERNEL_ONLY'))")
+    assert stdout_of(outputs).strip() == "None"
 
 
 def test_invalid_bundle_from_the_worker_is_replaced(observed):

@@ -6,7 +6,7 @@
 #include "sandbox/jail_spec.hpp"
 #include "sandbox/python_layout.hpp"
 #include "sandbox/seccomp_filter.hpp"
-#include "sandbox/secrets.hpp"
+#include "sandbox/workspace_guard.hpp"
 #include "sandbox_harness.hpp"
 
 using namespace belljar;

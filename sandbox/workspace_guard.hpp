@@ -1,0 +1,62 @@
+#pragma once
+// What code in the sandbox may not read or change in its own workspace, found by one walk of
+// it, and how much the workspace holds:
+//   - secrets (.env, .ssh, *.pem, --hide ...) are masked: an empty, unreadable file or
+//     directory is mounted over each, so the host copy is untouched;
+//   - files that host tools execute or obey (.git, .envrc, .vscode, shell start-up files,
+//     --protect ...) are mounted read-only over themselves: the sandbox's writable area is also
+//     the user's working copy, and a hook planted in .git would run on the host at the user's
+//     next `git status`;
+//   - the bytes and entries it holds, for --workspace-quota.
+// The walk fails closed: a directory it cannot read, or one nested deeper than kMaxDepth, is
+// masked whole rather than trusted; more guarded paths than kMaxGuards collapse into their
+// top-level directories rather than failing every start. It runs at every start and, through
+// the warden, before every cell and on a timer (files appear on the host while a kernel runs).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace belljar {
+
+inline constexpr size_t kMaxDepth = 128;    // directories below the workspace
+inline constexpr size_t kMaxGuards = 2048;  // mounts one survey may ask for
+
+// Pattern rules: "NAME-GLOB" matches an entry of that name anywhere ("*.pem", ".env.*");
+// "a/b" matches entries whose last path components match ("docker/config.json" inside any
+// ".docker"); a leading "/" anchors at the workspace root ("/data/private").
+bool matches_hide_pattern(const std::string& pattern, const std::filesystem::path& relative);
+
+enum class GuardKind { mask, read_only };
+
+struct GuardedPath {
+  std::string relative;  // path inside the workspace
+  bool directory = false;
+  GuardKind kind = GuardKind::mask;
+  std::string reason;  // the pattern it matched, "unreadable", "nested too deep", ...
+};
+
+struct WorkspaceRules {
+  std::vector<std::string> hide;     // masked: defaults + --hide
+  std::vector<std::string> protect;  // read-only: defaults + --protect, less --writable
+  bool measure = false;              // also sum the bytes (one stat per file)
+};
+
+struct WorkspaceSurvey {
+  std::vector<GuardedPath> guards;  // parents before children
+  uint64_t bytes = 0;               // allocated bytes of everything not masked
+  uint64_t entries = 0;
+};
+
+// Walks the workspace (never following symlinks). A matching symlink is followed on the host:
+// when it points inside the workspace, its target is guarded (outside, it resolves inside the
+// jail's root, where host files do not exist). Throws SetupError only when the workspace
+// itself can't be read or the guards can't be bounded.
+WorkspaceSurvey survey_workspace(const std::filesystem::path& workspace,
+                                 const WorkspaceRules& rules);
+
+// The secrets alone (the hide patterns), as the start of a jail masks them.
+std::vector<GuardedPath> find_secrets(const std::filesystem::path& workspace,
+                                      const std::vector<std::string>& patterns);
+
+}  // namespace belljar

@@ -1,0 +1,233 @@
+"""The workspace guard: secrets stay masked however the sandbox hides them from the scan, new
+secrets saved on the host are masked before the next cell, files that host tools execute (.git)
+stay read-only inside, and the session's writes to the workspace stop at --workspace-quota.
+
+Each attack here is one an outside red team ran against the sandbox; each has a control that
+shows the probe itself works (the file is readable, the hook does run) when the guard is off."""
+import os
+import pathlib
+import resource
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from belljar_testing import ISOLATION, execute, running_kernel, stderr_of, stdout_of
+
+pytestmark = pytest.mark.skipif(ISOLATION != "strict", reason="the guard needs the full jail")
+
+SECRET = "sk-workspace-guard-secret-0123456789"
+GIT = shutil.which("git") or "/usr/bin/git"
+
+
+def workspace(prefix):
+    path = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(path, 0o777)
+    return path
+
+
+def read_attempt(path):
+    """Code for a cell that tries to read `path` and prints what it got (or the error's name)."""
+    return (f"try:\n    print('READ:' + open({str(path)!r}).read())\n"
+            f"except OSError as e:\n    print('REFUSED:' + type(e).__name__)\n")
+
+
+def test_unreadable_directory_is_masked_whole_not_skipped():
+    ws = workspace("belljar-guard-chmod-")
+    (ws / "proj" / ".ssh").mkdir(parents=True)
+    (ws / "proj" / ".env").write_text(SECRET)
+    (ws / "proj" / ".ssh" / "id_ed25519").write_text(SECRET)
+    os.chmod(ws / "proj", 0o777)
+    with running_kernel(flags=["--timeout", "20"], workspace=str(ws)) as (km, kc):
+        _, out = execute(kc, read_attempt(ws / "proj/.env"))
+        assert "REFUSED" in stdout_of(out), stdout_of(out)
+        # The attack: make the directory unreadable so the next start's scan can't see inside.
+        reply, out = execute(kc, f"import os; os.chmod({str(ws / 'proj')!r}, 0)")
+        assert reply["content"]["status"] == "ok", out
+        km.restart_kernel(now=True)
+        kc.wait_for_ready(timeout=60)
+        code = (f"import os\ntry:\n    os.chmod({str(ws / 'proj')!r}, 0o755)\nexcept OSError as e:\n"
+                f"    print('chmod refused', type(e).__name__)\n"
+                + read_attempt(ws / "proj/.env") + read_attempt(ws / "proj/.ssh/id_ed25519"))
+        reply, out = execute(kc, code)
+        text = stdout_of(out)
+        assert SECRET not in text, text
+        assert text.count("REFUSED") == 2, text
+    shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_a_chain_deeper_than_the_scan_neither_leaks_nor_stops_starts():
+    # The kernel gets the usual 1024 descriptors (a desktop session's default), so the chain is
+    # deeper than a scan holding one per level could go.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+    try:
+        deep_chain()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def deep_chain():
+    ws = workspace("belljar-guard-deep-")
+    with running_kernel(flags=["--timeout", "30"], workspace=str(ws)) as (km, kc):
+        # 1100 levels, each entered with chdir (no path grows past PATH_MAX), a secret at the end.
+        code = (f"import os\nos.chdir({str(ws)!r})\n"
+                "for _ in range(1100):\n    os.mkdir('d'); os.chdir('d')\n"
+                f"open('.env', 'w').write({SECRET!r})\nprint('built')\n")
+        reply, out = execute(kc, code, timeout=60)
+        assert stdout_of(out) == "built\n", out
+        km.restart_kernel(now=True)
+        kc.wait_for_ready(timeout=60)  # before the fix: every start failed from here on
+        code = (f"import os\nos.chdir({str(ws)!r})\ntry:\n"
+                "    for _ in range(1100): os.chdir('d')\n"
+                "    print('READ:' + open('.env').read())\n"
+                "except OSError as e:\n    print('REFUSED:' + type(e).__name__)\n")
+        reply, out = execute(kc, code, timeout=60)
+        assert reply["content"]["status"] == "ok"
+        assert SECRET not in stdout_of(out) and "REFUSED" in stdout_of(out), stdout_of(out)
+    subprocess.run(["rm", "-rf", str(ws)], check=False)
+
+
+def test_a_secret_saved_on_the_host_while_the_kernel_runs_is_masked_before_the_next_cell():
+    ws = workspace("belljar-guard-late-")
+    with running_kernel(flags=["--timeout", "20"], workspace=str(ws)) as (km, kc):
+        reply, _ = execute(kc, "x = 1")
+        assert reply["content"]["status"] == "ok"
+        (ws / ".env").write_text(SECRET)                  # the user saves it on the host
+        (ws / "keys").mkdir()
+        (ws / "keys" / "server.pem").write_text(SECRET)
+        reply, out = execute(kc, read_attempt(ws / ".env") + read_attempt(ws / "keys/server.pem"))
+        assert SECRET not in stdout_of(out), stdout_of(out)
+        assert stdout_of(out).count("REFUSED") == 2
+        assert ".env is masked" in stderr_of(out)
+        # Masked on the host side only in the sandbox's view: the host copy is untouched.
+        assert (ws / ".env").read_text() == SECRET
+    shutil.rmtree(ws, ignore_errors=True)
+
+
+def git(*args, cwd):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run([GIT, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+PLANT_HOOKS = """
+import os, pathlib
+git = pathlib.Path({git_dir!r})
+results = []
+def attempt(what, action):
+    try:
+        action()
+        results.append(what + ':written')
+    except OSError as e:
+        results.append(what + ':' + type(e).__name__)
+def make_repo():
+    for d in ('objects', 'refs/heads', 'hooks'):
+        (git / d).mkdir(parents=True, exist_ok=True)
+    (git / 'HEAD').write_text('ref: refs/heads/main\\n')
+attempt('repo', make_repo)
+attempt('config', lambda: (git / 'config').write_text(
+    '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch {marker}; false\\n'))
+attempt('hook', lambda: (git / 'hooks' / 'post-checkout').write_text('#!/bin/sh\\ntouch {marker}\\n'))
+print(' '.join(results))
+"""
+
+
+@pytest.mark.parametrize("layout", ["existing repository", "no repository in the workspace"])
+def test_host_git_runs_nothing_the_sandbox_planted(layout):
+    base = workspace("belljar-guard-git-")
+    marker = base / "PWNED"
+    if layout == "existing repository":
+        ws = base
+        git("init", "-q", cwd=ws)
+    else:
+        # The common course layout: notebooks in a folder of a repository whose .git is above.
+        git("init", "-q", cwd=base)
+        ws = base / "notebooks"
+        ws.mkdir()
+        os.chmod(ws, 0o777)
+    (ws / "nb.py").write_text("print(1)\n")
+    code = PLANT_HOOKS.format(git_dir=str(ws / ".git"), marker=str(marker))
+    with running_kernel(flags=["--timeout", "20"], workspace=str(ws)) as (km, kc):
+        reply, out = execute(kc, code)
+        said = stdout_of(out)
+        assert "config:written" not in said and "hook:written" not in said, said
+    status = git("status", cwd=ws)
+    assert status.returncode == 0, status.stderr
+    assert not marker.exists(), "host git ran code the sandbox planted"
+    # The kernel's placeholder is gone with it; the user's repository is as it was.
+    if layout != "existing repository":
+        assert not (ws / ".git").exists()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_control_with_git_writable_the_planted_fsmonitor_does_run():
+    # Proves the probe above is real: with the guard lifted (--writable .git) host git runs it.
+    ws = workspace("belljar-guard-git-control-")
+    git("init", "-q", cwd=ws)
+    marker = ws.parent / (ws.name + "-PWNED")
+    code = PLANT_HOOKS.format(git_dir=str(ws / ".git"), marker=str(marker))
+    with running_kernel(flags=["--timeout", "20", "--writable", ".git"], workspace=str(ws)) as (km, kc):
+        _, out = execute(kc, code)
+        assert "config:written" in stdout_of(out), stdout_of(out)
+    git("status", cwd=ws)
+    assert marker.exists(), "the control probe did not run: the test above proves nothing"
+    marker.unlink()
+    shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_editor_and_shell_files_are_read_only_and_new_ones_are_reported():
+    ws = workspace("belljar-guard-files-")
+    (ws / ".vscode").mkdir()
+    (ws / ".vscode" / "settings.json").write_text("{}")
+    (ws / ".envrc").write_text("export A=1\n")
+    (ws / ".bashrc").write_text("# mine\n")
+    code = ("import pathlib\nresults = []\n"
+            "for rel in ('.vscode/settings.json', '.vscode/tasks.json', '.envrc', '.bashrc'):\n"
+            f"    p = pathlib.Path({str(ws)!r}) / rel\n"
+            "    try:\n        p.write_text('planted')\n        results.append(rel + ':written')\n"
+            "    except OSError as e:\n        results.append(rel + ':' + type(e).__name__)\n"
+            "print(' '.join(results))\n")
+    with running_kernel(flags=["--timeout", "20"], workspace=str(ws)) as (km, kc):
+        _, out = execute(kc, code)
+        assert "written" not in stdout_of(out), stdout_of(out)
+        # A new one made in a subfolder is reported and read-only from the next cell on.
+        _, out = execute(kc, f"import os; os.makedirs({str(ws / 'sub/.idea')!r}); "
+                             f"open({str(ws / 'sub/.idea/workspace.xml')!r}, 'w').write('x')")
+        reply, out = execute(kc, f"open({str(ws / 'sub/.idea/workspace.xml')!r}, 'w').write('y')")
+        assert reply["content"]["status"] == "error"
+        assert "sub/.idea appeared in the workspace" in stderr_of(out), stderr_of(out)
+    assert (ws / ".envrc").read_text() == "export A=1\n"
+    shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_workspace_writes_stop_at_the_quota():
+    ws = workspace("belljar-guard-quota-")
+    quota = 64 << 20
+    flags = ["--timeout", "30", "--workspace-quota", "64M", "--file-size", "99M"]
+    # The red team's shape: 5 files of 99 MiB under the per-file cap, then 20k small files.
+    code = (f"import os\nos.chdir({str(ws)!r})\nblock = b'x' * (1 << 20)\n"
+            "for n in range(5):\n"
+            "    with open(f'big{n}', 'wb') as f:\n"
+            "        for _ in range(99): f.write(block)\n"
+            "for n in range(20000):\n    open(f'small{n}', 'wb').write(b'y' * 4096)\n")
+    with running_kernel(flags=flags, workspace=str(ws)) as (km, kc):
+        reply, out = execute(kc, code, timeout=120)
+        used = sum(f.stat().st_blocks * 512 for f in ws.iterdir() if f.is_file())
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "WorkspaceQuotaError", reply["content"]
+        assert reply["metadata"]["belljar"]["limit_hit"] == "workspace"
+        # Caught within one survey period of a burst of writes: well short of the 515 MB asked.
+        print(f"workspace after the burst: {used >> 20} MiB (quota {quota >> 20} MiB)")
+        assert used < quota + (160 << 20), used
+        # Read-only until files are removed, and the session keeps its variables.
+        reply, out = execute(kc, f"block = 1\nopen({str(ws / 'more')!r}, 'w').write('z')")
+        assert reply["content"]["status"] == "error" and "read-only" in str(reply["content"]).lower() + stderr_of(out).lower()
+        for f in ws.iterdir():
+            if f.is_file():
+                f.unlink()
+        reply, out = execute(kc, f"open({str(ws / 'after')!r}, 'w').write('ok'); print(block)")
+        assert reply["content"]["status"] == "ok", out
+        assert stdout_of(out) == "1\n"
+    shutil.rmtree(ws, ignore_errors=True)
