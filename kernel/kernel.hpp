@@ -132,7 +132,7 @@ class Kernel {
 
   // workspace_link.cpp
   bool surveys_workspace() const;
-  void request_survey();
+  void request_survey(bool measure);
   void hold_for_survey(json frame);
   void schedule_survey(Clock::time_point now);
   void handle_surveys();
@@ -179,6 +179,8 @@ class Kernel {
   Clock::duration survey_period_{};
   uint64_t survey_bytes_ = 0;
   std::optional<uint64_t> workspace_baseline_;
+  uint64_t workspace_added_ = 0;
+  bool quota_told_ = false;
   std::string workspace_notices_;
   bool workspace_read_only_ = false;
   int restarts_ = 0;

@@ -30,15 +30,18 @@ bool Kernel::surveys_workspace() const {
   return worker_ && worker_->guards_workspace();
 }
 
-void Kernel::request_survey() {
+void Kernel::request_survey(bool measure) {
   if (!surveys_workspace()) return;
-  worker_->request_survey(workspace_baseline_);
+  // The very first survey measures, whatever asked for it: it is the quota's baseline.
+  worker_->request_survey(workspace_baseline_, measure || !workspace_baseline_);
   ++surveys_sent_;
 }
 
 void Kernel::hold_for_survey(json frame) {
   held_frame_ = std::move(frame);
-  request_survey();
+  // Quick, names only (the timer's surveys measure the quota) unless the workspace is over its
+  // quota: then it measures, so removing files gives the workspace back at the next cell.
+  request_survey(quota_told_);
   survey_gate_ = surveys_sent_;  // the cell runs once this survey (made after it came) is in
 }
 
@@ -46,7 +49,7 @@ void Kernel::schedule_survey(Clock::time_point now) {
   if (!surveys_workspace() || surveys_answered_ < surveys_sent_) return;
   if (!next_survey_) next_survey_ = now + kSurveyWhileIdle;
   if (now >= *next_survey_) {
-    request_survey();
+    request_survey(true);
     next_survey_.reset();
   }
 }
@@ -61,7 +64,7 @@ void Kernel::handle_surveys() {
       workspace_baseline_ = survey->value("bytes", uint64_t{0});
     bool executing = cell_ && cell_->kind == "execute_request";
     double ms = survey->value("ms", 0.0);
-    uint64_t bytes = survey->value("bytes", uint64_t{0});
+    uint64_t bytes = survey->value("bytes", survey_bytes_);
     if (!executing)
       survey_period_ = kSurveyWhileIdle;
     else if (held_frame_ || bytes != survey_bytes_)
@@ -114,13 +117,16 @@ void Kernel::handle_surveys() {
       cell_->kill_at = Clock::now() + std::chrono::seconds(2);
       worker_->interrupt();
     }
-    if (over)
+    if (survey->contains("added_bytes"))
+      workspace_added_ = survey->value("added_bytes", uint64_t{0});
+    // Said when the workspace turns read-only, and again to each cell that starts while it is.
+    if (over && (!quota_told_ || held_frame_))
       workspace_notices_ +=
-          "[belljar] the session has added " +
-          mebibytes(survey->value("added_bytes", uint64_t{0})) +
+          "[belljar] the session has added " + mebibytes(workspace_added_) +
           " to the workspace, over its --workspace-quota of " +
           mebibytes(options_.policy.workspace_quota_bytes) +
           ": the workspace is read-only to the sandbox until files are removed.\n";
+    quota_told_ = over;
     if (executing && !held_frame_) tell_workspace_notices();
     if (held_frame_ && surveys_answered_ >= survey_gate_) {
       tell_workspace_notices();

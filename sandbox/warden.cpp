@@ -388,7 +388,7 @@ class Warden {
     std::optional<uint64_t> baseline;
     if (auto b = request.find("baseline"); b != request.end() && b->is_number_unsigned())
       baseline = b->get<uint64_t>();
-    json reply = watch_ ? watch_->survey(baseline)
+    json reply = watch_ ? watch_->survey(baseline, request.value("measure", false))
                         : json{{"event", "survey"},
                                {"error", "no mount namespace to guard the workspace in"}};
     send_status(control_.get(), reply);

@@ -418,9 +418,9 @@ void WorkerProcess::read_status() {
   }
 }
 
-void WorkerProcess::request_survey(std::optional<uint64_t> baseline) {
+void WorkerProcess::request_survey(std::optional<uint64_t> baseline, bool measure) {
   if (!status_ || !guards_workspace_ || exit_) return;
-  nlohmann::json request = {{"op", "survey"}};
+  nlohmann::json request = {{"op", "survey"}, {"measure", measure}};
   if (baseline) request["baseline"] = *baseline;
   std::string line = request.dump() + "\n";
   (void)::send(status_.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

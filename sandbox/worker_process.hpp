@@ -74,7 +74,7 @@ class WorkerProcess {
   // The workspace guard (workspace_watch.hpp), full jail only: ask the warden to survey the
   // workspace again; its reply arrives on status_fd() and is taken with take_survey().
   bool guards_workspace() const { return guards_workspace_; }
-  void request_survey(std::optional<uint64_t> baseline);
+  void request_survey(std::optional<uint64_t> baseline, bool measure);
   std::optional<nlohmann::json> take_survey();
 
   void interrupt();  // SIGINT to the Python process (its process group)

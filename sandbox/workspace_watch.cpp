@@ -28,11 +28,11 @@ unsigned long inode_of(const std::string& workspace, const std::string& relative
 
 WorkspaceWatch::WorkspaceWatch(const JailSpec& spec) : spec_(spec) {}
 
-WorkspaceRules WorkspaceWatch::rules() const {
+WorkspaceRules WorkspaceWatch::rules(bool measure) const {
   WorkspaceRules rules;
   rules.hide = spec_.hide_patterns;
   rules.protect = spec_.protect_patterns;
-  rules.measure = spec_.workspace_quota_bytes > 0;
+  rules.measure = measure && spec_.workspace_quota_bytes > 0;
   return rules;
 }
 
@@ -57,7 +57,7 @@ std::vector<GuardedPath> WorkspaceWatch::first_survey() {
         (void)::fchownat(workspace.get(), ".git", ws.st_uid, ws.st_gid, AT_SYMLINK_NOFOLLOW);
     }
   }
-  WorkspaceSurvey first = survey_workspace(spec_.workspace, rules());
+  WorkspaceSurvey first = survey_workspace(spec_.workspace, rules(false));
   remember(first.guards);
   return first.guards;
 }
@@ -118,11 +118,11 @@ void WorkspaceWatch::in_jail(const std::vector<GuardedPath>& guards, int read_on
     throw SetupError(failure.empty() ? "the workspace guard's child failed" : failure);
 }
 
-nlohmann::json WorkspaceWatch::survey(std::optional<uint64_t> baseline) {
+nlohmann::json WorkspaceWatch::survey(std::optional<uint64_t> baseline, bool measure) {
   auto started = std::chrono::steady_clock::now();
   nlohmann::json reply = {{"event", "survey"}};
   try {
-    WorkspaceSurvey now = survey_workspace(spec_.workspace, rules());
+    WorkspaceSurvey now = survey_workspace(spec_.workspace, rules(measure));
     std::vector<GuardedPath> fresh;
     for (const auto& guard : now.guards) {
       auto known = guarded_.find(guard.relative);
@@ -130,8 +130,11 @@ nlohmann::json WorkspaceWatch::survey(std::optional<uint64_t> baseline) {
       if (known == guarded_.end() || known->second != inode_of(spec_.workspace, guard.relative))
         fresh.push_back(guard);
     }
-    uint64_t added = baseline && now.bytes > *baseline ? now.bytes - *baseline : 0;
-    bool over = spec_.workspace_quota_bytes > 0 && added > spec_.workspace_quota_bytes;
+    measure = measure && spec_.workspace_quota_bytes > 0;
+    uint64_t added = measure && baseline && now.bytes > *baseline ? now.bytes - *baseline : 0;
+    // Unmeasured, the quota's state stays as the last measurement left it.
+    if (measure) over_ = spec_.workspace_quota_bytes > 0 && added > spec_.workspace_quota_bytes;
+    bool over = over_;
     if (!fresh.empty()) in_jail(fresh, -1);
     remember(fresh);
     if (over != read_only_) {
@@ -149,8 +152,10 @@ nlohmann::json WorkspaceWatch::survey(std::optional<uint64_t> baseline) {
       added_guards.push_back(
           {{"path", guard.relative}, {"guard", kind_name(guard.kind)}, {"reason", guard.reason}});
     reply["guarded"] = added_guards;
-    reply["bytes"] = now.bytes;
-    reply["added_bytes"] = added;
+    if (measure) {
+      reply["bytes"] = now.bytes;
+      reply["added_bytes"] = added;
+    }
     reply["entries"] = now.entries;
     reply["over_quota"] = over;
     reply["read_only"] = read_only_;

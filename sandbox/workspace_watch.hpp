@@ -35,10 +35,12 @@ class WorkspaceWatch {
   // One survey of the workspace with the guards it adds; the reply for the supervisor. With the
   // session's baseline (the bytes the workspace held when the session began: the supervisor
   // keeps it across restarts), the workspace is made read-only past --workspace-quota.
-  nlohmann::json survey(std::optional<uint64_t> baseline);
+  // `measure`: also sum the workspace's bytes (a stat per file; the quick survey before a cell
+  // skips it, the timer's surveys do it).
+  nlohmann::json survey(std::optional<uint64_t> baseline, bool measure);
 
  private:
-  WorkspaceRules rules() const;
+  WorkspaceRules rules(bool measure) const;
   void remember(const std::vector<GuardedPath>& guards);
   // Runs `work` in a child inside the jail's user and mount namespaces; throws with the
   // child's message when it fails.
@@ -47,7 +49,8 @@ class WorkspaceWatch {
   JailSpec spec_;
   Fd user_ns_, mnt_ns_;
   std::map<std::string, unsigned long> guarded_;  // relative path -> host inode it guards
-  bool read_only_ = false;
+  bool over_ = false;                             // over the quota, as last measured
+  bool read_only_ = false;  // the workspace mount is read-only (EBUSY can hold it back)
   bool placeholder_ = false;
 };
 
