@@ -1,0 +1,153 @@
+#include "sandbox/jail_memory.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+
+namespace belljar {
+
+namespace {
+
+// One read of a small /proc file (they are generated whole on the first read).
+std::string read_proc(const std::string& path, size_t limit = 16384) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text(limit, '\0');
+  size_t got = 0;
+  while (got < limit) {
+    ssize_t n = ::read(fd, text.data() + got, limit - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
+  return text;
+}
+
+// The kB figure of a "Name:   123 kB" line, in bytes; 0 if absent.
+uint64_t kb_field(std::string_view text, std::string_view name) {
+  size_t at = 0;
+  while ((at = text.find(name, at)) != std::string_view::npos) {
+    if (at == 0 || text[at - 1] == '\n') {
+      const char* value = text.data() + at + name.size();
+      return std::strtoull(value, nullptr, 10) * 1024;
+    }
+    at += name.size();
+  }
+  return 0;
+}
+
+struct StatFigures {
+  bool ok = false;
+  uint64_t cpu_ticks = 0;  // utime + stime
+  uint64_t rss_bytes = 0;
+};
+
+StatFigures read_stat(pid_t pid) {
+  StatFigures f;
+  std::string text = read_proc("/proc/" + std::to_string(pid) + "/stat", 2048);
+  auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return f;
+  // Fields after the command name, from "state" (field 3 of proc(5)) on.
+  const char* p = text.c_str() + close + 2;
+  uint64_t values[22] = {};
+  for (int i = 0; i < 22 && *p; ++i) {
+    values[i] = i == 0 ? 0 : std::strtoull(p, nullptr, 10);
+    p = std::strchr(p, ' ');
+    if (!p) return f;
+    ++p;
+  }
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  f.cpu_ticks = values[11] + values[12];  // utime, stime
+  f.rss_bytes = values[21] * page;        // rss, in pages
+  f.ok = true;
+  return f;
+}
+
+}  // namespace
+
+std::vector<pid_t> jail_processes(pid_t root, bool include_root, size_t limit) {
+  std::vector<pid_t> found;
+  std::unordered_set<pid_t> seen{root};
+  if (include_root) found.push_back(root);
+  std::vector<pid_t> pending{root};
+  while (!pending.empty() && found.size() < limit) {
+    pid_t pid = pending.back();
+    pending.pop_back();
+    // Each thread has its own children list (a child belongs to the thread that forked it).
+    std::string base = "/proc/" + std::to_string(pid) + "/task/";
+    if (DIR* dir = ::opendir(base.c_str())) {
+      while (dirent* entry = ::readdir(dir)) {
+        if (entry->d_name[0] == '.') continue;
+        std::string children = read_proc(base + entry->d_name + "/children", 65536);
+        const char* p = children.c_str();
+        char* end = nullptr;
+        for (long child = std::strtol(p, &end, 10); end != p; child = std::strtol(p, &end, 10)) {
+          p = end;
+          auto id = static_cast<pid_t>(child);
+          if (id > 0 && seen.insert(id).second && found.size() < limit) {
+            found.push_back(id);
+            pending.push_back(id);
+          }
+        }
+      }
+      ::closedir(dir);
+    }
+  }
+  return found;
+}
+
+uint64_t counted_memory(pid_t pid) {
+  std::string dir = "/proc/" + std::to_string(pid);
+  std::string rollup = read_proc(dir + "/smaps_rollup");
+  if (rollup.find("\nPss_Anon:") != std::string::npos)
+    return kb_field(rollup, "Pss_Anon:") + kb_field(rollup, "Pss_Shmem:");
+  std::string status = read_proc(dir + "/status");
+  return kb_field(status, "RssAnon:") + kb_field(status, "RssShmem:");
+}
+
+bool zero_sysv_ipc_limits() {
+  // These files show and set the IPC namespace of the task that opens them: init's own.
+  bool all = true;
+  for (auto [path, value] :
+       {std::pair{"/proc/sys/kernel/shmmni", "0"}, std::pair{"/proc/sys/kernel/shmall", "0"},
+        std::pair{"/proc/sys/kernel/msgmni", "0"}, std::pair{"/proc/sys/kernel/sem", "0 0 0 0"}}) {
+    int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+    bool ok = fd >= 0 &&
+              ::write(fd, value, std::strlen(value)) == static_cast<ssize_t>(std::strlen(value));
+    if (fd >= 0) ::close(fd);
+    all = all && ok;
+  }
+  return all;
+}
+
+SessionMemory::Sample SessionMemory::sample() {
+  Sample s;
+  std::vector<pid_t> pids = jail_processes(root_, include_root_);
+  uint64_t cpu = 0;
+  for (pid_t pid : pids) {
+    StatFigures f = read_stat(pid);
+    if (!f.ok) continue;
+    cpu += f.cpu_ticks;
+    s.bound += f.rss_bytes;
+  }
+  // A process that exits takes its CPU time to its parent's cutime, so the sum may also drop:
+  // any change, or a change in who is there, means something ran.
+  s.busy = cpu != last_cpu_ticks_ || pids.size() != last_count_;
+  last_cpu_ticks_ = cpu;
+  last_count_ = pids.size();
+  if (s.bound <= cap_) return s;
+  for (pid_t pid : pids) s.exact += counted_memory(pid);
+  s.over = s.exact > cap_;
+  return s;
+}
+
+}  // namespace belljar
