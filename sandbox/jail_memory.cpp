@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -15,20 +17,20 @@ namespace belljar {
 
 namespace {
 
-// One read of a small /proc file (they are generated whole on the first read).
+// A small /proc file (they are generated on read), up to `limit` bytes, without zero-filling a
+// buffer of that size first: this runs many times a second.
 std::string read_proc(const std::string& path, size_t limit = 16384) {
+  std::string text;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string text(limit, '\0');
-  size_t got = 0;
-  while (got < limit) {
-    ssize_t n = ::read(fd, text.data() + got, limit - got);
+  if (fd < 0) return text;
+  char buf[4096];
+  while (text.size() < limit) {
+    ssize_t n = ::read(fd, buf, std::min(sizeof buf, limit - text.size()));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    got += static_cast<size_t>(n);
+    text.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
-  text.resize(got);
   return text;
 }
 

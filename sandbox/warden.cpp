@@ -388,8 +388,9 @@ class Warden {
 
   int sample_timeout_ms() const {
     if (!memory_ || memory_over_) return -1;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        next_sample_ - std::chrono::steady_clock::now());
+    // Rounded up: a timeout of 0 while under a millisecond is left would spin.
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(next_sample_ -
+                                                             std::chrono::steady_clock::now());
     return static_cast<int>(std::max<long long>(0, left.count()));
   }
 
