@@ -175,11 +175,13 @@ for _ in range(6):
     children.append(pid)
     time.sleep(0.3)
 time.sleep(2)
-alive = sum(os.waitpid(pid, os.WNOHANG) == (0, 0) for pid in children)
-print('alive', alive)
+alive = 0
 for pid in children:
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
+    if os.waitpid(pid, os.WNOHANG) == (0, 0):  # reaps the ones already killed
+        alive += 1
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+print('alive', alive)
 """
 
 
@@ -208,9 +210,9 @@ def test_forked_children_share_one_cap(capped):
     assert peak < 1.5 * CAP_MIB, f"the sandbox held {peak:.0f} MiB under --memory {CAP_MIB}M"
     if content["status"] == "ok":
         # A memory cgroup (as root): its OOM killer ends the largest process, a child; the
-        # worker lives on. The children cannot all be holding their share.
+        # worker lives on. No more children than fit under the cap are left holding theirs.
         alive = int(stdout_of(outputs).split()[1])
-        assert alive * 128 < CAP_MIB, stdout_of(outputs)
+        assert alive <= CAP_MIB // 128, stdout_of(outputs)
     else:
         # No cgroup: the warden saw the session's total pass the cap and stopped the sandbox.
         assert content["ename"] == "MemoryError", content
