@@ -47,31 +47,16 @@ uint64_t kb_field(std::string_view text, std::string_view name) {
   return 0;
 }
 
-struct StatFigures {
-  bool ok = false;
-  uint64_t cpu_ticks = 0;  // utime + stime
-  uint64_t rss_bytes = 0;
-};
+// CPU time the process has run, in nanoseconds (/proc/PID/schedstat's first field); 0 if gone.
+uint64_t cpu_nanoseconds(pid_t pid) {
+  std::string text = read_proc("/proc/" + std::to_string(pid) + "/schedstat", 256);
+  return std::strtoull(text.c_str(), nullptr, 10);
+}
 
-StatFigures read_stat(pid_t pid) {
-  StatFigures f;
-  std::string text = read_proc("/proc/" + std::to_string(pid) + "/stat", 2048);
-  auto close = text.rfind(')');
-  if (close == std::string::npos || close + 2 >= text.size()) return f;
-  // Fields after the command name, from "state" (field 3 of proc(5)) on.
-  const char* p = text.c_str() + close + 2;
-  uint64_t values[22] = {};
-  for (int i = 0; i < 22 && *p; ++i) {
-    values[i] = i == 0 ? 0 : std::strtoull(p, nullptr, 10);
-    p = std::strchr(p, ' ');
-    if (!p) return f;
-    ++p;
-  }
-  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  f.cpu_ticks = values[11] + values[12];  // utime, stime
-  f.rss_bytes = values[21] * page;        // rss, in pages
-  f.ok = true;
-  return f;
+// RssAnon + RssShmem: the kernel's counters, never below the PSS of the same pages.
+uint64_t resident_bound(pid_t pid) {
+  std::string status = read_proc("/proc/" + std::to_string(pid) + "/status");
+  return kb_field(status, "RssAnon:") + kb_field(status, "RssShmem:");
 }
 
 }  // namespace
@@ -112,8 +97,7 @@ uint64_t counted_memory(pid_t pid) {
   std::string rollup = read_proc(dir + "/smaps_rollup");
   if (rollup.find("\nPss_Anon:") != std::string::npos)
     return kb_field(rollup, "Pss_Anon:") + kb_field(rollup, "Pss_Shmem:");
-  std::string status = read_proc(dir + "/status");
-  return kb_field(status, "RssAnon:") + kb_field(status, "RssShmem:");
+  return resident_bound(pid);
 }
 
 bool zero_sysv_ipc_limits() {
@@ -136,15 +120,13 @@ SessionMemory::Sample SessionMemory::sample() {
   std::vector<pid_t> pids = jail_processes(root_, include_root_);
   uint64_t cpu = 0;
   for (pid_t pid : pids) {
-    StatFigures f = read_stat(pid);
-    if (!f.ok) continue;
-    cpu += f.cpu_ticks;
-    s.bound += f.rss_bytes;
+    cpu += cpu_nanoseconds(pid);
+    s.bound += resident_bound(pid);
   }
   // A process that exits takes its CPU time to its parent's cutime, so the sum may also drop:
   // any change, or a change in who is there, means something ran.
-  s.busy = cpu != last_cpu_ticks_ || pids.size() != last_count_;
-  last_cpu_ticks_ = cpu;
+  s.busy = cpu != last_cpu_ns_ || pids.size() != last_count_;
+  last_cpu_ns_ = cpu;
   last_count_ = pids.size();
   if (s.bound <= cap_) return s;
   for (pid_t pid : pids) s.exact += counted_memory(pid);

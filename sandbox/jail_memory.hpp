@@ -13,9 +13,9 @@
 // once, not once per process. File pages (libraries, mapped files) are page cache the kernel can
 // reclaim; a cgroup would reclaim them before killing anything, so they do not count.
 //
-// Cost: a sample reads /proc/PID/stat of each process (CPU time and RSS, an upper bound of what
-// counts). Only when those bounds add up past the cap are the exact figures read from
-// /proc/PID/smaps_rollup (a page-table walk) before anything is stopped.
+// Cost: a sample reads /proc/PID/schedstat and /proc/PID/status of each process (CPU time, and
+// the RssAnon + RssShmem counters: an upper bound of what counts). Only when those bounds add up
+// past the cap are the exact figures read from /proc/PID/smaps_rollup (a page-table walk).
 #include <sys/types.h>
 
 #include <chrono>
@@ -39,7 +39,7 @@ class SessionMemory {
       : root_(root), include_root_(include_root), cap_(cap_bytes) {}
 
   struct Sample {
-    uint64_t bound = 0;  // sum of RSS: never below the exact figure
+    uint64_t bound = 0;  // sum of RssAnon + RssShmem: never below the exact figure
     uint64_t exact = 0;  // Pss_Anon + Pss_Shmem summed; only read when `bound` passed the cap
     bool busy = false;   // CPU time moved (or processes came and went) since the last sample
     bool over = false;   // `exact` is above the cap
@@ -56,7 +56,7 @@ class SessionMemory {
   pid_t root_;
   bool include_root_;
   uint64_t cap_;
-  uint64_t last_cpu_ticks_ = 0;
+  uint64_t last_cpu_ns_ = 0;
   size_t last_count_ = 0;
 };
 
