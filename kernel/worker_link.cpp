@@ -458,6 +458,7 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
       fail_cell("MemoryError", "the session passed its memory limit of " +
                                    human_bytes(cell_->memory_limit ? cell_->memory_limit : options_.policy.memory_bytes) +
                                    (cell_->memory_limit ? " (%%limits --memory)" : " (--memory)") +
+                                   (exit.memory_total_bytes ? ": its processes held " + human_bytes(exit.memory_total_bytes) + " together" : "") +
                                    "; the worker was restarted: variables were lost, "
                                    "workspace files were kept", "memory");
     } else {

@@ -27,6 +27,7 @@
 #include "sandbox/host_rules.hpp"
 #include "sandbox/http_head.hpp"
 #include "sandbox/setup_error.hpp"
+#include "sandbox/tls_client_hello.hpp"
 
 namespace belljar {
 
@@ -136,6 +137,7 @@ enum class Phase {
   head,        // reading the request head
   resolving,   // waiting for the resolver
   connecting,  // a non-blocking connect() in flight
+  hello,       // a tunnel to a name: reading the client's ClientHello, nothing forwarded yet
   relaying,    // bytes both ways
   answering,   // delivering the proxy's own response, then lingering
   lingering,   // response sent: reading what the client still sends until it closes
@@ -162,6 +164,7 @@ struct Connection {
   size_t head_from = 0;
   size_t discarded = 0;
   uint64_t carried_up = 0, carried_down = 0;  // bytes relayed each way
+  uint64_t body_left = 0;  // plain HTTP: request body bytes still to forward (Content-Length)
   std::optional<Splice> splice_up, splice_down;
 };
 
@@ -380,6 +383,9 @@ struct EgressProxy::Loop {
       case Phase::relaying:
         relay(c);
         break;
+      case Phase::hello:
+        if (side == kClient) read_hello(c);
+        break;
       case Phase::answering:
       case Phase::lingering:
         answer(c);
@@ -405,6 +411,11 @@ struct EgressProxy::Loop {
           c.last_error = "timed out";
           drop_upstream(c);
           connect_next(c);
+          break;
+        case Phase::hello:
+          refuse_tunnel(c, "sni-missing",
+                        "no TLS ClientHello within " +
+                            std::to_string(limits.hello_timeout.count() / 1000) + " s");
           break;
         default:  // a slow request head, an idle relay, a client that won't read its answer
           close(c);
@@ -467,6 +478,7 @@ struct EgressProxy::Loop {
       return;
     }
     c.rule = verdict.rule;
+    if (!c.request.tunnel && !check_plain_request(c)) return;
     if (c.host.literal) {
       // The rule names this very address: allowed whatever its scope, as the user asked.
       c.addresses = {*c.host.literal};
@@ -585,17 +597,117 @@ struct EgressProxy::Loop {
 
   void connected(Connection& c) {
     const IpAddress& address = c.addresses[c.next_address - 1];
+    if (c.request.tunnel && !c.host.literal) {
+      // A name: the decision waits for the ClientHello's SNI (read_hello).
+      c.down.append("HTTP/1.1 200 Connection established\r\n\r\n");
+      c.phase = Phase::hello;
+      c.deadline = Clock::now() + limits.hello_timeout;
+      read_hello(c);
+      return;
+    }
     post({c.request.method, c.host.name, c.request.port, "allowed", rule_flag_text(*c.rule), "", "",
           address.text()});
     c.phase = Phase::relaying;
     c.deadline = Clock::now() + limits.idle_timeout;
     if (c.request.tunnel) {
+      // A rule that names an address: whatever runs there was allowed, TLS or not, any SNI.
       c.down.append("HTTP/1.1 200 Connection established\r\n\r\n");
     } else {
       c.up.splice(0, 0, upstream_request_head(c.request));
       c.response_head_pending = true;
     }
     relay(c);
+  }
+
+  // ---- what goes out is what was allowed ----------------------------------------------------
+
+  // A plain request's body must be framed by one Content-Length, so nothing after it can pass
+  // as a second request (whose Host the proxy would never have seen). Its own Host is replaced
+  // by the request line's (upstream_request_head).
+  bool check_plain_request(Connection& c) {
+    if (c.request.chunked) {
+      deny(c, 411, "Length Required", "bad-request",
+           "a chunked request body is not forwarded over plain HTTP (where it ends is where a "
+           "smuggled request would begin); send Content-Length");
+      return false;
+    }
+    uint64_t body = c.request.content_length.value_or(0);
+    // What came with the head beyond the body is dropped, never forwarded.
+    if (c.up.size() > body) c.up.splice(body, c.up.size() - body, "");
+    c.body_left = body - c.up.size();
+    return true;
+  }
+
+  // Reads and drops what a plain client sends after its body; -1 on an error, 1 if anything
+  // (or end of file) was read, 0 otherwise.
+  int discard_from_client(Connection& c) {
+    char sink[16384];
+    ssize_t n;
+    while ((n = ::recv(c.client.get(), sink, sizeof sink, 0)) < 0 && errno == EINTR) {
+    }
+    if (n == 0) {
+      c.client_eof = true;
+      return 1;
+    }
+    if (n < 0) {
+      if (errno != EAGAIN) return -1;
+      c.client_in = false;
+      return 0;
+    }
+    c.discarded += static_cast<size_t>(n);
+    return c.discarded > (1u << 20) ? -1 : 1;
+  }
+
+  // A tunnel to a name: deliver the 200, then read (and hold) the client's first bytes until
+  // they make a ClientHello; its SNI must be the CONNECT host.
+  void read_hello(Connection& c) {
+    while (c.client_out && !c.down.empty()) {
+      size_t want = c.down.size();
+      ssize_t n = c.down.drain(c.client.get());
+      if (n < 0 && errno != EAGAIN) return close(c);
+      if (n < static_cast<ssize_t>(want)) c.client_out = false;
+    }
+    for (;;) {
+      ClientHelloScan scan = scan_client_hello(c.up.view(), limits.max_hello_bytes);
+      if (scan.status == ClientHelloScan::Status::malformed)
+        return refuse_tunnel(c, "sni-missing", "no usable TLS ClientHello: " + scan.error);
+      if (scan.status == ClientHelloScan::Status::complete) {
+        if (!scan.server_name)
+          return refuse_tunnel(c, "sni-missing",
+                               "the TLS ClientHello names no server (SNI); a tunnel to a name "
+                               "must name it");
+        auto named = normalize_host(*scan.server_name);
+        if (!named || named->literal || named->name != c.host.name)
+          return refuse_tunnel(c, "sni-mismatch",
+                               "the TLS ClientHello names \"" + scan.server_name->substr(0, 255) +
+                                   "\", not " + c.host.name);
+        post({c.request.method, c.host.name, c.request.port, "allowed", rule_flag_text(*c.rule), "",
+              "", c.addresses[c.next_address - 1].text()});
+        c.phase = Phase::relaying;
+        c.deadline = Clock::now() + limits.idle_timeout;
+        relay(c);  // the ClientHello, as it came, goes first
+        return;
+      }
+      if (!c.client_in || c.client_eof) return;
+      ssize_t n = c.up.fill(c.client.get(), limits.max_hello_bytes + 1 -
+                                                std::min(c.up.size(), limits.max_hello_bytes));
+      if (n == 0) return close(c);  // gone before it said anything
+      if (n < 0) {
+        if (errno != EAGAIN) return close(c);
+        c.client_in = false;
+        return;
+      }
+    }
+  }
+
+  // The client already has its 200: a TLS alert tells its library why the tunnel closes.
+  void refuse_tunnel(Connection& c, const std::string& reason, const std::string& why) {
+    post({c.request.method, c.host.name, c.request.port, "denied", rule_flag_text(*c.rule), reason,
+          why,
+          c.next_address > 0 && c.next_address <= c.addresses.size()
+              ? c.addresses[c.next_address - 1].text()
+              : ""});
+    respond(c, std::string(tls_access_denied_alert()));
   }
 
   // ---- relaying ---------------------------------------------------------------------------
@@ -611,15 +723,23 @@ struct EgressProxy::Loop {
       }
       bool moved = false;
       // client -> upstream
-      if (!c.splice_up && c.up.empty() && c.carried_up >= kSpliceAfter) c.splice_up = make_splice();
+      // Only tunnels go bulk upwards: a plain request's body is counted through the buffer.
+      if (!c.splice_up && c.request.tunnel && c.up.empty() && c.carried_up >= kSpliceAfter)
+        c.splice_up = make_splice();
       if (c.splice_up) {
         int r = splice_move(*c.splice_up, c.client.get(), c.client_in, c.client_eof,
                             c.upstream.get(), c.upstream_out, c.carried_up);
         if (r < 0) return close(c);
         moved = moved || r > 0;
       } else {
-        if (c.client_in && !c.client_eof && c.up.space() > 0) {
-          ssize_t n = c.up.fill(c.client.get());
+        if (!c.request.tunnel && c.body_left == 0 && c.client_in && !c.client_eof) {
+          // The declared body is through: what follows (a pipelined request) is never sent on.
+          int r = discard_from_client(c);
+          if (r < 0) return close(c);
+          moved = moved || r > 0;
+        } else if (c.client_in && !c.client_eof && c.up.space() > 0) {
+          ssize_t n = c.up.fill(c.client.get(), c.request.tunnel ? SIZE_MAX : c.body_left);
+          if (n > 0 && !c.request.tunnel) c.body_left -= static_cast<uint64_t>(n);
           if (n > 0)
             moved = true;
           else if (n == 0)

@@ -9,6 +9,12 @@
 // it itself, refuses names that resolve to non-public addresses unless the rule is local
 // (address_policy.hpp), connects, and relays. Refusals answer 403 naming the host and why.
 //
+// What the allowlist judged is what goes out: upstream gets the request line's host as the Host
+// header, whatever the client wrote (a shared front end routes by Host), and only the body its
+// one Content-Length declares (nothing pipelined after it). A
+// tunnel to a name must open with a TLS ClientHello whose SNI is that name
+// (tls_client_hello.hpp); only then are its bytes, unchanged, forwarded.
+//
 // It runs on its own thread with its own epoll loop, so a slow or stuck upstream or client can
 // never stall the kernel's reactor or another connection: every socket is non-blocking (and
 // edge-triggered), names are resolved on a small pool of threads, connections and
@@ -36,7 +42,8 @@ struct EgressDecision {
   std::string
       decision;      // "allowed", "denied" (the policy said no) or "failed" (it could not be done)
   std::string rule;  // the rule that allowed the host: "--allow-net example.com"; "" for none
-  // A short code: not-allowlisted, port-not-allowed, private-address, bad-request (denied);
+  // A short code: not-allowlisted, port-not-allowed, private-address, bad-request,
+  // sni-mismatch, sni-missing (denied);
   // resolve-failed, connect-failed, timeout, too-many-connections (failed); "" when allowed.
   std::string reason;
   std::string detail;   // one sentence for humans (the 403/502 body)
@@ -52,6 +59,9 @@ struct EgressLimits {
   std::chrono::milliseconds connect_timeout{10'000};  // per address tried
   std::chrono::milliseconds idle_timeout{300'000};    // no byte either way
   std::chrono::milliseconds answer_timeout{5'000};    // to deliver the proxy's own response
+  // A tunnel to a name: its TLS ClientHello must arrive within these before a byte goes on.
+  std::chrono::milliseconds hello_timeout{10'000};
+  size_t max_hello_bytes = 16384;
   size_t max_spliced = 128;  // bulk directions moved by splice(), two descriptors each
   size_t resolver_threads = 4;
   size_t max_queued_decisions = 10'000;  // the kernel drains them; past this they are counted

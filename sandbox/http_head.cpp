@@ -157,13 +157,32 @@ RequestHead parse_request_head(std::string_view text) {
     throw HttpHeadError("a malformed request target");
   head.headers = parse_headers(lines);
 
-  bool has_length = false, chunked = false;
+  // What request smuggling relies on: two parties reading a different end of the body, or a
+  // different host, from the same head. One of each, or the request is refused.
+  int lengths = 0, codings = 0, hosts = 0;
   for (const auto& h : head.headers) {
     std::string name = lower(h.name);
-    has_length = has_length || name == "content-length";
-    chunked = chunked || name == "transfer-encoding";
+    if (name == "content-length") {
+      ++lengths;
+      if (h.value.empty() || h.value.size() > 18 ||
+          !std::all_of(h.value.begin(), h.value.end(), ::isdigit))
+        throw HttpHeadError("a malformed Content-Length");
+      head.content_length = std::stoull(h.value);
+    } else if (name == "transfer-encoding") {
+      ++codings;
+      if (lower(h.value) != "chunked")
+        throw HttpHeadError("a Transfer-Encoding other than chunked");
+      head.chunked = true;
+    } else if (name == "host") {
+      ++hosts;
+    }
   }
-  if (has_length && chunked) throw HttpHeadError("both Content-Length and Transfer-Encoding");
+  if (lengths > 1) throw HttpHeadError("more than one Content-Length");
+  if (codings > 1) throw HttpHeadError("more than one Transfer-Encoding");
+  if (hosts > 1) throw HttpHeadError("more than one Host header");
+  if (lengths && codings) throw HttpHeadError("both Content-Length and Transfer-Encoding");
+  if (codings && head.version == "HTTP/1.0")
+    throw HttpHeadError("Transfer-Encoding in an HTTP/1.0 request");
 
   if (head.method == "CONNECT") {
     head.tunnel = true;
@@ -213,17 +232,15 @@ ResponseHead parse_response_head(std::string_view text) {
 
 std::string upstream_request_head(const RequestHead& request) {
   std::string out = request.method + " " + request.path + " " + request.version + "\r\n";
+  // The Host the allowlist judged, whatever the client wrote: a shared front end routes by it.
+  out += "Host: " + request.host + (request.port == 80 ? "" : ":" + std::to_string(request.port)) +
+         "\r\n";
   auto listed = connection_listed(request.headers);
-  bool has_host = false;
   for (const auto& h : request.headers) {
     std::string name = lower(h.name);
-    if (hop_by_hop(name, listed)) continue;
-    has_host = has_host || name == "host";
+    if (hop_by_hop(name, listed) || name == "host") continue;
     out += h.name + ": " + h.value + "\r\n";
   }
-  if (!has_host)
-    out += "Host: " + request.host +
-           (request.port == 80 ? "" : ":" + std::to_string(request.port)) + "\r\n";
   out += "Connection: close\r\n\r\n";
   return out;
 }

@@ -2,8 +2,9 @@
 // HTTP/1.x message heads as the egress proxy sees them: the request a sandboxed client sends
 // to its proxy (CONNECT host:port, or an absolute-form http:// URL) and the response that comes
 // back from upstream. Parsing is strict (what a smuggling attempt relies on is refused: bare
-// CR, obsolete line folding, spaces before the colon, userinfo in the URL) and bounded by the
-// caller, which only hands over a head it has seen end within its size cap.
+// CR, obsolete line folding, spaces before the colon, userinfo in the URL, two Host headers,
+// two Content-Lengths, Content-Length with Transfer-Encoding, a coding other than chunked) and
+// bounded by the caller, which only hands over a head it has seen end within its size cap.
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -31,7 +32,12 @@ struct RequestHead {
   std::string host;     // as the target names it, IPv6 in brackets
   uint16_t port = 0;
   std::string path;  // plain HTTP: origin-form for upstream ("/index.html?q=1")
+  // The body's framing, from the one Content-Length or Transfer-Encoding: chunked it may carry
+  // (duplicates, both at once, or another coding are refused by the parser).
+  std::optional<uint64_t> content_length;
+  bool chunked = false;
 };
+
 
 struct ResponseHead {
   std::string version;
@@ -48,8 +54,9 @@ RequestHead parse_request_head(std::string_view head);
 ResponseHead parse_response_head(std::string_view head);
 
 // What the proxy sends upstream for a plain HTTP request: origin-form target, hop-by-hop
-// headers (Connection and what it names, Keep-Alive, Proxy-*, TE, Upgrade) dropped, a Host
-// header if the client sent none, and "Connection: close": one request per upstream connection.
+// headers (Connection and what it names, Keep-Alive, Proxy-*, TE, Upgrade) dropped, the Host
+// header written from the request line (the allowlisted host; the client's own is dropped), and
+// "Connection: close": one request per upstream connection.
 std::string upstream_request_head(const RequestHead& request);
 // What the client gets back: the same head, hop-by-hop headers dropped and "Connection: close",
 // so the client never reuses a connection the proxy is about to close.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sandbox/egress_forwarder.hpp"
+#include "sandbox/jail_memory.hpp"
 #include "sandbox/loopback.hpp"
 #include "sandbox/privileges.hpp"
 #include "sandbox/setup_error.hpp"
@@ -167,6 +168,8 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
     assemble_root(spec, trees, guards);
     trees.clear();
 
+    // Best effort: seccomp refuses the calls anyway (jail_memory.hpp).
+    zero_sysv_ipc_limits();
     pid_t worker = start_worker(spec, go, channels.report);
     // Reaping and signalling its own uid's processes needs no capabilities: keep none.
     drop_capabilities();

@@ -1,6 +1,7 @@
 #include "sandbox/seccomp_filter.hpp"
 
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -105,6 +106,24 @@ Filter build(const SeccompOptions& options) {
                            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request)),
           "seccomp_rule_add(ioctl TIOCSTI/TIOCLINUX)");
 
+  // Memory that no process's mappings show, so neither RLIMIT_AS nor the warden's sampling of
+  // the session (jail_memory.hpp) would count it: memfds and SysV IPC objects outlive every
+  // mapping. ENOSYS, as on a kernel built without them, is what libraries fall back on.
+  for (const auto& name : unaccounted_memory_syscalls()) {
+    int nr = seccomp_syscall_resolve_name(name.c_str());
+    if (nr == __NR_SCMP_ERROR) continue;
+    check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0),
+          "seccomp_rule_add(" + name + ")");
+  }
+
+  // Netlink: only NETLINK_ROUTE, which getaddrinfo() and if_nameindex() read the interfaces
+  // through. Audit, netfilter, xfrm, uevents and the rest are kernel surface a notebook never
+  // needs. The protocol is an int: its low 32 bits count.
+  check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 2,
+                         SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(AF_NETLINK)),
+                         SCMP_A2_32(SCMP_CMP_NE, static_cast<scmp_datum_t>(NETLINK_ROUTE))),
+        "seccomp_rule_add(socket AF_NETLINK other than NETLINK_ROUTE)");
+
   // socket(): AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only (no inet at all when there is no
   // network namespace). Refuse everything else by ranges, so unknown future families are refused.
   std::vector<int> allowed = {AF_UNIX, AF_NETLINK};
@@ -133,13 +152,19 @@ const std::vector<std::string>& refused_syscalls() {
       "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
       // kernel attack surface
       "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
-      "io_uring_register", "keyctl", "add_key", "request_key",
+      "io_uring_register", "keyctl", "add_key", "request_key", "modify_ldt",
       // the machine itself
       "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
       "open_by_handle_at", "swapon", "swapoff", "reboot", "iopl", "ioperm", "acct", "quotactl",
       "quotactl_fd", "syslog", "lookup_dcookie", "uselib", "vhangup",
       // the clock
       "clock_settime", "clock_adjtime", "adjtimex", "settimeofday"};
+  return names;
+}
+
+const std::vector<std::string>& unaccounted_memory_syscalls() {
+  static const std::vector<std::string> names = {"memfd_create", "memfd_secret", "shmget", "msgget",
+                                                 "semget"};
   return names;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The worker's syscall filter (libseccomp), installed last, just before exec: anything
 // installed earlier would also constrain the jail's own setup. Refused calls fail with an
-// errno (EPERM; ENOSYS for clone3) rather than killing, so Python reports them as OSError.
+// errno (EPERM; ENOSYS for clone3, openat2 and the memory calls below) rather than killing, so
+// Python reports them as OSError.
 #include <string>
 #include <vector>
 
@@ -13,6 +14,10 @@ struct SeccompOptions {
 
 // Names of the syscalls refused outright, for `belljar check` and the tests.
 const std::vector<std::string>& refused_syscalls();
+
+// Refused with ENOSYS: memory no process's mappings show (memfds, SysV shared memory, message
+// queues and semaphores), which the session's memory cap could not count.
+const std::vector<std::string>& unaccounted_memory_syscalls();
 
 // Loads the filter into the calling thread (and what it execs). Throws SetupError.
 void install_seccomp(const SeccompOptions& options);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "sandbox/cgroup.hpp"
 #include "sandbox/jail_entry.hpp"
 #include "sandbox/jail_init.hpp"
+#include "sandbox/jail_memory.hpp"
 #include "sandbox/jail_spec.hpp"
 #include "sandbox/mounts.hpp"
 #include "sandbox/workspace_watch.hpp"
@@ -318,6 +320,17 @@ class Warden {
   }
 
   void ready() {
+    // Without a memory cgroup, RLIMIT_AS caps each process; the session's total is watched here.
+    if (!cgroup_.limits_memory() && spec_.memory_bytes > 0) {
+      bool landlocked = spec_.mode == JailSpec::Mode::landlock;
+      // Landlock mode: the worker and the orphans it leaves are our children (we are their
+      // subreaper); namespaces: everything is under init.
+      memory_.emplace(landlocked ? ::getpid() : child_, !landlocked, spec_.memory_bytes);
+      next_sample_ = std::chrono::steady_clock::now();
+      notes_.push_back(
+          "memory: the warden samples the session's total (anonymous and shared "
+          "memory, PSS, over every process) and stops the sandbox past --memory");
+    }
     send_status(control_.get(), {{"event", "ready"},
                                  {"worker_pid", worker_host_pid_},
                                  {"cgroup", cgroup_.to_json()},
@@ -334,7 +347,8 @@ class Warden {
       pollfd fds[3] = {{signals_.get(), POLLIN, 0},
                        {from_init_ ? from_init_.get() : -1, POLLIN, 0},
                        {requests_open ? control_.get() : -1, POLLIN, 0}};
-      if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
+      if (::poll(fds, 3, sample_timeout_ms()) < 0 && errno != EINTR) break;
+      check_memory();
       if (fds[2].revents) {
         requests_open = !requests.fill();
         while (auto request = requests.next()) serve_request(*request);
@@ -394,6 +408,37 @@ class Warden {
     send_status(control_.get(), reply);
   }
 
+  int sample_timeout_ms() const {
+    if (!memory_ || memory_over_) return -1;
+    // Rounded up: a timeout of 0 while under a millisecond is left would spin.
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(next_sample_ -
+                                                             std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<long long>(0, left.count()));
+  }
+
+  // Over the cap: the sandbox goes, as the OOM killer would end it in a cgroup.
+  void check_memory() {
+    if (!memory_ || memory_over_ || std::chrono::steady_clock::now() < next_sample_) return;
+    SessionMemory::Sample s = memory_->sample();
+    if (s.over) {
+      // A vfork()ed child shows its parent's memory as its own until it execs: look again.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      s = memory_->sample();
+      s.busy = true;
+    }
+    next_sample_ = std::chrono::steady_clock::now() + memory_->interval(s);
+    if (!s.over) return;
+    memory_over_ = true;
+    memory_total_ = s.exact;
+    if (spec_.mode == JailSpec::Mode::landlock) {
+      // Killed, not reaped: the SIGCHLD of the worker itself is what ends serve().
+      ::kill(-child_, SIGKILL);
+      for (pid_t pid : jail_processes(::getpid(), false)) ::kill(pid, SIGKILL);
+    } else {
+      ::kill(child_, SIGKILL);  // pid 1 gone: the kernel kills the whole namespace
+    }
+  }
+
   int finish(json exit_message) {
     // Drain what init wrote just before it exited.
     if (reader_ && from_init_) {
@@ -411,7 +456,8 @@ class Warden {
         exit_message = {{"event", "exit"}, {"code", WEXITSTATUS(child_status_)}, {"signal", 0}};
     }
     if (spec_.mode == JailSpec::Mode::landlock) end_descendants();
-    exit_message["memory_limit"] = !cgroup_.empty() && cgroup_.oom_kills() > 0;
+    exit_message["memory_limit"] = (!cgroup_.empty() && cgroup_.oom_kills() > 0) || memory_over_;
+    if (memory_over_) exit_message["memory_total_bytes"] = memory_total_;
     double cpu = cgroup_.empty() ? -1 : cgroup_.cpu_seconds();
     exit_message["cpu_seconds"] = cpu;
     exit_message["peak_memory_bytes"] = cgroup_.empty() ? 0 : cgroup_.peak_memory_bytes();
@@ -465,6 +511,10 @@ class Warden {
   std::optional<StatusReader> reader_;
   std::optional<WorkspaceWatch> watch_;  // namespaces mode: the workspace's guards
   std::string home_;
+  std::optional<SessionMemory> memory_;  // no memory cgroup: the session's total, sampled
+  std::chrono::steady_clock::time_point next_sample_;
+  bool memory_over_ = false;
+  uint64_t memory_total_ = 0;
 };
 
 }  // namespace

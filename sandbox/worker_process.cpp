@@ -450,6 +450,8 @@ std::optional<WorkerExit> WorkerProcess::poll_exit() {
     exit.exit_code = exit_report_->value("code", -1);
     exit.signal = exit_report_->value("signal", 0);
     exit.memory_limit = exit_report_->value("memory_limit", false);
+    exit.memory_total_bytes = exit_report_->value("memory_total_bytes", uint64_t{0});
+    last_peak_ = std::max(last_peak_, exit.memory_total_bytes);
     double cpu = exit_report_->value("cpu_seconds", -1.0);
     if (cpu >= 0) last_cpu_ = std::max(last_cpu_, cpu);
     last_peak_ =
@@ -488,7 +490,8 @@ bool WorkerProcess::set_memory_limit(uint64_t bytes, std::string* why) {
   if (cgroup_released_) {
     // Without a cgroup the cap is RLIMIT_AS, which the worker could raise back to its hard
     // limit: a per-cell cap there would be a promise the supervisor can't keep.
-    if (why) *why = "this host gives the sandbox no memory cgroup (the session's --memory still applies)";
+    if (why)
+      *why = "this host gives the sandbox no memory cgroup (the session's --memory still applies)";
     return false;
   }
   return SandboxCgroup::from_json(cgroup_).set_memory_limit(bytes, why);

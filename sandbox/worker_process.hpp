@@ -23,9 +23,12 @@ struct SandboxError : std::runtime_error {
 
 // How the worker ended, as the client is told.
 struct WorkerExit {
-  int exit_code = -1;            // >= 0 when it exited
-  int signal = 0;                // > 0 when a signal killed it
-  bool memory_limit = false;     // the kernel's OOM killer acted on the sandbox
+  int exit_code = -1;         // >= 0 when it exited
+  int signal = 0;             // > 0 when a signal killed it
+  bool memory_limit = false;  // the kernel's OOM killer acted on the sandbox
+  // Without a memory cgroup: what the session's processes held together when the warden
+  // stopped it (jail_memory.hpp); 0 otherwise.
+  uint64_t memory_total_bytes = 0;
   std::string describe() const;  // "exit status 3", "signal 11 (SIGSEGV)"
 };
 

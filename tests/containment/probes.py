@@ -151,6 +151,35 @@ PROBES = [
           control="ok", root_control_only=True),
     Probe("AF_VSOCK socket", "result = attempt(lambda: socket.socket(40, socket.SOCK_STREAM, 0))", "EPERM"),
     Probe("AF_ALG socket", "result = attempt(lambda: socket.socket(38, socket.SOCK_SEQPACKET, 0))", "EPERM"),
+    Probe("modify_ldt", "result = sys_errno(154, 0, 0, 0)", "EPERM", control="ok"),
+    # Netlink: NETLINK_ROUTE only (what getaddrinfo() reads interfaces through).
+    Probe("AF_NETLINK NETLINK_ROUTE", "result = attempt(lambda: socket.socket(16, socket.SOCK_RAW, 0).close())",
+          "ok", control="ok"),
+    Probe("getaddrinfo localhost",
+          "result = attempt(lambda: socket.getaddrinfo('localhost', 80, type=socket.SOCK_STREAM, flags=socket.AI_ADDRCONFIG))",
+          "ok", control="ok"),
+    Probe("AF_NETLINK NETLINK_AUDIT", "result = attempt(lambda: socket.socket(16, socket.SOCK_RAW, 9).close())",
+          "EPERM", control="ok"),
+    Probe("AF_NETLINK NETLINK_NETFILTER", "result = attempt(lambda: socket.socket(16, socket.SOCK_RAW, 12).close())",
+          "EPERM", control="ok"),
+    Probe("AF_NETLINK NETLINK_KOBJECT_UEVENT", "result = attempt(lambda: socket.socket(16, socket.SOCK_DGRAM, 15).close())",
+          "EPERM", control="ok"),
+    Probe("AF_NETLINK NETLINK_XFRM", "result = attempt(lambda: socket.socket(16, socket.SOCK_RAW, 6).close())",
+          "EPERM", control="ok"),
+    Probe("AF_NETLINK protocol with high bits", "result = sys_errno(41, 16, 3, 9 | (1 << 32))", "EPERM"),
+    # Memory no process's mappings show (the session's memory cap could not count it): ENOSYS,
+    # as on a kernel without them. The controls remove what they made.
+    Probe("memfd_create", "result = attempt(lambda: os.close(os.memfd_create('probe')))", "ENOSYS",
+          control="ok"),
+    Probe("SysV shmget", "r = _libc.shmget(0, 4096, 0o1600)\n"
+          "result = 'ok' if r >= 0 else errname(ctypes.get_errno())\n"
+          "r >= 0 and _libc.shmctl(r, 0, None)", "ENOSYS", control="ok"),
+    Probe("SysV msgget", "r = _libc.msgget(0, 0o1600)\n"
+          "result = 'ok' if r >= 0 else errname(ctypes.get_errno())\n"
+          "r >= 0 and _libc.msgctl(r, 0, None)", "ENOSYS", control="ok"),
+    Probe("SysV semget", "r = _libc.semget(0, 1, 0o1600)\n"
+          "result = 'ok' if r >= 0 else errname(ctypes.get_errno())\n"
+          "r >= 0 and _libc.semctl(r, 0, 0)", "ENOSYS", control="ok"),
     Probe("/dev has only the safe devices",
           "result = ' '.join(sorted(n for n in os.listdir('/dev') if not os.path.isdir('/dev/' + n) and not os.path.islink('/dev/' + n)))",
           "full null random urandom zero"),

@@ -55,3 +55,29 @@ write("worker_frames", "oversize", b"\x00" + b"\xff\xff\xff\xff" + b"{}")
 write("worker_frames", "not_json", b"\x00" + frame(b"{not json"))
 write("worker_frames", "no_type", b"\x00" + frame({"kind": "x"}) + frame({"type": "later"}))
 write("worker_frames", "deep", b"\x00" + frame(b'{"type":"t","v":' + b"[" * 120 + b"]" * 120 + b"}"))
+
+
+# TLS ClientHellos as Python's ssl sends them: with a name, without one (no SNI), and the one
+# with a name cut into small records.
+import ssl
+
+
+def client_hello(server_hostname):
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=server_hostname)
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
+
+
+named = client_hello("api.example.com")
+write("tls_client_hello", "python_sni", named)
+write("tls_client_hello", "python_no_sni", client_hello(None))
+body = named[5:]
+write("tls_client_hello", "python_sni_fragmented",
+      b"".join(b"\x16\x03\x01" + struct.pack(">H", len(body[i:i + 40])) + body[i:i + 40]
+               for i in range(0, len(body), 40)))

@@ -50,6 +50,21 @@ TEST_CASE("strict refuses to start without a layer, in one line naming it and th
                       Catch::StartsWith("seccomp is unavailable") &&
                           Catch::EndsWith("or pass --isolation degraded"));
   }
+  SECTION("the plan says how the session's memory is capped, with or without a cgroup") {
+    LayerReport host = host_layers();
+    host.cgroups = CgroupParents{};
+    std::string without = plan_enforcement(test_policy(ws.path), host).text();
+    INFO(without);
+    CHECK(without.find("RLIMIT_AS/RLIMIT_DATA cap each process, and the warden samples the "
+                       "session's total") != std::string::npos);
+    CHECK(without.find("memfds and SysV shared memory are refused") != std::string::npos);
+    host.cgroups.v1_memory = "/sys/fs/cgroup/memory/example";
+    std::string with = plan_enforcement(test_policy(ws.path), host).text();
+    INFO(with);
+    CHECK(with.find("the cgroup caps the session's total at --memory") != std::string::npos);
+    CHECK(with.find("memfd_create and SysV IPC (shmget, msgget, semget) get ENOSYS") !=
+          std::string::npos);
+  }
   SECTION("this host offers every layer") {
     auto plan = plan_enforcement(test_policy(ws.path), host_layers());
     INFO(plan.text());
