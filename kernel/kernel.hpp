@@ -85,6 +85,8 @@ class Kernel {
     json displays = json::array();             // mime types of each display, for the audit
     std::string result_text;                   // text/plain of the result, for history
     std::vector<std::string> egress_denied;    // host:port the proxy refused during the cell
+    json expressions_asked =
+        json::object();  // the client's user_expressions: the only names answered
   };
   struct QueuedRequest {
     Channel channel;
@@ -113,11 +115,13 @@ class Kernel {
   void schedule_restart(const std::string& why);
   void send_to_worker(const json& frame);
   void flush_outbox();
+  void fault_worker(const std::string& why);
   void read_frames();
   void read_pipe(int index, size_t budget);
   void drain_pipes();
   void flush_streams(bool final);
   void handle_frame(const json& frame);
+  bool answers_current_request(const json& frame) const;
   void handle_limits(const json& frame);
   void finish_cell(const json& done);
   void finish_request_reply(const json& reply);
@@ -134,6 +138,7 @@ class Kernel {
   Metrics metrics_;
   Redactor redactor_;
   RateLimitedLog request_log_;
+  RateLimitedLog frame_log_;  // what the worker can trigger: unknown, stale, refused frames
   Frontend* frontend_ = nullptr;
   History history_;
   UsageSampler usage_;
@@ -147,6 +152,8 @@ class Kernel {
   std::string outbox_;
   bool worker_ready_ = false;
   bool pipe_open_[2] = {false, false};
+  bool frames_open_ = false;                        // polled until EOF or a fault
+  std::optional<Clock::time_point> frames_eof_at_;  // EOF seen: at fault if still running then
   json language_info_ = json::object();
   std::optional<Clock::time_point> restart_at_;
   int failed_starts_ = 0;
@@ -157,6 +164,7 @@ class Kernel {
   std::optional<Cell> cell_;
   std::optional<WireMessage> last_parent_;  // where output between cells is attributed
   int execution_count_ = 0;
+  uint64_t requests_started_ = 0;           // source of the frame ids of requests
   std::deque<json> recent_cells_;           // audit records the %audit magic may show
   OutputBudget budget_;
   StreamBuffer streams_[2];                 // stdout, stderr

@@ -32,7 +32,8 @@ Kernel::Kernel(KernelOptions options)
       redactor_(options_.policy.isolation == Isolation::none
                     ? Redactor()
                     : Redactor::from_environment(environ, options_.policy.pass_env)),
-      request_log_(10) {
+      request_log_(10),
+      frame_log_(10) {
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
   // interest arrives on the signalfd instead.
   sigset_t set = handled_signals();
@@ -78,6 +79,7 @@ Clock::time_point Kernel::next_deadline() const {
     }
   }
   if (restart_at_) next = std::min(next, *restart_at_);
+  if (frames_eof_at_) next = std::min(next, *frames_eof_at_);
   if (frontend_)
     if (auto wakeup = frontend_->next_wakeup()) next = std::min(next, *wakeup);
   return next;
@@ -89,7 +91,7 @@ void Kernel::poll_once() {
   size_t worker_index = items.size();
   if (worker_) {
     short events = ZMQ_POLLIN | (outbox_.empty() ? 0 : ZMQ_POLLOUT);
-    items.push_back({nullptr, worker_->frames_fd(), events, 0});
+    items.push_back({nullptr, frames_open_ ? worker_->frames_fd() : -1, events, 0});
     items.push_back({nullptr, pipe_open_[0] ? worker_->stdout_fd() : -1, ZMQ_POLLIN, 0});
     items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
   }
@@ -121,6 +123,10 @@ void Kernel::poll_once() {
       flush_streams(false);
       break;
     }
+  if (frames_eof_at_ && now >= *frames_eof_at_) {
+    frames_eof_at_.reset();
+    if (worker_) fault_worker("it closed its frame socket and kept running");
+  }
   if (restart_at_ && now >= *restart_at_) {
     restart_at_.reset();
     start_worker();

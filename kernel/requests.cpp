@@ -112,7 +112,9 @@ void Kernel::start_request(const WireMessage& message) {
   Cell cell;
   cell.request = message;
   cell.kind = message.type();
-  cell.id = message.id();
+  // The supervisor's own id, never reused: a frame naming an earlier one is stale, whatever
+  // msg_id a client chose.
+  cell.id = "r" + std::to_string(++requests_started_);
   cell.started = Clock::now();
   cell.started_iso = iso8601_now();
   const json& c = message.content;
@@ -156,6 +158,7 @@ void Kernel::start_request(const WireMessage& message) {
     if (!cell.silent)
       publish("execute_input", create_execute_input(redactor_.redact(cell.code), cell.execution_count), &message);
     auto expressions = c.find("user_expressions");
+    if (expressions != c.end() && expressions->is_object()) cell.expressions_asked = *expressions;
     frame = {{"type", "execute"},
              {"id", cell.id},
              {"code", cell.code},
