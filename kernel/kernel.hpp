@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel/audit_log.hpp"
+#include "kernel/audit_throttle.hpp"
 #include "kernel/diagnostics.hpp"
 #include "kernel/frontend.hpp"
 #include "kernel/history.hpp"
@@ -135,6 +136,7 @@ class Kernel {
 
   KernelOptions options_;
   AuditLog audit_;
+  EgressAuditThrottle egress_audit_;  // egress records: the first ones in full, then counted
   Metrics metrics_;
   Redactor redactor_;
   RateLimitedLog request_log_;

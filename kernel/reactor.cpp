@@ -8,6 +8,7 @@
 
 extern char** environ;
 
+#include "kernel/host_files.hpp"
 #include "kernel/kernel.hpp"
 
 namespace belljar {
@@ -26,8 +27,9 @@ sigset_t handled_signals() {
 
 Kernel::Kernel(KernelOptions options)
     : options_(std::move(options)),
-      audit_(options_.policy.audit_log),
-      metrics_(options_.policy.metrics_file),
+      // Refused where the sandbox can write: it could put a symlink in the file's place.
+      audit_(refuse_sandbox_writable(options_.policy, "--audit-log", options_.policy.audit_log)),
+      metrics_(refuse_sandbox_writable(options_.policy, "--metrics", options_.policy.metrics_file)),
       // With no sandbox nothing is stripped from the worker's environment, so nothing to redact.
       redactor_(options_.policy.isolation == Isolation::none
                     ? Redactor()
@@ -56,11 +58,15 @@ int Kernel::run(Frontend& frontend) {
                                  {"pid", ::getpid()},
                                  {"policy", options_.policy.summary()}});
   start_worker();  // throws SandboxError: refuse to start rather than run with less
-  metrics_.write();
+  metrics_.flush(Clock::now(), true);
   publish_status("starting", nullptr);
   while (!shutting_down_) poll_once();
   drop_worker();
+  handle_egress();
+  if (auto summary = egress_audit_.take_summary(Clock::now(), true))
+    audit_.record("egress_summary", *summary);
   audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", restarts_}});
+  metrics_.flush(Clock::now(), true);
   return 0;
 }
 
@@ -80,6 +86,8 @@ Clock::time_point Kernel::next_deadline() const {
   }
   if (restart_at_) next = std::min(next, *restart_at_);
   if (frames_eof_at_) next = std::min(next, *frames_eof_at_);
+  if (auto due = metrics_.due()) next = std::min(next, *due);
+  if (auto due = egress_audit_.due()) next = std::min(next, *due);
   if (frontend_)
     if (auto wakeup = frontend_->next_wakeup()) next = std::min(next, *wakeup);
   return next;
@@ -127,6 +135,9 @@ void Kernel::poll_once() {
     frames_eof_at_.reset();
     if (worker_) fault_worker("it closed its frame socket and kept running");
   }
+  if (auto summary = egress_audit_.take_summary(now, false))
+    audit_.record("egress_summary", *summary);
+  metrics_.flush(now);
   if (restart_at_ && now >= *restart_at_) {
     restart_at_.reset();
     start_worker();

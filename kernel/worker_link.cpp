@@ -443,6 +443,7 @@ void Kernel::finish_cell(const json& done) {
   if (recent_cells_.size() > 1000) recent_cells_.pop_front();
   metrics_.cell(audit_status, facts["wall_ms"].get<double>() / 1000, budget_.dropped() > 0,
                 cell.limit_hit);
+  metrics_.flush(Clock::now(), true);  // the reply's facts are in the file when the client has it
   bool abort = cell.error && cell.stop_on_error;
   if (abort) {
     collecting_ = true;

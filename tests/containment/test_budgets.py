@@ -218,3 +218,118 @@ def test_a_forged_done_does_not_carry_a_cells_output_into_the_next_cell():
         assert stdout_of(outputs) == "cell 2\n"
         assert second["content"]["status"] == "ok"
         still_serves(kc)
+
+
+# -- 4. the supervisor's own files are out of the sandbox's reach --------------------------------
+
+def run_once(args, code, cwd, timeout=180):
+    """`belljar run`: one cell in a fresh sandbox, the kernel's stderr captured."""
+    return subprocess.run([BELLJAR, "run", "--python", PYTHON, "--isolation", ISOLATION, *map(str, args),
+                           "-c", code], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+@pytest.fixture
+def host(tmp_path):
+    """A workspace, a directory only the host writes, and a host file the attack wants."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.chmod(workspace, 0o777)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    return workspace, logs, victim
+
+
+@pytest.mark.parametrize("flag", ["--audit-log", "--metrics"])
+def test_log_and_metrics_paths_the_sandbox_can_write_are_refused(host, flag):
+    workspace, logs, _ = host
+    (logs / "into-ws").symlink_to(workspace)  # a directory that resolves into the workspace
+    for path in (workspace / "file", workspace / "sub" / ".." / "file", logs / "into-ws" / "file"):
+        done = run_once(["--workspace", workspace, flag, path], "print('ran')", cwd=workspace)
+        assert done.returncode == 2, (path, done.returncode, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and flag in lines[0] and "writable from inside the sandbox" in lines[0], lines
+        assert "ran" not in done.stdout
+        assert not (workspace / "file").exists()
+
+
+def test_a_symlink_at_the_audit_log_path_is_refused(host):
+    workspace, logs, victim = host
+    (logs / "audit.jsonl").symlink_to(victim)
+    done = run_once(["--workspace", workspace, "--audit-log", logs / "audit.jsonl"], "print('ran')",
+                    cwd=workspace)
+    assert done.returncode == 2, done.stderr
+    assert "--audit-log" in done.stderr and "symlink" in done.stderr
+    assert victim.read_text() == "precious\n"
+
+
+def test_symlinks_at_the_metrics_temporary_names_are_never_written_through(host):
+    # The red team planted a symlink at `<metrics>.tmp.<kernel pid>` (the old, predictable
+    # temporary name): the next rewrite went through it into a host file.
+    workspace, logs, victim = host
+    metrics = logs / "metrics.prom"
+    with running_kernel(flags=["--metrics", str(metrics)], workspace=str(workspace)) as (km, kc):
+        pid = km.provisioner.pid
+        for name in (f"metrics.prom.tmp.{pid}", f".metrics.prom.tmp.{pid}"):
+            (logs / name).symlink_to(victim)
+        for _ in range(3):
+            execute(kc, "1")
+            time.sleep(0.4)
+        assert victim.read_text() == "precious\n"
+        assert not metrics.is_symlink()
+        assert 'belljar_cells_total{status="ok"} 3' in metrics.read_text()
+
+
+# -- 9. what the worker can trigger is rate-limited and aggregated -------------------------------
+
+def test_a_flood_of_unknown_and_stale_frames_logs_a_bounded_number_of_lines(host):
+    workspace, _, _ = host
+    code = CHANNEL + ("for i in range(100_000):\n"
+                      "    ch.send({'type': 'bogus-%d' % (i % 7)})\n"
+                      "    ch.send({'type': 'display', 'id': 'stale', 'data': {'text/plain': 'x'},"
+                      " 'metadata': {}, 'transient': {}})\n"
+                      "print('sent')\n")
+    done = run_once(["--workspace", workspace, "--timeout", "300"], code, cwd=workspace, timeout=400)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "sent" in done.stdout
+    logged = [line for line in done.stderr.splitlines() if line.startswith("[belljar]")]
+    assert len(logged) <= 40, f"{len(logged)} log lines for 200k bad frames"
+    assert any("unknown frame type" in line for line in logged)
+
+
+def egress_flood(workspace, logs, requests):
+    """Runs `requests` denied proxy requests from one cell; returns (the audit records, the
+    metrics text, how many 403s the cell saw)."""
+    audit, metrics = logs / "audit.jsonl", logs / "metrics.prom"
+    code = ("import socket\ndenied = 0\n"
+            f"for _ in range({requests}):\n"
+            "    s = socket.create_connection(('127.0.0.1', 3128))\n"
+            "    s.sendall(b'GET http://flood.example.com/ HTTP/1.1\\r\\nHost: flood.example.com\\r\\n\\r\\n')\n"
+            "    denied += s.recv(64).startswith(b'HTTP/1.1 403')\n"
+            "    s.close()\n"
+            "print('denied', denied)\n")
+    # The allowlist names a loopback stand-in only so that the proxy exists.
+    done = run_once(["--workspace", workspace, "--timeout", "600", "--allow-net", "127.0.0.1:9",
+                     "--audit-log", audit, "--metrics", metrics], code, cwd=workspace, timeout=700)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = int(done.stdout.split("denied")[1].split()[0])
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    return records, metrics.read_text(), seen, audit.stat().st_size
+
+
+def test_denied_egress_in_a_loop_is_aggregated_with_exact_totals(host):
+    workspace, logs, _ = host
+    requests = 30_000
+    records, metrics, seen, size = egress_flood(workspace, logs, requests)
+    assert seen == requests
+    full = [r for r in records if r["event"] == "egress"]
+    summaries = [r for r in records if r["event"] == "egress_summary"]
+    assert size < 256 * 1024, f"the audit log grew to {size} bytes ({len(full)} egress records)"
+    assert len(full) <= 200 * len(summaries), (len(full), len(summaries))
+    counted = sum(entry["count"] for s in summaries for entry in s["by_destination"]
+                  if entry["destination"] == "flood.example.com:80" and entry["decision"] == "denied")
+    not_queued = sum(s["not_queued"] for s in summaries)
+    assert counted + not_queued == requests, (counted, not_queued)
+    assert sum(s["decisions"] for s in summaries) == counted
+    assert f'belljar_egress_requests_total{{decision="denied"}} {counted}' in metrics
