@@ -17,6 +17,7 @@
 
 #include "kernel/audit_log.hpp"
 #include "kernel/audit_throttle.hpp"
+#include "kernel/background_cpu.hpp"
 #include "kernel/diagnostics.hpp"
 #include "kernel/frontend.hpp"
 #include "kernel/history.hpp"
@@ -75,7 +76,8 @@ class Kernel {
     Clock::time_point started;
     std::string started_iso;
     double timeout = 0, cpu_limit = 0;
-    double cpu_at_start = 0;
+    double cpu_at_start = 0;                   // less the background CPU charged to the cell
+    double background_cpu = 0;                 // spent between cells, charged to this one
     std::optional<Clock::time_point> kill_at;  // set once an interrupt for a limit was sent
     std::string limit_hit;                     // "", "timeout", "cpu", "memory"
     bool user_interrupted = false;
@@ -98,6 +100,7 @@ class Kernel {
   void poll_once();
   void handle_signals();
   void check_limits(Clock::time_point now);
+  void check_background_cpu(Clock::time_point now);
   Clock::time_point next_deadline() const;
 
   // requests.cpp
@@ -173,6 +176,9 @@ class Kernel {
   bool shutting_down_ = false;
   bool collecting_ = false;                 // stop_on_error is gathering requests to abort
   int restarts_ = 0;
+  BackgroundCpu background_;
+  Clock::time_point next_cpu_sample_{};
+  std::optional<std::string> background_stop_;  // why the sandbox was stopped between cells
 };
 
 }  // namespace belljar

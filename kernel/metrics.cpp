@@ -23,6 +23,11 @@ void Metrics::egress(bool allowed) {
   dirty_ = true;
 }
 
+void Metrics::limit_hit(const std::string& limit) {
+  ++limit_hits_[limit];
+  dirty_ = true;
+}
+
 void Metrics::restart() {
   ++restarts_;
   dirty_ = true;

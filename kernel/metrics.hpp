@@ -28,6 +28,7 @@ class Metrics {
   void cell(const std::string& status, double seconds, bool truncated, const std::string& limit_hit);
   void egress(bool allowed);
   void restart();
+  void limit_hit(const std::string& limit);  // a limit that stopped the session between cells
   // Writes the file if it changed and the last write is old enough (or at once, when `now_due`
   // is set: a cell's end, shutdown). No-op when disabled.
   void flush(Clock::time_point now, bool at_once = false);

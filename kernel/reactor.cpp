@@ -4,12 +4,14 @@
 #include <sys/signalfd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 extern char** environ;
 
 #include "kernel/host_files.hpp"
 #include "kernel/kernel.hpp"
+#include "kernel/replies.hpp"
 
 namespace belljar {
 
@@ -126,6 +128,7 @@ void Kernel::poll_once() {
 
   auto now = Clock::now();
   check_limits(now);
+  check_background_cpu(now);
   for (auto& stream : streams_)
     if (stream.due(now)) {
       flush_streams(false);
@@ -186,6 +189,31 @@ void Kernel::check_limits(Clock::time_point now) {
   cell_->limit_hit = hit;
   cell_->kill_at = now + std::chrono::seconds(2);
   worker_->interrupt();
+}
+
+void Kernel::check_background_cpu(Clock::time_point now) {
+  // Sampled once a second while no request runs: code a cell left running (a daemon thread)
+  // is bounded by --cpu too.
+  if (cell_ || !worker_ || !worker_ready_ || now < next_cpu_sample_) return;
+  next_cpu_sample_ = now + std::chrono::seconds(1);
+  double spent = background_.spent(worker_->cpu_seconds());
+  double limit = options_.policy.cpu_limit();
+  if (spent < limit) return;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "code left running after cell [%d] used %.1f s of CPU while no cell ran, past the "
+                "CPU-time limit of %g s (--cpu): the sandbox was restarted; variables were lost, "
+                "workspace files were kept",
+                execution_count_, spent, limit);
+  audit_.record("background_cpu", {{"cpu_seconds", std::round(spent * 10) / 10},
+                                   {"limit_seconds", limit},
+                                   {"after_execution_count", execution_count_}});
+  metrics_.limit_hit("cpu");
+  // Told at once to whoever ran the last cell, and again by the next cell's reply.
+  if (last_parent_)
+    publish("stream", create_stream("stderr", "\n[belljar] " + std::string(text) + "\n"), &*last_parent_);
+  background_stop_ = text;
+  restart_worker("background CPU past --cpu");
 }
 
 }  // namespace belljar

@@ -193,6 +193,7 @@ void Kernel::handle_frame(const json& frame) {
     if (worker_ready_) return frame_log_.log("worker frame dropped", "a second hello");
     language_info_ = sanitized_language_info(frame);
     worker_ready_ = true;
+    background_.worker_ready(worker_->cpu_seconds());
     start_error_.clear();
     failed_starts_ = 0;
     dispatch_next();
@@ -269,6 +270,12 @@ void Kernel::handle_frame(const json& frame) {
       evalue = "the cell passed its " + std::string(cpu ? "CPU-time" : "wall-clock") + " limit of " +
                limit + " (" + (asked ? "%%limits " : "") + (cpu ? "--cpu" : "--timeout") +
                ") and was interrupted; variables were kept";
+      if (cpu && cell_->background_cpu >= 0.05) {
+        char spent[96];
+        std::snprintf(spent, sizeof spent, " (%.1f s of it spent between cells by code left running)",
+                      cell_->background_cpu);
+        evalue += spent;
+      }
       traceback.push_back(ename + ": " + evalue);
     }
     cell_->error = create_error_content(ename, evalue, traceback);
@@ -371,6 +378,7 @@ json Kernel::execution_facts() const {
   double cpu = worker_ ? (worker_->cpu_seconds() - cell_->cpu_at_start) * 1000 : 0;
   return {{"wall_ms", std::round(wall * 10) / 10},
           {"cpu_ms", std::round(std::max(0.0, cpu) * 10) / 10},
+          {"background_cpu_ms", std::round(cell_->background_cpu * 10000) / 10},
           {"peak_memory_bytes", worker_ ? worker_->peak_memory_bytes() : 0},
           {"limits", {{"timeout_seconds", cell_->timeout},
                       {"cpu_seconds", cell_->cpu_limit},
@@ -452,6 +460,7 @@ void Kernel::finish_cell(const json& done) {
   }
   WireMessage request = std::move(cell.request);
   cell_.reset();
+  if (worker_) background_.request_finished(worker_->cpu_seconds(), true);
   reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));
   publish_status("idle", &request);
   if (abort) abort_queued_executes();
@@ -462,6 +471,7 @@ void Kernel::finish_request_reply(const json& frame) {
   WireMessage request = std::move(cell_->request);
   std::string kind = cell_->kind;
   cell_.reset();
+  if (worker_) background_.request_finished(worker_->cpu_seconds(), false);
   // A lookup gets the same cap as a cell, on its own budget (it is not a cell's output).
   OutputBudget budget;
   budget.reset(options_.policy.output_limit_bytes);

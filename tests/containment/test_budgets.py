@@ -333,3 +333,57 @@ def test_denied_egress_in_a_loop_is_aggregated_with_exact_totals(host):
     assert counted + not_queued == requests, (counted, not_queued)
     assert sum(s["decisions"] for s in summaries) == counted
     assert f'belljar_egress_requests_total{{decision="denied"}} {counted}' in metrics
+
+
+# -- 11. CPU between cells is charged and enforced -----------------------------------------------
+
+def wait_for_stream(kc, parent_id, needle, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        except Exception:
+            continue
+        if (msg["msg_type"] == "stream" and msg["parent_header"].get("msg_id") == parent_id
+                and needle in msg["content"]["text"]):
+            return msg["content"]["text"]
+    return None
+
+
+def test_a_daemon_thread_spinning_between_cells_is_stopped_at_the_cpu_limit(tmp_path):
+    # The red team's attack, scaled down: a thread left spinning after its cell said ok.
+    audit = tmp_path / "audit.jsonl"
+    with running_kernel(flags=["--cpu", "3", "--timeout", "30", "--audit-log", str(audit)]) as (km, kc):
+        reply, _ = execute(kc, "kept = 1\nimport threading\n"
+                               "def spin():\n"
+                               "    while True: pass\n"
+                               "threading.Thread(target=spin, daemon=True).start()")
+        assert reply["content"]["status"] == "ok"
+        notice = wait_for_stream(kc, reply["parent_header"]["msg_id"], "while no cell ran", timeout=30)
+        assert notice is not None, "no notice: the background thread spins unbounded"
+        assert "--cpu" in notice and "restarted" in notice
+        reply, outputs = execute(kc, "print('next')")
+        content = reply["content"]
+        assert content["status"] == "error" and content["ename"] == "TimeoutError", content
+        assert "while no cell ran" in content["evalue"] and "did not run" in content["evalue"]
+        assert stdout_of(outputs) == ""
+        assert reply["metadata"]["belljar"]["limit_hit"] == "cpu"
+        reply, outputs = execute(kc, "print('kept' in globals())")
+        assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "False\n"
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    stopped = [r for r in records if r["event"] == "background_cpu"]
+    assert len(stopped) == 1 and 3 <= stopped[0]["cpu_seconds"] < 5, stopped
+
+
+def test_cpu_spent_between_cells_is_charged_to_the_next_cell():
+    with running_kernel(flags=["--cpu", "10", "--timeout", "30"]) as (km, kc):
+        reply, _ = execute(kc, "import threading, time\n"
+                               "def burn():\n"
+                               "    while time.thread_time() < 1.0: pass\n"
+                               "threading.Thread(target=burn, daemon=True).start()")
+        assert reply["content"]["status"] == "ok"
+        time.sleep(3)
+        reply, _ = execute(kc, "pass")
+        facts = reply["metadata"]["belljar"]
+        assert facts["background_cpu_ms"] >= 800, facts
+        assert facts["cpu_ms"] >= facts["background_cpu_ms"]
