@@ -272,7 +272,8 @@ void Kernel::handle_frame(const json& frame) {
                ") and was interrupted; variables were kept";
       if (cpu && cell_->background_cpu >= 0.05) {
         char spent[96];
-        std::snprintf(spent, sizeof spent, " (%.1f s of it spent between cells by code left running)",
+        std::snprintf(spent, sizeof spent,
+                      " (%.1f s of it spent between cells by code left running)",
                       cell_->background_cpu);
         evalue += spent;
       }
