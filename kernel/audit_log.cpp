@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernel/bounded_json.hpp"
+#include "kernel/host_files.hpp"
 #include "kernel/wire_message.hpp"
 #include "sandbox/policy.hpp"
 
@@ -14,8 +15,7 @@ namespace belljar {
 
 AuditLog::AuditLog(const std::string& path) {
   if (path.empty()) return;
-  file_.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-  if (!file_) throw UsageError("--audit-log " + path + ": " + std::strerror(errno));
+  file_ = open_append_only("--audit-log", path);
   fd_ = file_.get();
 }
 

@@ -1,5 +1,6 @@
 // The egress proxy's decisions (sandbox/egress_proxy.hpp), made on the proxy's own thread and
-// recorded here, on the reactor's: one audit record each, the metrics, and the running cell's
+// recorded here, on the reactor's: an audit record each up to a rate (audit_throttle.hpp: the
+// rest are counted in a per-interval egress_summary), the metrics, and the running cell's
 // list of denied hosts (execute_reply metadata belljar.egress_denied).
 #include <algorithm>
 
@@ -20,6 +21,7 @@ void Kernel::handle_egress() {
   if (!egress_) return;
   EgressProxy::Decisions taken = egress_->take_decisions();
   bool executing = cell_ && cell_->kind == "execute_request";
+  auto now = Clock::now();
   for (const auto& d : taken.items) {
     auto or_null = [](const std::string& text) {
       return text.empty() ? json(nullptr) : json(text);
@@ -30,18 +32,18 @@ void Kernel::handle_egress() {
         {"address", or_null(d.address)}};
     if (!d.detail.empty()) record["detail"] = d.detail;
     record["execution_count"] = executing ? json(cell_->execution_count) : json(nullptr);
-    audit_.record("egress", record);
+    std::string target = host_port(d.host, d.port);
+    if (egress_audit_.admit(d.decision, target, now)) audit_.record("egress", record);
     // Failures (no answer, no connection) were allowed by the policy: they count as allowed.
     metrics_.egress(d.decision != "denied");
     if (executing && d.decision == "denied" && !d.host.empty()) {
-      std::string target = host_port(d.host, d.port);
       auto& denied = cell_->egress_denied;
       if (denied.size() < kDeniedPerCell &&
           std::find(denied.begin(), denied.end(), target) == denied.end())
         denied.push_back(target);
     }
   }
-  if (taken.dropped > 0) audit_.record("egress_dropped", {{"decisions", taken.dropped}});
+  egress_audit_.dropped(taken.dropped, now);  // in the interval's summary, as not_queued
 }
 
 }  // namespace belljar

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel/audit_log.hpp"
+#include "kernel/audit_throttle.hpp"
+#include "kernel/background_cpu.hpp"
 #include "kernel/diagnostics.hpp"
 #include "kernel/frontend.hpp"
 #include "kernel/history.hpp"
@@ -75,7 +77,8 @@ class Kernel {
     Clock::time_point started;
     std::string started_iso;
     double timeout = 0, cpu_limit = 0;
-    double cpu_at_start = 0;
+    double cpu_at_start = 0;                   // less the background CPU charged to the cell
+    double background_cpu = 0;                 // spent between cells, charged to this one
     std::optional<Clock::time_point> kill_at;  // set once an interrupt for a limit was sent
     std::string limit_hit;                     // "", "timeout", "cpu", "memory"
     bool user_interrupted = false;
@@ -86,6 +89,8 @@ class Kernel {
     json displays = json::array();             // mime types of each display, for the audit
     std::string result_text;                   // text/plain of the result, for history
     std::vector<std::string> egress_denied;    // host:port the proxy refused during the cell
+    json expressions_asked =
+        json::object();  // the client's user_expressions: the only names answered
   };
   struct QueuedRequest {
     Channel channel;
@@ -96,6 +101,7 @@ class Kernel {
   void poll_once();
   void handle_signals();
   void check_limits(Clock::time_point now);
+  void check_background_cpu(Clock::time_point now);
   Clock::time_point next_deadline() const;
 
   // requests.cpp
@@ -114,11 +120,13 @@ class Kernel {
   void schedule_restart(const std::string& why);
   void send_to_worker(const json& frame);
   void flush_outbox();
+  void fault_worker(const std::string& why);
   void read_frames();
   void read_pipe(int index, size_t budget);
   void drain_pipes();
   void flush_streams(bool final);
   void handle_frame(const json& frame);
+  bool answers_current_request(const json& frame) const;
   void handle_limits(const json& frame);
   void finish_cell(const json& done);
   void finish_request_reply(const json& reply);
@@ -140,9 +148,11 @@ class Kernel {
 
   KernelOptions options_;
   AuditLog audit_;
+  EgressAuditThrottle egress_audit_;  // egress records: the first ones in full, then counted
   Metrics metrics_;
   Redactor redactor_;
   RateLimitedLog request_log_;
+  RateLimitedLog frame_log_;  // what the worker can trigger: unknown, stale, refused frames
   Frontend* frontend_ = nullptr;
   History history_;
   UsageSampler usage_;
@@ -156,6 +166,8 @@ class Kernel {
   std::string outbox_;
   bool worker_ready_ = false;
   bool pipe_open_[2] = {false, false};
+  bool frames_open_ = false;                        // polled until EOF or a fault
+  std::optional<Clock::time_point> frames_eof_at_;  // EOF seen: at fault if still running then
   json language_info_ = json::object();
   std::optional<Clock::time_point> restart_at_;
   int failed_starts_ = 0;
@@ -166,6 +178,7 @@ class Kernel {
   std::optional<Cell> cell_;
   std::optional<WireMessage> last_parent_;  // where output between cells is attributed
   int execution_count_ = 0;
+  uint64_t requests_started_ = 0;           // source of the frame ids of requests
   std::deque<json> recent_cells_;           // audit records the %audit magic may show
   OutputBudget budget_;
   StreamBuffer streams_[2];                 // stdout, stderr
@@ -184,6 +197,9 @@ class Kernel {
   std::string workspace_notices_;
   bool workspace_read_only_ = false;
   int restarts_ = 0;
+  BackgroundCpu background_;
+  Clock::time_point next_cpu_sample_{};
+  std::optional<std::string> background_stop_;  // why the sandbox was stopped between cells
 };
 
 }  // namespace belljar

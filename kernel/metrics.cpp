@@ -1,10 +1,8 @@
 #include "kernel/metrics.hpp"
 
-#include <unistd.h>
-
-#include <cstdio>
-#include <fstream>
 #include <sstream>
+
+#include "kernel/diagnostics.hpp"
 
 namespace belljar {
 
@@ -17,21 +15,38 @@ void Metrics::cell(const std::string& status, double seconds, bool truncated,
   duration_sum_ += seconds;
   if (truncated) ++truncations_;
   if (!limit_hit.empty()) ++limit_hits_[limit_hit];
-  write();
+  dirty_ = true;
 }
 
 void Metrics::egress(bool allowed) {
   ++(allowed ? egress_allowed_ : egress_denied_);
-  write();
+  dirty_ = true;
+}
+
+void Metrics::limit_hit(const std::string& limit) {
+  ++limit_hits_[limit];
+  dirty_ = true;
 }
 
 void Metrics::restart() {
   ++restarts_;
-  write();
+  dirty_ = true;
 }
 
-void Metrics::write() const {
-  if (path_.empty()) return;
+std::optional<Metrics::Clock::time_point> Metrics::due() const {
+  if (!enabled() || !dirty_) return std::nullopt;
+  return written_ + kMinInterval;
+}
+
+void Metrics::flush(Clock::time_point now, bool at_once) {
+  if (!enabled() || !dirty_ || (!at_once && now < written_ + kMinInterval)) return;
+  dirty_ = false;
+  written_ = now;
+  std::string why;
+  if (!file_.replace(render(), &why)) log_line("--metrics: " + why);
+}
+
+std::string Metrics::render() const {
   std::ostringstream out;
   out << "# HELP belljar_cells_total Cells executed, by final status.\n"
       << "# TYPE belljar_cells_total counter\n";
@@ -62,13 +77,7 @@ void Metrics::write() const {
     auto it = limit_hits_.find(limit);
     out << "belljar_limit_hits_total{limit=\"" << limit << "\"} " << (it == limit_hits_.end() ? 0 : it->second) << "\n";
   }
-  std::string temp = path_ + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream file(temp, std::ios::trunc);
-    file << out.str();
-    if (!file) return;
-  }
-  std::rename(temp.c_str(), path_.c_str());
+  return out.str();
 }
 
 }  // namespace belljar

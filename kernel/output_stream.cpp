@@ -12,6 +12,15 @@ uint64_t OutputBudget::take(uint64_t bytes) {
   return granted;
 }
 
+bool OutputBudget::take_whole(uint64_t bytes) {
+  if (bytes > room()) {
+    dropped_ += bytes;
+    return false;
+  }
+  used_ += bytes;
+  return true;
+}
+
 void StreamBuffer::append(std::string_view bytes, OutputBudget& budget) {
   uint64_t granted = budget.take(bytes.size());
   if (granted == 0) return;

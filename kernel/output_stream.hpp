@@ -8,12 +8,19 @@
 
 namespace belljar {
 
-// The cap over everything one cell outputs (streams and displays together).
+// The cap over everything one cell outputs: streams, displays, errors, the reply's
+// user_expressions and payload, input prompts. Only the supervisor resets it (a new cell);
+// the worker may only lower it (%%limits), never raise it or forget what was used.
 class OutputBudget {
  public:
   void reset(uint64_t limit) { limit_ = limit, used_ = 0, dropped_ = 0; }
+  void lower(uint64_t limit) { limit_ = limit < limit_ ? limit : limit_; }
   // How many of `bytes` may still be sent; the rest is counted as dropped.
   uint64_t take(uint64_t bytes);
+  // For what can't be cut (a display bundle): all of it fits and is charged, or none of it
+  // is sent and all of it counts as dropped.
+  bool take_whole(uint64_t bytes);
+  uint64_t room() const { return used_ >= limit_ ? 0 : limit_ - used_; }
   bool exhausted() const { return used_ >= limit_; }
   uint64_t used() const { return used_; }
   uint64_t dropped() const { return dropped_; }

@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 extern char** environ;
 
+#include "kernel/host_files.hpp"
 #include "kernel/kernel.hpp"
+#include "kernel/replies.hpp"
 
 namespace belljar {
 
@@ -28,13 +31,15 @@ sigset_t handled_signals() {
 
 Kernel::Kernel(KernelOptions options)
     : options_(std::move(options)),
-      audit_(options_.policy.audit_log),
-      metrics_(options_.policy.metrics_file),
+      // Refused where the sandbox can write: it could put a symlink in the file's place.
+      audit_(refuse_sandbox_writable(options_.policy, "--audit-log", options_.policy.audit_log)),
+      metrics_(refuse_sandbox_writable(options_.policy, "--metrics", options_.policy.metrics_file)),
       // With no sandbox the worker has the whole environment: redaction would promise nothing.
       redactor_(options_.policy.isolation == Isolation::none
                     ? Redactor()
                     : Redactor::for_sandbox(options_.policy, environ)),
-      request_log_(10) {
+      request_log_(10),
+      frame_log_(10) {
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
   // interest arrives on the signalfd instead.
   sigset_t set = handled_signals();
@@ -63,12 +68,16 @@ int Kernel::run(Frontend& frontend) {
   struct stat st {};
   bool placeholder = ::lstat(git_dir.c_str(), &st) != 0 && errno == ENOENT;
   start_worker();  // throws SandboxError: refuse to start rather than run with less
-  metrics_.write();
+  metrics_.flush(Clock::now(), true);
   publish_status("starting", nullptr);
   while (!shutting_down_) poll_once();
   drop_worker();
+  handle_egress();
+  if (auto summary = egress_audit_.take_summary(Clock::now(), true))
+    audit_.record("egress_summary", *summary);
   if (placeholder) ::rmdir(git_dir.c_str());  // only ever removes an empty directory
   audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", restarts_}});
+  metrics_.flush(Clock::now(), true);
   return 0;
 }
 
@@ -88,6 +97,9 @@ Clock::time_point Kernel::next_deadline() const {
   }
   if (restart_at_) next = std::min(next, *restart_at_);
   if (next_survey_ && surveys_workspace()) next = std::min(next, *next_survey_);
+  if (frames_eof_at_) next = std::min(next, *frames_eof_at_);
+  if (auto due = metrics_.due()) next = std::min(next, *due);
+  if (auto due = egress_audit_.due()) next = std::min(next, *due);
   if (frontend_)
     if (auto wakeup = frontend_->next_wakeup()) next = std::min(next, *wakeup);
   return next;
@@ -99,7 +111,7 @@ void Kernel::poll_once() {
   size_t worker_index = items.size();
   if (worker_) {
     short events = ZMQ_POLLIN | (outbox_.empty() ? 0 : ZMQ_POLLOUT);
-    items.push_back({nullptr, worker_->frames_fd(), events, 0});
+    items.push_back({nullptr, frames_open_ ? worker_->frames_fd() : -1, events, 0});
     items.push_back({nullptr, pipe_open_[0] ? worker_->stdout_fd() : -1, ZMQ_POLLIN, 0});
     items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
   }
@@ -132,11 +144,19 @@ void Kernel::poll_once() {
   auto now = Clock::now();
   check_limits(now);
   schedule_survey(now);
+  check_background_cpu(now);
   for (auto& stream : streams_)
     if (stream.due(now)) {
       flush_streams(false);
       break;
     }
+  if (frames_eof_at_ && now >= *frames_eof_at_) {
+    frames_eof_at_.reset();
+    if (worker_) fault_worker("it closed its frame socket and kept running");
+  }
+  if (auto summary = egress_audit_.take_summary(now, false))
+    audit_.record("egress_summary", *summary);
+  metrics_.flush(now);
   if (restart_at_ && now >= *restart_at_) {
     restart_at_.reset();
     start_worker();
@@ -185,6 +205,32 @@ void Kernel::check_limits(Clock::time_point now) {
   cell_->limit_hit = hit;
   cell_->kill_at = now + std::chrono::seconds(2);
   worker_->interrupt();
+}
+
+void Kernel::check_background_cpu(Clock::time_point now) {
+  // Sampled once a second while no request runs: code a cell left running (a daemon thread)
+  // is bounded by --cpu too.
+  if (cell_ || !worker_ || !worker_ready_ || now < next_cpu_sample_) return;
+  next_cpu_sample_ = now + std::chrono::seconds(1);
+  double spent = background_.spent(worker_->cpu_seconds());
+  double limit = options_.policy.cpu_limit();
+  if (spent < limit) return;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "code left running after cell [%d] used %.1f s of CPU while no cell ran, past the "
+                "CPU-time limit of %g s (--cpu): the sandbox was restarted; variables were lost, "
+                "workspace files were kept",
+                execution_count_, spent, limit);
+  audit_.record("background_cpu", {{"cpu_seconds", std::round(spent * 10) / 10},
+                                   {"limit_seconds", limit},
+                                   {"after_execution_count", execution_count_}});
+  metrics_.limit_hit("cpu");
+  // Told at once to whoever ran the last cell, and again by the next cell's reply.
+  if (last_parent_)
+    publish("stream", create_stream("stderr", "\n[belljar] " + std::string(text) + "\n"),
+            &*last_parent_);
+  background_stop_ = text;
+  restart_worker("background CPU past --cpu");
 }
 
 }  // namespace belljar

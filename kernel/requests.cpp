@@ -112,7 +112,9 @@ void Kernel::start_request(const WireMessage& message) {
   Cell cell;
   cell.request = message;
   cell.kind = message.type();
-  cell.id = message.id();
+  // The supervisor's own id, never reused: a frame naming an earlier one is stale, whatever
+  // msg_id a client chose.
+  cell.id = "r" + std::to_string(++requests_started_);
   cell.started = Clock::now();
   cell.started_iso = iso8601_now();
   const json& c = message.content;
@@ -129,6 +131,11 @@ void Kernel::start_request(const WireMessage& message) {
     return it != c.end() && it->is_number_integer() ? it->get<long long>() : fallback;
   };
   publish_status("busy", &message);
+  // CPU the session spent since the last cell ended, with no request running, is charged to
+  // this cell (background_cpu.hpp).
+  double cpu_now = worker_->cpu_seconds();
+  double background = background_.spent(cpu_now);
+  background_.request_started(cpu_now);
   json frame;
   if (cell.kind == "execute_request") {
     cell.code = text("code");
@@ -146,7 +153,8 @@ void Kernel::start_request(const WireMessage& message) {
       if (asked != belljar->end() && asked->is_number() && asked->get<double>() > 0)
         cell.timeout = std::min(cell.timeout, asked->get<double>());
     }
-    cell.cpu_at_start = worker_->cpu_seconds();
+    cell.cpu_at_start = cpu_now - background;
+    cell.background_cpu = background;
     if (!cell.silent) ++execution_count_;
     cell.execution_count = execution_count_;
     budget_.reset(options_.policy.output_limit_bytes);
@@ -156,6 +164,7 @@ void Kernel::start_request(const WireMessage& message) {
     if (!cell.silent)
       publish("execute_input", create_execute_input(redactor_.redact(cell.code), cell.execution_count), &message);
     auto expressions = c.find("user_expressions");
+    if (expressions != c.end() && expressions->is_object()) cell.expressions_asked = *expressions;
     frame = {{"type", "execute"},
              {"id", cell.id},
              {"code", cell.code},
@@ -175,6 +184,14 @@ void Kernel::start_request(const WireMessage& message) {
     frame = {{"type", "is_complete"}, {"id", cell.id}, {"code", text("code")}};
   }
   cell_ = std::move(cell);
+  if (cell_->kind == "execute_request" && background_stop_) {
+    // The sandbox this cell was meant for was stopped between cells: say so instead of
+    // running it in a fresh session as if nothing had happened.
+    std::string why = *std::exchange(background_stop_, std::nullopt);
+    cell_->limit_hit = "cpu";
+    fail_cell("TimeoutError", why + "; this cell did not run: run it again", "timeout");
+    return;
+  }
   if (cell_->kind == "execute_request" && surveys_workspace()) {
     hold_for_survey(std::move(frame));  // files that appeared since the last cell are guarded first
     return;

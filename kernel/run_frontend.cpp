@@ -134,8 +134,8 @@ std::string RunFrontend::save_image(const std::string& mime, const json& value) 
                                          ? std::optional<std::string>(value.get<std::string>())
                                          : decode_base64(value.get<std::string>());
   if (!bytes || !workspace_dir_) {
-    log_line("belljar run: could not save a " + mime + " display" +
-             (bytes ? " (no workspace)" : " (bad base64)"));
+    save_log_.log("belljar run: could not save a display",
+                  mime + (bytes ? " (no workspace)" : " (bad base64)"));
     return {};
   }
   std::string name = "belljar-output-" + std::to_string(++images_saved_) + "." + extension;
@@ -160,8 +160,8 @@ std::string RunFrontend::save_image(const std::string& mime, const json& value) 
   }
   if (!ok) {
     ::unlinkat(workspace_dir_.get(), temporary.c_str(), 0);
-    log_line("belljar run: could not save " + (request_.workspace / name).string() + ": " +
-             std::strerror(saved_errno));
+    save_log_.log("belljar run: could not save a display",
+                  (request_.workspace / name).string() + ": " + std::strerror(saved_errno));
     return {};
   }
   return (request_.workspace / name).string();

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "kernel/diagnostics.hpp"
 #include "kernel/frontend.hpp"
 #include "kernel/run_record.hpp"
 #include "sandbox/fd.hpp"
@@ -44,6 +45,7 @@ class RunFrontend : public Frontend {
   Kernel& kernel_;
   RunRequest request_;
   Fd workspace_dir_;
+  RateLimitedLog save_log_;  // the sandbox decides how many displays fail to save
   bool submitted_ = false;
   std::string request_id_;
   RunRecord record_;

@@ -10,6 +10,7 @@
 
 #include "kernel/bounded_json.hpp"
 #include "kernel/bundle_check.hpp"
+#include "kernel/cell_budget.hpp"
 #include "kernel/kernel.hpp"
 #include "kernel/replies.hpp"
 #include "kernel/signer.hpp"
@@ -19,13 +20,33 @@ namespace belljar {
 namespace {
 const char* kStreamNames[] = {"stdout", "stderr"};
 
-std::string human_bytes(uint64_t bytes) {
-  char text[32];
-  if (bytes >= (1ull << 30)) std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(1ull << 30));
-  else if (bytes >= (1ull << 20)) std::snprintf(text, sizeof text, "%.1f MiB", bytes / double(1ull << 20));
-  else if (bytes >= 1024) std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
-  else std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
-  return text;
+constexpr size_t kMaxOutbox = 8u << 20;  // bytes queued for a worker that is not reading
+constexpr auto kFramesEofGrace = std::chrono::seconds(2);
+constexpr size_t kDisplaysAudited = 1000;   // mime lists kept per cell for the audit record
+constexpr uint64_t kInputRequestCost = 64;  // what one input_request is charged, prompt aside
+
+bool is_known_worker_frame(const std::string& type) {
+  for (const char* known :
+       {"display", "update_display", "result", "clear_output", "error", "input_request", "limits",
+        "audit_request", "done", "complete_reply", "inspect_reply", "is_complete_reply"})
+    if (type == known) return true;
+  return false;
+}
+
+// What kernel_info_reply shows of the worker's language_info: the known keys, short strings.
+json sanitized_language_info(const json& hello) {
+  json out = json::object();
+  auto info = hello.find("language_info");
+  if (info == hello.end() || !info->is_object()) return out;
+  for (const char* key :
+       {"name", "version", "mimetype", "file_extension", "pygments_lexer", "nbconvert_exporter"})
+    if (auto it = info->find(key); it != info->end() && it->is_string())
+      out[key] = utf8_prefix(it->get_ref<const std::string&>(), 256);
+  if (auto mode = info->find("codemirror_mode"); mode != info->end() &&
+                                                 (mode->is_string() || mode->is_object()) &&
+                                                 dump_json(*mode).size() <= 1024)
+    out["codemirror_mode"] = *mode;
+  return out;
 }
 
 json object_or_empty(const json& frame, const char* key) {
@@ -43,6 +64,8 @@ void Kernel::start_worker() {
   next_survey_.reset();
   decoder_ = WorkerFrameDecoder();
   outbox_.clear();
+  frames_open_ = true;
+  frames_eof_at_.reset();
   worker_started_ = Clock::now();
   try {
     worker_.emplace(WorkerProcess::start(options_.policy, options_.launch));
@@ -74,13 +97,28 @@ void Kernel::schedule_restart(const std::string& why) {
 }
 
 void Kernel::send_to_worker(const json& frame) {
-  if (!worker_) return;
+  if (!worker_ || !frames_open_) return;
+  // An honest worker reads each reply before it asks again; one that keeps asking without
+  // reading would grow this without end.
+  if (outbox_.size() > kMaxOutbox)
+    return fault_worker("it left " + human_bytes(outbox_.size()) + " of frames unread");
   outbox_ += encode_worker_frame(frame);
   flush_outbox();
 }
 
+void Kernel::fault_worker(const std::string& why) {
+  // Past a bound the worker is at fault: it goes (its exit restarts the session), and nothing
+  // more is read from or sent to it in the meantime.
+  frame_log_.log("worker fault", why + "; restarting the worker");
+  audit_.record("worker_fault", {{"fault", why}});
+  frames_open_ = false;
+  frames_eof_at_.reset();
+  outbox_.clear();
+  if (worker_) worker_->kill();
+}
+
 void Kernel::flush_outbox() {
-  while (worker_ && !outbox_.empty()) {
+  while (worker_ && frames_open_ && !outbox_.empty()) {
     ssize_t n = ::write(worker_->frames_fd(), outbox_.data(), outbox_.size());
     if (n > 0) {
       outbox_.erase(0, static_cast<size_t>(n));
@@ -130,10 +168,18 @@ void Kernel::flush_streams(bool final) {
 
 void Kernel::read_frames() {
   char chunk[65536];
-  for (int reads = 0; reads < 256 && worker_; ++reads) {
+  for (int reads = 0; reads < 256 && worker_ && frames_open_; ++reads) {
     ssize_t n = ::read(worker_->frames_fd(), chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // EAGAIN, or EOF: the exit (SIGCHLD) tells what happened
+    if (n == 0) {
+      // EOF, handled once: a half-closed socket stays readable forever, so it is no longer
+      // polled. A worker that is ending exits now (its exit says why); one that closed its
+      // end and kept running is at fault once the grace period is over.
+      frames_open_ = false;
+      frames_eof_at_ = Clock::now() + kFramesEofGrace;
+      return;
+    }
+    if (n < 0) break;  // EAGAIN
     decoder_.feed(std::string_view(chunk, static_cast<size_t>(n)));
     while (worker_) {
       auto frame = decoder_.next();
@@ -142,25 +188,29 @@ void Kernel::read_frames() {
       flush_streams(true);
       handle_frame(*frame);
     }
-    if (worker_ && !decoder_.fault().empty()) {
-      log_line("worker fault: " + decoder_.fault() + "; restarting the worker");
-      audit_.record("worker_fault", {{"fault", decoder_.fault()}});
-      worker_->kill();
-      return;
-    }
+    if (worker_ && !decoder_.fault().empty()) return fault_worker(decoder_.fault());
   }
 }
 
 void Kernel::handle_frame(const json& frame) {
   const std::string& type = frame["type"].get_ref<const std::string&>();
   if (type == "hello") {
-    auto info = frame.find("language_info");
-    if (info != frame.end() && info->is_object()) language_info_ = *info;
+    if (worker_ready_) return frame_log_.log("worker frame dropped", "a second hello");
+    language_info_ = sanitized_language_info(frame);
     worker_ready_ = true;
+    background_.worker_ready(worker_->cpu_seconds());
     start_error_.clear();
     failed_starts_ = 0;
     dispatch_next();
     return;
+  }
+  if (!is_known_worker_frame(type))
+    return frame_log_.log("worker sent an unknown frame type", type.substr(0, 64));
+  if (!answers_current_request(frame)) {
+    // Frames carry the id of the request they answer: a stale one (a delayed `done` after a
+    // forged one, a thread's display after its cell ended) never lands in a later request.
+    return frame_log_.log("worker frame dropped",
+                          type + " for a request that is not the current one");
   }
   bool executing = cell_ && cell_->kind == "execute_request";
   const WireMessage* parent = executing ? &cell_->request : nullptr;
@@ -180,11 +230,15 @@ void Kernel::handle_frame(const json& frame) {
       if (type == "update_display") return;
     }
     redactor_.redact_json(data);
-    size_t size = dump_json(data).size();
-    if (budget_.take(size) < size) return;  // over the output cap
-    json mimes = json::array();
-    for (auto& [mime, value] : data.items()) mimes.push_back(mime);
-    cell_->displays.push_back(mimes);
+    // The whole message counts: metadata and transient are the worker's bytes too.
+    if (!budget_.take_whole(dump_json(data).size() + dump_json(metadata).size() +
+                            dump_json(transient).size()))
+      return;  // over the output cap
+    if (cell_->displays.size() < kDisplaysAudited) {
+      json mimes = json::array();
+      for (auto& [mime, value] : data.items()) mimes.push_back(mime);
+      cell_->displays.push_back(mimes);
+    }
     if (type == "result") {
       if (cell_->silent) return;
       if (auto text = data.find("text/plain"); text != data.end() && text->is_string()) cell_->result_text = *text;
@@ -196,21 +250,25 @@ void Kernel::handle_frame(const json& frame) {
   } else if (type == "clear_output") {
     if (!executing) return;
     auto wait = frame.find("wait");
-    publish("clear_output", {{"wait", wait != frame.end() && wait->is_boolean() && wait->get<bool>()}}, parent);
+    json content = {{"wait", wait != frame.end() && wait->is_boolean() && wait->get<bool>()}};
+    if (!budget_.take_whole(dump_json(content).size())) return;  // a flood of them is output too
+    publish("clear_output", std::move(content), parent);
   } else if (type == "error") {
     if (!executing) return;
-    json traceback = json::array();
-    if (auto tb = frame.find("traceback"); tb != frame.end() && tb->is_array())
-      for (auto& line : *tb)
-        if (line.is_string()) traceback.push_back(line);
-    auto text = [&](const char* key) {
-      auto it = frame.find(key);
-      return it != frame.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    std::string ename = text("ename"), evalue = text("evalue");
+    // Once the cap is spent, a further error is not published (the reply still carries the
+    // last one); the first error of a cell is always shown, cut to what the budget allows.
+    bool publish_it = !cell_->error || !budget_.exhausted();
+    json error = create_error_content("", "", json::array());
+    for (const char* key : {"ename", "evalue", "traceback"})
+      if (auto it = frame.find(key); it != frame.end()) error[key] = *it;
+    redactor_.redact_json(error);
+    error = charge_error(std::move(error), budget_);
+    std::string ename = error["ename"], evalue = error["evalue"];
+    json traceback = std::move(error["traceback"]);
     if (cell_->limit_hit == "workspace") {
       ename = "WorkspaceQuotaError";
-      evalue = "the session passed its --workspace-quota of " + human_bytes(options_.policy.workspace_quota_bytes) +
+      evalue = "the session passed its --workspace-quota of " +
+               human_bytes(options_.policy.workspace_quota_bytes) +
                " and the cell was interrupted; the workspace is read-only to the sandbox until "
                "files are removed; variables were kept";
       traceback.push_back(ename + ": " + evalue);
@@ -224,19 +282,33 @@ void Kernel::handle_frame(const json& frame) {
       evalue = "the cell passed its " + std::string(cpu ? "CPU-time" : "wall-clock") + " limit of " +
                limit + " (" + (asked ? "%%limits " : "") + (cpu ? "--cpu" : "--timeout") +
                ") and was interrupted; variables were kept";
+      if (cpu && cell_->background_cpu >= 0.05) {
+        char spent[96];
+        std::snprintf(spent, sizeof spent,
+                      " (%.1f s of it spent between cells by code left running)",
+                      cell_->background_cpu);
+        evalue += spent;
+      }
       traceback.push_back(ename + ": " + evalue);
     }
     cell_->error = create_error_content(ename, evalue, traceback);
-    redactor_.redact_json(*cell_->error);
-    if (!cell_->silent) publish("error", *cell_->error, parent);
+    if (!cell_->silent && publish_it) publish("error", *cell_->error, parent);
   } else if (type == "input_request") {
     if (!executing) return;
     auto prompt = frame.find("prompt");
     auto password = frame.find("password");
-    json content = {{"prompt", prompt != frame.end() && prompt->is_string() ? prompt->get<std::string>() : ""},
-                    {"password", password != frame.end() && password->is_boolean() && password->get<bool>()}};
+    std::string text =
+        prompt != frame.end() && prompt->is_string() ? prompt->get<std::string>() : "";
+    json content = {
+        {"prompt", charge_text(redactor_.redact(text), budget_)},
+        {"password", password != frame.end() && password->is_boolean() && password->get<bool>()}};
     if (!cell_->allow_stdin) {
       send_to_worker({{"type", "input_reply"}, {"error", "this frontend does not support input requests"}});
+      return;
+    }
+    // Each request is a message to the client: a loop of them is output like any other.
+    if (!budget_.take_whole(kInputRequestCost)) {
+      send_to_worker({{"type", "input_reply"}, {"error", "the cell's output limit was reached"}});
       return;
     }
     frontend_->request_input(cell_->request, content);
@@ -256,10 +328,14 @@ void Kernel::handle_frame(const json& frame) {
   } else if (type == "done") {
     if (executing) finish_cell(frame);
   } else if (type == "complete_reply" || type == "inspect_reply" || type == "is_complete_reply") {
-    if (cell_ && cell_->kind == type.substr(0, type.size() - 6) + "_request") finish_request_reply(frame);
-  } else {
-    log_line("worker sent an unknown frame type: " + type.substr(0, 64));
+    if (cell_->kind == type.substr(0, type.size() - 6) + "_request") finish_request_reply(frame);
   }
+}
+
+bool Kernel::answers_current_request(const json& frame) const {
+  auto id = frame.find("id");
+  return cell_ && id != frame.end() && id->is_string() &&
+         id->get_ref<const std::string&>() == cell_->id;
 }
 
 void Kernel::handle_limits(const json& frame) {
@@ -305,7 +381,8 @@ void Kernel::handle_limits(const json& frame) {
   cell_->magic_cpu = cpu;
   if (timeout) cell_->timeout = std::min(cell_->timeout, *timeout + std::chrono::duration<double>(Clock::now() - cell_->started).count());
   if (cpu) cell_->cpu_limit = std::min(cell_->cpu_limit, *cpu);
-  if (output) budget_.reset(static_cast<uint64_t>(*output));
+  // Lower only, keeping what the cell already used: a forged frame can't buy more output.
+  if (output) budget_.lower(static_cast<uint64_t>(*output));
   send_to_worker({{"type", "limits_reply"}, {"ok", true}});
 }
 
@@ -314,6 +391,7 @@ json Kernel::execution_facts() const {
   double cpu = worker_ ? (worker_->cpu_seconds() - cell_->cpu_at_start) * 1000 : 0;
   return {{"wall_ms", std::round(wall * 10) / 10},
           {"cpu_ms", std::round(std::max(0.0, cpu) * 10) / 10},
+          {"background_cpu_ms", std::round(cell_->background_cpu * 10000) / 10},
           {"peak_memory_bytes", worker_ ? worker_->peak_memory_bytes() : 0},
           {"limits", {{"timeout_seconds", cell_->timeout},
                       {"cpu_seconds", cell_->cpu_limit},
@@ -330,17 +408,10 @@ void Kernel::finish_cell(const json& done) {
   flush_streams(true);
   handle_egress();  // decisions still queued belong to this cell
   Cell& cell = *cell_;
-  if (budget_.dropped() > 0) {
-    publish("stream", create_stream("stderr", "\n[belljar] output limit of " + human_bytes(budget_.limit()) +
-                                               " reached: " + human_bytes(budget_.dropped()) + " dropped\n"),
-            &cell.request);
-  }
   if (cell.memory_limit && worker_) {
     std::string why;
     if (!worker_->set_memory_limit(options_.policy.memory_bytes, &why)) log_line("restoring --memory: " + why);
   }
-  json facts = execution_facts();
-  if (cell.memory_limit) facts["limits"]["memory_bytes"] = cell.memory_limit;
   std::string status = cell.error ? "error" : "ok";
   json content;
   if (cell.error) {
@@ -351,8 +422,20 @@ void Kernel::finish_cell(const json& done) {
     json payload = done.contains("payload") ? done["payload"] : json::array();
     redactor_.redact_json(expressions);
     redactor_.redact_json(payload);
+    // Charged like any output: the worker chose their size (read_file chunks stay far below).
+    expressions = charge_user_expressions(expressions, cell.expressions_asked, budget_);
+    payload = charge_payload(payload, budget_);
     content = create_execute_reply_ok(cell.execution_count, std::move(expressions), std::move(payload));
   }
+  if (budget_.dropped() > 0) {
+    publish(
+        "stream",
+        create_stream("stderr", "\n[belljar] output limit of " + human_bytes(budget_.limit()) +
+                                    " reached: " + human_bytes(budget_.dropped()) + " dropped\n"),
+        &cell.request);
+  }
+  json facts = execution_facts();
+  if (cell.memory_limit) facts["limits"]["memory_bytes"] = cell.memory_limit;
   json metadata = {{"started", cell.started_iso}, {"dependencies_met", true},
                    {"engine", options_.session_id}, {"status", status}, {"belljar", facts}};
   if (cell.store_history) history_.add(cell.execution_count, cell.code, cell.result_text);
@@ -384,6 +467,7 @@ void Kernel::finish_cell(const json& done) {
   if (recent_cells_.size() > 1000) recent_cells_.pop_front();
   metrics_.cell(audit_status, facts["wall_ms"].get<double>() / 1000, budget_.dropped() > 0,
                 cell.limit_hit);
+  metrics_.flush(Clock::now(), true);  // the reply's facts are in the file when the client has it
   bool abort = cell.error && cell.stop_on_error;
   if (abort) {
     collecting_ = true;
@@ -392,6 +476,7 @@ void Kernel::finish_cell(const json& done) {
   }
   WireMessage request = std::move(cell.request);
   cell_.reset();
+  if (worker_) background_.request_finished(worker_->cpu_seconds(), true);
   reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));
   publish_status("idle", &request);
   if (abort) abort_queued_executes();
@@ -402,9 +487,19 @@ void Kernel::finish_request_reply(const json& frame) {
   WireMessage request = std::move(cell_->request);
   std::string kind = cell_->kind;
   cell_.reset();
-  if (kind == "complete_request") reply(Channel::shell, request, "complete_reply", create_complete_reply(frame));
-  else if (kind == "inspect_request") reply(Channel::shell, request, "inspect_reply", create_inspect_reply(frame));
-  else reply(Channel::shell, request, "is_complete_reply", create_is_complete_reply(frame));
+  if (worker_) background_.request_finished(worker_->cpu_seconds(), false);
+  // A lookup gets the same cap as a cell, on its own budget (it is not a cell's output).
+  OutputBudget budget;
+  budget.reset(options_.policy.output_limit_bytes);
+  if (kind == "complete_request")
+    reply(Channel::shell, request, "complete_reply",
+          charge_request_reply(kind, create_complete_reply(frame), budget));
+  else if (kind == "inspect_request")
+    reply(Channel::shell, request, "inspect_reply",
+          charge_request_reply(kind, create_inspect_reply(frame), budget));
+  else
+    reply(Channel::shell, request, "is_complete_reply",
+          charge_request_reply(kind, create_is_complete_reply(frame), budget));
   publish_status("idle", &request);
   dispatch_next();
 }

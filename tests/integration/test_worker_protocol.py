@@ -303,10 +303,24 @@ def test_sigint_interrupts_a_busy_cell_and_is_ignored_when_idle(worker):
     assert worker.finish_execute(timeout=10).error["ename"] == "KeyboardInterrupt"
 
 
+def test_every_frame_of_a_request_carries_its_id_threads_included(worker):
+    cell = worker.execute("import threading\n"
+                          "t = threading.Thread(target=lambda: display('from a thread'))\n"
+                          "t.start(); t.join()\n"
+                          "display('x'); 1 + 1\n", id="req-7")
+    kinds = [f["type"] for f in cell.frames]
+    assert kinds == ["display", "display", "result", "done"], kinds
+    assert all(f["id"] == "req-7" for f in cell.frames), cell.frames
+    cell = worker.execute("raise ValueError('v')", id="req-8")
+    assert [f["id"] for f in cell.frames] == ["req-8", "req-8"]
+    reply = worker.request({"type": "is_complete", "id": "req-9", "code": "x = ("}, "is_complete_reply")
+    assert reply["id"] == "req-9"
+
+
 def test_input_round_trip(worker):
-    worker.start_execute("name = input('who? ')\nprint('hello', name)", allow_stdin=True)
+    cell_id = worker.start_execute("name = input('who? ')\nprint('hello', name)", allow_stdin=True)
     request = worker.next_frame()
-    assert request == {"type": "input_request", "prompt": "who? ", "password": False}
+    assert request == {"type": "input_request", "id": cell_id, "prompt": "who? ", "password": False}
     worker.send({"type": "input_reply", "value": "ada"})
     cell = worker.finish_execute()
     assert cell.ok and cell.stdout == "hello ada\n"  # the prompt is not printed
@@ -401,7 +415,7 @@ def test_display_handles_update_in_place(worker):
     assert shown["data"]["text/plain"] == "'first'"
     assert updated["data"]["text/plain"] == "'second'"
     cell = worker.execute("from belljar_worker.display import clear_output\nclear_output(wait=True)")
-    assert cell.of_type("clear_output") == [{"type": "clear_output", "wait": True}]
+    assert cell.of_type("clear_output") == [{"type": "clear_output", "wait": True, "id": cell.done["id"]}]
 
 
 def test_rich_reprs(worker):
@@ -430,7 +444,7 @@ def test_ipython_display_works_in_the_cell_that_imports_it(worker):
                           "h = display('a', display_id='fixed')\nupdate_display('b', display_id='fixed')\n"
                           "clear_output()")
     assert cell.of_type("update_display")[0]["transient"] == {"display_id": "fixed"}
-    assert cell.of_type("clear_output") == [{"type": "clear_output", "wait": False}]
+    assert cell.of_type("clear_output") == [{"type": "clear_output", "wait": False, "id": cell.done["id"]}]
 
 
 def test_line_magic_and_shell_escape(worker, tmp_path):
@@ -511,7 +525,7 @@ def test_limits_magic_exchange(worker):
     assert worker.next_frame()["type"] == "limits"
     worker.send({"type": "limits_reply", "ok": False, "error": "timeout above the policy's 60 s"})
     cell = worker.finish_execute()
-    assert cell.error == {"type": "error", "ename": "LimitError",
+    assert cell.error == {"type": "error", "id": "lim2", "ename": "LimitError",
                           "evalue": "timeout above the policy's 60 s",
                           "traceback": cell.error["traceback"]}
     assert "never" not in cell.stdout and cell.done["status"] == "error"

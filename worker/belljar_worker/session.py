@@ -78,6 +78,7 @@ class Session:
         handler = self._handlers.get(msg.get("type"))
         if handler is None:
             return  # e.g. an input_reply that arrived after its cell was interrupted
+        self.channel.request_id = msg.get("id")
         try:
             handler(msg)
         except BaseException as exc:

@@ -142,9 +142,15 @@ class FrameChannel:
         self.main_thread = _thread.get_ident()
         self._frame_unread = False
         self._can_watch_reads = True
+        # The id of the request being served (the supervisor's `id`): every frame carries it,
+        # so the supervisor attributes a frame to the request the worker was serving when it
+        # was sent, and drops it once that request is over. Set by the session per request.
+        self.request_id = None
 
     # -- sending -----------------------------------------------------------------------
     def send(self, msg):
+        if "id" not in msg and self.request_id is not None:
+            msg = dict(msg, id=self.request_id)
         payload = encode(msg)
         if len(payload) > MAX_FRAME:
             payload = _too_big(msg, len(payload))
