@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "kernel/active_output.hpp"
 #include "kernel/bounded_json.hpp"
 #include "kernel/bundle_check.hpp"
 #include "kernel/kernel.hpp"
@@ -150,7 +151,7 @@ void Kernel::handle_frame(const json& frame) {
   const std::string& type = frame["type"].get_ref<const std::string&>();
   if (type == "hello") {
     auto info = frame.find("language_info");
-    if (info != frame.end() && info->is_object()) language_info_ = *info;
+    if (info != frame.end() && info->is_object()) language_info_ = language_info_from_worker(*info);
     worker_ready_ = true;
     start_error_.clear();
     failed_starts_ = 0;
@@ -174,6 +175,7 @@ void Kernel::handle_frame(const json& frame) {
       metadata = json::object();
       if (type == "update_display") return;
     }
+    data = apply_active_output(data, options_.policy.active_output);
     redactor_.redact_json(data);
     size_t size = dump_json(data).size();
     if (budget_.take(size) < size) return;  // over the output cap
@@ -338,6 +340,8 @@ void Kernel::finish_cell(const json& done) {
     // user_expressions (what read_file and agents use) and pager payloads are output too.
     json expressions = object_or_empty(done, "user_expressions");
     json payload = done.contains("payload") ? done["payload"] : json::array();
+    apply_active_output_within(expressions, options_.policy.active_output);
+    apply_active_output_within(payload, options_.policy.active_output);
     redactor_.redact_json(expressions);
     redactor_.redact_json(payload);
     content = create_execute_reply_ok(cell.execution_count, std::move(expressions), std::move(payload));
@@ -389,7 +393,7 @@ void Kernel::finish_request_reply(const json& frame) {
   std::string kind = cell_->kind;
   cell_.reset();
   if (kind == "complete_request") reply(Channel::shell, request, "complete_reply", create_complete_reply(frame));
-  else if (kind == "inspect_request") reply(Channel::shell, request, "inspect_reply", create_inspect_reply(frame));
+  else if (kind == "inspect_request") reply(Channel::shell, request, "inspect_reply", create_inspect_reply(frame, options_.policy.active_output));
   else reply(Channel::shell, request, "is_complete_reply", create_is_complete_reply(frame));
   publish_status("idle", &request);
   dispatch_next();
