@@ -443,9 +443,7 @@ const std::vector<std::pair<std::string, std::string>>& policy_flag_help() {
       {"--audit-code", "also log each cell's code (only its hash and size otherwise)"},
       {"--metrics FILE", "keep a Prometheus textfile of cells, limits, egress, restarts"},
       {"--isolation MODE", "strict | degraded | none [strict]"},
-      {"--active-output MODE",
-       "isolate | strip | allow: scripts in output run in a sandboxed frame, are removed, or run "
-       "in the notebook page [isolate]"}};
+      {"--active-output MODE", "isolate | strip | allow output that can run script [isolate]"}};
   return help;
 }
 

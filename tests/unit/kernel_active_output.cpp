@@ -313,7 +313,7 @@ TEST_CASE("isolate puts active output in a sandboxed frame without same-origin",
   CHECK(verdict.findings[0] == "<iframe>");
 }
 
-TEST_CASE("isolate runs application/javascript in the frame; strip removes it with a notice",
+TEST_CASE("isolate runs application/javascript in the frame and strip removes it with a notice",
           "[active_output]") {
   json data = {{"application/javascript", "document.title = '</script><script>x'"}};
   json isolated = apply_active_output(data, ActiveOutput::isolate);
@@ -350,7 +350,7 @@ TEST_CASE("allow passes the bundle unchanged", "[active_output]") {
   CHECK(apply_active_output(data, ActiveOutput::allow) == data);
 }
 
-TEST_CASE("inert types pass unchanged; unknown and exec types are dropped with a visible notice",
+TEST_CASE("inert types pass unchanged, unknown and exec types are dropped with a visible notice",
           "[active_output]") {
   json data = {{"text/plain", "IntSlider(value=0)"},
                {"application/vnd.jupyter.widget-view+json", {{"model_id", "abc"}}},
@@ -386,7 +386,7 @@ TEST_CASE("inert types pass unchanged; unknown and exec types are dropped with a
         "isolate): text/markdown");
 }
 
-TEST_CASE("language_info is the supervisor's; only a well-formed version comes from the worker",
+TEST_CASE("language_info is the supervisor's, only a well-formed version comes from the worker",
           "[active_output]") {
   json forged = {{"name", "<img src=x onerror=alert(1)>"},
                  {"version", "3.11.2"},
