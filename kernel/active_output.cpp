@@ -254,8 +254,14 @@ json apply_active_output(const json& data, ActiveOutput mode) {
     else
       out["text/html"] = notice_paragraph(notice);
   }
-  if (!out.contains("text/plain") || !out["text/plain"].is_string())
-    out["text/plain"] = markdown_source.value_or("");
+  if (!out.contains("text/plain") || !out["text/plain"].is_string()) {
+    // Clients that show text (MCP, `belljar run`, a console) learn what the display was.
+    std::string fallback = markdown_source.value_or("");
+    if (fallback.empty() && active)
+      fallback = "[belljar] active output (" + listed(findings) + "): " +
+                 (mode == ActiveOutput::isolate ? "shown in an isolated frame" : "removed") + " (" + mode_flag + ")";
+    out["text/plain"] = fallback;
+  }
   bool shows_text_only = true;
   for (auto& [mime, value] : out.items())
     if (is_rich(mime)) shows_text_only = false;

@@ -175,8 +175,9 @@ void Kernel::handle_frame(const json& frame) {
       metadata = json::object();
       if (type == "update_display") return;
     }
+    redactor_.redact_json(data);  // before: the frame's srcdoc holds it escaped
     data = apply_active_output(data, options_.policy.active_output);
-    redactor_.redact_json(data);
+    redactor_.redact_json(data);  // after: decoded references could spell a secret
     size_t size = dump_json(data).size();
     if (budget_.take(size) < size) return;  // over the output cap
     json mimes = json::array();
@@ -340,6 +341,8 @@ void Kernel::finish_cell(const json& done) {
     // user_expressions (what read_file and agents use) and pager payloads are output too.
     json expressions = object_or_empty(done, "user_expressions");
     json payload = done.contains("payload") ? done["payload"] : json::array();
+    redactor_.redact_json(expressions);
+    redactor_.redact_json(payload);
     apply_active_output_within(expressions, options_.policy.active_output);
     apply_active_output_within(payload, options_.policy.active_output);
     redactor_.redact_json(expressions);

@@ -322,7 +322,8 @@ TEST_CASE("isolate runs application/javascript in the frame and strip removes it
   CHECK(frame.find("&lt;script&gt;document.title = "
                    "&#39;&lt;\\/script&gt;&lt;script&gt;x&#39;&lt;/script&gt;") !=
         std::string::npos);
-  CHECK(isolated["text/plain"].is_string());
+  CHECK(isolated["text/plain"] ==
+        "[belljar] active output (application/javascript): shown in an isolated frame (--active-output isolate)");
 
   json stripped = apply_active_output(data, ActiveOutput::strip);
   CHECK_FALSE(stripped.contains("application/javascript"));
