@@ -78,6 +78,14 @@ std::string listed(const std::vector<std::string>& items) {
   return out;
 }
 
+// A mime type as a notice may name it: the worker chose it, and notices are shown in the page.
+std::string shown_mime(const std::string& mime) {
+  bool plain = mime.size() <= 80 && std::all_of(mime.begin(), mime.end(), [](unsigned char c) {
+                 return std::isalnum(c) || c == '/' || c == '.' || c == '+' || c == '-' || c == '_';
+               });
+  return plain ? mime : "a type with an unusual name";
+}
+
 // A script as the body of <script> in the frame: "</script" and "<!--" can't end or bend it.
 std::string script_element(const std::string& code) {
   std::string safe;
@@ -201,7 +209,7 @@ json apply_active_output(const json& data, ActiveOutput mode) {
     std::optional<std::string> text = text_of(value);
     if (mime == "text/html" || mime == "image/svg+xml") {
       if (!text) {
-        dropped.push_back(mime);
+        dropped.push_back(shown_mime(mime));
         continue;
       }
       MarkupVerdict verdict =
@@ -218,19 +226,19 @@ json apply_active_output(const json& data, ActiveOutput mode) {
       if (text && markdown_is_inert(*text)) {
         out[mime] = *text;
       } else {
-        dropped.push_back(mime);
+        dropped.push_back(shown_mime(mime));
         if (text) markdown_source = *text;
       }
     } else if (mime == "text/latex") {
       if (text && tex_is_inert(*text))
         out[mime] = *text;
       else
-        dropped.push_back(mime);
+        dropped.push_back(shown_mime(mime));
     } else if (mime == "application/javascript" || mime == "text/javascript") {
       if (text) script = *text;
       findings.push_back(mime);
     } else {
-      dropped.push_back(mime);
+      dropped.push_back(shown_mime(mime));
     }
   }
   std::string mode_flag = "--active-output " + active_output_name(mode);
@@ -259,7 +267,8 @@ json apply_active_output(const json& data, ActiveOutput mode) {
     std::string fallback = markdown_source.value_or("");
     if (fallback.empty() && active)
       fallback = "[belljar] active output (" + listed(findings) + "): " +
-                 (mode == ActiveOutput::isolate ? "shown in an isolated frame" : "removed") + " (" + mode_flag + ")";
+                 (mode == ActiveOutput::isolate ? "shown in an isolated frame" : "removed") + " (" +
+                 mode_flag + ")";
     out["text/plain"] = fallback;
   }
   bool shows_text_only = true;

@@ -45,6 +45,7 @@ const Names kDroppedWithContent = {
 // Raw text in HTML: the content is not markup and ends only at the matching end tag.
 const Names kRawText = {"script",   "style",    "xmp",      "iframe", "noembed",
                         "noframes", "noscript", "textarea", "title"};
+constexpr size_t kMaxDepth = 256;
 const Names kVoid = {"area",   "base", "br",   "col",   "embed",  "hr",    "img", "input",
                      "keygen", "link", "meta", "param", "source", "track", "wbr"};
 
@@ -205,9 +206,12 @@ bool starts_with_ci(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && lower(text.substr(0, prefix.size())) == prefix;
 }
 
+// needle in lower case, starting with a character that has no case ('<').
 size_t find_ci(std::string_view text, std::string_view needle, size_t from) {
-  std::string low = lower(text);
-  return low.find(needle, from);
+  for (size_t at = text.find(needle[0], from); at != std::string_view::npos;
+       at = text.find(needle[0], at + 1))
+    if (starts_with_ci(text.substr(at), needle)) return at;
+  return std::string_view::npos;
 }
 
 void append_utf8(std::string& out, uint32_t cp) {
@@ -372,8 +376,7 @@ class MarkupReader {
       }
     }
     while (!stack_.empty()) pop();
-    if (!tex_is_inert(all_text_))
-      finding("a MathJax link or extension macro (\\href, \\require, ...)");
+    if (!tex_is_inert(all_text_)) finding("a MathJax link or extension macro (href, require, ...)");
     MarkupVerdict verdict;
     verdict.inert = findings_.empty();
     verdict.findings = std::move(findings_);
@@ -432,8 +435,9 @@ class MarkupReader {
     // Not forwarded. An internal subset (entity definitions) is read differently by XML and
     // HTML parsers: never inert.
     size_t close = in_.find('>', pos_);
-    size_t subset = in_.find('[', pos_);
-    if (subset != std::string_view::npos && subset < close)
+    std::string_view declaration =
+        in_.substr(pos_, close == std::string_view::npos ? close : close - pos_);
+    if (declaration.find('[') != std::string_view::npos)
       skip_declaration("a DOCTYPE with an internal subset", "]>");
     else
       skip_declaration({}, ">");
@@ -569,8 +573,8 @@ class MarkupReader {
           break;
       }
       if (!ok) {
-        finding(a.name + "=\"" + a.value.substr(0, 40) +
-                "\" (not an allowed URL, CSS or namespace)");
+        // Never the value itself: findings are shown in the page, where MathJax reads text.
+        finding(a.name + "= with a URL, CSS or namespace that is not allowed");
         continue;
       }
       out += ' ';
@@ -626,6 +630,11 @@ class MarkupReader {
       return;
     }
     std::string name = lower(spelled);
+    if (stack_.size() >= kMaxDepth) {
+      // Bounded work and memory for the supervisor; the element is left out.
+      finding("markup nested deeper than 256 elements");
+      return;
+    }
     bool void_element = kVoid.count(name) > 0;
     bool empty = void_element || (self_closing && in_svg());
     if (!valid_name(name, false)) {

@@ -2,6 +2,7 @@
 // notebook page is classified active; pandas, Styler and matplotlib output pass as inert and
 // re-serialized with the same visible text; the bundle policy isolates, strips or allows.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -323,7 +324,8 @@ TEST_CASE("isolate runs application/javascript in the frame and strip removes it
                    "&#39;&lt;\\/script&gt;&lt;script&gt;x&#39;&lt;/script&gt;") !=
         std::string::npos);
   CHECK(isolated["text/plain"] ==
-        "[belljar] active output (application/javascript): shown in an isolated frame (--active-output isolate)");
+        "[belljar] active output (application/javascript): shown in an isolated frame "
+        "(--active-output isolate)");
 
   json stripped = apply_active_output(data, ActiveOutput::strip);
   CHECK_FALSE(stripped.contains("application/javascript"));
@@ -400,4 +402,40 @@ TEST_CASE("language_info is the supervisor's, only a well-formed version comes f
   CHECK(info["mimetype"] == "text/x-python");
   CHECK(language_info_from_worker({{"version", "3<script>"}})["version"] == "3");
   CHECK(language_info_from_worker(json::array())["version"] == "3");
+}
+
+TEST_CASE("findings never quote the worker's values, which the page shows as text",
+          "[active_output]") {
+  MarkupVerdict verdict =
+      check_markup("<a href=\"$\\href{javascript:alert(1)}{x}$\">x</a>", MarkupKind::html);
+  REQUIRE_FALSE(verdict.inert);
+  for (auto& finding : verdict.findings) {
+    CHECK(finding.find('\\') == std::string::npos);
+    CHECK(finding.find("javascript") == std::string::npos);
+  }
+  json out = apply_active_output(
+      {{"text/plain", "t"}, {"text/$\\href{javascript:alert(1)}{x}$", "x"}}, ActiveOutput::isolate);
+  CHECK(out["text/plain"].get<std::string>().find("javascript") == std::string::npos);
+}
+
+TEST_CASE("adversarial markup costs linear time and bounded depth", "[active_output]") {
+  auto repeat = [](const std::string& unit, size_t times) {
+    std::string out;
+    out.reserve(unit.size() * times);
+    for (size_t i = 0; i < times; ++i) out += unit;
+    return out;
+  };
+  for (const std::string& markup :
+       {repeat("<style>p{}</style>", 60000), repeat("<!doctype x>", 100000), repeat("<b>", 300000),
+        repeat("<script>", 100000), repeat("<!-- c -->", 100000), repeat("&#x41;", 150000)}) {
+    auto started = std::chrono::steady_clock::now();
+    MarkupVerdict verdict = check_markup(markup, MarkupKind::html);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    INFO(markup.substr(0, 20) << " x" << markup.size() << ": " << seconds << " s");
+    CHECK(seconds < 2.0);
+    CHECK(verdict.canonical.size() <= markup.size() * 2);
+  }
+  CHECK_FALSE(check_markup(repeat("<b>", 300), MarkupKind::html).inert);
+  CHECK(check_markup(repeat("<b>", 200), MarkupKind::html).inert);
 }
