@@ -67,6 +67,8 @@ function vectorCells(origin, prefix) {
     'execute-result': `class Active:\n    def _repr_html_(self):\n        return ${py(`<script>${js('execute-result')}</script>`)}\nActive()`,
     'pager-payload': 'import belljar_worker.session as s\n' +
       `s.current._take_payload = lambda: (delattr(s.current, '_take_payload'), [{'source': 'page', 'start': 0, 'data': {'text/plain': 'paged', 'text/html': ${py(`<img src="x" onerror="${e('pager-payload')}">`)}}}])[1]`,
+    // A frame may navigate itself: a GET to the server (GET /terminals/new opens a terminal).
+    'html-self-navigation': show(`{'text/html': ${py(`<meta http-equiv="refresh" content="0;url=${origin}/terminals/new"><img src="${origin}/terminals/new"><script>location.href = ${JSON.stringify(origin + '/terminals/new')};</script>`)}}`),
     'stream-text': `print(${py(`<img src="x" onerror="${e('stream-text')}">`)})`,
     'error-traceback': `raise ValueError(${py(`<img src="x" onerror="${e('error-traceback')}">`)})`,
   };
