@@ -1,5 +1,6 @@
 #include "kernel/replies.hpp"
 
+#include "kernel/active_output.hpp"
 #include "kernel/wire_message.hpp"
 
 namespace belljar {
@@ -74,10 +75,12 @@ json create_complete_reply(const json& reply) {
           {"metadata", object_field(reply, "metadata")}};
 }
 
-json create_inspect_reply(const json& reply) {
+json create_inspect_reply(const json& reply, ActiveOutput mode) {
+  // The inspector renders its bundle like an output (JupyterLab shows text/html).
+  json data = object_field(reply, "data");
   return {{"status", "ok"},
           {"found", field<bool>(reply, "found", false)},
-          {"data", object_field(reply, "data")},
+          {"data", data.empty() ? data : apply_active_output(data, mode)},
           {"metadata", object_field(reply, "metadata")}};
 }
 

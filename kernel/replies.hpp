@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/policy.hpp"
+
 namespace belljar {
 
 using json = nlohmann::json;
@@ -14,7 +16,7 @@ json create_execute_reply_error(int execution_count, const json& error);
 json create_aborted_reply();
 json create_error_content(const std::string& ename, const std::string& evalue, json traceback);
 json create_complete_reply(const json& worker_reply);
-json create_inspect_reply(const json& worker_reply);
+json create_inspect_reply(const json& worker_reply, ActiveOutput mode);
 json create_is_complete_reply(const json& worker_reply);
 json create_history_reply(json history);
 json create_comm_info_reply();

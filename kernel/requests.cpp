@@ -243,10 +243,18 @@ std::string Kernel::banner() const {
   std::string python = language_info_.value("version", "?");
   std::string mode = isolation_name(options_.policy.isolation);
   std::string text = "belljar " BELLJAR_VERSION " — Python " + python + " ";
+  // Active output runs in the notebook page with the server's authority: as loud as no sandbox.
+  std::string output =
+      options_.policy.active_output == ActiveOutput::allow
+          ? " ACTIVE OUTPUT IS NOT ISOLATED (--active-output allow): scripts a cell "
+            "displays run in your browser with the notebook server's authority."
+          : "";
   if (options_.policy.isolation == Isolation::none)
-    return text + "with NO SANDBOX (--isolation none): code runs with your privileges, "
-                  "environment and network.";
-  return text + "in a sandbox (isolation " + mode + ")";
+    return text +
+           "with NO SANDBOX (--isolation none): code runs with your privileges, "
+           "environment and network." +
+           output;
+  return text + "in a sandbox (isolation " + mode + ")" + (output.empty() ? "" : ";" + output);
 }
 
 }  // namespace belljar

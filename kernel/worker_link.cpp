@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "kernel/active_output.hpp"
 #include "kernel/bounded_json.hpp"
 #include "kernel/bundle_check.hpp"
 #include "kernel/cell_budget.hpp"
@@ -31,22 +32,6 @@ bool is_known_worker_frame(const std::string& type) {
         "audit_request", "done", "complete_reply", "inspect_reply", "is_complete_reply"})
     if (type == known) return true;
   return false;
-}
-
-// What kernel_info_reply shows of the worker's language_info: the known keys, short strings.
-json sanitized_language_info(const json& hello) {
-  json out = json::object();
-  auto info = hello.find("language_info");
-  if (info == hello.end() || !info->is_object()) return out;
-  for (const char* key :
-       {"name", "version", "mimetype", "file_extension", "pygments_lexer", "nbconvert_exporter"})
-    if (auto it = info->find(key); it != info->end() && it->is_string())
-      out[key] = utf8_prefix(it->get_ref<const std::string&>(), 256);
-  if (auto mode = info->find("codemirror_mode"); mode != info->end() &&
-                                                 (mode->is_string() || mode->is_object()) &&
-                                                 dump_json(*mode).size() <= 1024)
-    out["codemirror_mode"] = *mode;
-  return out;
 }
 
 json object_or_empty(const json& frame, const char* key) {
@@ -196,7 +181,9 @@ void Kernel::handle_frame(const json& frame) {
   const std::string& type = frame["type"].get_ref<const std::string&>();
   if (type == "hello") {
     if (worker_ready_) return frame_log_.log("worker frame dropped", "a second hello");
-    language_info_ = sanitized_language_info(frame);
+    // Built by the supervisor: the frontend loads codemirror_mode as a script path.
+    auto info = frame.find("language_info");
+    language_info_ = language_info_from_worker(info != frame.end() ? *info : json::object());
     worker_ready_ = true;
     background_.worker_ready(worker_->cpu_seconds());
     start_error_.clear();
@@ -229,7 +216,9 @@ void Kernel::handle_frame(const json& frame) {
       metadata = json::object();
       if (type == "update_display") return;
     }
-    redactor_.redact_json(data);
+    redactor_.redact_json(data);  // before: the frame's srcdoc holds it escaped
+    data = apply_active_output(data, options_.policy.active_output);
+    redactor_.redact_json(data);  // after: decoded references could spell a secret
     // The whole message counts: metadata and transient are the worker's bytes too.
     if (!budget_.take_whole(dump_json(data).size() + dump_json(metadata).size() +
                             dump_json(transient).size()))
@@ -422,6 +411,10 @@ void Kernel::finish_cell(const json& done) {
     json payload = done.contains("payload") ? done["payload"] : json::array();
     redactor_.redact_json(expressions);
     redactor_.redact_json(payload);
+    apply_active_output_within(expressions, options_.policy.active_output);
+    apply_active_output_within(payload, options_.policy.active_output);
+    redactor_.redact_json(expressions);
+    redactor_.redact_json(payload);
     // Charged like any output: the worker chose their size (read_file chunks stay far below).
     expressions = charge_user_expressions(expressions, cell.expressions_asked, budget_);
     payload = charge_payload(payload, budget_);
@@ -496,7 +489,7 @@ void Kernel::finish_request_reply(const json& frame) {
           charge_request_reply(kind, create_complete_reply(frame), budget));
   else if (kind == "inspect_request")
     reply(Channel::shell, request, "inspect_reply",
-          charge_request_reply(kind, create_inspect_reply(frame), budget));
+          charge_request_reply(kind, create_inspect_reply(frame, options_.policy.active_output), budget));
   else
     reply(Channel::shell, request, "is_complete_reply",
           charge_request_reply(kind, create_is_complete_reply(frame), budget));

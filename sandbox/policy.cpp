@@ -23,7 +23,8 @@ bool is_flag_with_value(const std::string& flag) {
                                   "--memory",    "--pids",     "--file-size",   "--tmp-size",
                                   "--output-limit", "--python", "--sandbox-user", "--audit-log",
                                   "--isolation", "--policy", "--metrics", "--allow-local-net",
-                                  "--protect", "--writable", "--workspace-quota"};
+                                  "--protect", "--writable", "--workspace-quota",
+                                  "--active-output"};
   for (const char* name : kValued)
     if (flag == name) return true;
   return false;
@@ -177,6 +178,8 @@ void apply(Policy& policy, const std::string& flag, const std::string& value) {
     policy.audit_code = value == "true";
   } else if (flag == "--isolation") {
     policy.isolation = parse_isolation(value);
+  } else if (flag == "--active-output") {
+    policy.active_output = parse_active_output(value);
   } else {
     throw UsageError("unknown policy flag " + flag);
   }
@@ -368,6 +371,22 @@ std::string isolation_name(Isolation isolation) {
   return "strict";
 }
 
+ActiveOutput parse_active_output(const std::string& text) {
+  if (text == "isolate") return ActiveOutput::isolate;
+  if (text == "strip") return ActiveOutput::strip;
+  if (text == "allow") return ActiveOutput::allow;
+  throw UsageError("--active-output " + text + ": expected isolate, strip or allow");
+}
+
+std::string active_output_name(ActiveOutput mode) {
+  switch (mode) {
+    case ActiveOutput::isolate: return "isolate";
+    case ActiveOutput::strip: return "strip";
+    case ActiveOutput::allow: return "allow";
+  }
+  return "isolate";
+}
+
 nlohmann::json Policy::summary() const {
   nlohmann::json hosts = nlohmann::json::array();
   for (auto& rule : allow_net) hosts.push_back(rule.text() + (rule.local ? " (local)" : ""));
@@ -376,6 +395,7 @@ nlohmann::json Policy::summary() const {
   nlohmann::json set_names = nlohmann::json::array();
   for (auto& [name, value] : set_env) set_names.push_back(name);  // never the values
   return {{"isolation", isolation_name(isolation)},
+          {"active_output", active_output_name(active_output)},
           {"workspace", workspace.string()},
           {"read_only", ro},
           {"hide", hide},
@@ -466,7 +486,8 @@ const std::vector<std::pair<std::string, std::string>>& policy_flag_help() {
       {"--audit-log FILE", "JSON-lines audit log [stderr]"},
       {"--audit-code", "also log each cell's code (only its hash and size otherwise)"},
       {"--metrics FILE", "keep a Prometheus textfile of cells, limits, egress, restarts"},
-      {"--isolation MODE", "strict | degraded | none [strict]"}};
+      {"--isolation MODE", "strict | degraded | none [strict]"},
+      {"--active-output MODE", "isolate | strip | allow output that can run script [isolate]"}};
   return help;
 }
 

@@ -20,6 +20,10 @@ struct UsageError : std::runtime_error {
 
 enum class Isolation { strict, degraded, none };
 
+// What happens to output that could run code in the user's browser (scripts, event handlers,
+// javascript: URLs...): run in a sandboxed frame with an opaque origin, removed, or passed.
+enum class ActiveOutput { isolate, strip, allow };
+
 struct HostRule {
   std::string host;               // "example.com", "*.example.com", "10.0.0.5", "::1"
   std::vector<uint16_t> ports;    // {80, 443} when none was given
@@ -50,6 +54,7 @@ struct Policy {
   bool audit_code = false;                     // log the code itself, not only its hash
   std::string metrics_file;                    // Prometheus textfile; empty: none
   Isolation isolation = Isolation::strict;
+  ActiveOutput active_output = ActiveOutput::isolate;
 
   double cpu_limit() const { return cpu_seconds.value_or(timeout_seconds); }
   nlohmann::json summary() const;              // for kernel_info, logs, the audit record
@@ -69,6 +74,8 @@ double parse_duration(const std::string& flag, const std::string& text);    // 3
 HostRule parse_host_rule(const std::string& flag, const std::string& text); // host[:port]
 Isolation parse_isolation(const std::string& text);
 std::string isolation_name(Isolation isolation);
+ActiveOutput parse_active_output(const std::string& text);
+std::string active_output_name(ActiveOutput mode);
 
 // Collects policy flags from a command line. Each command's own flags are handled by the
 // caller; take() answers whether argv[i] (and maybe argv[i+1]) was a policy flag.

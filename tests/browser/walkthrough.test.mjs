@@ -4,16 +4,17 @@
 // Everything the server, the kernel and the browser write lives in one temporary directory;
 // a full-page screenshot is kept in BELLJAR_ARTIFACTS (printed at the end).
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import { chromium } from 'playwright-core';
+
+import { freePort, start, stop, waitFor } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
@@ -27,46 +28,6 @@ const PYTHON = '/usr/bin/python3';
 const RUN_ALL_TIMEOUT = 240_000;  // every cell, the 2 s limit and a cold kernel start included
 const WORKSPACE_SECRET = 'sk-browser-workspace-secret-0123456789';
 const SERVER_SECRET = 'sk-browser-server-environment-secret-0123456789';
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-// A child process whose output is kept (for the failure report) and can be waited on.
-function start(command, args, options) {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
-  child.log = '';
-  child.stdout.on('data', (chunk) => { child.log += chunk; });
-  child.stderr.on('data', (chunk) => { child.log += chunk; });
-  child.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  return child;
-}
-
-async function waitFor(what, probe, timeoutMs, child) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child && child.exitCode !== null) throw new Error(`${what}: the process exited\n${child.log}`);
-    const value = await probe().catch(() => undefined);
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms\n${child?.log ?? ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-async function stop(child) {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await child.exited;
-  clearTimeout(timer);
-}
 
 describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'belljar-browser-'));

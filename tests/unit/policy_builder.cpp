@@ -329,3 +329,24 @@ TEST_CASE("policy file problems are refused naming the file", "[policy][builder]
                Catch::Contains("/nonexistent/policy.json") && Catch::Contains("cannot read"));
   }
 }
+
+TEST_CASE("--active-output: flag, policy file key, summary and help",
+          "[policy][builder][active_output]") {
+  CHECK(build({}).active_output == ActiveOutput::isolate);
+  CHECK(build({"--active-output", "strip"}).active_output == ActiveOutput::strip);
+  CHECK(build({"--active-output=allow"}).active_output == ActiveOutput::allow);
+  for (auto mode : {ActiveOutput::isolate, ActiveOutput::strip, ActiveOutput::allow})
+    CHECK(parse_active_output(active_output_name(mode)) == mode);
+  CHECK(flag_error({"--active-output", "sometimes"}) ==
+        "--active-output sometimes: expected isolate, strip or allow");
+  TempFile file(R"({"active_output": "strip"})");
+  Policy from_file = build({"--policy", file.path});
+  CHECK(from_file.active_output == ActiveOutput::strip);
+  CHECK(from_file.summary()["active_output"] == "strip");
+  CHECK(build({"--policy", file.path, "--active-output", "isolate"}).active_output ==
+        ActiveOutput::isolate);
+  bool in_help = false;
+  for (auto& [usage, meaning] : policy_flag_help())
+    in_help = in_help || usage == "--active-output MODE";
+  CHECK(in_help);
+}

@@ -1,0 +1,215 @@
+// Active output in the real browser: Debian's Jupyter Notebook server on loopback, headless
+// Chromium, a notebook (written by the test) whose every cell tries one way of running script
+// from output. Each script tries what the red team did: create a file through the server's REST
+// API (PUT /api/contents with the _xsrf cookie as X-XSRFToken) and open a terminal
+// (POST /api/terminals). After Run All (and a click on every javascript: link, in the page and
+// in every frame), no file may exist and no terminal may be open. A control run of two vectors
+// on a kernel with --active-output allow does create its files: the probe works.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+
+import { chromium } from 'playwright-core';
+
+import { freePort, start, stop, waitFor } from './harness.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
+const BELLJAR = process.env.BELLJAR ?? path.join(SOURCE, 'build', 'belljar');
+const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
+const CHROMIUM = '/usr/bin/chromium';
+const NOTEBOOK_SERVER = '/usr/bin/jupyter-notebook';
+const PYTHON = '/usr/bin/python3';
+const RUN_ALL_TIMEOUT = 120_000;
+
+// The attack, run wherever a vector gets script to run. It reports where it ran on the console.
+function probe(id, origin) {
+  return `(async () => {
+  const id = ${JSON.stringify(id)};
+  const here = String(self.origin);  // 'null' in an opaque origin (a sandboxed frame)
+  const origin = here !== 'null' ? here : ${JSON.stringify(origin)};
+  let xsrf = '';
+  try { xsrf = decodeURIComponent((document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || ''); } catch (e) {}
+  console.log('belljar-probe ran ' + id + ' in ' + here);
+  const headers = { 'Content-Type': 'application/json', 'X-XSRFToken': xsrf };
+  const body = JSON.stringify({ type: 'file', format: 'text', content: 'written by ' + id });
+  try { await fetch(origin + '/api/contents/pwned-' + id + '.txt', { method: 'PUT', credentials: 'include', headers, body }); } catch (e) {}
+  try { await fetch(origin + '/api/terminals', { method: 'POST', credentials: 'include', headers }); } catch (e) {}
+})();`;
+}
+// The probe as an expression without quotes of its own, for attributes and URLs.
+const evalOf = (id, origin) => `eval(atob('${Buffer.from(probe(id, origin)).toString('base64')}'))`;
+
+// Python source of one cell per vector; py() quotes a JS string as a Python literal.
+const py = (text) => JSON.stringify(text);
+function vectorCells(origin, prefix) {
+  const e = (id) => evalOf(`${prefix}${id}`, origin);
+  const js = (id) => probe(`${prefix}${id}`, origin);
+  const show = (bundle) => `display(${bundle}, raw=True)`;
+  return {
+    'application-javascript': show(`{'application/javascript': ${py(js('application-javascript'))}}`),
+    'html-script': show(`{'text/html': ${py(`<b>html</b><script>${js('html-script')}</script>`)}}`),
+    'html-img-onerror': show(`{'text/html': ${py(`<img src="x" onerror="${e('html-img-onerror')}">`)}}`),
+    'html-svg-onload': show(`{'text/html': ${py(`<svg onload="${e('html-svg-onload')}"><rect width="9" height="9"/></svg>`)}}`),
+    'html-iframe-srcdoc': show(`{'text/html': ${py(`<iframe srcdoc="&lt;script&gt;${e('html-iframe-srcdoc')}&lt;/script&gt;"></iframe>`)}}`),
+    'html-javascript-link': show(`{'text/html': ${py(`<a href="javascript:${e('html-javascript-link')}">click</a>`)}}`),
+    'svg-script': show(`{'image/svg+xml': ${py(`<svg xmlns="http://www.w3.org/2000/svg" width="20" height="20" onload="${e('svg-script')}"><script>${js('svg-script-element')}</script><rect width="9" height="9"/></svg>`)}}`),
+    'markdown-raw-html': show(`{'text/markdown': ${py(`markdown <img src="x" onerror="${e('markdown-raw-html')}">`)}}`),
+    'markdown-javascript-link': show(`{'text/markdown': ${py(`[click](javascript:${e('markdown-javascript-link')})`)}}`),
+    'latex-mathjax-href': show(`{'text/latex': ${py(`$\\href{javascript:${e('latex-mathjax-href')}}{click}$`)}}`),
+    'update-display': `h = display({'text/plain': 'first'}, raw=True, display_id=True)\n` +
+      `h.update({'text/html': ${py(`<img src="x" onerror="${e('update-display')}">`)}}, raw=True)`,
+    'execute-result': `class Active:\n    def _repr_html_(self):\n        return ${py(`<script>${js('execute-result')}</script>`)}\nActive()`,
+    'pager-payload': 'import belljar_worker.session as s\n' +
+      `s.current._take_payload = lambda: (delattr(s.current, '_take_payload'), [{'source': 'page', 'start': 0, 'data': {'text/plain': 'paged', 'text/html': ${py(`<img src="x" onerror="${e('pager-payload')}">`)}}}])[1]`,
+    // A frame may navigate itself: a GET to the server (GET /terminals/new opens a terminal).
+    'html-self-navigation': show(`{'text/html': ${py(`<meta http-equiv="refresh" content="0;url=${origin}/terminals/new"><img src="${origin}/terminals/new"><script>location.href = ${JSON.stringify(origin + '/terminals/new')};</script>`)}}`),
+    'stream-text': `print(${py(`<img src="x" onerror="${e('stream-text')}">`)})`,
+    'error-traceback': `raise ValueError(${py(`<img src="x" onerror="${e('error-traceback')}">`)})`,
+  };
+}
+
+function notebook(cells, kernel) {
+  return JSON.stringify({
+    nbformat: 4, nbformat_minor: 5,
+    metadata: { kernelspec: { name: kernel, display_name: kernel, language: 'python' } },
+    cells: Object.entries(cells).map(([id, source]) => ({
+      cell_type: 'code', id: crypto.randomUUID().slice(0, 8), metadata: { tags: [id] },
+      execution_count: null, outputs: [], source,
+    })),
+  }, null, 1);
+}
+
+describe('active output in Jupyter Notebook in headless Chromium', () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'belljar-active-'));
+  const dirs = Object.fromEntries(['home', 'runtime', 'config', 'data', 'prefix', 'notebooks', 'chromium']
+    .map((name) => [name, path.join(tmp, name)]));
+  const token = crypto.randomBytes(24).toString('hex');
+  const consoleLines = [];
+  let server, context, page, base;
+  let isolated = {}, control = {};
+
+  before(async () => {
+    try {
+      await setUp();
+      isolated = await runNotebook('vectors.ipynb', 'belljar', vectorCells(base, ''));
+      control = await runNotebook('control.ipynb', 'belljar-allow', (({ 'application-javascript': a, 'html-script': b }) =>
+        ({ 'application-javascript': a, 'html-script': b }))(vectorCells(base, 'control-')));
+    } catch (error) {
+      error.message += `\n--- jupyter-notebook log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
+      throw error;
+    }
+  });
+
+  async function setUp() {
+    for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
+    fs.chmodSync(dirs.notebooks, 0o777);
+    for (const [name, mode] of [['belljar', []], ['belljar-allow', ['--active-output', 'allow']]]) {
+      const install = spawnSync(BELLJAR, ['install', '--prefix', dirs.prefix, '--name', name, '--python', PYTHON,
+        '--timeout', '30', '--isolation', ISOLATION, ...mode], { encoding: 'utf8' });
+      assert.equal(install.status, 0, `belljar install: ${install.stderr}`);
+    }
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const env = {
+      ...process.env, HOME: dirs.home, JUPYTER_PATH: path.join(dirs.prefix, 'share', 'jupyter'),
+      JUPYTER_RUNTIME_DIR: dirs.runtime, JUPYTER_CONFIG_DIR: dirs.config, JUPYTER_DATA_DIR: dirs.data,
+      IPYTHONDIR: path.join(dirs.home, '.ipython'),
+    };
+    server = start(NOTEBOOK_SERVER, ['--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
+      `--NotebookApp.token=${token}`, `--notebook-dir=${dirs.notebooks}`,
+      ...(process.getuid() === 0 ? ['--allow-root'] : [])], { env, cwd: dirs.notebooks });
+    await waitFor('jupyter-notebook', async () => (await fetch(`${base}/api/status?token=${token}`)).ok, 60_000, server);
+    context = await chromium.launchPersistentContext(dirs.chromium, {
+      executablePath: CHROMIUM, headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+        '--disable-component-update', '--no-first-run'],
+      viewport: { width: 1280, height: 900 },
+    });
+    page = context.pages()[0] ?? await context.newPage();
+    page.on('console', (message) => consoleLines.push(message.text()));
+  }
+
+  // Opens the notebook, runs every cell, clicks every javascript: link (page and frames), waits
+  // for the probes' requests, and says what happened.
+  async function runNotebook(file, kernel, cells) {
+    fs.writeFileSync(path.join(dirs.notebooks, file), notebook(cells, kernel));
+    const firstLine = consoleLines.length;
+    await page.goto(`${base}/notebooks/${file}?token=${token}`);
+    await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 90_000 });
+    await page.click('#celllink');
+    await page.click('#run_all_cells > a');
+    await page.waitForFunction(() => {
+      const prompts = [...document.querySelectorAll('.code_cell .input_prompt')].map((p) => p.textContent);
+      return prompts.length > 0 && prompts.every((p) => /\[\d+\]/.test(p))
+        && document.querySelector('#kernel_indicator_icon.kernel_idle_icon') !== null;
+    }, null, { timeout: RUN_ALL_TIMEOUT, polling: 250 });
+    await page.waitForTimeout(1500);  // outputs after the last reply; MathJax typesetting
+    for (const frame of page.frames()) {
+      for (const link of await frame.$$('a[href^="javascript:" i]').catch(() => [])) {
+        await link.click({ timeout: 2000, force: true }).catch(() => {});
+      }
+    }
+    await page.waitForTimeout(2500);  // the probes' requests
+    const outputs = await page.$$eval('.code_cell', (elements) => elements.map((cell) => ({
+      text: cell.querySelector('.output_wrapper')?.innerText ?? '',
+      frames: cell.querySelectorAll('.belljar-isolated iframe[sandbox="allow-scripts"]').length,
+    })));
+    const terminals = await (await fetch(`${base}/api/terminals?token=${token}`)).json();
+    // Shut this notebook's kernel down before the next run.
+    const sessions = await (await fetch(`${base}/api/sessions?token=${token}`)).json();
+    for (const { kernel: { id } } of sessions) await fetch(`${base}/api/kernels/${id}?token=${token}`, { method: 'DELETE' });
+    return {
+      files: fs.readdirSync(dirs.notebooks).filter((name) => name.startsWith('pwned-')).sort(),
+      terminals: terminals.map((t) => t.name),
+      outputs: Object.fromEntries(Object.keys(cells).map((id, i) => [id, outputs[i]])),
+      ran: consoleLines.slice(firstLine).filter((line) => line.startsWith('belljar-probe ran ')),
+    };
+  }
+
+  after(async () => {
+    await context?.close();
+    if (server && server.exitCode === null) {
+      try {
+        for (const { name } of await (await fetch(`${base}/api/terminals?token=${token}`)).json())
+          await fetch(`${base}/api/terminals/${name}?token=${token}`, { method: 'DELETE' });
+        for (const { id } of await (await fetch(`${base}/api/kernels?token=${token}`)).json())
+          await fetch(`${base}/api/kernels/${id}?token=${token}`, { method: 'DELETE' });
+      } catch (error) {
+        process.stderr.write(`shutting down: ${error}\n`);
+      }
+    }
+    await stop(server);
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('created no file and no terminal through the server from any vector (default: isolate)', () => {
+    assert.deepEqual(isolated.files, [], `files written through the REST API: ${isolated.files.join(', ')}`);
+    assert.deepEqual(isolated.terminals, [], 'terminals opened through the REST API');
+  });
+
+  it('still ran the scripts, isolated in sandboxed frames with an opaque origin', () => {
+    for (const id of ['application-javascript', 'html-script', 'execute-result']) {
+      assert.ok(isolated.ran.includes(`belljar-probe ran ${id} in null`), `${id}: ${isolated.ran.join('; ')}`);
+      assert.equal(isolated.outputs[id].frames, 1, `${id} is shown in one isolated frame`);
+      assert.match(isolated.outputs[id].text, /runs in an isolated frame/);
+    }
+    const inPage = isolated.ran.filter((line) => !line.endsWith(' in null'));
+    assert.deepEqual(inPage, [], 'no probe ran with the page\'s origin');
+  });
+
+  it('showed the markdown and LaTeX vectors as text with a notice', () => {
+    for (const id of ['markdown-raw-html', 'markdown-javascript-link', 'latex-mathjax-href'])
+      assert.match(isolated.outputs[id].text, /not rendered \(active output, --active-output isolate\)/, id);
+  });
+
+  it('control: with --active-output allow the same probes do create their files', () => {
+    assert.deepEqual(control.files, ['pwned-control-application-javascript.txt', 'pwned-control-html-script.txt']);
+    assert.ok(control.terminals.length >= 1, 'a terminal was opened');
+  });
+});
