@@ -34,33 +34,6 @@ constexpr const char* kFramePolicy =
     "media-src data: blob: https:; connect-src 'none'; form-action 'none'; base-uri 'none'; "
     "frame-src 'none'; object-src 'none'; worker-src 'none'";
 
-std::string escape_html(const std::string& text) {
-  std::string out;
-  out.reserve(text.size() + text.size() / 8);
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 std::optional<std::string> text_of(const json& value) {
   if (value.is_string()) return value.get<std::string>();
   if (!value.is_array()) return std::nullopt;

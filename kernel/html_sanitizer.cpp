@@ -300,6 +300,12 @@ void escape_into(std::string& out, std::string_view text, bool attribute) {
         else
           out += c;
         break;
+      case '\'':
+        if (attribute)
+          out += "&#39;";
+        else
+          out += c;
+        break;
       default:
         out += c;
     }
@@ -789,6 +795,13 @@ MarkupVerdict check_markup(std::string_view markup, MarkupKind kind) {
     verdict.inert = false;
   }
   return verdict;
+}
+
+std::string escape_html(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  escape_into(out, text, true);
+  return out;
 }
 
 }  // namespace belljar

@@ -46,5 +46,7 @@ bool css_is_inert(std::string_view css);
 std::string decode_character_references(std::string_view text, bool* unknown_named = nullptr);
 // MathJax macros that make links, run actions or load extensions in typeset text.
 bool tex_is_inert(std::string_view text);
+// Text made safe for an element or a quoted attribute: & < > " ' as references.
+std::string escape_html(std::string_view text);
 
 }  // namespace belljar

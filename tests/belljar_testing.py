@@ -10,10 +10,13 @@ import os
 import pathlib
 import queue
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import ThreadingHTTPServer
 
 from jupyter_client.manager import KernelManager
 
@@ -100,3 +103,29 @@ def stderr_of(outputs):
 
 def of_type(outputs, msg_type):
     return [m for m in outputs if m["msg_type"] == msg_type]
+
+
+class LoopbackServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a hundred concurrent connects must not overflow the backlog
+
+
+def serve_on_loopback(handler, context=None):
+    """An HTTP server (HTTPS with `context`) on 127.0.0.1 in a thread of its own."""
+    server = LoopbackServer(("127.0.0.1", 0), handler)
+    if context:
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def loopback_certificate(directory):
+    """A self-signed certificate for localhost and 127.0.0.1, made with openssl in `directory`;
+    returns (server context, certificate path)."""
+    cert, key = pathlib.Path(directory) / "server.crt", pathlib.Path(directory) / "server-key.txt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return context, cert

@@ -11,16 +11,15 @@ import pathlib
 import select
 import shutil
 import socket
-import ssl
-import subprocess
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from belljar_testing import ISOLATION, execute, running_kernel, stderr_of, stdout_of
+from belljar_testing import (ISOLATION, execute, loopback_certificate, running_kernel,
+                             serve_on_loopback, stderr_of, stdout_of)
 
 pytestmark = pytest.mark.skipif(ISOLATION != "strict",
                                 reason="the egress proxy needs the full jail's network namespace")
@@ -66,17 +65,8 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # a hundred concurrent connects must not overflow the backlog
-
-
 def serve(context=None):
-    server = Server(("127.0.0.1", 0), Handler)
-    if context:
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return serve_on_loopback(Handler, context)
 
 
 @pytest.fixture(scope="module")
@@ -84,12 +74,7 @@ def world():
     """The outside world: HTTP and HTTPS servers, a port nobody allowlists, a certificate."""
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="belljar-egress-"))
     os.chmod(tmp, 0o755)
-    cert, key = tmp / "server.crt", tmp / "server-key.txt"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
+    context, cert = loopback_certificate(tmp)
     http, https, other = serve(), serve(context), serve()
     yield {"http": http.server_port, "https": https.server_port, "other": other.server_port,
            "cert": cert, "tmp": tmp}

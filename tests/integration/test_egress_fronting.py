@@ -12,16 +12,15 @@ import json
 import os
 import pathlib
 import shutil
-import ssl
-import subprocess
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from belljar_testing import ISOLATION, execute, running_kernel, stderr_of, stdout_of
+from belljar_testing import (ISOLATION, execute, loopback_certificate, running_kernel,
+                             serve_on_loopback, stderr_of, stdout_of)
 
 pytestmark = pytest.mark.skipif(ISOLATION != "strict",
                                 reason="the egress proxy needs the full jail's network namespace")
@@ -51,24 +50,14 @@ class FrontEnd(BaseHTTPRequestHandler):
 
 
 def serve(context=None):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FrontEnd)
-    server.daemon_threads = True
-    if context:
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return serve_on_loopback(FrontEnd, context)
 
 
 @pytest.fixture(scope="module")
 def kernel():
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="belljar-fronting-"))
     os.chmod(tmp, 0o777)
-    cert, key = tmp / "server.crt", tmp / "server-key.txt"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
+    context, cert = loopback_certificate(tmp)
     http, https = serve(), serve(context)
     workspace = tmp / "ws"
     workspace.mkdir()

@@ -330,7 +330,7 @@ TEST_CASE("policy file problems are refused naming the file", "[policy][builder]
   }
 }
 
-TEST_CASE("--active-output: flag, policy file key, summary and help",
+TEST_CASE("the active-output flag: parse, policy file key, summary and help",
           "[policy][builder][active_output]") {
   CHECK(build({}).active_output == ActiveOutput::isolate);
   CHECK(build({"--active-output", "strip"}).active_output == ActiveOutput::strip);
