@@ -16,8 +16,11 @@ namespace {
 constexpr auto kSurveyWhileGrowing = std::chrono::milliseconds(100);
 constexpr auto kSurveyWhileRunning = std::chrono::milliseconds(1000);
 constexpr auto kSurveyWhileIdle = std::chrono::milliseconds(3000);
-constexpr double kSurveyCostShare = 50;  // the period is at least 50 times a survey's duration
-constexpr size_t kGuardsAudited = 50;    // per survey; the rest are counted
+// The period is at least 50 times a survey's duration (2% of a core), 10 times (10%) while a
+// running cell is filling the workspace: a burst is what the quota is there to catch.
+constexpr double kSurveyCostShare = 50;
+constexpr double kSurveyCostShareWhileGrowing = 10;
+constexpr size_t kGuardsAudited = 50;  // per survey; the rest are counted
 
 std::string mebibytes(uint64_t bytes) {
   char text[32];
@@ -72,7 +75,9 @@ void Kernel::handle_surveys() {
     else
       survey_period_ = std::min<Clock::duration>(survey_period_ * 2, kSurveyWhileRunning);
     survey_bytes_ = bytes;
-    auto cost = std::chrono::milliseconds(static_cast<long>(ms * kSurveyCostShare));
+    double share =
+        survey_period_ == kSurveyWhileGrowing ? kSurveyCostShareWhileGrowing : kSurveyCostShare;
+    auto cost = std::chrono::milliseconds(static_cast<long>(ms * share));
     next_survey_ = Clock::now() + std::max<Clock::duration>(survey_period_, cost);
     workspace_read_only_ = survey->value("read_only", false);
 

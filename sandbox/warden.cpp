@@ -207,6 +207,9 @@ class Warden {
     if (spec_.egress_port != 0) ::close(kEgressChannelFd);
     from_init_ = std::move(report.read);
 
+    // Init's namespaces, taken while it is still dumpable: once it turns that off (before it
+    // says ready) its /proc files belong to root, out of an unprivileged warden's reach.
+    watch_->attach(child_);
     write_id_maps(child_, kSandboxUid, spec_.host_uid, kSandboxGid, spec_.host_gid,
                   !spec_.host_root);
     if (!cgroup_.empty()) cgroup_.attach(child_);
@@ -231,7 +234,6 @@ class Warden {
           if (event == "ready") {
             worker_ns_pid_ = message->value("pid", -1);
             worker_host_pid_ = child_of(child_);
-            watch_->attach(child_);
             ready();
             reader_ = std::move(reader);
             return;

@@ -30,7 +30,8 @@ class WorkspaceWatch {
   // made as a placeholder to mount read-only: git ignores an empty .git, and the sandbox
   // can't turn it into a repository whose hooks the host's git would run.
   std::vector<GuardedPath> first_survey();
-  // Init is up: its namespaces are the ones later guards go into.
+  // Init was cloned: its namespaces are the ones later guards go into. Called before init
+  // makes itself undumpable.
   void attach(pid_t init);
   // One survey of the workspace with the guards it adds; the reply for the supervisor. With the
   // session's baseline (the bytes the workspace held when the session began: the supervisor
