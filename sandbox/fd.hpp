@@ -2,6 +2,8 @@
 // An owning file descriptor: every descriptor belljar opens is closed on every path.
 #include <unistd.h>
 
+#include <cerrno>
+#include <string>
 #include <utility>
 
 namespace belljar {
@@ -31,5 +33,19 @@ class Fd {
  private:
   int fd_ = -1;
 };
+
+// Everything written to `fd` until the writer closes it (a child's error pipe: empty means it
+// went on without a word, as exec does on success).
+inline std::string read_to_eof(int fd) {
+  std::string text;
+  char buf[1024];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
+}
 
 }  // namespace belljar

@@ -67,14 +67,7 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report) {
     exec_worker(spec, options, error_w.get());
   }
   error_w.reset();
-  std::string failure;
-  char buf[1024];
-  ssize_t n;
-  while ((n = ::read(error_r.get(), buf, sizeof buf)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    failure.append(buf, static_cast<size_t>(n));
-  }
+  std::string failure = read_to_eof(error_r.get());
   if (!failure.empty()) {
     ::kill(worker, SIGKILL);
     int status;

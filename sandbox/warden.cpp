@@ -307,14 +307,7 @@ class Warden {
     unsigned char byte = go_flags();
     if (::write(go.write.get(), &byte, 1) != 1) throw_errno("write(go)");
     go.write.reset();
-    std::string failure;
-    char buf[1024];
-    ssize_t n;
-    while ((n = ::read(errors.read.get(), buf, sizeof buf)) != 0) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) break;
-      failure.append(buf, static_cast<size_t>(n));
-    }
+    std::string failure = read_to_eof(errors.read.get());
     if (!failure.empty()) throw SetupError(failure);
     null_stdio();
     worker_host_pid_ = child_;

@@ -103,14 +103,7 @@ void WorkspaceWatch::in_jail(const std::vector<GuardedPath>& guards, int read_on
     _exit(1);
   }
   say.reset();
-  std::string failure;
-  char buf[1024];
-  ssize_t n;
-  while ((n = ::read(said.get(), buf, sizeof buf)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    failure.append(buf, static_cast<size_t>(n));
-  }
+  std::string failure = read_to_eof(said.get());
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
