@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "sandbox/tls_client_hello.hpp"
+#include "sandbox/egress/tls_client_hello.hpp"
 
 using namespace belljar;
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernel/wire_message.hpp"
+#include "kernel/protocol/wire_message.hpp"
 
 using namespace belljar;
 

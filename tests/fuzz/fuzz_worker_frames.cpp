@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kernel/bounded_json.hpp"
-#include "kernel/worker_frames.hpp"
+#include "kernel/protocol/bounded_json.hpp"
+#include "kernel/session/worker_frames.hpp"
 
 using namespace belljar;
 

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/fd.hpp"
-#include "sandbox/policy.hpp"
+#include "sandbox/os/fd.hpp"
+#include "sandbox/policy/policy.hpp"
 
 namespace belljar::testing {
 

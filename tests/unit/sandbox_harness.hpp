@@ -19,8 +19,8 @@
 #include <sstream>
 #include <string>
 
-#include "sandbox/host_check.hpp"
-#include "sandbox/worker_process.hpp"
+#include "sandbox/jail/host_check.hpp"
+#include "sandbox/jail/worker_process.hpp"
 
 namespace belljar::testing {
 

@@ -1,0 +1,81 @@
+#include "kernel/command_line/kernelspec.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kernel/command_line/resources.hpp"
+
+namespace belljar {
+namespace fs = std::filesystem;
+
+namespace {
+fs::path jupyter_data_dir() {
+  if (const char* dir = std::getenv("JUPYTER_DATA_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return fs::path(xdg) / "jupyter";
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) throw UsageError("--user: HOME is not set");
+  return fs::path(home) / ".local/share/jupyter";
+}
+
+fs::path python_prefix(const std::string& python) {
+  std::string command = "'" + python + "' -c 'import sys; print(sys.prefix)' 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  char line[4096] = {0};
+  bool got = pipe && std::fgets(line, sizeof line, pipe);
+  if (pipe) ::pclose(pipe);
+  std::string prefix = got ? line : "";
+  while (!prefix.empty() && prefix.back() == '\n') prefix.pop_back();
+  if (prefix.empty()) throw UsageError("--sys-prefix: cannot ask " + python + " for sys.prefix");
+  return prefix;
+}
+}  // namespace
+
+fs::path install_kernelspec(const CommandLine& cl) {
+  Policy policy = cl.policy.build();  // validates everything before anything is written
+  fs::path kernels;
+  switch (cl.scope) {
+    case CommandLine::Scope::user: kernels = jupyter_data_dir() / "kernels"; break;
+    case CommandLine::Scope::sys_prefix: kernels = python_prefix(policy.python) / "share/jupyter/kernels"; break;
+    case CommandLine::Scope::prefix: kernels = fs::absolute(cl.prefix) / "share/jupyter/kernels"; break;
+    case CommandLine::Scope::default_:
+      kernels = ::geteuid() == 0 ? fs::path("/usr/local/share/jupyter/kernels") : jupyter_data_dir() / "kernels";
+  }
+  fs::path dir = kernels / cl.name;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError("cannot create " + dir.string() + ": " + ec.message());
+
+  std::vector<std::string> argv = {executable_path().string(), "kernel", "-f", "{connection_file}"};
+  bool python_given = false;
+  const auto& given = cl.policy.given();
+  for (size_t i = 0; i < given.size(); i += 2) python_given = python_given || given[i] == "--python";
+  for (const auto& arg : given) argv.push_back(arg);
+  if (!python_given) {
+    // Resolved now, so the kernel runs the interpreter the user installed it for.
+    argv.push_back("--python");
+    argv.push_back(policy.python);
+  }
+  nlohmann::json spec = {{"argv", argv},
+                         {"display_name", cl.display_name},
+                         {"language", "python"},
+                         {"interrupt_mode", "message"},
+                         {"metadata", {{"debugger", false},
+                                       {"belljar", {{"version", BELLJAR_VERSION},
+                                                    {"isolation", isolation_name(policy.isolation)}}}}}};
+  std::ofstream out(dir / "kernel.json");
+  out << spec.dump(2) << "\n";
+  if (!out) throw UsageError("cannot write " + (dir / "kernel.json").string());
+  fs::path logos = kernelspec_source_dir();
+  for (const char* logo : {"logo-32x32.png", "logo-64x64.png", "logo-svg.svg"}) {
+    if (!fs::exists(logos / logo)) continue;
+    fs::copy_file(logos / logo, dir / logo, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw UsageError("cannot copy " + std::string(logo) + ": " + ec.message());
+  }
+  return dir;
+}
+
+}  // namespace belljar

@@ -1,0 +1,143 @@
+// belljar: the command line. Every failure at this edge is one line and exit status 2
+// (bad usage) or 1 (the sandbox can't be had); the kernel itself never dies of a request.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <sys/prctl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <iterator>
+
+#include "kernel/command_line/command_line.hpp"
+#include "kernel/protocol/connection_file.hpp"
+#include "kernel/jupyter/jupyter_frontend.hpp"
+#include "kernel/session/kernel.hpp"
+#include "kernel/command_line/kernelspec.hpp"
+#include "kernel/mcp/mcp_frontend.hpp"
+#include "kernel/command_line/resources.hpp"
+#include "kernel/run/run_frontend.hpp"
+#include "sandbox/jail/host_check.hpp"
+#include "sandbox/jail/jail_entry.hpp"
+
+using namespace belljar;
+
+namespace {
+
+int run_kernel(const CommandLine& cl) {
+  ConnectionInfo connection = read_connection_file(cl.connection_file);
+  KernelOptions options;
+  options.policy = cl.policy.build();
+  options.launch = {options.policy.python, worker_package_dir()};
+  options.session_id = new_uuid();
+  Kernel kernel(options);  // before the frontend: its ZMQ threads must inherit the signal mask
+  JupyterFrontend frontend(connection, options.session_id);
+  connection.key.assign(connection.key.size(), '\0');
+  return kernel.run(frontend);
+}
+
+KernelOptions session_options(const CommandLine& cl) {
+  KernelOptions options;
+  options.policy = cl.policy.build();
+  options.launch = {options.policy.python, worker_package_dir()};
+  options.session_id = new_uuid();
+  if (options.policy.isolation == Isolation::none)
+    std::cerr << "belljar: WARNING: --isolation none: the code runs with your privileges, "
+                 "environment and network\n";
+  return options;
+}
+
+// `belljar mcp`: a Model Context Protocol server on stdio; stdout carries protocol only.
+int run_mcp(const CommandLine& cl) {
+  KernelOptions options = session_options(cl);
+  Kernel kernel(options);
+  McpFrontend frontend(kernel, options.policy);
+  return kernel.run(frontend);
+}
+
+std::string read_code(const CommandLine& cl) {
+  if (cl.run_code) return *cl.run_code;
+  if (*cl.run_file == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  auto unreadable = [&] { return UsageError(*cl.run_file + ": cannot read it: " + std::strerror(errno)); };
+  Fd file(::open(cl.run_file->c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat info{};
+  if (!file || ::fstat(file.get(), &info) != 0) throw unreadable();
+  if (!S_ISREG(info.st_mode)) throw UsageError(*cl.run_file + ": not a regular file");
+  std::string code;
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = ::read(file.get(), chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw unreadable();
+    if (n == 0) return code;
+    code.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+// `belljar run`: once, in a fresh sandbox; exit status 0 (ran), 1 (raised), 2 (bad usage).
+int run_once(const CommandLine& cl) {
+  RunRequest request;
+  request.code = read_code(cl);
+  request.json_output = cl.json_output;
+  request.stdin_is_code = cl.run_file && *cl.run_file == "-";
+  KernelOptions options = session_options(cl);
+  // A terminal user reads the code's stderr: the audit log goes there only when asked.
+  if (options.policy.audit_log.empty()) options.policy.audit_log = "/dev/null";
+  request.workspace = options.policy.workspace;
+  Kernel kernel(options);
+  RunFrontend frontend(kernel, request);
+  kernel.run(frontend);
+  return frontend.exit_status();
+}
+
+// `belljar check`: what this host offers and what the policy would use; 0 only if enforceable.
+int run_check(const CommandLine& cl) {
+  Policy policy = cl.policy.build();
+  const LayerReport& host = host_layers();
+  EnforcementPlan plan = plan_enforcement(policy, host);
+  std::cout << describe_check(host, plan);
+  return plan.enforceable ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == kJailCommand) return jail_main(argc, argv);
+  // The supervisor holds the connection key: no same-uid process (a degraded-mode worker,
+  // say) may ptrace it or read its memory through /proc.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    CommandLine cl = parse_command_line(args);
+    if (cl.command == "help") {
+      std::cout << usage_text();
+      return 0;
+    }
+    if (cl.command == "version") {
+      std::cout << "belljar " BELLJAR_VERSION "\n";
+      return 0;
+    }
+    if (cl.command == "kernel") return run_kernel(cl);
+    if (cl.command == "check") return run_check(cl);
+    if (cl.command == "install") {
+      auto dir = install_kernelspec(cl);
+      std::cout << "installed kernelspec " << cl.name << " in " << dir.string() << "\n";
+      return 0;
+    }
+    if (cl.command == "mcp") return run_mcp(cl);
+    if (cl.command == "run") return run_once(cl);
+    std::cerr << "belljar " << cl.command << ": unknown command\n";
+    return 2;
+  } catch (const UsageError& e) {
+    std::cerr << "belljar: " << e.what() << "\n";
+    return 2;
+  } catch (const SandboxError& e) {
+    std::cerr << "belljar: refusing to start: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "belljar: " << e.what() << "\n";
+    return 1;
+  }
+}

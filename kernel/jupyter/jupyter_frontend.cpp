@@ -1,0 +1,84 @@
+#include "kernel/jupyter/jupyter_frontend.hpp"
+
+#include "kernel/session/kernel.hpp"
+
+namespace belljar {
+
+JupyterFrontend::JupyterFrontend(const ConnectionInfo& connection, std::string session_id)
+    : signer_(connection.key), wire_log_(10), session_id_(std::move(session_id)),
+      transport_(connection) {}
+
+void JupyterFrontend::add_poll_items(std::vector<zmq::pollitem_t>& items) {
+  items.push_back({transport_.socket(Channel::control).handle(), 0, ZMQ_POLLIN, 0});
+  items.push_back({transport_.socket(Channel::stdin_).handle(), 0, ZMQ_POLLIN, 0});
+  items.push_back({transport_.socket(Channel::shell).handle(), 0, ZMQ_POLLIN, 0});
+}
+
+void JupyterFrontend::handle(const zmq::pollitem_t* items, Kernel& kernel) {
+  // Control first: an interrupt or shutdown must not wait behind anything.
+  if (items[0].revents & ZMQ_POLLIN) receive(Channel::control, kernel, 64);
+  if (items[1].revents & ZMQ_POLLIN) receive(Channel::stdin_, kernel, 64);
+  if (items[2].revents & ZMQ_POLLIN) receive(Channel::shell, kernel, 64);
+}
+
+void JupyterFrontend::collect_pending(Kernel& kernel) { receive(Channel::shell, kernel, 1 << 20); }
+
+void JupyterFrontend::receive(Channel channel, Kernel& kernel, int batch) {
+  // A bounded batch per wake-up so one busy socket can't starve the others.
+  for (int i = 0; i < batch; ++i) {
+    auto frames = transport_.receive(channel);
+    if (!frames) return;
+    WireMessage message;
+    WireFault fault = parse_wire_message(*frames, signer_, replay_, message);
+    if (fault != WireFault::none) {
+      wire_log_.log(std::string("dropped ") + channel_name(channel) + " message", describe(fault));
+      continue;
+    }
+    switch (channel) {
+      case Channel::control:
+        kernel.submit_control(message);
+        break;
+      case Channel::shell:
+        kernel.submit_shell(std::move(message));
+        break;
+      case Channel::stdin_:
+        if (message.type() != "input_reply") {
+          wire_log_.log("dropped stdin message", "unexpected " + message.type());
+          break;
+        }
+        auto value = message.content.find("value");
+        kernel.deliver_input(value != message.content.end() && value->is_string()
+                                 ? value->get<std::string>()
+                                 : std::string());
+        break;
+    }
+  }
+}
+
+void JupyterFrontend::reply(Channel channel, const WireMessage& parent, const std::string& type,
+                            nlohmann::json content, nlohmann::json metadata) {
+  WireMessage message;
+  message.identities = parent.identities;
+  message.header = make_header(type, session_id_);
+  message.parent_header = parent.header;
+  message.metadata = std::move(metadata);
+  message.content = std::move(content);
+  transport_.send(channel, serialize_wire_message(message, signer_));
+}
+
+void JupyterFrontend::publish(const std::string& type, nlohmann::json content,
+                              const WireMessage* parent) {
+  WireMessage message;
+  message.identities = {"kernel." + session_id_.substr(0, 8) + "." + type};
+  message.header = make_header(type, session_id_);
+  if (parent) message.parent_header = parent->header;
+  message.content = std::move(content);
+  transport_.publish(serialize_wire_message(message, signer_));
+}
+
+void JupyterFrontend::request_input(const WireMessage& parent, nlohmann::json content) {
+  // Sent to the same client identity that sent the execute_request.
+  reply(Channel::stdin_, parent, "input_request", std::move(content), nlohmann::json::object());
+}
+
+}  // namespace belljar

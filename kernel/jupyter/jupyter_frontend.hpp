@@ -1,0 +1,37 @@
+#pragma once
+// The Jupyter front door: five ZMQ sockets, every incoming message authenticated (HMAC,
+// replay guard) before the kernel sees it; bad ones are dropped and logged, rate-limited.
+#include <optional>
+#include <string>
+
+#include "kernel/protocol/connection_file.hpp"
+#include "kernel/observability/diagnostics.hpp"
+#include "kernel/session/frontend.hpp"
+#include "kernel/protocol/replay_guard.hpp"
+#include "kernel/protocol/signer.hpp"
+#include "kernel/protocol/transport.hpp"
+
+namespace belljar {
+
+class JupyterFrontend : public Frontend {
+ public:
+  JupyterFrontend(const ConnectionInfo& connection, std::string session_id);
+
+  void add_poll_items(std::vector<zmq::pollitem_t>& items) override;
+  void handle(const zmq::pollitem_t* items, Kernel& kernel) override;
+  void collect_pending(Kernel& kernel) override;
+  void reply(Channel channel, const WireMessage& parent, const std::string& type,
+             nlohmann::json content, nlohmann::json metadata) override;
+  void publish(const std::string& type, nlohmann::json content, const WireMessage* parent) override;
+  void request_input(const WireMessage& parent, nlohmann::json content) override;
+
+ private:
+  void receive(Channel channel, Kernel& kernel, int batch);
+  Signer signer_;
+  ReplayGuard replay_;
+  RateLimitedLog wire_log_;
+  std::string session_id_;
+  Transport transport_;
+};
+
+}  // namespace belljar

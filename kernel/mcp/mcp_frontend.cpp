@@ -1,0 +1,361 @@
+#include "kernel/mcp/mcp_frontend.hpp"
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "kernel/protocol/bounded_json.hpp"
+#include "kernel/session/kernel.hpp"
+#include "kernel/mcp/mcp_tools.hpp"
+
+namespace belljar {
+
+using json = nlohmann::json;
+
+namespace {
+constexpr size_t kMaxLine = 64u << 20;  // one JSON-RPC message (write_file's base64 fits)
+constexpr size_t kReadChunk = 1u << 20;
+constexpr size_t kProgressTail = 500;  // bytes of recent output in a progress message
+constexpr auto kProgressEvery = std::chrono::seconds(1);
+
+bool id_matches(const json& a, const json& b) {
+  if (a.is_number_integer() && b.is_number_integer())
+    return a.get<long long>() == b.get<long long>();
+  return a == b;
+}
+}  // namespace
+
+McpFrontend::McpFrontend(Kernel& kernel, Policy policy, int in_fd, int out_fd)
+    : kernel_(kernel), policy_(std::move(policy)), in_fd_(in_fd), out_fd_(out_fd), log_(10) {
+  // Non-blocking stdout: a client that stops reading must not stall the reactor (and with it
+  // interrupts and limits). The flags are the open file's, shared with our parent: restored.
+  out_flags_ = ::fcntl(out_fd_, F_GETFL);
+  if (out_flags_ != -1) ::fcntl(out_fd_, F_SETFL, out_flags_ | O_NONBLOCK);
+}
+
+McpFrontend::~McpFrontend() {
+  if (out_flags_ != -1) ::fcntl(out_fd_, F_SETFL, out_flags_);
+}
+
+void McpFrontend::add_poll_items(std::vector<zmq::pollitem_t>& items) {
+  items.push_back({nullptr, input_open_ ? in_fd_ : -1, ZMQ_POLLIN, 0});
+  items.push_back({nullptr, outbox_.empty() ? -1 : out_fd_, ZMQ_POLLOUT, 0});
+}
+
+void McpFrontend::handle(const zmq::pollitem_t* items, Kernel&) {
+  if (items[1].revents & (ZMQ_POLLOUT | ZMQ_POLLERR)) flush_output();
+  if (items[0].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_input();
+  if (start_due_) start_next();
+  send_progress(Clock::now());
+  stop_if_done();
+}
+
+std::optional<std::chrono::steady_clock::time_point> McpFrontend::next_wakeup() const {
+  if (start_due_) return Clock::now();
+  if (running_ && running_->progress_token) return running_->next_progress;
+  return std::nullopt;
+}
+
+// -- input ---------------------------------------------------------------------------------
+
+void McpFrontend::read_input() {
+  // One read per wake-up: poll said it won't block, and stdin keeps its blocking mode.
+  std::string chunk(kReadChunk, '\0');
+  ssize_t n = ::read(in_fd_, chunk.data(), chunk.size());
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    // The client closed stdin: finish what it asked for, then exit (MCP's stdio shutdown).
+    input_open_ = false;
+    if (!discarding_ && !inbox_.empty()) handle_line(inbox_);
+    inbox_.clear();
+    return;
+  }
+  size_t scan_from = inbox_.size();
+  inbox_.append(chunk.data(), static_cast<size_t>(n));
+  size_t line_start = 0;
+  for (size_t nl = inbox_.find('\n', scan_from); nl != std::string::npos;
+       nl = inbox_.find('\n', nl + 1)) {
+    if (discarding_)
+      discarding_ = false;  // the end of the oversized message
+    else
+      handle_line(std::string_view(inbox_).substr(line_start, nl - line_start));
+    line_start = nl + 1;
+  }
+  inbox_.erase(0, line_start);
+  if (discarding_) {
+    inbox_.clear();
+  } else if (inbox_.size() > kMaxLine) {
+    inbox_.clear();
+    discarding_ = true;
+    send(json_rpc_error(
+        nullptr, JsonRpcError::parse_error,
+        "parse error: message larger than " + std::to_string(kMaxLine >> 20) + " MiB"));
+  }
+}
+
+void McpFrontend::handle_line(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+  JsonRpcMessage message = parse_json_rpc(line);
+  try {
+    switch (message.kind) {
+      case JsonRpcMessage::Kind::invalid:
+        log_.log("bad MCP message", message.problem);
+        send(json_rpc_error(message.id, message.error, message.problem));
+        break;
+      case JsonRpcMessage::Kind::request:
+        handle_request(message);
+        break;
+      case JsonRpcMessage::Kind::notification:
+        handle_notification(message);
+        break;
+      case JsonRpcMessage::Kind::response:
+        break;  // this server sends no requests
+    }
+  } catch (const std::exception& e) {
+    // A bug of ours must cost one request, never the session.
+    log_line(std::string("mcp: internal error: ") + e.what());
+    if (message.kind == JsonRpcMessage::Kind::request)
+      send(json_rpc_error(message.id, JsonRpcError::internal_error,
+                          std::string("internal error: ") + e.what()));
+  }
+}
+
+void McpFrontend::handle_request(const JsonRpcMessage& message) {
+  const std::string& method = message.method;
+  const json& params = message.params;
+  if (method == "initialize") {
+    auto requested = params.find("protocolVersion");
+    if (requested == params.end() || !requested->is_string()) {
+      send(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                          "invalid params: initialize needs protocolVersion"));
+      return;
+    }
+    protocol_version_ = negotiate_mcp_version(*requested);
+    json server_info = {{"name", "belljar"}, {"version", BELLJAR_VERSION}};
+    if (protocol_version_ >= "2025-06-18") server_info["title"] = "belljar: Python in a sandbox";
+    send(json_rpc_result(message.id, {{"protocolVersion", protocol_version_},
+                                      {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                                      {"serverInfo", server_info},
+                                      {"instructions", mcp_server_instructions(policy_)}}));
+  } else if (method == "ping") {
+    send(json_rpc_result(message.id, json::object()));
+  } else if (method == "tools/list") {
+    json tools = mcp_tool_list(policy_);
+    for (auto& tool : tools) {
+      // Fields of later revisions stay out of an older client's way.
+      if (!protocol_version_.empty() && protocol_version_ < "2025-06-18") {
+        tool.erase("outputSchema");
+        tool.erase("title");
+      }
+      if (!protocol_version_.empty() && protocol_version_ < "2025-03-26") tool.erase("annotations");
+    }
+    send(json_rpc_result(message.id, {{"tools", tools}}));
+  } else if (method == "tools/call") {
+    queue_tool_call(message);
+  } else {
+    send(json_rpc_error(message.id, JsonRpcError::method_not_found, "method not found: " + method));
+  }
+}
+
+void McpFrontend::handle_notification(const JsonRpcMessage& message) {
+  if (message.method == "notifications/cancelled") {
+    auto id = message.params.find("requestId");
+    if (id != message.params.end() && (id->is_string() || id->is_number_integer())) cancel(*id);
+  }
+  // notifications/initialized and anything else: nothing to do.
+}
+
+void McpFrontend::queue_tool_call(const JsonRpcMessage& message) {
+  const json& params = message.params;
+  auto name = params.find("name");
+  if (name == params.end() || !name->is_string()) {
+    send(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                        "invalid params: tools/call needs a tool name"));
+    return;
+  }
+  std::string tool = name->get<std::string>();
+  if (!is_mcp_tool(tool)) {
+    send(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                        "invalid params: unknown tool " + tool));
+    return;
+  }
+  json arguments = json::object();
+  if (auto given = params.find("arguments"); given != params.end() && !given->is_null())
+    arguments = *given;
+  if (auto problem = check_tool_arguments(tool, arguments)) {
+    send(json_rpc_error(message.id, JsonRpcError::invalid_params, "invalid params: " + *problem));
+    return;
+  }
+  ToolCall call;
+  call.id = message.id;
+  call.tool = tool;
+  call.arguments = std::move(arguments);
+  if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
+    auto token = meta->find("progressToken");
+    if (token != meta->end() && (token->is_string() || token->is_number_integer()))
+      call.progress_token = *token;
+  }
+  waiting_.push_back(std::move(call));
+  start_due_ = true;
+}
+
+void McpFrontend::cancel(const json& request_id) {
+  if (running_ && id_matches(running_->id, request_id)) {
+    if (running_->cancelled) return;
+    running_->cancelled = true;  // no response is sent for it (MCP cancellation)
+    if (running_->tool != "reset_session") kernel_.interrupt_cell();
+    return;
+  }
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
+    if (id_matches(it->id, request_id)) {
+      waiting_.erase(it);
+      return;
+    }
+}
+
+// -- tool calls ----------------------------------------------------------------------------
+
+void McpFrontend::start_next() {
+  start_due_ = false;
+  if (running_ || waiting_.empty() || kernel_.shutting_down()) return;
+  running_ = std::move(waiting_.front());
+  waiting_.pop_front();
+  ToolCall& call = *running_;
+  call.started = Clock::now();
+  call.next_progress = call.started + kProgressEvery;
+  if (call.tool == "run_python") {
+    submit_execute(call, call.arguments["code"].get<std::string>(), false, json::object());
+  } else if (call.tool == "reset_session") {
+    kernel_.restart_worker("reset_session from the MCP client");
+    // Answered once the fresh worker has run an empty cell: then it is really ready.
+    submit_execute(call, "", true, json::object());
+  } else {
+    submit_execute(call, "", true,
+                   {{"files", file_tool_expression(call.tool, call.arguments, policy_)}});
+  }
+}
+
+void McpFrontend::submit_execute(ToolCall& call, const std::string& code, bool silent,
+                                 json user_expressions) {
+  WireMessage message;
+  message.header = make_header("execute_request", kernel_.session_id());
+  message.header["username"] = "mcp";
+  message.content = {{"code", code},
+                     {"silent", silent},
+                     {"store_history", !silent},
+                     {"user_expressions", std::move(user_expressions)},
+                     {"allow_stdin", false},
+                     {"stop_on_error", false}};
+  if (auto timeout = call.arguments.find("timeout_seconds"); timeout != call.arguments.end())
+    message.metadata = {{"belljar", {{"timeout_seconds", *timeout}}}};
+  call.request_id = message.id();
+  // The kernel may answer at once (no sandbox could be started): `call` is gone after this.
+  kernel_.submit_shell(std::move(message));
+}
+
+void McpFrontend::reply(Channel, const WireMessage& parent, const std::string& type, json content,
+                        json metadata) {
+  if (type != "execute_reply" || !running_ || parent.id() != running_->request_id) return;
+  finish_call(content, metadata);
+}
+
+void McpFrontend::publish(const std::string& type, json content, const WireMessage* parent) {
+  if (!parent || !running_ || parent->id() != running_->request_id) return;
+  running_->record.add(type, content);
+}
+
+void McpFrontend::request_input(const WireMessage&, json) {
+  // Never asked: tool calls go in with allow_stdin false, so input() raises EOFError.
+}
+
+void McpFrontend::finish_call(const json& reply_content, const json& reply_metadata) {
+  ToolCall call = std::move(*running_);
+  running_.reset();
+  start_due_ = true;  // the next call starts on the reactor's next turn, not inside this one
+  if (call.cancelled) return;
+  call.record.finish(reply_content, reply_metadata);
+  json result;
+  try {
+    if (call.tool == "run_python")
+      result = run_python_result(call.record);
+    else if (call.tool == "reset_session")
+      result = reset_session_result(call.record);
+    else
+      result = file_tool_result(call.tool, reply_content, policy_);
+  } catch (const std::exception& e) {
+    log_line(std::string("mcp: building the result of ") + call.tool + ": " + e.what());
+    result = tool_error_result(call.tool + " failed: internal error");
+  }
+  send(json_rpc_result(call.id, for_client(std::move(result))));
+}
+
+json McpFrontend::for_client(json result) const {
+  // structuredContent is 2025-06-18; an older client gets the run's facts as text instead.
+  if (protocol_version_.empty() || protocol_version_ >= "2025-06-18") return result;
+  auto structured = result.find("structuredContent");
+  if (structured == result.end()) return result;
+  if (structured->is_object() && structured->contains("facts"))
+    result["content"].push_back(
+        {{"type", "text"}, {"text", "facts: " + dump_json((*structured)["facts"])}});
+  result.erase("structuredContent");
+  return result;
+}
+
+void McpFrontend::send_progress(Clock::time_point now) {
+  if (!running_ || !running_->progress_token || running_->cancelled ||
+      now < running_->next_progress)
+    return;
+  ToolCall& call = *running_;
+  double elapsed = std::round(std::chrono::duration<double>(now - call.started).count() * 10) / 10;
+  if (elapsed <= call.last_progress) elapsed = call.last_progress + 0.1;  // must increase
+  call.last_progress = elapsed;
+  call.next_progress += kProgressEvery;
+  if (call.next_progress <= now) call.next_progress = now + kProgressEvery;
+  char text[64];
+  std::snprintf(text, sizeof text, "%s running for %.0f s", call.tool.c_str(), elapsed);
+  std::string message = text;
+  std::string tail = call.record.stream_tail(kProgressTail);
+  if (!tail.empty())
+    message += "; output so far (last " + std::to_string(kProgressTail) + " bytes):\n" + tail;
+  json params = {{"progressToken", *call.progress_token}, {"progress", elapsed}};
+  if (protocol_version_.empty() || protocol_version_ >= "2025-03-26") params["message"] = message;
+  send(json_rpc_notification("notifications/progress", params));
+}
+
+// -- output --------------------------------------------------------------------------------
+
+void McpFrontend::send(const json& message) {
+  if (output_broken_) return;
+  outbox_ += dump_json(message);  // control characters are escaped: one line per message
+  outbox_ += '\n';
+  flush_output();
+}
+
+void McpFrontend::flush_output() {
+  size_t sent = 0;
+  while (sent < outbox_.size()) {
+    ssize_t n = ::write(out_fd_, outbox_.data() + sent, outbox_.size() - sent);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;  // POLLOUT tells when
+    log_line(std::string("mcp: stdout is gone (") + std::strerror(errno) + "): shutting down");
+    output_broken_ = true;
+    outbox_.clear();
+    kernel_.request_shutdown();
+    return;
+  }
+  outbox_.erase(0, sent);
+}
+
+void McpFrontend::stop_if_done() {
+  if (!input_open_ && !running_ && waiting_.empty() && outbox_.empty() && !start_due_)
+    kernel_.request_shutdown();
+}
+
+}  // namespace belljar

@@ -1,0 +1,83 @@
+#pragma once
+// The MCP front door: `belljar mcp` serves the Model Context Protocol on stdio (JSON-RPC 2.0,
+// one message per line). stdout carries protocol messages only; logs go to stderr.
+// Tool calls run one at a time, in the order they came, each as a request to the session
+// core; ping, tools/list and cancellations are answered at once, even while a cell runs.
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "kernel/observability/diagnostics.hpp"
+#include "kernel/session/frontend.hpp"
+#include "kernel/mcp/json_rpc.hpp"
+#include "kernel/session/run_record.hpp"
+#include "sandbox/policy/policy.hpp"
+
+namespace belljar {
+
+class McpFrontend : public Frontend {
+ public:
+  McpFrontend(Kernel& kernel, Policy policy, int in_fd = STDIN_FILENO, int out_fd = STDOUT_FILENO);
+  ~McpFrontend() override;  // gives stdout back its blocking mode
+  McpFrontend(const McpFrontend&) = delete;
+  McpFrontend& operator=(const McpFrontend&) = delete;
+
+  void add_poll_items(std::vector<zmq::pollitem_t>& items) override;
+  void handle(const zmq::pollitem_t* items, Kernel& kernel) override;
+  void collect_pending(Kernel&) override {}  // calls are queued here, never in the kernel
+  void reply(Channel channel, const WireMessage& parent, const std::string& type,
+             nlohmann::json content, nlohmann::json metadata) override;
+  void publish(const std::string& type, nlohmann::json content, const WireMessage* parent) override;
+  void request_input(const WireMessage& parent, nlohmann::json content) override;
+  std::optional<std::chrono::steady_clock::time_point> next_wakeup() const override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct ToolCall {
+    nlohmann::json id;  // the JSON-RPC request's
+    std::string tool;
+    nlohmann::json arguments;
+    std::optional<nlohmann::json> progress_token;
+    bool cancelled = false;
+    std::string request_id;  // msg_id of its execute_request in the kernel
+    Clock::time_point started;
+    Clock::time_point next_progress;
+    double last_progress = 0;
+    RunRecord record;
+  };
+
+  void read_input();
+  void handle_line(std::string_view line);
+  void handle_request(const JsonRpcMessage& message);
+  void handle_notification(const JsonRpcMessage& message);
+  void queue_tool_call(const JsonRpcMessage& message);
+  void cancel(const nlohmann::json& request_id);
+  void start_next();
+  void submit_execute(ToolCall& call, const std::string& code, bool silent,
+                      nlohmann::json user_expressions);
+  void finish_call(const nlohmann::json& reply_content, const nlohmann::json& reply_metadata);
+  void send_progress(Clock::time_point now);
+  void send(const nlohmann::json& message);
+  void flush_output();
+  void stop_if_done();
+  nlohmann::json for_client(nlohmann::json result) const;
+
+  Kernel& kernel_;
+  Policy policy_;
+  int in_fd_, out_fd_;
+  int out_flags_ = -1;  // stdout's flags before O_NONBLOCK, restored at exit
+  std::string inbox_, outbox_;
+  bool input_open_ = true;
+  bool discarding_ = false;  // dropping the rest of an oversized line
+  bool output_broken_ = false;
+  std::string protocol_version_;  // negotiated by initialize
+  std::deque<ToolCall> waiting_;
+  std::optional<ToolCall> running_;
+  bool start_due_ = false;
+  RateLimitedLog log_;
+};
+
+}  // namespace belljar

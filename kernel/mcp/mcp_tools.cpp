@@ -1,0 +1,492 @@
+#include "kernel/mcp/mcp_tools.hpp"
+
+#include <cmath>
+
+#include "kernel/protocol/bounded_json.hpp"
+
+namespace belljar {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr long long kMaxReadBytes = 8ll << 20;  // files.py's MAX_READ_BYTES
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", seconds);
+  return text;
+}
+
+std::string size_text(uint64_t bytes) {
+  char text[32];
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0)
+    std::snprintf(text, sizeof text, "%llu GiB", static_cast<unsigned long long>(bytes >> 30));
+  else if (bytes >= (1ull << 20))
+    std::snprintf(text, sizeof text, "%.0f MiB", bytes / double(1ull << 20));
+  else
+    std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
+  return text;
+}
+
+json text_block(std::string text) {
+  return {{"type", "text"}, {"text", std::move(text)}};
+}
+
+std::string string_field(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+long long integer_field(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_number_integer() ? it->get<long long>() : 0;
+}
+
+bool flag_field(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_boolean() && it->get<bool>();
+}
+
+// One argument of a tool: its JSON type and whether it must be given.
+struct Argument {
+  const char* name;
+  const char* type;  // string, number, integer, boolean
+  bool required;
+};
+
+const std::vector<std::pair<std::string, std::vector<Argument>>>& tool_arguments() {
+  static const std::vector<std::pair<std::string, std::vector<Argument>>> table = {
+      {"run_python", {{"code", "string", true}, {"timeout_seconds", "number", false}}},
+      {"reset_session", {}},
+      {"list_files", {{"path", "string", false}, {"recursive", "boolean", false}}},
+      {"read_file",
+       {{"path", "string", true}, {"offset", "integer", false}, {"max_bytes", "integer", false}}},
+      {"write_file",
+       {{"path", "string", true},
+        {"content", "string", true},
+        {"encoding", "string", false},
+        {"append", "boolean", false},
+        {"create_dirs", "boolean", false}}},
+  };
+  return table;
+}
+
+bool has_type(const json& value, const std::string& type) {
+  if (type == "string") return value.is_string();
+  if (type == "number") return value.is_number();
+  if (type == "integer") return value.is_number_integer();
+  return value.is_boolean();
+}
+
+bool looks_like_base64(const std::string& text) {
+  for (char c : text)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/' && c != '=')
+      return false;
+  return text.size() % 4 == 0;
+}
+
+std::string image_mime_for(const std::string& path) {
+  auto dot = path.rfind('.');
+  if (dot == std::string::npos) return {};
+  std::string ext = path.substr(dot + 1);
+  for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == "png") return "image/png";
+  if (ext == "jpg" || ext == "jpeg") return "image/jpeg";
+  if (ext == "gif") return "image/gif";
+  if (ext == "webp") return "image/webp";
+  return {};
+}
+
+json object_schema(json properties, json required) {
+  json schema = {
+      {"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
+  if (!required.empty()) schema["required"] = std::move(required);
+  return schema;
+}
+
+json run_python_output_schema() {
+  return {
+      {"type", "object"},
+      {"properties",
+       {{"status", {{"type", "string"}, {"enum", {"ok", "error", "aborted"}}}},
+        {"execution_count", {{"type", {"integer", "null"}}}},
+        {"outputs", {{"type", "array"}, {"items", {{"type", "object"}, {"required", {"type"}}}}}},
+        {"error", {{"type", {"object", "null"}}}},
+        {"facts", {{"type", "object"}}}}},
+      {"required", {"status", "execution_count", "outputs", "error", "facts"}}};
+}
+
+}  // namespace
+
+const std::vector<std::string>& mcp_protocol_versions() {
+  static const std::vector<std::string> versions = {"2025-06-18", "2025-03-26", "2024-11-05"};
+  return versions;
+}
+
+std::string negotiate_mcp_version(const json& requested) {
+  if (requested.is_string())
+    for (auto& version : mcp_protocol_versions())
+      if (version == requested.get<std::string>()) return version;
+  return mcp_protocol_versions().front();
+}
+
+bool is_mcp_tool(const std::string& tool) {
+  for (auto& [name, args] : tool_arguments())
+    if (name == tool) return true;
+  return false;
+}
+
+bool is_file_tool(const std::string& tool) {
+  return tool == "list_files" || tool == "read_file" || tool == "write_file";
+}
+
+json mcp_server_instructions(const Policy& policy) {
+  std::string text =
+      "belljar runs Python in a persistent, sandboxed session, like a Jupyter notebook: "
+      "variables, imports and functions stay between run_python calls until reset_session. "
+      "The working directory is the workspace " +
+      policy.workspace.string() +
+      ", the only writable folder (list_files, read_file and write_file work there; secret "
+      "files such as .env are masked). Limits: " +
+      seconds_text(policy.timeout_seconds) + " wall-clock per call, " +
+      size_text(policy.memory_bytes) + " of memory. ";
+  text += policy.allow_net.empty() ? "There is no network access."
+                                   : "Network access is limited to an allowlist.";
+  if (policy.isolation == Isolation::none)
+    text =
+        "WARNING: this server runs with --isolation none: code runs with the user's own "
+        "privileges, environment and network. " +
+        text;
+  return text;
+}
+
+json mcp_tool_list(const Policy& policy) {
+  std::string limits = seconds_text(policy.timeout_seconds) +
+                       " wall-clock per call (timeout_seconds can only shorten it), " +
+                       size_text(policy.memory_bytes) + " of memory for the session";
+  json run_python = {
+      {"name", "run_python"},
+      {"title", "Run Python"},
+      {"description",
+       "Run Python code in a persistent sandboxed session (state is kept between calls, as in a "
+       "Jupyter notebook). Returns printed output, the value of the last expression, errors with "
+       "their traceback (isError is true), and images (matplotlib figures are shown "
+       "automatically) as PNG image content; structuredContent has the status, the outputs and "
+       "the run's facts (wall_ms, cpu_ms, limit_hit, output_truncated, egress_denied). The "
+       "working directory is the workspace " +
+           policy.workspace.string() + ". Limits: " + limits +
+           "; no network unless allowlisted. IPython magics work when IPython is installed."},
+      {"inputSchema",
+       object_schema({{"code", {{"type", "string"}, {"description", "Python source to run"}}},
+                      {"timeout_seconds",
+                       {{"type", "number"},
+                        {"exclusiveMinimum", 0},
+                        {"description",
+                         "wall-clock limit for this call, in seconds; capped to the "
+                         "server's policy (" +
+                             seconds_text(policy.timeout_seconds) + ")"}}}},
+                     {"code"})},
+      {"outputSchema", run_python_output_schema()},
+      {"annotations",
+       {{"title", "Run Python"},
+        {"readOnlyHint", false},
+        {"destructiveHint", true},
+        {"idempotentHint", false},
+        {"openWorldHint", !policy.allow_net.empty()}}}};
+  json reset_session = {{"name", "reset_session"},
+                        {"title", "Reset the Python session"},
+                        {"description",
+                         "Start a fresh Python session: every variable, import and definition is "
+                         "gone; files in the workspace are kept."},
+                        {"inputSchema", object_schema(json::object(), json::array())},
+                        {"annotations",
+                         {{"title", "Reset the Python session"},
+                          {"readOnlyHint", false},
+                          {"destructiveHint", true},
+                          {"idempotentHint", true},
+                          {"openWorldHint", false}}}};
+  json list_files = {
+      {"name", "list_files"},
+      {"title", "List workspace files"},
+      {"description", "List a folder of the workspace " + policy.workspace.string() +
+                          " (paths are relative to it). Secret files such as .env are listed as "
+                          "masked; symlinks are not followed."},
+      {"inputSchema",
+       object_schema(
+           {{"path",
+             {{"type", "string"},
+              {"description", "folder inside the workspace (default: its root)"}}},
+            {"recursive",
+             {{"type", "boolean"}, {"description", "list subfolders too (up to 2000 entries)"}}}},
+           json::array())},
+      {"annotations",
+       {{"title", "List workspace files"}, {"readOnlyHint", true}, {"openWorldHint", false}}}};
+  json read_file = {
+      {"name", "read_file"},
+      {"title", "Read a workspace file"},
+      {"description",
+       "Read a file of the workspace " + policy.workspace.string() +
+           ": text comes back as text, images as image content, other binary files as "
+           "a base64 resource. Paths outside the workspace (.., absolute paths "
+           "elsewhere, symlinks out) and masked secrets are refused."},
+      {"inputSchema",
+       object_schema(
+           {{"path", {{"type", "string"}, {"description", "file path, relative to the workspace"}}},
+            {"offset",
+             {{"type", "integer"},
+              {"minimum", 0},
+              {"description", "first byte to read (default 0)"}}},
+            {"max_bytes",
+             {{"type", "integer"},
+              {"minimum", 1},
+              {"maximum", kMaxReadBytes},
+              {"description", "most bytes to read (default 1 MiB)"}}}},
+           {"path"})},
+      {"annotations",
+       {{"title", "Read a workspace file"}, {"readOnlyHint", true}, {"openWorldHint", false}}}};
+  json write_file = {
+      {"name", "write_file"},
+      {"title", "Write a workspace file"},
+      {"description", "Write (or append to) a file in the workspace " + policy.workspace.string() +
+                          ", creating folders as needed. Paths outside the workspace and masked "
+                          "secrets are refused."},
+      {"inputSchema",
+       object_schema(
+           {{"path", {{"type", "string"}, {"description", "file path, relative to the workspace"}}},
+            {"content",
+             {{"type", "string"}, {"description", "the text, or base64 when encoding is base64"}}},
+            {"encoding",
+             {{"type", "string"}, {"enum", {"utf-8", "base64"}}, {"description", "default utf-8"}}},
+            {"append",
+             {{"type", "boolean"}, {"description", "append instead of replacing (default false)"}}},
+            {"create_dirs",
+             {{"type", "boolean"}, {"description", "create missing folders (default true)"}}}},
+           {"path", "content"})},
+      {"annotations",
+       {{"title", "Write a workspace file"},
+        {"readOnlyHint", false},
+        {"destructiveHint", true},
+        {"idempotentHint", true},
+        {"openWorldHint", false}}}};
+  return json::array({run_python, reset_session, list_files, read_file, write_file});
+}
+
+std::optional<std::string> check_tool_arguments(const std::string& tool, const json& arguments) {
+  if (!arguments.is_object()) return "arguments must be an object";
+  for (auto& [name, spec] : tool_arguments()) {
+    if (name != tool) continue;
+    for (auto& [key, value] : arguments.items()) {
+      bool known = false;
+      for (auto& argument : spec) known = known || key == argument.name;
+      if (!known) return tool + ": unknown argument " + key;
+    }
+    for (auto& argument : spec) {
+      auto value = arguments.find(argument.name);
+      if (value == arguments.end()) {
+        if (argument.required) return tool + ": missing required argument " + argument.name;
+        continue;
+      }
+      if (!has_type(*value, argument.type))
+        return tool + ": " + argument.name + " must be " +
+               (std::string(argument.type) == "integer" ? "an " : "a ") + argument.type;
+    }
+    if (auto t = arguments.find("timeout_seconds");
+        t != arguments.end() && !(t->get<double>() > 0 && std::isfinite(t->get<double>())))
+      return tool + ": timeout_seconds must be a positive number";
+    if (auto o = arguments.find("offset"); o != arguments.end() && o->get<long long>() < 0)
+      return tool + ": offset must be >= 0";
+    if (auto m = arguments.find("max_bytes");
+        m != arguments.end() && (m->get<long long>() < 1 || m->get<long long>() > kMaxReadBytes))
+      return tool + ": max_bytes must be between 1 and " + std::to_string(kMaxReadBytes);
+    if (auto e = arguments.find("encoding");
+        e != arguments.end() && *e != "utf-8" && *e != "base64")
+      return tool + ": encoding must be utf-8 or base64";
+    if (auto p = arguments.find("path");
+        p != arguments.end() && tool != "list_files" && p->get_ref<const std::string&>().empty())
+      return tool + ": path must not be empty";
+    return std::nullopt;
+  }
+  return "unknown tool " + tool;
+}
+
+std::string file_tool_expression(const std::string& tool, const json& arguments,
+                                 const Policy& policy) {
+  json hide = json::array();
+  for (auto& pattern : default_hidden_patterns()) hide.push_back(pattern);
+  for (auto& pattern : policy.hide) hide.push_back(pattern);
+  json request = {
+      {"op", tool}, {"workspace", policy.workspace.string()}, {"hide", hide}, {"args", arguments}};
+  // Twice JSON-encoded with ASCII escapes: the outer dump is a valid Python string literal.
+  std::string request_text = request.dump(-1, ' ', true, json::error_handler_t::replace);
+  return "__import__('belljar_worker.files', fromlist=['call']).call(" +
+         json(request_text).dump(-1, ' ', true, json::error_handler_t::replace) + ")";
+}
+
+json tool_error_result(const std::string& text) {
+  return {{"content", json::array({text_block(text)})}, {"isError", true}};
+}
+
+json run_python_result(const RunRecord& record) {
+  json structured = record.structured();
+  json content = json::array();
+  std::string count = structured["execution_count"].is_number_integer()
+                          ? std::to_string(structured["execution_count"].get<int>())
+                          : " ";
+  for (const auto& output : record.outputs()) {
+    const std::string& type = output["type"].get_ref<const std::string&>();
+    if (type == "stream") {
+      std::string text = output["text"];
+      content.push_back(text_block(output["name"] == "stderr" ? "[stderr]\n" + text : text));
+    } else if (type == "error") {
+      std::string traceback = output["traceback"];
+      content.push_back(text_block(!traceback.empty() ? traceback
+                                                      : output["ename"].get<std::string>() + ": " +
+                                                            output["evalue"].get<std::string>()));
+    } else {
+      const json& data = output["data"];
+      bool imaged = false;
+      for (auto& [mime, value] : data.items())
+        if (is_binary_image(mime) && value.is_string() &&
+            looks_like_base64(value.get<std::string>())) {
+          content.push_back({{"type", "image"}, {"data", value}, {"mimeType", mime}});
+          imaged = true;
+        }
+      std::string text;
+      for (const char* mime :
+           {"text/plain", "text/markdown", "image/svg+xml", "text/html", "text/latex"})
+        if (text.empty() && !imaged) text = string_field(data, mime);
+      if (text.empty() && !imaged && !data.empty()) {
+        text = "[display of";
+        for (auto& [mime, value] : data.items()) text += " " + mime;
+        text += "]";
+      }
+      if (text.empty()) continue;
+      if (type == "result")
+        text = "Out[" + count + "]:" + (text.find('\n') == std::string::npos ? " " : "\n") + text;
+      content.push_back(text_block(text));
+    }
+  }
+  if (content.empty())
+    content.push_back(
+        text_block(record.status() == "ok" ? "(no output)" : "(failed without output)"));
+  return {{"content", std::move(content)},
+          {"structuredContent", std::move(structured)},
+          {"isError", record.status() != "ok"}};
+}
+
+json reset_session_result(const RunRecord& record) {
+  if (record.status() != "ok") {
+    json error = record.structured()["error"];
+    std::string why = error.is_object()
+                          ? string_field(error, "ename") + ": " + string_field(error, "evalue")
+                          : "unknown";
+    return tool_error_result("the session could not be reset: " + why);
+  }
+  return {
+      {"content", json::array({text_block("A fresh Python session is ready: variables, imports and "
+                                          "definitions are gone; workspace files were kept.")})},
+      {"structuredContent", {{"status", "ok"}}},
+      {"isError", false}};
+}
+
+json file_tool_result(const std::string& tool, const json& reply, const Policy& policy) {
+  // Everything here comes from the sandbox: checked field by field, never trusted.
+  if (!reply.is_object()) return tool_error_result(tool + " failed: no answer from the session");
+  if (string_field(reply, "status") != "ok")
+    return tool_error_result(tool + " failed: " + string_field(reply, "ename") + ": " +
+                             string_field(reply, "evalue"));
+  json expressions = reply.value("user_expressions", json::object());
+  json answer_entry = expressions.is_object() ? expressions.value("files", json()) : json();
+  if (!answer_entry.is_object())
+    return tool_error_result(tool + " failed: no answer from the session");
+  if (string_field(answer_entry, "status") != "ok")
+    return tool_error_result(tool + " failed: " + string_field(answer_entry, "ename") + ": " +
+                             string_field(answer_entry, "evalue"));
+  json data = answer_entry.value("data", json::object());
+  std::string text = data.is_object() ? string_field(data, "text/plain") : std::string();
+  std::string why;
+  auto parsed = parse_bounded_json(text, &why);
+  if (!parsed || !parsed->is_object())
+    return tool_error_result(tool + " failed: the session's answer was not understood");
+  json answer = std::move(*parsed);
+  if (!flag_field(answer, "ok")) {
+    std::string error = string_field(answer, "error");
+    return tool_error_result(error.empty() ? tool + " failed" : error);
+  }
+  answer.erase("ok");
+  std::string path = string_field(answer, "path");
+
+  if (tool == "write_file") {
+    long long written = integer_field(answer, "bytes_written"),
+              size = integer_field(answer, "size");
+    return {
+        {"content", json::array({text_block("wrote " + std::to_string(written) + " bytes to " +
+                                            path + " (now " + std::to_string(size) + " bytes)")})},
+        {"structuredContent", answer},
+        {"isError", false}};
+  }
+
+  if (tool == "list_files") {
+    json entries = answer.value("entries", json::array());
+    if (!entries.is_array()) entries = json::array();
+    std::string listing;
+    json clean = json::array();
+    for (auto& entry : entries) {
+      if (!entry.is_object()) continue;
+      std::string name = string_field(entry, "path"), type = string_field(entry, "type");
+      if (name.empty()) continue;
+      if (flag_field(entry, "masked"))
+        listing += name + "  (masked secret)\n";
+      else if (type == "directory")
+        listing += name + "/\n";
+      else if (type == "symlink")
+        listing += name + " -> " + string_field(entry, "target") + "\n";
+      else if (type == "file")
+        listing += name + "  (" + std::to_string(integer_field(entry, "size")) + " bytes)\n";
+      else
+        listing += name + "  (" + type + ")\n";
+      clean.push_back(entry);
+    }
+    bool truncated = flag_field(answer, "truncated");
+    std::string header = std::to_string(clean.size()) +
+                         (clean.size() == 1 ? " entry" : " entries") + " in " +
+                         (path.empty() || path == "." ? "the workspace" : path) +
+                         (truncated ? " (truncated)" : "") + "\n";
+    return {{"content", json::array({text_block(header + listing)})},
+            {"structuredContent", {{"path", path}, {"entries", clean}, {"truncated", truncated}}},
+            {"isError", false}};
+  }
+
+  // read_file
+  std::string encoding = string_field(answer, "encoding"), body = string_field(answer, "content");
+  answer.erase("content");
+  json content = json::array();
+  if (encoding == "utf-8") {
+    content.push_back(text_block(body));
+  } else if (encoding == "base64" && looks_like_base64(body)) {
+    std::string mime = image_mime_for(path);
+    std::string absolute = (policy.workspace / path).lexically_normal().string();
+    if (!mime.empty())
+      content.push_back({{"type", "image"}, {"data", body}, {"mimeType", mime}});
+    else
+      content.push_back({{"type", "resource"},
+                         {"resource",
+                          {{"uri", "file://" + absolute},
+                           {"mimeType", "application/octet-stream"},
+                           {"blob", body}}}});
+  } else {
+    return tool_error_result("read_file failed: the session's answer was not understood");
+  }
+  if (flag_field(answer, "truncated")) {
+    long long offset = integer_field(answer, "offset"), bytes = integer_field(answer, "bytes"),
+              size = integer_field(answer, "size");
+    content.push_back(text_block("[read " + std::to_string(bytes) + " of " + std::to_string(size) +
+                                 " bytes from offset " + std::to_string(offset) +
+                                 "; call read_file again with offset " +
+                                 std::to_string(offset + bytes) + " for more]"));
+  }
+  return {{"content", std::move(content)}, {"structuredContent", answer}, {"isError", false}};
+}
+
+}  // namespace belljar

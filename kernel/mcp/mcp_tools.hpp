@@ -1,0 +1,43 @@
+#pragma once
+// The tools `belljar mcp` offers, as MCP describes them (name, JSON Schemas, hints), the
+// checks of their arguments, and their results built from what the session answered.
+//   run_python      code in the persistent session; outputs, images, the run's facts
+//   reset_session   a fresh Python session; workspace files kept
+//   list_files, read_file, write_file   the workspace, done inside the sandbox
+//                   (worker/belljar_worker/files.py), so the jail's confinement applies
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "kernel/session/run_record.hpp"
+#include "sandbox/policy/policy.hpp"
+
+namespace belljar {
+
+// MCP protocol revisions this server speaks, newest first.
+const std::vector<std::string>& mcp_protocol_versions();
+// The client's revision when supported, else the newest one.
+std::string negotiate_mcp_version(const nlohmann::json& requested);
+
+nlohmann::json mcp_tool_list(const Policy& policy);
+nlohmann::json mcp_server_instructions(const Policy& policy);
+
+// nullopt when `arguments` suit the tool, else the problem (a JSON-RPC invalid params).
+std::optional<std::string> check_tool_arguments(const std::string& tool,
+                                                const nlohmann::json& arguments);
+bool is_mcp_tool(const std::string& tool);
+bool is_file_tool(const std::string& tool);
+
+// The user expression that performs a file tool inside the sandbox.
+std::string file_tool_expression(const std::string& tool, const nlohmann::json& arguments,
+                                 const Policy& policy);
+
+// CallToolResult of run_python: text and image content, structuredContent, isError.
+nlohmann::json run_python_result(const RunRecord& record);
+// CallToolResult of a file tool from the execute_reply of its silent execute.
+nlohmann::json file_tool_result(const std::string& tool, const nlohmann::json& reply_content,
+                                const Policy& policy);
+nlohmann::json reset_session_result(const RunRecord& record);
+nlohmann::json tool_error_result(const std::string& text);
+
+}  // namespace belljar

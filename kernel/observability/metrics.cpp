@@ -1,0 +1,83 @@
+#include "kernel/observability/metrics.hpp"
+
+#include <sstream>
+
+#include "kernel/observability/diagnostics.hpp"
+
+namespace belljar {
+
+void Metrics::cell(const std::string& status, double seconds, bool truncated,
+                   const std::string& limit_hit) {
+  ++cells_by_status_[status];
+  for (size_t i = 0; i < kBuckets.size(); ++i)
+    if (seconds <= kBuckets[i]) ++bucket_counts_[i];
+  ++duration_count_;
+  duration_sum_ += seconds;
+  if (truncated) ++truncations_;
+  if (!limit_hit.empty()) ++limit_hits_[limit_hit];
+  dirty_ = true;
+}
+
+void Metrics::egress(bool allowed) {
+  ++(allowed ? egress_allowed_ : egress_denied_);
+  dirty_ = true;
+}
+
+void Metrics::limit_hit(const std::string& limit) {
+  ++limit_hits_[limit];
+  dirty_ = true;
+}
+
+void Metrics::restart() {
+  ++restarts_;
+  dirty_ = true;
+}
+
+std::optional<Metrics::Clock::time_point> Metrics::due() const {
+  if (!enabled() || !dirty_) return std::nullopt;
+  return written_ + kMinInterval;
+}
+
+void Metrics::flush(Clock::time_point now, bool at_once) {
+  if (!enabled() || !dirty_ || (!at_once && now < written_ + kMinInterval)) return;
+  dirty_ = false;
+  written_ = now;
+  std::string why;
+  if (!file_.replace(render(), &why)) log_line("--metrics: " + why);
+}
+
+std::string Metrics::render() const {
+  std::ostringstream out;
+  out << "# HELP belljar_cells_total Cells executed, by final status.\n"
+      << "# TYPE belljar_cells_total counter\n";
+  for (const char* status : {"ok", "error", "interrupted", "timeout", "memory", "crashed"}) {
+    auto it = cells_by_status_.find(status);
+    out << "belljar_cells_total{status=\"" << status << "\"} " << (it == cells_by_status_.end() ? 0 : it->second) << "\n";
+  }
+  out << "# HELP belljar_cell_duration_seconds Wall-clock time of cells.\n"
+      << "# TYPE belljar_cell_duration_seconds histogram\n";
+  for (size_t i = 0; i < kBuckets.size(); ++i)
+    out << "belljar_cell_duration_seconds_bucket{le=\"" << kBuckets[i] << "\"} " << bucket_counts_[i] << "\n";
+  out << "belljar_cell_duration_seconds_bucket{le=\"+Inf\"} " << duration_count_ << "\n"
+      << "belljar_cell_duration_seconds_sum " << duration_sum_ << "\n"
+      << "belljar_cell_duration_seconds_count " << duration_count_ << "\n"
+      << "# HELP belljar_egress_requests_total Egress decisions of the proxy.\n"
+      << "# TYPE belljar_egress_requests_total counter\n"
+      << "belljar_egress_requests_total{decision=\"allowed\"} " << egress_allowed_ << "\n"
+      << "belljar_egress_requests_total{decision=\"denied\"} " << egress_denied_ << "\n"
+      << "# HELP belljar_worker_restarts_total Sandboxed workers restarted.\n"
+      << "# TYPE belljar_worker_restarts_total counter\n"
+      << "belljar_worker_restarts_total " << restarts_ << "\n"
+      << "# HELP belljar_output_truncations_total Cells whose output passed the cap.\n"
+      << "# TYPE belljar_output_truncations_total counter\n"
+      << "belljar_output_truncations_total " << truncations_ << "\n"
+      << "# HELP belljar_limit_hits_total Cells stopped by a limit.\n"
+      << "# TYPE belljar_limit_hits_total counter\n";
+  for (const char* limit : {"timeout", "cpu", "memory", "workspace"}) {
+    auto it = limit_hits_.find(limit);
+    out << "belljar_limit_hits_total{limit=\"" << limit << "\"} " << (it == limit_hits_.end() ? 0 : it->second) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace belljar

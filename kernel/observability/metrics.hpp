@@ -1,0 +1,53 @@
+#pragma once
+// Prometheus text-format metrics, kept current in a file for node_exporter's textfile
+// collector. Rewritten whole (a fresh temporary file renamed over it: host_files.hpp), so a
+// scrape never sees a half-written file. Events mark it changed; it is written at most once a
+// second (the sandbox decides how many egress decisions there are), at the end of each cell
+// (so a reply's facts are in it) and at shutdown.
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "kernel/observability/host_files.hpp"
+
+namespace belljar {
+
+class Metrics {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::seconds kMinInterval{1};
+
+  // Opens the file's directory now: a bad path fails the start (UsageError naming --metrics).
+  explicit Metrics(const std::string& path)
+      : file_(path.empty() ? ReplacedFile() : ReplacedFile("--metrics", path)) {}
+  bool enabled() const { return file_.enabled(); }
+
+  void cell(const std::string& status, double seconds, bool truncated, const std::string& limit_hit);
+  void egress(bool allowed);
+  void restart();
+  void limit_hit(const std::string& limit);  // a limit that stopped the session between cells
+  // Writes the file if it changed and the last write is old enough (or at once, when `now_due`
+  // is set: a cell's end, shutdown). No-op when disabled.
+  void flush(Clock::time_point now, bool at_once = false);
+  // When a pending change is due to be written.
+  std::optional<Clock::time_point> due() const;
+
+ private:
+  static constexpr std::array<double, 10> kBuckets = {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300};
+  std::string render() const;
+
+  ReplacedFile file_;
+  bool dirty_ = true;  // the first flush writes the zeros
+  Clock::time_point written_{};
+  std::map<std::string, uint64_t> cells_by_status_;
+  std::map<std::string, uint64_t> limit_hits_;
+  std::array<uint64_t, kBuckets.size()> bucket_counts_{};
+  uint64_t duration_count_ = 0;
+  double duration_sum_ = 0;
+  uint64_t egress_allowed_ = 0, egress_denied_ = 0, restarts_ = 0, truncations_ = 0;
+};
+
+}  // namespace belljar

@@ -1,0 +1,259 @@
+#include "kernel/output/active_output.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "kernel/output/html_sanitizer.hpp"
+
+namespace belljar {
+
+using json = nlohmann::json;
+
+namespace {
+
+// Rendered as text, an image or a collapsible JSON tree by Notebook 6 and JupyterLab 4: nothing
+// in the data becomes markup or code. Declared once; every other type is checked or active.
+const std::set<std::string, std::less<>> kInertMimeTypes = {"text/plain",
+                                                            "image/png",
+                                                            "image/jpeg",
+                                                            "image/gif",
+                                                            "image/webp",
+                                                            "image/bmp",
+                                                            "application/json",
+                                                            "application/vnd.jupyter.stdout",
+                                                            "application/vnd.jupyter.stderr"};
+
+// The frame's own policy, on top of its opaque origin: scripts and styles may run and draw
+// (plots load their libraries from CDNs), nothing may connect, submit or embed.
+constexpr const char* kFramePolicy =
+    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval' https: data: blob:; "
+    "style-src 'unsafe-inline' https: data:; img-src data: blob: https:; font-src data: https:; "
+    "media-src data: blob: https:; connect-src 'none'; form-action 'none'; base-uri 'none'; "
+    "frame-src 'none'; object-src 'none'; worker-src 'none'";
+
+std::optional<std::string> text_of(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (!value.is_array()) return std::nullopt;
+  std::string joined;
+  for (auto& line : value) {
+    if (!line.is_string()) return std::nullopt;
+    joined += line.get_ref<const std::string&>();
+  }
+  return joined;
+}
+
+std::string listed(const std::vector<std::string>& items) {
+  std::string out;
+  for (auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// A mime type as a notice may name it: the worker chose it, and notices are shown in the page.
+std::string shown_mime(const std::string& mime) {
+  bool plain = mime.size() <= 80 && std::all_of(mime.begin(), mime.end(), [](unsigned char c) {
+                 return std::isalnum(c) || c == '/' || c == '.' || c == '+' || c == '-' || c == '_';
+               });
+  return plain ? mime : "a type with an unusual name";
+}
+
+// A script as the body of <script> in the frame: "</script" and "<!--" can't end or bend it.
+std::string script_element(const std::string& code) {
+  std::string safe;
+  for (size_t i = 0; i < code.size(); ++i) {
+    if (code[i] == '<' &&
+        (code.compare(i + 1, 7, "/script") == 0 || code.compare(i + 1, 7, "/SCRIPT") == 0 ||
+         code.compare(i + 1, 3, "!--") == 0)) {
+      safe += "<\\";
+      continue;
+    }
+    safe += code[i];
+  }
+  return "<script>" + safe + "</script>";
+}
+
+std::string notice_paragraph(const std::string& text) {
+  return "<p style=\"font-size:smaller;color:#a33\">[belljar] " + escape_html(text) + "</p>";
+}
+
+bool is_rich(const std::string& mime) {
+  return mime != "text/plain";
+}
+
+}  // namespace
+
+void apply_active_output_within(json& holders, ActiveOutput mode) {
+  if (mode == ActiveOutput::allow || !(holders.is_object() || holders.is_array())) return;
+  for (auto& holder : holders) {
+    if (!holder.is_object()) continue;
+    auto data = holder.find("data");
+    if (data != holder.end()) *data = apply_active_output(*data, mode);
+  }
+}
+
+json language_info_from_worker(const json& hello_info) {
+  std::string version = "3";
+  if (auto it = hello_info.find("version");
+      hello_info.is_object() && it != hello_info.end() && it->is_string()) {
+    const std::string& asked = it->get_ref<const std::string&>();
+    bool well_formed = !asked.empty() && asked.size() <= 32 &&
+                       std::isdigit(static_cast<unsigned char>(asked[0])) &&
+                       std::all_of(asked.begin(), asked.end(), [](unsigned char c) {
+                         return std::isalnum(c) || c == '.' || c == '+' || c == '-';
+                       });
+    if (well_formed) version = asked;
+  }
+  return {{"name", "python"},
+          {"version", version},
+          {"mimetype", "text/x-python"},
+          {"file_extension", ".py"},
+          {"pygments_lexer", "ipython3"},
+          {"codemirror_mode", {{"name", "ipython"}, {"version", 3}}},
+          {"nbconvert_exporter", "python"}};
+}
+
+bool markdown_is_inert(const std::string& markdown) {
+  if (markdown.find('<') != std::string::npos || markdown.find('\0') != std::string::npos)
+    return false;
+  bool unknown_named = false;
+  std::string decoded = decode_character_references(markdown, &unknown_named);
+  // An entity we don't decode could be a backslash or '<' to the browser that shows it.
+  if (unknown_named || decoded.find('<') != std::string::npos || !tex_is_inert(decoded))
+    return false;
+  // Every link and image destination ("](" inline, "]:" a definition), read as a renderer
+  // would: after spaces and line breaks, up to white space or ')', escapes and entities
+  // resolved. Over-reading (a "](" that isn't a link) only refuses more.
+  for (size_t at = 0; (at = markdown.find(']', at)) != std::string::npos; ++at) {
+    if (at + 1 >= markdown.size() || (markdown[at + 1] != '(' && markdown[at + 1] != ':')) continue;
+    size_t p = at + 2;
+    while (p < markdown.size() && (markdown[p] == ' ' || markdown[p] == '\t' ||
+                                   markdown[p] == '\n' || markdown[p] == '\r'))
+      ++p;
+    size_t end = p;
+    while (end < markdown.size() && markdown[end] != ' ' && markdown[end] != '\t' &&
+           markdown[end] != '\n' && markdown[end] != '\r' && markdown[end] != ')')
+      ++end;
+    std::string destination;
+    std::string raw = decode_character_references(markdown.substr(p, end - p));
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '\\' && i + 1 < raw.size() &&
+          std::ispunct(static_cast<unsigned char>(raw[i + 1])))
+        continue;
+      destination += raw[i];
+    }
+    if (destination.empty() && markdown[at + 1] == ':') continue;  // "[x]:" in prose
+    if (!link_url_is_inert(destination)) return false;
+  }
+  return true;
+}
+
+std::string isolated_frame(const std::string& document, const std::string& why) {
+  // about:blank as the base: relative URLs in the frame resolve to nothing, not to the
+  // notebook server, and document.baseURI doesn't carry the page's URL (with its ?token=).
+  std::string srcdoc =
+      std::string("<!DOCTYPE html><html><head><meta charset=\"utf-8\">") +
+      "<base href=\"about:blank\"><meta http-equiv=\"Content-Security-Policy\" content=\"" +
+      kFramePolicy + "\"></head><body>" + document + "</body></html>";
+  return "<div class=\"belljar-isolated\"><iframe sandbox=\"allow-scripts\" "
+         "referrerpolicy=\"no-referrer\" "
+         "title=\"isolated output\" style=\"width:100%;height:420px;border:1px solid "
+         "#ccc;resize:vertical\" srcdoc=\"" +
+         escape_html(srcdoc) +
+         "\"></iframe><div style=\"font-size:smaller;color:#777\">[belljar] " + escape_html(why) +
+         "</div></div>";
+}
+
+json apply_active_output(const json& data, ActiveOutput mode) {
+  if (mode == ActiveOutput::allow) return data;
+  if (!data.is_object())
+    return {{"text/plain", "[belljar] a display that is not a mime bundle was dropped"}};
+  json out = json::object();
+  std::vector<std::string> findings;  // what was active, for the caption or the notice
+  std::vector<std::string> dropped;   // mime types not forwarded
+  std::optional<std::string> active_html, active_svg, script, markdown_source;
+  std::string html_of_bundle;  // the bundle's own HTML, inert or not, for the frame
+  for (auto& [mime, value] : data.items()) {
+    if (kInertMimeTypes.count(mime)) {
+      out[mime] = value;
+      continue;
+    }
+    std::optional<std::string> text = text_of(value);
+    if (mime == "text/html" || mime == "image/svg+xml") {
+      if (!text) {
+        dropped.push_back(shown_mime(mime));
+        continue;
+      }
+      MarkupVerdict verdict =
+          check_markup(*text, mime == "text/html" ? MarkupKind::html : MarkupKind::svg);
+      if (mime == "text/html") html_of_bundle = *text;
+      if (verdict.inert) {
+        out[mime] = verdict.canonical;
+        continue;
+      }
+      findings.insert(findings.end(), verdict.findings.begin(), verdict.findings.end());
+      (mime == "text/html" ? active_html : active_svg) = *text;
+      if (mode == ActiveOutput::strip) out[mime] = verdict.canonical;
+    } else if (mime == "text/markdown") {
+      if (text && markdown_is_inert(*text)) {
+        out[mime] = *text;
+      } else {
+        dropped.push_back(shown_mime(mime));
+        if (text) markdown_source = *text;
+      }
+    } else if (mime == "text/latex") {
+      if (text && tex_is_inert(*text))
+        out[mime] = *text;
+      else
+        dropped.push_back(shown_mime(mime));
+    } else if (mime == "application/javascript" || mime == "text/javascript") {
+      if (text) script = *text;
+      findings.push_back(mime);
+    } else {
+      dropped.push_back(shown_mime(mime));
+    }
+  }
+  std::string mode_flag = "--active-output " + active_output_name(mode);
+  bool active = active_html || active_svg || script;
+  if (active && mode == ActiveOutput::isolate) {
+    std::string document = active_html               ? *active_html
+                           : !html_of_bundle.empty() ? html_of_bundle
+                                                     : active_svg.value_or("");
+    if (script) document += script_element(*script);
+    out["text/html"] = isolated_frame(
+        document,
+        "this output holds active content (" + listed(findings) +
+            "): it runs in an isolated frame that cannot reach this page or the notebook server (" +
+            mode_flag + ")");
+    out.erase("image/svg+xml");
+  } else if (active && mode == ActiveOutput::strip) {
+    std::string notice =
+        "active content removed from this output: " + listed(findings) + " (" + mode_flag + ")";
+    if (out.contains("text/html"))
+      out["text/html"] = out["text/html"].get<std::string>() + notice_paragraph(notice);
+    else
+      out["text/html"] = notice_paragraph(notice);
+  }
+  if (!out.contains("text/plain") || !out["text/plain"].is_string()) {
+    // Clients that show text (MCP, `belljar run`, a console) learn what the display was.
+    std::string fallback = markdown_source.value_or("");
+    if (fallback.empty() && active)
+      fallback = "[belljar] active output (" + listed(findings) + "): " +
+                 (mode == ActiveOutput::isolate ? "shown in an isolated frame" : "removed") + " (" +
+                 mode_flag + ")";
+    out["text/plain"] = fallback;
+  }
+  bool shows_text_only = true;
+  for (auto& [mime, value] : out.items())
+    if (is_rich(mime)) shows_text_only = false;
+  if (!dropped.empty() && shows_text_only) {
+    std::string text = out["text/plain"].get<std::string>();
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    out["text/plain"] =
+        text + "[belljar] not rendered (active output, " + mode_flag + "): " + listed(dropped);
+  }
+  return out;
+}
+
+}  // namespace belljar

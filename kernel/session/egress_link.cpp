@@ -1,0 +1,49 @@
+// The egress proxy's decisions (sandbox/egress_proxy.hpp), made on the proxy's own thread and
+// recorded here, on the reactor's: an audit record each up to a rate (audit_throttle.hpp: the
+// rest are counted in a per-interval egress_summary), the metrics, and the running cell's
+// list of denied hosts (execute_reply metadata belljar.egress_denied).
+#include <algorithm>
+
+#include "kernel/session/kernel.hpp"
+
+namespace belljar {
+
+namespace {
+constexpr size_t kDeniedPerCell = 100;  // the metadata names at most this many hosts
+
+std::string host_port(const std::string& host, uint16_t port) {
+  bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+}  // namespace
+
+void Kernel::handle_egress() {
+  if (!egress_) return;
+  EgressProxy::Decisions taken = egress_->take_decisions();
+  bool executing = cell_ && cell_->kind == "execute_request";
+  auto now = Clock::now();
+  for (const auto& d : taken.items) {
+    auto or_null = [](const std::string& text) {
+      return text.empty() ? json(nullptr) : json(text);
+    };
+    json record = {
+        {"decision", d.decision},       {"host", d.host},          {"port", d.port},
+        {"method", d.method},           {"rule", or_null(d.rule)}, {"reason", or_null(d.reason)},
+        {"address", or_null(d.address)}};
+    if (!d.detail.empty()) record["detail"] = d.detail;
+    record["execution_count"] = executing ? json(cell_->execution_count) : json(nullptr);
+    std::string target = host_port(d.host, d.port);
+    if (egress_audit_.admit(d.decision, target, now)) audit_.record("egress", record);
+    // Failures (no answer, no connection) were allowed by the policy: they count as allowed.
+    metrics_.egress(d.decision != "denied");
+    if (executing && d.decision == "denied" && !d.host.empty()) {
+      auto& denied = cell_->egress_denied;
+      if (denied.size() < kDeniedPerCell &&
+          std::find(denied.begin(), denied.end(), target) == denied.end())
+        denied.push_back(target);
+    }
+  }
+  egress_audit_.dropped(taken.dropped, now);  // in the interval's summary, as not_queued
+}
+
+}  // namespace belljar

@@ -1,0 +1,40 @@
+#pragma once
+// Where requests come from and where replies and outputs go. The session core (Kernel) is the
+// same for every front door: Jupyter's ZMQ sockets, MCP on stdio, the one-shot runner.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "kernel/protocol/wire_message.hpp"
+
+namespace belljar {
+
+class Kernel;
+
+class Frontend {
+ public:
+  virtual ~Frontend() = default;
+
+  // The reactor polls these along with the worker; handle() gets back the same items.
+  virtual void add_poll_items(std::vector<zmq::pollitem_t>& items) = 0;
+  virtual void handle(const zmq::pollitem_t* items, Kernel& kernel) = 0;
+  // Hands the kernel every shell request that already arrived (stop_on_error aborts them).
+  virtual void collect_pending(Kernel& kernel) = 0;
+  // When handle() wants to run even if nothing is readable (a timer: MCP progress, work it
+  // deferred); none by default, so the poll sleeps until the kernel's own deadlines.
+  virtual std::optional<std::chrono::steady_clock::time_point> next_wakeup() const {
+    return std::nullopt;
+  }
+
+  virtual void reply(Channel channel, const WireMessage& parent, const std::string& type,
+                     nlohmann::json content, nlohmann::json metadata) = 0;
+  virtual void publish(const std::string& type, nlohmann::json content,
+                       const WireMessage* parent) = 0;
+  virtual void request_input(const WireMessage& parent, nlohmann::json content) = 0;
+};
+
+}  // namespace belljar

@@ -1,0 +1,205 @@
+#pragma once
+// The supervisor: a single-threaded reactor over the Jupyter sockets and the worker's frame
+// socket and output pipes. It never runs user code and never blocks on the worker, so control
+// messages (interrupt, shutdown) are served even while a cell spins.
+// Requests arrive through a Frontend (Jupyter's sockets, MCP, the runner); the core is the same.
+//   reactor.cpp      the loop: poll, signals, timers, limits
+//   requests.cpp     requests: queueing, dispatch, replies
+//   worker_link.cpp  the worker: start, frames, output, exits, restarts
+//   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
+//   workspace_link.cpp  the workspace guard's surveys: new guards, the quota
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kernel/observability/audit_log.hpp"
+#include "kernel/observability/audit_throttle.hpp"
+#include "kernel/session/background_cpu.hpp"
+#include "kernel/observability/diagnostics.hpp"
+#include "kernel/session/frontend.hpp"
+#include "kernel/session/history.hpp"
+#include "kernel/observability/metrics.hpp"
+#include "kernel/output/output_stream.hpp"
+#include "kernel/output/redactor.hpp"
+#include "kernel/session/usage.hpp"
+#include "kernel/protocol/wire_message.hpp"
+#include "kernel/session/worker_frames.hpp"
+#include "sandbox/egress/egress_proxy.hpp"
+#include "sandbox/os/fd.hpp"
+#include "sandbox/policy/policy.hpp"
+#include "sandbox/jail/worker_process.hpp"
+
+namespace belljar {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct KernelOptions {
+  Policy policy;
+  WorkerLaunch launch;
+  std::string session_id;  // this kernel's identity in headers and the audit log
+};
+
+class Kernel {
+ public:
+  // Signals are blocked here: construct before anything starts threads (ZMQ's included).
+  explicit Kernel(KernelOptions options);
+  ~Kernel();
+  // Starts the first worker (throws SandboxError: the kernel refuses to start), then serves
+  // the frontend until shutdown. Returns the process exit status.
+  int run(Frontend& frontend);
+
+  // What a frontend hands in.
+  void submit_control(const WireMessage& message);
+  void submit_shell(WireMessage message);
+  void deliver_input(const std::string& value);
+  void interrupt_cell();
+  // A fresh Python session (MCP's reset_session): the worker is replaced at once; the
+  // workspace stays. A running cell fails as if the worker had died.
+  void restart_worker(const std::string& why);
+  void request_shutdown();
+  bool shutting_down() const { return shutting_down_; }
+  const std::string& session_id() const { return options_.session_id; }
+
+ private:
+  // A shell request the worker is handling now.
+  struct Cell {
+    WireMessage request;
+    std::string kind;              // execute_request, complete_request, ...
+    std::string id;                // frame id
+    int execution_count = 0;
+    bool silent = false, store_history = true, stop_on_error = true, allow_stdin = false;
+    std::string code;
+    Clock::time_point started;
+    std::string started_iso;
+    double timeout = 0, cpu_limit = 0;
+    double cpu_at_start = 0;                   // less the background CPU charged to the cell
+    double background_cpu = 0;                 // spent between cells, charged to this one
+    std::optional<Clock::time_point> kill_at;  // set once an interrupt for a limit was sent
+    std::string limit_hit;                     // "", "timeout", "cpu", "memory"
+    bool user_interrupted = false;
+    std::string outcome;                       // audit status when the worker died: crashed, memory, timeout
+    uint64_t memory_limit = 0;                 // %%limits --memory moved the cap for this cell
+    std::optional<double> magic_timeout, magic_cpu;  // as %%limits asked, for the error text
+    std::optional<json> error;                 // ename, evalue, traceback
+    json displays = json::array();             // mime types of each display, for the audit
+    std::string result_text;                   // text/plain of the result, for history
+    std::vector<std::string> egress_denied;    // host:port the proxy refused during the cell
+    json expressions_asked =
+        json::object();  // the client's user_expressions: the only names answered
+  };
+  struct QueuedRequest {
+    Channel channel;
+    WireMessage message;
+  };
+
+  // reactor.cpp
+  void poll_once();
+  void handle_signals();
+  void check_limits(Clock::time_point now);
+  void check_background_cpu(Clock::time_point now);
+  Clock::time_point next_deadline() const;
+
+  // requests.cpp
+  void dispatch_next();
+  void start_request(const WireMessage& message);
+  void answer_locally(Channel channel, const WireMessage& message);
+  void abort_queued_executes();
+  void reply(Channel channel, const WireMessage& parent, const std::string& type, json content,
+             json metadata = json::object());
+  void publish(const std::string& type, json content, const WireMessage* parent);
+  void publish_status(const std::string& state, const WireMessage* parent);
+  std::string banner() const;
+
+  // worker_link.cpp
+  void start_worker();
+  void schedule_restart(const std::string& why);
+  void send_to_worker(const json& frame);
+  void flush_outbox();
+  void fault_worker(const std::string& why);
+  void read_frames();
+  void read_pipe(int index, size_t budget);
+  void drain_pipes();
+  void flush_streams(bool final);
+  void handle_frame(const json& frame);
+  bool answers_current_request(const json& frame) const;
+  void handle_limits(const json& frame);
+  void finish_cell(const json& done);
+  void finish_request_reply(const json& reply);
+  void on_worker_exit(const WorkerExit& exit);
+  void fail_cell(const std::string& ename, const std::string& evalue, const std::string& outcome);
+  json execution_facts() const;
+  void drop_worker();
+
+  // egress_link.cpp
+  void handle_egress();
+
+  // workspace_link.cpp
+  bool surveys_workspace() const;
+  void request_survey(bool measure);
+  void hold_for_survey(json frame);
+  void schedule_survey(Clock::time_point now);
+  void handle_surveys();
+  void tell_workspace_notices();
+
+  KernelOptions options_;
+  AuditLog audit_;
+  EgressAuditThrottle egress_audit_;  // egress records: the first ones in full, then counted
+  Metrics metrics_;
+  Redactor redactor_;
+  RateLimitedLog request_log_;
+  RateLimitedLog frame_log_;  // what the worker can trigger: unknown, stale, refused frames
+  Frontend* frontend_ = nullptr;
+  History history_;
+  UsageSampler usage_;
+  Fd signals_;
+
+  // The egress proxy (its own thread), when the policy allows any host; each new sandbox's
+  // channel is attached to it.
+  std::unique_ptr<EgressProxy> egress_;
+  std::optional<WorkerProcess> worker_;
+  WorkerFrameDecoder decoder_;
+  std::string outbox_;
+  bool worker_ready_ = false;
+  bool pipe_open_[2] = {false, false};
+  bool frames_open_ = false;                        // polled until EOF or a fault
+  std::optional<Clock::time_point> frames_eof_at_;  // EOF seen: at fault if still running then
+  json language_info_ = json::object();
+  std::optional<Clock::time_point> restart_at_;
+  int failed_starts_ = 0;
+  std::string start_error_;
+  Clock::time_point worker_started_;
+
+  std::deque<QueuedRequest> queue_;
+  std::optional<Cell> cell_;
+  std::optional<WireMessage> last_parent_;  // where output between cells is attributed
+  int execution_count_ = 0;
+  uint64_t requests_started_ = 0;           // source of the frame ids of requests
+  std::deque<json> recent_cells_;           // audit records the %audit magic may show
+  OutputBudget budget_;
+  StreamBuffer streams_[2];                 // stdout, stderr
+  bool shutting_down_ = false;
+  bool collecting_ = false;                 // stop_on_error is gathering requests to abort
+  // The workspace guard: surveys asked of the warden and answered, the execute frame waiting
+  // for the survey numbered survey_gate_, what to tell the learner at the next chance.
+  uint64_t surveys_sent_ = 0, surveys_answered_ = 0, survey_gate_ = 0;
+  std::optional<json> held_frame_;
+  std::optional<Clock::time_point> next_survey_;
+  Clock::duration survey_period_{};
+  uint64_t survey_bytes_ = 0;
+  std::optional<uint64_t> workspace_baseline_;
+  uint64_t workspace_added_ = 0;
+  bool quota_told_ = false;
+  std::string workspace_notices_;
+  bool workspace_read_only_ = false;
+  int restarts_ = 0;
+  BackgroundCpu background_;
+  Clock::time_point next_cpu_sample_{};
+  std::optional<std::string> background_stop_;  // why the sandbox was stopped between cells
+};
+
+}  // namespace belljar

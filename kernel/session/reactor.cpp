@@ -1,0 +1,236 @@
+// The reactor loop: one poll over the Jupyter sockets, the worker's frame socket and pipes,
+// and a signalfd; timers are the poll timeout.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+extern char** environ;
+
+#include "kernel/observability/host_files.hpp"
+#include "kernel/session/kernel.hpp"
+#include "kernel/protocol/replies.hpp"
+
+namespace belljar {
+
+namespace {
+sigset_t handled_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGINT);   // interrupt_mode "signal": Jupyter signals the kernel process
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+}  // namespace
+
+Kernel::Kernel(KernelOptions options)
+    : options_(std::move(options)),
+      // Refused where the sandbox can write: it could put a symlink in the file's place.
+      audit_(refuse_sandbox_writable(options_.policy, "--audit-log", options_.policy.audit_log)),
+      metrics_(refuse_sandbox_writable(options_.policy, "--metrics", options_.policy.metrics_file)),
+      // With no sandbox the worker has the whole environment: redaction would promise nothing.
+      redactor_(options_.policy.isolation == Isolation::none
+                    ? Redactor()
+                    : Redactor::for_sandbox(options_.policy, environ)),
+      request_log_(10),
+      frame_log_(10) {
+  // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
+  // interest arrives on the signalfd instead.
+  sigset_t set = handled_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  signals_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  for (auto& stream : streams_) stream.set_hold_back(redactor_.hold_back());
+  if (!signals_) throw SandboxError(std::string("signalfd: ") + std::strerror(errno));
+  // The egress proxy runs on its own thread (all signals blocked there); with no allowlist, or
+  // no sandbox, there is nothing for it to do.
+  if (!options_.policy.allow_net.empty() && options_.policy.isolation != Isolation::none)
+    egress_ = std::make_unique<EgressProxy>(options_.policy.allow_net);
+}
+
+Kernel::~Kernel() { drop_worker(); }
+
+int Kernel::run(Frontend& frontend) {
+  frontend_ = &frontend;
+  audit_.set_kernel(options_.session_id);
+  audit_.record("kernel_start", {{"version", BELLJAR_VERSION},
+                                 {"pid", ::getpid()},
+                                 {"policy", options_.policy.summary()}});
+  // The jail puts an empty .git placeholder where the workspace has none (workspace_watch.hpp);
+  // it goes with the kernel if nothing was put in it.
+  std::string git_dir = (options_.policy.workspace / ".git").string();
+  struct stat st {};
+  bool placeholder = ::lstat(git_dir.c_str(), &st) != 0 && errno == ENOENT;
+  start_worker();  // throws SandboxError: refuse to start rather than run with less
+  metrics_.flush(Clock::now(), true);
+  publish_status("starting", nullptr);
+  while (!shutting_down_) poll_once();
+  drop_worker();
+  handle_egress();
+  if (auto summary = egress_audit_.take_summary(Clock::now(), true))
+    audit_.record("egress_summary", *summary);
+  if (placeholder) ::rmdir(git_dir.c_str());  // only ever removes an empty directory
+  audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", restarts_}});
+  metrics_.flush(Clock::now(), true);
+  return 0;
+}
+
+Clock::time_point Kernel::next_deadline() const {
+  auto next = Clock::now() + std::chrono::seconds(1);
+  for (auto& stream : streams_)
+    if (stream.pending()) next = std::min(next, stream.deadline());
+  if (cell_ && cell_->kind == "execute_request") {
+    if (cell_->kill_at) {
+      next = std::min(next, *cell_->kill_at);
+    } else {
+      next = std::min(next, cell_->started + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(cell_->timeout)));
+      if (cell_->cpu_limit < cell_->timeout)
+        next = std::min(next, Clock::now() + std::chrono::milliseconds(100));
+    }
+  }
+  if (restart_at_) next = std::min(next, *restart_at_);
+  if (next_survey_ && surveys_workspace()) next = std::min(next, *next_survey_);
+  if (frames_eof_at_) next = std::min(next, *frames_eof_at_);
+  if (auto due = metrics_.due()) next = std::min(next, *due);
+  if (auto due = egress_audit_.due()) next = std::min(next, *due);
+  if (frontend_)
+    if (auto wakeup = frontend_->next_wakeup()) next = std::min(next, *wakeup);
+  return next;
+}
+
+void Kernel::poll_once() {
+  std::vector<zmq::pollitem_t> items = {{nullptr, signals_.get(), ZMQ_POLLIN, 0}};
+  frontend_->add_poll_items(items);
+  size_t worker_index = items.size();
+  if (worker_) {
+    short events = ZMQ_POLLIN | (outbox_.empty() ? 0 : ZMQ_POLLOUT);
+    items.push_back({nullptr, frames_open_ ? worker_->frames_fd() : -1, events, 0});
+    items.push_back({nullptr, pipe_open_[0] ? worker_->stdout_fd() : -1, ZMQ_POLLIN, 0});
+    items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
+  }
+  size_t survey_index = items.size();
+  bool survey_awaited = surveys_workspace() && surveys_answered_ < surveys_sent_;
+  if (survey_awaited) items.push_back({nullptr, worker_->status_fd(), ZMQ_POLLIN, 0});
+  size_t egress_index = items.size();
+  if (egress_) items.push_back({nullptr, egress_->decisions_fd(), ZMQ_POLLIN, 0});
+  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline() - Clock::now());
+  long timeout_ms = std::max<long>(0, wait.count());
+  try {
+    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout_ms));
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) throw;
+  }
+
+  frontend_->handle(&items[1], *this);
+  if (items[0].revents & ZMQ_POLLIN) handle_signals();
+  // Before the worker's frames: a denial made during a cell is on record before its reply.
+  if (egress_ && (items[egress_index].revents & ZMQ_POLLIN)) handle_egress();
+  if (survey_awaited && worker_ && (items[survey_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
+    handle_surveys();
+  if (worker_ && items.size() > worker_index) {
+    if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(0, 1 << 20);
+    if (items[worker_index + 2].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(1, 1 << 20);
+    if (worker_ && (items[worker_index].revents & ZMQ_POLLOUT)) flush_outbox();
+    if (worker_ && (items[worker_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) read_frames();
+  }
+
+  auto now = Clock::now();
+  check_limits(now);
+  schedule_survey(now);
+  check_background_cpu(now);
+  for (auto& stream : streams_)
+    if (stream.due(now)) {
+      flush_streams(false);
+      break;
+    }
+  if (frames_eof_at_ && now >= *frames_eof_at_) {
+    frames_eof_at_.reset();
+    if (worker_) fault_worker("it closed its frame socket and kept running");
+  }
+  if (auto summary = egress_audit_.take_summary(now, false))
+    audit_.record("egress_summary", *summary);
+  metrics_.flush(now);
+  if (restart_at_ && now >= *restart_at_) {
+    restart_at_.reset();
+    start_worker();
+  }
+}
+
+void Kernel::handle_signals() {
+  signalfd_siginfo info{};
+  while (::read(signals_.get(), &info, sizeof info) == sizeof info) {
+    switch (info.ssi_signo) {
+      case SIGINT:
+        interrupt_cell();
+        break;
+      case SIGTERM:
+      case SIGHUP:
+        log_line("signal " + std::to_string(info.ssi_signo) + ": shutting down");
+        request_shutdown();
+        break;
+      case SIGCHLD:
+        break;  // handled below
+    }
+  }
+  if (worker_) {
+    if (auto exit = worker_->poll_exit()) on_worker_exit(*exit);
+  }
+}
+
+void Kernel::check_limits(Clock::time_point now) {
+  if (!cell_ || cell_->kind != "execute_request" || !worker_) return;
+  if (cell_->kill_at) {
+    if (now >= *cell_->kill_at) {
+      // The code ignored the interrupt: the sandbox goes, the workspace stays.
+      log_line("cell ignored the interrupt for 2 s: killing the worker");
+      cell_->kill_at = now + std::chrono::hours(24);
+      worker_->kill();
+    }
+    return;
+  }
+  std::string hit;
+  double elapsed = std::chrono::duration<double>(now - cell_->started).count();
+  if (elapsed >= cell_->timeout) hit = "timeout";
+  else if (cell_->cpu_limit < cell_->timeout &&
+           worker_->cpu_seconds() - cell_->cpu_at_start >= cell_->cpu_limit)
+    hit = "cpu";
+  if (hit.empty()) return;
+  cell_->limit_hit = hit;
+  cell_->kill_at = now + std::chrono::seconds(2);
+  worker_->interrupt();
+}
+
+void Kernel::check_background_cpu(Clock::time_point now) {
+  // Sampled once a second while no request runs: code a cell left running (a daemon thread)
+  // is bounded by --cpu too.
+  if (cell_ || !worker_ || !worker_ready_ || now < next_cpu_sample_) return;
+  next_cpu_sample_ = now + std::chrono::seconds(1);
+  double spent = background_.spent(worker_->cpu_seconds());
+  double limit = options_.policy.cpu_limit();
+  if (spent < limit) return;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "code left running after cell [%d] used %.1f s of CPU while no cell ran, past the "
+                "CPU-time limit of %g s (--cpu): the sandbox was restarted; variables were lost, "
+                "workspace files were kept",
+                execution_count_, spent, limit);
+  audit_.record("background_cpu", {{"cpu_seconds", std::round(spent * 10) / 10},
+                                   {"limit_seconds", limit},
+                                   {"after_execution_count", execution_count_}});
+  metrics_.limit_hit("cpu");
+  // Told at once to whoever ran the last cell, and again by the next cell's reply.
+  if (last_parent_)
+    publish("stream", create_stream("stderr", "\n[belljar] " + std::string(text) + "\n"),
+            &*last_parent_);
+  background_stop_ = text;
+  restart_worker("background CPU past --cpu");
+}
+
+}  // namespace belljar

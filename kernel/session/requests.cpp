@@ -1,0 +1,260 @@
+// Jupyter requests: authenticated on arrival, control served at once, shell queued and handed
+// to the worker one at a time (as ipykernel does), replies built by replies.hpp.
+#include "kernel/session/kernel.hpp"
+#include "kernel/protocol/replies.hpp"
+
+namespace belljar {
+
+namespace {
+bool needs_worker(const std::string& type) {
+  return type == "execute_request" || type == "complete_request" ||
+         type == "inspect_request" || type == "is_complete_request";
+}
+}  // namespace
+
+void Kernel::submit_shell(WireMessage message) {
+  queue_.push_back({Channel::shell, std::move(message)});
+  if (!collecting_) dispatch_next();
+}
+
+void Kernel::deliver_input(const std::string& value) {
+  if (cell_ && cell_->kind == "execute_request")
+    send_to_worker({{"type", "input_reply"}, {"value", value}});
+  else
+    request_log_.log("dropped input_reply", "no cell is waiting for input");
+}
+
+void Kernel::submit_control(const WireMessage& message) {
+  std::string type = message.type();
+  if (type == "kernel_info_request" && !worker_ready_) {
+    queue_.push_front({Channel::control, message});  // answered once the worker says hello
+    return;
+  }
+  publish_status("busy", &message);
+  if (type == "interrupt_request") {
+    interrupt_cell();
+    reply(Channel::control, message, "interrupt_reply", create_interrupt_reply());
+  } else if (type == "shutdown_request") {
+    bool restart = message.content.value("restart", false);
+    reply(Channel::control, message, "shutdown_reply", create_shutdown_reply(restart));
+    publish("shutdown_reply", create_shutdown_reply(restart), &message);
+    request_shutdown();
+  } else if (type == "kernel_info_request") {
+    reply(Channel::control, message, "kernel_info_reply",
+          create_kernel_info_reply(language_info_, banner()));
+  } else if (type == "usage_request") {
+    reply(Channel::control, message, "usage_reply",
+          usage_.sample(worker_ ? worker_->worker_pid() : -1, worker_ ? worker_->cpu_seconds() : 0));
+  } else {
+    request_log_.log("unsupported control message", type);
+  }
+  publish_status("idle", &message);
+}
+
+void Kernel::dispatch_next() {
+  while (!cell_ && !queue_.empty() && !shutting_down_) {
+    auto& front = queue_.front();
+    std::string type = front.message.type();
+    if ((needs_worker(type) || type == "kernel_info_request") && !worker_ready_) {
+      if (!start_error_.empty() && type == "execute_request") {
+        // No sandbox could be started: say so instead of leaving the request hanging.
+        QueuedRequest request = std::move(front);
+        queue_.pop_front();
+        publish_status("busy", &request.message);
+        json error = create_error_content("SandboxError", start_error_, json::array({start_error_}));
+        publish("error", error, &request.message);
+        reply(Channel::shell, request.message, "execute_reply",
+              create_execute_reply_error(execution_count_, error));
+        publish_status("idle", &request.message);
+        continue;
+      }
+      return;  // waits for the worker's hello
+    }
+    QueuedRequest request = std::move(front);
+    queue_.pop_front();
+    if (request.channel == Channel::control) {
+      submit_control(request.message);
+    } else if (needs_worker(type)) {
+      start_request(request.message);
+    } else {
+      answer_locally(request.channel, request.message);
+    }
+  }
+}
+
+void Kernel::answer_locally(Channel channel, const WireMessage& message) {
+  std::string type = message.type();
+  publish_status("busy", &message);
+  if (type == "kernel_info_request") {
+    reply(channel, message, "kernel_info_reply", create_kernel_info_reply(language_info_, banner()));
+  } else if (type == "history_request") {
+    reply(channel, message, "history_reply", create_history_reply(history_.query(message.content)));
+  } else if (type == "comm_info_request") {
+    reply(channel, message, "comm_info_reply", create_comm_info_reply());
+  } else if (type == "shutdown_request") {
+    bool restart = message.content.value("restart", false);
+    reply(channel, message, "shutdown_reply", create_shutdown_reply(restart));
+    request_shutdown();
+  } else if (type == "comm_open") {
+    // No comm targets are registered: close it so the frontend doesn't wait on it.
+    auto id = message.content.find("comm_id");
+    if (id != message.content.end() && id->is_string())
+      publish("comm_close", {{"comm_id", *id}, {"data", json::object()}}, &message);
+  } else if (type == "comm_msg" || type == "comm_close") {
+    // Nothing to deliver them to.
+  } else {
+    request_log_.log("unsupported shell message", type);
+  }
+  publish_status("idle", &message);
+}
+
+void Kernel::start_request(const WireMessage& message) {
+  Cell cell;
+  cell.request = message;
+  cell.kind = message.type();
+  // The supervisor's own id, never reused: a frame naming an earlier one is stale, whatever
+  // msg_id a client chose.
+  cell.id = "r" + std::to_string(++requests_started_);
+  cell.started = Clock::now();
+  cell.started_iso = iso8601_now();
+  const json& c = message.content;
+  auto text = [&](const char* key) {
+    auto it = c.find(key);
+    return it != c.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto flag = [&](const char* key, bool fallback) {
+    auto it = c.find(key);
+    return it != c.end() && it->is_boolean() ? it->get<bool>() : fallback;
+  };
+  auto integer = [&](const char* key, long long fallback) {
+    auto it = c.find(key);
+    return it != c.end() && it->is_number_integer() ? it->get<long long>() : fallback;
+  };
+  publish_status("busy", &message);
+  // CPU the session spent since the last cell ended, with no request running, is charged to
+  // this cell (background_cpu.hpp).
+  double cpu_now = worker_->cpu_seconds();
+  double background = background_.spent(cpu_now);
+  background_.request_started(cpu_now);
+  json frame;
+  if (cell.kind == "execute_request") {
+    cell.code = text("code");
+    cell.silent = flag("silent", false);
+    cell.store_history = cell.silent ? false : flag("store_history", true);
+    cell.allow_stdin = flag("allow_stdin", true);
+    cell.stop_on_error = flag("stop_on_error", true);
+    cell.timeout = options_.policy.timeout_seconds;
+    cell.cpu_limit = options_.policy.cpu_limit();
+    // A client may ask for a shorter wall-clock limit (MCP's timeout_seconds), never a longer
+    // one: like %%limits, the request can only tighten the policy.
+    if (auto belljar = message.metadata.find("belljar");
+        belljar != message.metadata.end() && belljar->is_object()) {
+      auto asked = belljar->find("timeout_seconds");
+      if (asked != belljar->end() && asked->is_number() && asked->get<double>() > 0)
+        cell.timeout = std::min(cell.timeout, asked->get<double>());
+    }
+    cell.cpu_at_start = cpu_now - background;
+    cell.background_cpu = background;
+    if (!cell.silent) ++execution_count_;
+    cell.execution_count = execution_count_;
+    budget_.reset(options_.policy.output_limit_bytes);
+    for (auto& stream : streams_) stream.reset_totals();
+    last_parent_ = message;
+    // A key pasted into the cell is redacted in the echo other clients see, like any output.
+    if (!cell.silent)
+      publish("execute_input", create_execute_input(redactor_.redact(cell.code), cell.execution_count), &message);
+    auto expressions = c.find("user_expressions");
+    if (expressions != c.end() && expressions->is_object()) cell.expressions_asked = *expressions;
+    frame = {{"type", "execute"},
+             {"id", cell.id},
+             {"code", cell.code},
+             {"silent", cell.silent},
+             {"store_history", cell.store_history},
+             {"user_expressions", expressions != c.end() && expressions->is_object() ? *expressions : json::object()},
+             {"allow_stdin", cell.allow_stdin},
+             {"execution_count", cell.execution_count}};
+  } else if (cell.kind == "complete_request" || cell.kind == "inspect_request") {
+    std::string code = text("code");
+    frame = {{"type", cell.kind == "complete_request" ? "complete" : "inspect"},
+             {"id", cell.id},
+             {"code", code},
+             {"cursor_pos", integer("cursor_pos", static_cast<long long>(code.size()))},
+             {"detail_level", integer("detail_level", 0)}};
+  } else {
+    frame = {{"type", "is_complete"}, {"id", cell.id}, {"code", text("code")}};
+  }
+  cell_ = std::move(cell);
+  if (cell_->kind == "execute_request" && background_stop_) {
+    // The sandbox this cell was meant for was stopped between cells: say so instead of
+    // running it in a fresh session as if nothing had happened.
+    std::string why = *std::exchange(background_stop_, std::nullopt);
+    cell_->limit_hit = "cpu";
+    fail_cell("TimeoutError", why + "; this cell did not run: run it again", "timeout");
+    return;
+  }
+  if (cell_->kind == "execute_request" && surveys_workspace()) {
+    hold_for_survey(std::move(frame));  // files that appeared since the last cell are guarded first
+    return;
+  }
+  send_to_worker(frame);
+}
+
+void Kernel::abort_queued_executes() {
+  // Like ipykernel's stop_on_error: requests sent behind the failed cell are aborted. They were
+  // gathered before its reply went out (finish_cell), so a request the client sends after
+  // seeing the error is never caught up in it.
+  std::deque<QueuedRequest> kept;
+  for (auto& request : queue_) {
+    if (request.channel == Channel::shell && request.message.type() == "execute_request") {
+      publish_status("busy", &request.message);
+      reply(Channel::shell, request.message, "execute_reply", create_aborted_reply(),
+            {{"status", "aborted"}});
+      publish_status("idle", &request.message);
+    } else {
+      kept.push_back(std::move(request));
+    }
+  }
+  queue_ = std::move(kept);
+}
+
+void Kernel::reply(Channel channel, const WireMessage& parent, const std::string& type,
+                   json content, json metadata) {
+  frontend_->reply(channel, parent, type, std::move(content), std::move(metadata));
+}
+
+void Kernel::publish(const std::string& type, json content, const WireMessage* parent) {
+  frontend_->publish(type, std::move(content), parent);
+}
+
+void Kernel::publish_status(const std::string& state, const WireMessage* parent) {
+  publish("status", create_status(state), parent);
+}
+
+void Kernel::interrupt_cell() {
+  if (cell_ && worker_) {
+    cell_->user_interrupted = true;
+    worker_->interrupt();
+  }
+}
+
+void Kernel::request_shutdown() { shutting_down_ = true; }
+
+std::string Kernel::banner() const {
+  std::string python = language_info_.value("version", "?");
+  std::string mode = isolation_name(options_.policy.isolation);
+  std::string text = "belljar " BELLJAR_VERSION " — Python " + python + " ";
+  // Active output runs in the notebook page with the server's authority: as loud as no sandbox.
+  std::string output =
+      options_.policy.active_output == ActiveOutput::allow
+          ? " ACTIVE OUTPUT IS NOT ISOLATED (--active-output allow): scripts a cell "
+            "displays run in your browser with the notebook server's authority."
+          : "";
+  if (options_.policy.isolation == Isolation::none)
+    return text +
+           "with NO SANDBOX (--isolation none): code runs with your privileges, "
+           "environment and network." +
+           output;
+  return text + "in a sandbox (isolation " + mode + ")" + (output.empty() ? "" : ";" + output);
+}
+
+}  // namespace belljar

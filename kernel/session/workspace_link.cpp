@@ -1,0 +1,151 @@
+// The workspace guard's reports (sandbox/workspace_watch.hpp), read on the reactor: before a
+// cell runs the warden surveys the workspace again (a secret saved on the host, a .git made by
+// the last cell) and the cell waits for that survey; while the session lives, surveys repeat on
+// a timer that keeps their cost to a few per cent of one core. Each new guard is audited and
+// told to the learner; past --workspace-quota the running cell is stopped like any limit.
+#include <algorithm>
+
+#include "kernel/session/kernel.hpp"
+#include "kernel/protocol/replies.hpp"
+
+namespace belljar {
+
+namespace {
+// While a cell runs, surveys come every 100 ms while the workspace grows (a burst of writes is
+// caught within that), backing off to one a second while it does not; idle, every 3 s.
+constexpr auto kSurveyWhileGrowing = std::chrono::milliseconds(100);
+constexpr auto kSurveyWhileRunning = std::chrono::milliseconds(1000);
+constexpr auto kSurveyWhileIdle = std::chrono::milliseconds(3000);
+// The period is at least 50 times a survey's duration (2% of a core), 10 times (10%) while a
+// running cell is filling the workspace: a burst is what the quota is there to catch.
+constexpr double kSurveyCostShare = 50;
+constexpr double kSurveyCostShareWhileGrowing = 10;
+constexpr size_t kGuardsAudited = 50;  // per survey; the rest are counted
+
+std::string mebibytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", bytes / double(1 << 20));
+  return text;
+}
+}  // namespace
+
+bool Kernel::surveys_workspace() const {
+  return worker_ && worker_->guards_workspace();
+}
+
+void Kernel::request_survey(bool measure) {
+  if (!surveys_workspace()) return;
+  // The very first survey measures, whatever asked for it: it is the quota's baseline.
+  worker_->request_survey(workspace_baseline_, measure || !workspace_baseline_);
+  ++surveys_sent_;
+}
+
+void Kernel::hold_for_survey(json frame) {
+  held_frame_ = std::move(frame);
+  // Quick, names only (the timer's surveys measure the quota) unless the workspace is over its
+  // quota: then it measures, so removing files gives the workspace back at the next cell.
+  request_survey(quota_told_);
+  survey_gate_ = surveys_sent_;  // the cell runs once this survey (made after it came) is in
+}
+
+void Kernel::schedule_survey(Clock::time_point now) {
+  if (!surveys_workspace() || surveys_answered_ < surveys_sent_) return;
+  if (!next_survey_) next_survey_ = now + kSurveyWhileIdle;
+  if (now >= *next_survey_) {
+    request_survey(true);
+    next_survey_.reset();
+  }
+}
+
+void Kernel::handle_surveys() {
+  if (!worker_) return;
+  while (auto survey = worker_->take_survey()) {
+    ++surveys_answered_;
+    // The session's starting point for --workspace-quota: the first survey it ever got (no
+    // code has run before the first cell's), kept across restarts of the sandbox.
+    if (!workspace_baseline_ && survey->contains("bytes"))
+      workspace_baseline_ = survey->value("bytes", uint64_t{0});
+    bool executing = cell_ && cell_->kind == "execute_request";
+    double ms = survey->value("ms", 0.0);
+    uint64_t bytes = survey->value("bytes", survey_bytes_);
+    if (!executing)
+      survey_period_ = kSurveyWhileIdle;
+    else if (held_frame_ || bytes != survey_bytes_)
+      survey_period_ = kSurveyWhileGrowing;
+    else
+      survey_period_ = std::min<Clock::duration>(survey_period_ * 2, kSurveyWhileRunning);
+    survey_bytes_ = bytes;
+    double share =
+        survey_period_ == kSurveyWhileGrowing ? kSurveyCostShareWhileGrowing : kSurveyCostShare;
+    auto cost = std::chrono::milliseconds(static_cast<long>(ms * share));
+    next_survey_ = Clock::now() + std::max<Clock::duration>(survey_period_, cost);
+    workspace_read_only_ = survey->value("read_only", false);
+
+    if (auto error = survey->find("error"); error != survey->end() && error->is_string()) {
+      log_line("workspace survey failed: " + error->get<std::string>());
+      audit_.record("workspace_guard", {{"error", *error}});
+      if (held_frame_ && surveys_answered_ >= survey_gate_) {
+        // Fail closed: a cell never runs over a workspace the guard could not check.
+        held_frame_.reset();
+        fail_cell("WorkspaceGuardError",
+                  "the workspace could not be checked for new secrets and host-run files (" +
+                      error->get<std::string>() + "); the cell was not run",
+                  "error");
+      }
+      continue;
+    }
+    size_t shown = 0, more = 0;
+    for (const auto& guard : survey->value("guarded", json::array())) {
+      std::string path = guard.value("path", ""), kind = guard.value("guard", "");
+      if (shown++ < kGuardsAudited)
+        audit_.record("workspace_guard",
+                      {{"path", path}, {"guard", kind}, {"reason", guard.value("reason", "")}});
+      else
+        ++more;
+      if (kind == "read-only")
+        workspace_notices_ += "[belljar] " + path +
+                              " appeared in the workspace while this session ran. Host tools "
+                              "(git, direnv, editors, shells) execute or obey it, so it is "
+                              "read-only to the sandbox from now on; if code in this session "
+                              "made it, inspect it before running those tools here.\n";
+      else
+        workspace_notices_ += "[belljar] " + path + " is masked inside the sandbox (" +
+                              guard.value("reason", "secret") + ").\n";
+    }
+    if (more) audit_.record("workspace_guard", {{"more_paths", more}});
+    if (workspace_notices_.size() > 16384) workspace_notices_.resize(16384);
+
+    bool over = survey->value("over_quota", false);
+    if (over && executing && cell_->limit_hit.empty() && !cell_->kill_at && !held_frame_) {
+      // Like the time limits: KeyboardInterrupt inside, named for what it was, kill in 2 s.
+      cell_->limit_hit = "workspace";
+      cell_->kill_at = Clock::now() + std::chrono::seconds(2);
+      worker_->interrupt();
+    }
+    if (survey->contains("added_bytes"))
+      workspace_added_ = survey->value("added_bytes", uint64_t{0});
+    // Said when the workspace turns read-only, and again to each cell that starts while it is.
+    if (over && (!quota_told_ || held_frame_))
+      workspace_notices_ +=
+          "[belljar] the session has added " + mebibytes(workspace_added_) +
+          " to the workspace, over its --workspace-quota of " +
+          mebibytes(options_.policy.workspace_quota_bytes) +
+          ": the workspace is read-only to the sandbox until files are removed.\n";
+    quota_told_ = over;
+    if (executing && !held_frame_) tell_workspace_notices();
+    if (held_frame_ && surveys_answered_ >= survey_gate_) {
+      tell_workspace_notices();
+      json frame = std::move(*held_frame_);
+      held_frame_.reset();
+      send_to_worker(frame);
+    }
+  }
+}
+
+void Kernel::tell_workspace_notices() {
+  if (workspace_notices_.empty() || !cell_ || cell_->kind != "execute_request") return;
+  publish("stream", create_stream("stderr", workspace_notices_), &cell_->request);
+  workspace_notices_.clear();
+}
+
+}  // namespace belljar

@@ -1,0 +1,330 @@
+#include "sandbox/jail/host_check.hpp"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "sandbox/layers/landlock.hpp"
+#include "sandbox/os/setup_error.hpp"
+#include "sandbox/layers/user_namespace.hpp"
+
+namespace belljar {
+
+namespace {
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+struct NamespaceProbe {
+  int user_errno = 0;
+  int errnos[6] = {};  // mount, pid, net, ipc, uts, cgroup
+};
+
+constexpr int kProbeFlags[6] = {CLONE_NEWNS,  CLONE_NEWPID, CLONE_NEWNET,
+                                CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP};
+constexpr const char* kProbeNames[6] = {"CLONE_NEWNS",  "CLONE_NEWPID", "CLONE_NEWNET",
+                                        "CLONE_NEWIPC", "CLONE_NEWUTS", "CLONE_NEWCGROUP"};
+
+// The child only calls unshare, write and _exit: safe after fork in a threaded process.
+NamespaceProbe probe_namespaces() {
+  NamespaceProbe result;
+  result.user_errno = ENOSYS;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return result;
+  pid_t child = ::fork();
+  if (child < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return result;
+  }
+  if (child == 0) {
+    NamespaceProbe probe;
+    if (::unshare(CLONE_NEWUSER) != 0) {
+      probe.user_errno = errno;
+    } else {
+      for (int i = 0; i < 6; ++i) probe.errnos[i] = ::unshare(kProbeFlags[i]) == 0 ? 0 : errno;
+    }
+    ssize_t ignored = ::write(fds[1], &probe, sizeof probe);
+    (void)ignored;
+    _exit(0);
+  }
+  ::close(fds[1]);
+  if (::read(fds[0], &result, sizeof result) != sizeof result) result.user_errno = ECHILD;
+  ::close(fds[0]);
+  int status;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return result;
+}
+
+std::string userns_problem(int err) {
+  std::string why = "unshare(CLONE_NEWUSER): " + errno_text(err);
+  if (read_first_line("/proc/sys/kernel/unprivileged_userns_clone") == "0")
+    return "user namespaces are disabled (sysctl kernel.unprivileged_userns_clone=0)";
+  if (read_first_line("/proc/sys/user/max_user_namespaces") == "0")
+    return "user namespaces are disabled (sysctl user.max_user_namespaces=0)";
+  if (read_first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1")
+    return "AppArmor restricts unprivileged user namespaces (sysctl "
+           "kernel.apparmor_restrict_unprivileged_userns=1)";
+  if (err == EPERM)
+    return "user namespaces are refused (" + why +
+           "; a container's seccomp profile or an LSM forbids them)";
+  return "user namespaces are unavailable (" + why + ")";
+}
+
+bool seccomp_available() {
+  if (::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL) return false;
+  std::string actions = read_first_line("/proc/sys/kernel/seccomp/actions_avail");
+  return actions.empty() || actions.find("errno") != std::string::npos;
+}
+
+// As root with a workspace the sandbox user does not own: try the idmapped copy for real.
+std::string idmap_problem(const Policy& policy, uid_t sandbox_uid, gid_t sandbox_gid) {
+  struct stat st {};
+  std::string workspace = policy.workspace.empty() ? std::string(".") : policy.workspace.string();
+  if (::stat(workspace.c_str(), &st) != 0) return {};  // starting reports the missing workspace
+  if (st.st_uid == sandbox_uid && st.st_gid == sandbox_gid) return {};
+  try {
+    Fd userns = make_idmap_userns(st.st_uid, sandbox_uid, st.st_gid, sandbox_gid);
+    Fd tree(::open_tree(AT_FDCWD, workspace.c_str(),
+                        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    if (!tree) throw_errno("open_tree(" + workspace + ")");
+    mount_attr attr{};
+    attr.attr_set = MOUNT_ATTR_IDMAP;
+    attr.userns_fd = static_cast<uint64_t>(userns.get());
+    if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0)
+      throw_errno("mount_setattr(" + workspace + ", MOUNT_ATTR_IDMAP)");
+  } catch (const SetupError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+void sandbox_identity(const Policy& policy, uid_t& uid, gid_t& gid, std::string& name) {
+  name = policy.sandbox_user.empty() ? "nobody" : policy.sandbox_user;
+  if (const passwd* pw = ::getpwnam(name.c_str())) {
+    uid = pw->pw_uid;
+    gid = pw->pw_gid;
+  } else {
+    uid = static_cast<uid_t>(std::strtoul(name.c_str(), nullptr, 10));
+    gid = static_cast<gid_t>(uid);
+  }
+}
+
+}  // namespace
+
+LayerReport probe_host_layers() {
+  LayerReport report;
+  report.running_as_root = ::geteuid() == 0;
+  NamespaceProbe ns = probe_namespaces();
+  report.user_ns = ns.user_errno == 0;
+  if (!report.user_ns) {
+    report.user_ns_problem = userns_problem(ns.user_errno);
+  } else {
+    bool* flags[6] = {&report.mount_ns, &report.pid_ns, &report.net_ns,
+                      &report.ipc_ns,   &report.uts_ns, &report.cgroup_ns};
+    for (int i = 0; i < 6; ++i) {
+      *flags[i] = ns.errnos[i] == 0;
+      if (!*flags[i] && report.ns_problem.empty())
+        report.ns_problem =
+            std::string("unshare(") + kProbeNames[i] + "): " + errno_text(ns.errnos[i]);
+    }
+  }
+  report.seccomp = seccomp_available();
+  report.landlock_abi = landlock_abi();
+  report.cgroups = find_cgroup_parents();
+  return report;
+}
+
+const LayerReport& host_layers() {
+  static const LayerReport report = probe_host_layers();
+  return report;
+}
+
+std::vector<LayerReport::Line> LayerReport::lines() const {
+  std::vector<Line> out;
+  auto ns_line = [&](const char* name, bool ok) {
+    out.push_back({name, ok, ok ? "yes" : (user_ns ? ns_problem : user_ns_problem)});
+  };
+  ns_line("user namespace", user_ns);
+  ns_line("mount namespace", mount_ns);
+  ns_line("pid namespace", pid_ns);
+  ns_line("network namespace", net_ns);
+  ns_line("ipc namespace", ipc_ns);
+  ns_line("uts namespace", uts_ns);
+  ns_line("cgroup namespace", cgroup_ns);
+  out.push_back(
+      {"seccomp", seccomp,
+       seccomp ? "filters with errno actions" : "unavailable (no CONFIG_SECCOMP_FILTER)"});
+  out.push_back({"Landlock", landlock_abi > 0,
+                 landlock_abi > 0 ? "ABI " + std::to_string(landlock_abi)
+                                  : "unavailable (not built in or not in lsm=)"});
+  std::string cg;
+  if (!cgroups.v2.empty())
+    cg = "cgroup v2 at " + cgroups.v2 + " (memory, pids), writable";
+  else {
+    if (!cgroups.v1_memory.empty()) cg += "v1 memory at " + cgroups.v1_memory + ", writable";
+    if (!cgroups.v1_pids.empty())
+      cg += std::string(cg.empty() ? "" : "; ") + "v1 pids at " + cgroups.v1_pids + ", writable";
+    if (!cgroups.v1_cpuacct.empty())
+      cg += std::string(cg.empty() ? "" : "; ") + "v1 cpuacct at " + cgroups.v1_cpuacct +
+            ", writable";
+  }
+  for (const auto& note : cgroups.notes) cg += std::string(cg.empty() ? "" : "; ") + note;
+  out.push_back({"cgroups", cgroups.memory() && cgroups.pids(), cg.empty() ? "none mounted" : cg});
+  out.push_back({"running as", true,
+                 running_as_root ? "root (the code runs as the --sandbox-user, never uid 0)"
+                                 : "uid " + std::to_string(::getuid()) +
+                                       " (unprivileged: no cgroups unless delegated)"});
+  return out;
+}
+
+EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) {
+  EnforcementPlan plan;
+  plan.isolation = policy.isolation;
+  if (policy.isolation == Isolation::none) {
+    plan.enforceable = true;
+    plan.uses.push_back(
+        "none: the worker is a plain child process with the kernel's environment, files, "
+        "network and privileges (developer mode)");
+    plan.missing.push_back("every layer (isolation none)");
+    return plan;
+  }
+  const bool strict = policy.isolation == Isolation::strict;
+  auto refuse = [&](const std::string& what, const std::string& fix) {
+    plan.missing.push_back(what);
+    if (strict && plan.refusal.empty()) plan.refusal = what + ": " + fix;
+  };
+  const std::string degraded_fix = "or pass --isolation degraded";
+
+  plan.namespaces = host.all_namespaces();
+  if (!host.user_ns)
+    refuse(host.user_ns_problem, "enable them " + degraded_fix);
+  else if (!plan.namespaces)
+    refuse("namespaces are incomplete (" + host.ns_problem + ")", "allow them " + degraded_fix);
+  if (!host.seccomp)
+    refuse("seccomp is unavailable (kernel without CONFIG_SECCOMP_FILTER)",
+           "use a kernel with it " + degraded_fix);
+
+  if (plan.namespaces) {
+    plan.uses.push_back("namespaces: user, mount, pid, network, ipc, uts, cgroup");
+    plan.uses.push_back(
+        "filesystem: empty tmpfs root, read-only system and interpreter, the workspace " +
+        (policy.workspace.empty() ? std::string("(the working directory)")
+                                  : policy.workspace.string()) +
+        " writable, secrets masked, private /tmp, /dev/shm and home, pivot_root");
+    plan.uses.push_back(policy.allow_net.empty()
+                            ? "network: loopback only"
+                            : "network: loopback only; the allowlisted hosts through the kernel's "
+                              "egress proxy at 127.0.0.1:3128 inside (HTTP_PROXY)");
+    if (host.running_as_root) {
+      uid_t uid;
+      gid_t gid;
+      std::string name;
+      sandbox_identity(policy, uid, gid, name);
+      plan.uses.push_back("identity: uid 1000 inside, host uid " + std::to_string(uid) + " (" +
+                          name + ")");
+      std::string problem = idmap_problem(policy, uid, gid);
+      if (!problem.empty())
+        refuse("the workspace cannot be idmapped for the sandbox user (" + problem + ")",
+               "run belljar as the workspace's owner, pass --sandbox-user with the workspace's "
+               "owner, " +
+                   degraded_fix);
+      else
+        plan.uses.push_back(
+            "workspace: idmapped to the sandbox user where its owner differs (host files keep "
+            "their owner)");
+    } else {
+      plan.uses.push_back("identity: uid 1000 inside, mapped to this user (uid " +
+                          std::to_string(::getuid()) + ")");
+    }
+  } else {
+    plan.missing.push_back(
+        "no namespaces: the worker sees the host's filesystem and processes; secrets in the "
+        "workspace are not masked");
+    if (host.landlock_abi > 0)
+      plan.uses.push_back(
+          "Landlock ABI " + std::to_string(host.landlock_abi) +
+          ": reads limited to the system, the interpreter and --ro paths; writes to the workspace "
+          "and /tmp");
+    else
+      plan.missing.push_back("Landlock is unavailable: no filesystem restriction at all");
+    plan.uses.push_back("network: seccomp refuses AF_INET/AF_INET6 sockets (no network namespace)");
+    if (!policy.allow_net.empty())
+      plan.missing.push_back(
+          "egress: --allow-net needs the network namespace (the proxy's port lives in it); "
+          "without one the sandbox has no network at all");
+    plan.missing.push_back("no pid namespace: processes that detach may outlive the session");
+  }
+  if (host.seccomp)
+    plan.uses.push_back(
+        "seccomp: refuses namespace, mount, ptrace, bpf, keyring, io_uring, module, clock, "
+        "modify_ldt and reboot calls, x32/i386 syscalls, socket families beyond "
+        "unix/inet/netlink and netlink protocols beyond NETLINK_ROUTE; memfd_create and SysV "
+        "IPC (shmget, msgget, semget) get ENOSYS: memory no process maps, which the memory "
+        "cap could not count");
+  plan.uses.push_back("privileges: no capabilities, no_new_privs, new session, core dumps off");
+
+  if (!host.cgroups.v2.empty())
+    plan.uses.push_back("limits: cgroup v2 memory.max and pids.max for the session");
+  else if (host.cgroups.memory() || host.cgroups.pids())
+    plan.uses.push_back(std::string("limits: cgroup v1 ") +
+                        (host.cgroups.memory() ? "memory " : "") +
+                        (host.cgroups.pids() ? "pids " : "") + "for the session");
+  if (host.cgroups.memory())
+    plan.uses.push_back(
+        "memory: the cgroup caps the session's total at --memory (its OOM killer ends the "
+        "largest process); POSIX shared memory and /tmp are the --tmp-size tmpfs");
+  else
+    plan.uses.push_back(
+        "memory: no writable memory cgroup here: RLIMIT_AS/RLIMIT_DATA cap each process, and "
+        "the warden samples the session's total (anonymous and shared memory, PSS, over every "
+        "process; every 20 ms while anything runs, 200 ms idle) and stops the sandbox past "
+        "--memory; memfds and SysV shared memory are refused; POSIX shared memory and /tmp are "
+        "the --tmp-size tmpfs");
+  if (!host.cgroups.pids())
+    plan.uses.push_back(plan.namespaces
+                            ? "processes: RLIMIT_NPROC, counted in the sandbox's user namespace"
+                            : "processes: RLIMIT_NPROC of the worker's uid");
+  plan.uses.push_back(
+      "files: RLIMIT_FSIZE, RLIMIT_NOFILE; /tmp, /dev/shm and home share one --tmp-size tmpfs");
+
+  plan.enforceable = !strict || plan.refusal.empty();
+  return plan;
+}
+
+std::string EnforcementPlan::text() const {
+  std::ostringstream out;
+  out << "policy (isolation " << isolation_name(isolation)
+      << "): " << (enforceable ? "enforceable" : "NOT enforceable") << "\n";
+  if (!refusal.empty()) out << "  refused: " << refusal << "\n";
+  for (const auto& line : uses) out << "  uses     " << line << "\n";
+  for (const auto& line : missing) out << "  missing  " << line << "\n";
+  return out.str();
+}
+
+std::string describe_check(const LayerReport& host, const EnforcementPlan& plan) {
+  std::ostringstream out;
+  out << "host layers:\n";
+  for (const auto& line : host.lines()) {
+    std::string name = line.layer;
+    name.resize(20, ' ');
+    out << "  " << name << (line.available ? "ok    " : "NO    ") << line.detail << "\n";
+  }
+  out << plan.text();
+  return out.str();
+}
+
+}  // namespace belljar

@@ -1,0 +1,196 @@
+#include "sandbox/jail/jail_plan.hpp"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "sandbox/jail/python_layout.hpp"
+#include "sandbox/jail/worker_process.hpp"
+#include "sandbox/layers/environment.hpp"
+
+namespace belljar {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool covered_by(const fs::path& path, const std::vector<JailBind>& binds) {
+  for (const auto& bind : binds) {
+    if (bind.kind == JailBind::Kind::device) continue;
+    auto rel = path.lexically_relative(bind.target);
+    if (!rel.empty() && *rel.begin() != "..") return true;
+  }
+  return false;
+}
+
+// Adds a host path to the jail the way it is on the host: a symlink stays a symlink (its
+// target then resolves inside the jail), a file or directory becomes a read-only bind.
+void mirror(const std::string& path, JailSpec& spec) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    auto target = fs::read_symlink(path, ec);
+    if (!ec) spec.links.push_back({path, target.string()});
+    return;
+  }
+  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) return;
+  if (covered_by(path, spec.binds)) return;
+  spec.binds.push_back({path, path, JailBind::Kind::read_only});
+}
+
+void bind_read_only(const fs::path& path, JailSpec& spec) {
+  if (covered_by(path, spec.binds)) return;
+  spec.binds.push_back({path.string(), path.string(), JailBind::Kind::read_only});
+}
+
+std::string python_literal(const std::string& text) {
+  std::string out = "'";
+  for (unsigned char c : text) {
+    if (c == '\\' || c == '\'') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+std::vector<std::string> worker_argv(const std::string& python, const std::string& package_dir) {
+  return {python, "-s", "-E", "-c",
+          "import sys; sys.path.insert(0, " + python_literal(package_dir) +
+              "); from belljar_worker.main import serve; serve()"};
+}
+
+JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSpec::Mode mode,
+                        const char* const* host_env) {
+  JailSpec spec;
+  spec.mode = mode;
+  spec.strict = policy.isolation == Isolation::strict;
+  spec.host_root = ::geteuid() == 0;
+
+  std::error_code ec;
+  fs::path workspace =
+      fs::canonical(policy.workspace.empty() ? fs::current_path() : policy.workspace, ec);
+  if (ec) throw SandboxError("--workspace " + policy.workspace.string() + ": " + ec.message());
+  if (!fs::is_directory(workspace))
+    throw SandboxError("--workspace " + workspace.string() + ": not a directory");
+  if (workspace == workspace.root_path())
+    throw SandboxError("--workspace /: the whole filesystem cannot be the sandbox's workspace");
+  for (const char* system : {"/proc", "/dev", "/sys"}) {
+    auto rel = workspace.lexically_relative(system);
+    if (!rel.empty() && *rel.begin() != "..")
+      throw SandboxError("--workspace " + workspace.string() + ": inside " + system +
+                         ", which the sandbox makes its own");
+  }
+  spec.workspace = workspace.string();
+
+  if (spec.host_root) {
+    std::string user = policy.sandbox_user.empty() ? "nobody" : policy.sandbox_user;
+    if (const passwd* pw = ::getpwnam(user.c_str())) {
+      spec.host_uid = pw->pw_uid;
+      spec.host_gid = pw->pw_gid;
+    } else {
+      char* end = nullptr;
+      unsigned long uid = std::strtoul(user.c_str(), &end, 10);
+      if (user.empty() || *end != '\0')
+        throw SandboxError("--sandbox-user " + user + ": no such user");
+      spec.host_uid = static_cast<uid_t>(uid);
+      spec.host_gid = static_cast<gid_t>(uid);
+    }
+    if (spec.host_uid == 0)
+      throw SandboxError("--sandbox-user " + user + ": code never runs as root");
+  } else {
+    spec.host_uid = ::getuid();
+    spec.host_gid = ::getgid();
+  }
+
+  // The system: /usr read-only, the /lib* and /bin links mirrored, a minimal /etc.
+  for (const char* dir : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"})
+    mirror(dir, spec);
+  for (const char* entry :
+       {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl",
+        "/etc/ca-certificates", "/etc/pki", "/etc/fonts", "/etc/localtime", "/etc/timezone",
+        "/etc/mime.types", "/etc/alternatives", "/etc/protocols", "/etc/services",
+        "/etc/os-release", "/etc/matplotlibrc"})
+    mirror(entry, spec);
+  {
+    fs::directory_iterator it("/etc", ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (name.rfind("python3", 0) == 0)
+        mirror(it->path().string(), spec);  // Debian's sitecustomize
+    }
+    ec.clear();
+  }
+
+  const std::string python = launch.python.empty() ? policy.python : launch.python;
+  PythonLayout layout = locate_python(python);
+  for (const auto& prefix : layout.prefixes) bind_read_only(prefix, spec);
+  spec.exec_path = layout.exec_path;
+
+  fs::path package = fs::canonical(launch.worker_package_dir, ec);
+  if (ec)
+    throw SandboxError("worker package " + launch.worker_package_dir.string() + ": " +
+                       ec.message());
+  if (!fs::is_directory(package / "belljar_worker"))
+    throw SandboxError("worker package " + package.string() +
+                       ": no belljar_worker directory in it");
+  bind_read_only(package, spec);
+
+  for (const auto& path : policy.read_only) {
+    fs::path real = fs::canonical(path, ec);
+    if (ec) throw SandboxError("--ro " + path.string() + ": " + ec.message());
+    if (real == real.root_path())
+      throw SandboxError("--ro /: the whole filesystem cannot be bound");
+    // A --ro path inside the workspace makes that part read-only; keep it even if "covered".
+    auto rel = real.lexically_relative(workspace);
+    if (!rel.empty() && *rel.begin() != "..")
+      spec.binds.push_back({real.string(), real.string(), JailBind::Kind::read_only});
+    else
+      bind_read_only(real, spec);
+  }
+  spec.binds.push_back({spec.workspace, spec.workspace, JailBind::Kind::workspace});
+  // Nothing bound may cover what the jail mounts itself (a prefix or --ro of /tmp, /home, ...).
+  for (const auto& bind : spec.binds) {
+    for (const char* own : {"/tmp", "/dev", "/proc", "/etc/passwd", kSandboxHome}) {
+      auto rel = fs::path(own).lexically_relative(bind.target);
+      if (!rel.empty() && *rel.begin() != "..")
+        throw SandboxError((bind.kind == JailBind::Kind::workspace ? "--workspace " : "bind of ") +
+                           bind.target + ": would cover the sandbox's own " + own +
+                           "; choose a directory below it");
+    }
+  }
+  for (const char* dev : {"null", "zero", "full", "random", "urandom"})
+    spec.binds.push_back(
+        {std::string("/dev/") + dev, std::string("/dev/") + dev, JailBind::Kind::device});
+
+  spec.hide_patterns = default_hidden_patterns();
+  spec.hide_patterns.insert(spec.hide_patterns.end(), policy.hide.begin(), policy.hide.end());
+  spec.protect_patterns = protected_patterns(policy);
+  spec.workspace_quota_bytes = policy.workspace_quota_bytes;
+
+  spec.argv = worker_argv(spec.exec_path, package.string());
+  // The egress proxy's local end lives in the network namespace: none in landlock mode, where
+  // seccomp refuses inet sockets altogether.
+  if (mode == JailSpec::Mode::namespaces && !policy.allow_net.empty())
+    spec.egress_port = kEgressPort;
+  // In landlock mode there is no private home; the warden makes one and rewrites HOME.
+  spec.env = sandbox_environment(policy, layout.bin_dirs, kSandboxHome, host_env, spec.egress_port);
+  spec.memory_bytes = policy.memory_bytes;
+  spec.pids = policy.pids;
+  spec.file_size_bytes = policy.file_size_bytes;
+  spec.tmp_size_bytes = policy.tmp_size_bytes;
+  return spec;
+}
+
+}  // namespace belljar

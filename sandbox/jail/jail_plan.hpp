@@ -1,0 +1,23 @@
+#pragma once
+// The supervisor's plan for a jail: the policy worked out against this host (the workspace and
+// --ro paths resolved, the interpreter's prefixes found, the system directories mirrored, the
+// environment built) into the JailSpec the warden receives.
+#include <string>
+#include <vector>
+
+#include "sandbox/policy/jail_spec.hpp"
+
+namespace belljar {
+
+struct WorkerLaunch;  // worker_process.hpp
+
+// The supervisor's half: resolves paths, the interpreter and the environment. Throws
+// SandboxError for what cannot work (no interpreter, a workspace of "/", ...).
+JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSpec::Mode mode,
+                        const char* const* host_env);
+
+// `python -s -E -c "import sys; sys.path.insert(0, '<dir>'); from belljar_worker.main import
+// serve; serve()"`, with <dir> quoted as a Python string literal.
+std::vector<std::string> worker_argv(const std::string& python, const std::string& package_dir);
+
+}  // namespace belljar

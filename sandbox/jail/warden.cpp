@@ -1,0 +1,526 @@
+// The warden: `belljar __jail`, exec'd by the supervisor's fork so that no jail logic runs in
+// the multi-threaded supervisor. A fresh single-threaded process with the host's namespaces and
+// credentials, it does what only the outside can: uid/gid maps, cgroups, (as root) copies of
+// the bind sources and the workspace's idmapping. Then it clones the jail's init into new
+// namespaces, relays its reports to the supervisor, and forwards signals.
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "sandbox/layers/cgroup.hpp"
+#include "sandbox/jail/jail_entry.hpp"
+#include "sandbox/jail/jail_init.hpp"
+#include "sandbox/jail/jail_memory.hpp"
+#include "sandbox/policy/jail_spec.hpp"
+#include "sandbox/layers/mounts.hpp"
+#include "sandbox/jail/workspace_watch.hpp"
+#include "sandbox/os/setup_error.hpp"
+#include "sandbox/jail/status_channel.hpp"
+#include "sandbox/layers/user_namespace.hpp"
+#include "sandbox/jail/worker_exec.hpp"
+
+namespace belljar {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kForwarded[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+struct Pipe {
+  Fd read, write;
+  Pipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe2");
+    read.reset(fds[0]);
+    write.reset(fds[1]);
+  }
+};
+
+// The spec is the first line on the control socket; requests follow it, one line each.
+json read_spec(int control) {
+  std::string text;
+  char c;
+  for (;;) {
+    ssize_t n = ::read(control, &c, 1);  // byte by byte: what follows the line is not ours
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("read(the jail's spec)");
+    if (n == 0 || c == '\n') break;
+    text.push_back(c);
+    if (text.size() > (64u << 20)) throw SetupError("the jail's spec is larger than 64 MiB");
+  }
+  auto doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) throw SetupError("the jail's spec is not valid JSON");
+  return doc;
+}
+
+// The worker's host pid, as init's only child (init forks nothing else).
+pid_t child_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  pid_t child = -1;
+  in >> child;
+  return child;
+}
+
+void null_stdio() {
+  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0) return;
+  for (int fd = 0; fd <= 3; ++fd) ::dup2(null_fd, fd);
+  ::close(null_fd);
+}
+
+class Warden {
+ public:
+  explicit Warden(int control) : control_(control) {}
+
+  int run() {
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    for (int sig : kForwarded) sigaddset(&blocked, sig);
+    ::sigprocmask(SIG_BLOCK, &blocked, nullptr);
+    signals_.reset(::signalfd(-1, &blocked, SFD_CLOEXEC));
+    // It holds the spec (with --set-env values): nothing else of this uid may read our memory.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    try {
+      if (!signals_) throw_errno("signalfd");
+      spec_ = JailSpec::from_json(read_spec(control_.get()));
+      if (spec_.mode == JailSpec::Mode::namespaces)
+        start_namespaced();
+      else
+        start_landlocked();
+    } catch (const std::exception& e) {
+      abort_setup(e.what());
+      return 1;
+    }
+    return serve();
+  }
+
+ private:
+  void abort_setup(const std::string& message) {
+    if (child_ > 0) {
+      ::kill(child_, SIGKILL);
+      int status;
+      while (::waitpid(child_, &status, 0) < 0 && errno == EINTR) {
+      }
+      child_ = -1;
+    }
+    cleanup();
+    std::string text = message;
+    if (text.rfind("jail init: ", 0) != 0 && text.rfind("worker: ", 0) != 0) text = "jail: " + text;
+    send_status(control_.get(), {{"event", "error"}, {"message", text}});
+  }
+
+  void make_cgroup() {
+    CgroupParents parents = find_cgroup_parents();
+    if (parents.memory() || parents.pids()) {
+      try {
+        cgroup_ = SandboxCgroup::create(parents, "belljar-" + std::to_string(::getpid()),
+                                        spec_.memory_bytes, spec_.pids);
+      } catch (const SetupError& e) {
+        notes_.push_back(std::string("cgroup: ") + e.what());
+      }
+    }
+    std::string why;
+    for (const auto& note : parents.notes) why += (why.empty() ? "" : "; ") + note;
+    if (!cgroup_.limits_memory())
+      notes_.push_back(
+          "memory: no usable cgroup (" + (why.empty() ? std::string("none found") : why) +
+          "): RLIMIT_AS/RLIMIT_DATA cap each process at the --memory size instead of the session");
+    if (!cgroup_.limits_pids())
+      notes_.push_back(
+          spec_.mode == JailSpec::Mode::namespaces
+              ? "processes: no pids cgroup: RLIMIT_NPROC caps the sandbox user's tasks, counted in "
+                "the sandbox's own user namespace"
+              : "processes: no pids cgroup: RLIMIT_NPROC caps the tasks of the worker's host uid");
+  }
+
+  unsigned char go_flags() const {
+    return (cgroup_.limits_memory() ? kGoMemoryCgroup : 0) |
+           (cgroup_.limits_pids() ? kGoPidsCgroup : 0);
+  }
+
+  void start_namespaced() {
+    watch_.emplace(spec_);
+    auto guards = watch_->first_survey();
+    std::vector<BindTree> trees;
+    if (spec_.host_root) {
+      // As host root we copy the sources here: the sandbox's uid could not even reach some of
+      // them (an interpreter under /root), and only host root may idmap the workspace.
+      struct stat st {};
+      if (::stat(spec_.workspace.c_str(), &st) != 0) throw_errno("stat(" + spec_.workspace + ")");
+      Fd idmap;
+      if (st.st_uid != spec_.host_uid || st.st_gid != spec_.host_gid) {
+        try {
+          idmap = make_idmap_userns(st.st_uid, spec_.host_uid, st.st_gid, spec_.host_gid);
+        } catch (const SetupError& e) {
+          if (spec_.strict) throw;
+          notes_.push_back(std::string("workspace idmapping: ") + e.what());
+        }
+      }
+      trees = clone_bind_sources(spec_, idmap ? idmap.get() : -1, notes_);
+    }
+    make_cgroup();
+
+    Pipe go, report;
+    // A raw clone() behaves like fork() here: one thread, and the child continues below.
+    const unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                                CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
+    // The child inherits dumpability; an undumpable child's /proc files belong to root, and an
+    // unprivileged warden could not write its uid_map. Init turns it off again itself.
+    ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    long pid = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, 0);
+    if (pid != 0) ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (pid < 0)
+      throw_errno(
+          "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)");
+    if (pid == 0) {
+      control_.reset();
+      signals_.reset();
+      go.write.reset();
+      report.read.reset();
+      run_jail_init(spec_, std::move(trees), guards, {go.read.release(), report.write.release()});
+    }
+    child_ = static_cast<pid_t>(pid);
+    trees.clear();
+    go.read.reset();
+    report.write.reset();
+    // The egress channel is init's now: with no copy left here, the proxy sees it close when
+    // init goes.
+    if (spec_.egress_port != 0) ::close(kEgressChannelFd);
+    from_init_ = std::move(report.read);
+
+    // Init's namespaces, taken while it is still dumpable: once it turns that off (before it
+    // says ready) its /proc files belong to root, out of an unprivileged warden's reach.
+    watch_->attach(child_);
+    write_id_maps(child_, kSandboxUid, spec_.host_uid, kSandboxGid, spec_.host_gid,
+                  !spec_.host_root);
+    if (!cgroup_.empty()) cgroup_.attach(child_);
+    unsigned char flags_byte = go_flags();
+    if (::write(go.write.get(), &flags_byte, 1) != 1) throw_errno("write(go)");
+    go.write.reset();
+    null_stdio();
+
+    // Setup runs until init says ready or error (or dies).
+    StatusReader reader(from_init_.get());
+    for (;;) {
+      pollfd fds[2] = {{from_init_.get(), POLLIN, 0}, {signals_.get(), POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        throw_errno("poll");
+      }
+      if (fds[0].revents) {
+        bool closed = reader.fill();
+        while (auto message = reader.next()) {
+          std::string event = message->value("event", "");
+          if (event == "error") throw SetupError(message->value("message", "jail init failed"));
+          if (event == "ready") {
+            worker_ns_pid_ = message->value("pid", -1);
+            worker_host_pid_ = child_of(child_);
+            ready();
+            reader_ = std::move(reader);
+            return;
+          }
+        }
+        if (closed) throw SetupError("the jail's init exited during setup without a word");
+      }
+      if (fds[1].revents) {
+        signalfd_siginfo info{};
+        if (::read(signals_.get(), &info, sizeof info) != sizeof info) continue;
+        if (info.ssi_signo != SIGCHLD)
+          throw SetupError("stopped by signal " + std::to_string(info.ssi_signo) + " during setup");
+      }
+    }
+  }
+
+  void start_landlocked() {
+    // No namespaces: a private home on the host's /tmp instead of a tmpfs.
+    char home_template[] = "/tmp/belljar-home-XXXXXX";
+    if (!::mkdtemp(home_template)) throw_errno("mkdtemp(/tmp/belljar-home-XXXXXX)");
+    home_ = home_template;
+    if (spec_.host_root && ::chown(home_.c_str(), spec_.host_uid, spec_.host_gid) != 0)
+      throw_errno("chown(" + home_ + ")");
+    for (auto& entry : spec_.env)
+      if (entry.rfind("HOME=", 0) == 0) entry = "HOME=" + home_;
+    if (spec_.host_root)
+      make_cgroup();
+    else
+      notes_.push_back(
+          "memory and processes: capped per process by RLIMIT_AS/RLIMIT_NPROC (no cgroup)");
+    // Orphans of the worker become ours, so we can end them with the session.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+    WorkerExecOptions options;
+    options.switch_user = spec_.host_root;
+    options.uid = spec_.host_uid;
+    options.gid = spec_.host_gid;
+    options.limits.file_size = spec_.file_size_bytes;
+    options.limits.open_files = spec_.open_files;
+    if (!cgroup_.limits_memory()) options.limits.memory = spec_.memory_bytes;
+    if (!cgroup_.limits_pids()) options.limits.processes = spec_.pids;
+    options.seccomp.refuse_inet = true;
+    options.landlock = true;
+    for (const auto& bind : spec_.binds) {
+      if (bind.kind == JailBind::Kind::read_only)
+        options.landlock_rules.read_only.push_back(bind.source);
+      else
+        options.landlock_rules.read_write.push_back(bind.source);  // workspace, devices
+    }
+    for (const char* path : {"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf",
+                             "/etc/hostname", "/proc", "/dev"})
+      options.landlock_rules.read_only.push_back(path);
+    for (const char* path : {"/tmp", "/dev/shm"}) options.landlock_rules.read_write.push_back(path);
+
+    Pipe go, errors;
+    pid_t pid = ::fork();
+    if (pid < 0) throw_errno("fork(worker)");
+    if (pid == 0) {
+      control_.reset();
+      signals_.reset();
+      go.write.reset();
+      errors.read.reset();
+      unsigned char byte;
+      if (::read(go.read.get(), &byte, 1) != 1) _exit(1);
+      exec_worker(spec_, options, errors.write.get());
+    }
+    child_ = pid;
+    go.read.reset();
+    errors.write.reset();
+    if (!cgroup_.empty()) cgroup_.attach(child_);
+    unsigned char byte = go_flags();
+    if (::write(go.write.get(), &byte, 1) != 1) throw_errno("write(go)");
+    go.write.reset();
+    std::string failure = read_to_eof(errors.read.get());
+    if (!failure.empty()) throw SetupError(failure);
+    null_stdio();
+    worker_host_pid_ = child_;
+    ready();
+  }
+
+  void ready() {
+    // Without a memory cgroup, RLIMIT_AS caps each process; the session's total is watched here.
+    if (!cgroup_.limits_memory() && spec_.memory_bytes > 0) {
+      bool landlocked = spec_.mode == JailSpec::Mode::landlock;
+      // Landlock mode: the worker and the orphans it leaves are our children (we are their
+      // subreaper); namespaces: everything is under init.
+      memory_.emplace(landlocked ? ::getpid() : child_, !landlocked, spec_.memory_bytes);
+      next_sample_ = std::chrono::steady_clock::now();
+      notes_.push_back(
+          "memory: the warden samples the session's total (anonymous and shared "
+          "memory, PSS, over every process) and stops the sandbox past --memory");
+    }
+    send_status(control_.get(), {{"event", "ready"},
+                                 {"worker_pid", worker_host_pid_},
+                                 {"cgroup", cgroup_.to_json()},
+                                 {"notes", notes_}});
+  }
+
+  // After setup: relay the worker's end, forward signals, and go when the jail is gone.
+  int serve() {
+    bool landlocked = spec_.mode == JailSpec::Mode::landlock;
+    json exit_message;
+    StatusReader requests(control_.get());
+    bool requests_open = true;
+    for (;;) {
+      pollfd fds[3] = {{signals_.get(), POLLIN, 0},
+                       {from_init_ ? from_init_.get() : -1, POLLIN, 0},
+                       {requests_open ? control_.get() : -1, POLLIN, 0}};
+      if (::poll(fds, 3, sample_timeout_ms()) < 0 && errno != EINTR) break;
+      check_memory();
+      if (fds[2].revents) {
+        requests_open = !requests.fill();
+        while (auto request = requests.next()) serve_request(*request);
+      }
+      if (fds[1].revents && reader_) {
+        bool closed = reader_->fill();
+        while (auto message = reader_->next())
+          if (message->value("event", "") == "exit") exit_message = *message;
+        if (closed) from_init_.reset();
+      }
+      if (!(fds[0].revents & POLLIN)) continue;
+      signalfd_siginfo info{};
+      if (::read(signals_.get(), &info, sizeof info) != sizeof info) continue;
+      switch (info.ssi_signo) {
+        case SIGINT:
+          if (landlocked) {
+            if (::kill(-child_, SIGINT) != 0) ::kill(child_, SIGINT);
+          } else {
+            ::kill(child_, SIGINT);  // init passes it on to the worker's process group
+          }
+          break;
+        case SIGCHLD: {
+          int status = 0;
+          pid_t pid;
+          bool child_gone = false;
+          while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0)
+            if (pid == child_) {
+              child_gone = true;
+              child_status_ = status;
+            }
+          if (child_gone) return finish(exit_message);
+          break;
+        }
+        default:  // SIGTERM, SIGHUP, SIGQUIT: end the session
+          if (landlocked) {
+            ::kill(-child_, SIGKILL);
+            ::kill(child_, SIGKILL);
+          } else {
+            ::kill(child_, SIGKILL);  // pid 1 gone: the kernel kills the whole namespace
+          }
+          if (!cgroup_.empty()) cgroup_.kill_all();
+          break;
+      }
+    }
+    return finish(exit_message);
+  }
+
+  // The supervisor's requests after setup. One kind: survey the workspace again.
+  void serve_request(const json& request) {
+    if (request.value("op", "") != "survey") return;
+    std::optional<uint64_t> baseline;
+    if (auto b = request.find("baseline"); b != request.end() && b->is_number_unsigned())
+      baseline = b->get<uint64_t>();
+    json reply = watch_ ? watch_->survey(baseline, request.value("measure", false))
+                        : json{{"event", "survey"},
+                               {"error", "no mount namespace to guard the workspace in"}};
+    send_status(control_.get(), reply);
+  }
+
+  int sample_timeout_ms() const {
+    if (!memory_ || memory_over_) return -1;
+    // Rounded up: a timeout of 0 while under a millisecond is left would spin.
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(next_sample_ -
+                                                             std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<long long>(0, left.count()));
+  }
+
+  // Over the cap: the sandbox goes, as the OOM killer would end it in a cgroup.
+  void check_memory() {
+    if (!memory_ || memory_over_ || std::chrono::steady_clock::now() < next_sample_) return;
+    SessionMemory::Sample s = memory_->sample();
+    if (s.over) {
+      // A vfork()ed child shows its parent's memory as its own until it execs: look again.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      s = memory_->sample();
+      s.busy = true;
+    }
+    next_sample_ = std::chrono::steady_clock::now() + memory_->interval(s);
+    if (!s.over) return;
+    memory_over_ = true;
+    memory_total_ = s.exact;
+    if (spec_.mode == JailSpec::Mode::landlock) {
+      // Killed, not reaped: the SIGCHLD of the worker itself is what ends serve().
+      ::kill(-child_, SIGKILL);
+      for (pid_t pid : jail_processes(::getpid(), false)) ::kill(pid, SIGKILL);
+    } else {
+      ::kill(child_, SIGKILL);  // pid 1 gone: the kernel kills the whole namespace
+    }
+  }
+
+  int finish(json exit_message) {
+    // Drain what init wrote just before it exited.
+    if (reader_ && from_init_) {
+      for (;;) {
+        bool closed = reader_->fill();
+        while (auto message = reader_->next())
+          if (message->value("event", "") == "exit") exit_message = *message;
+        if (closed) break;
+      }
+    }
+    if (exit_message.is_null()) {
+      if (WIFSIGNALED(child_status_))
+        exit_message = {{"event", "exit"}, {"code", -1}, {"signal", WTERMSIG(child_status_)}};
+      else
+        exit_message = {{"event", "exit"}, {"code", WEXITSTATUS(child_status_)}, {"signal", 0}};
+    }
+    if (spec_.mode == JailSpec::Mode::landlock) end_descendants();
+    exit_message["memory_limit"] = (!cgroup_.empty() && cgroup_.oom_kills() > 0) || memory_over_;
+    if (memory_over_) exit_message["memory_total_bytes"] = memory_total_;
+    double cpu = cgroup_.empty() ? -1 : cgroup_.cpu_seconds();
+    exit_message["cpu_seconds"] = cpu;
+    exit_message["peak_memory_bytes"] = cgroup_.empty() ? 0 : cgroup_.peak_memory_bytes();
+    send_status(control_.get(), exit_message);
+    cleanup();
+    return 0;
+  }
+
+  // Landlock mode has no pid namespace: kill what the worker left behind (orphans were
+  // reparented to us, the subreaper).
+  void end_descendants() {
+    if (!cgroup_.empty()) cgroup_.kill_all();
+    for (int round = 0; round < 50; ++round) {
+      std::ifstream in("/proc/self/task/" + std::to_string(::getpid()) + "/children");
+      pid_t pid;
+      bool any = false;
+      while (in >> pid) {
+        any = true;
+        ::kill(pid, SIGKILL);
+      }
+      int status;
+      while (::waitpid(-1, &status, WNOHANG) > 0) {
+      }
+      if (!any) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  void cleanup() {
+    if (!cgroup_.empty()) {
+      // rmdir fails while the dying tasks are still being torn down; give them a moment.
+      for (int attempt = 0; attempt < 100 && !cgroup_.remove(); ++attempt)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!home_.empty()) {
+      std::error_code ec;
+      fs::remove_all(home_, ec);
+    }
+  }
+
+  Fd control_;
+  Fd signals_;
+  JailSpec spec_;
+  std::vector<std::string> notes_;
+  SandboxCgroup cgroup_;
+  pid_t child_ = -1;  // init (namespaces) or the worker (landlock)
+  int child_status_ = 0;
+  pid_t worker_ns_pid_ = -1;
+  pid_t worker_host_pid_ = -1;
+  Fd from_init_;
+  std::optional<StatusReader> reader_;
+  std::optional<WorkspaceWatch> watch_;  // namespaces mode: the workspace's guards
+  std::string home_;
+  std::optional<SessionMemory> memory_;  // no memory cgroup: the session's total, sampled
+  std::chrono::steady_clock::time_point next_sample_;
+  bool memory_over_ = false;
+  uint64_t memory_total_ = 0;
+};
+
+}  // namespace
+
+int jail_main(int argc, char** argv) {
+  struct stat st {};
+  if (argc != 2 || ::fstat(kControlFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    std::fprintf(stderr, "belljar %s: internal command, started by the kernel\n", kJailCommand);
+    return 2;
+  }
+  return Warden(kControlFd).run();
+}
+
+}  // namespace belljar

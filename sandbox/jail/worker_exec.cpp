@@ -1,0 +1,69 @@
+#include "sandbox/jail/worker_exec.hpp"
+
+#include <grp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox/layers/privileges.hpp"
+#include "sandbox/os/setup_error.hpp"
+
+namespace belljar {
+
+void exec_worker(const JailSpec& spec, const WorkerExecOptions& options, int error_fd) noexcept {
+  try {
+    sigset_t none;
+    sigemptyset(&none);
+    if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) throw_errno("sigprocmask");
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+    ::umask(022);
+
+    // A new session: no controlling terminal, and its own process group for interrupts.
+    if (::setsid() < 0) throw_errno("setsid");
+    if (options.switch_user) {
+      drop_bounding_set();  // needs CAP_SETPCAP, which the uid switch takes away
+      if (::setgroups(0, nullptr) != 0) throw_errno("setgroups(0)");
+      if (::setresgid(options.gid, options.gid, options.gid) != 0)
+        throw_errno("setresgid(" + std::to_string(options.gid) + ")");
+      if (::setresuid(options.uid, options.uid, options.uid) != 0)
+        throw_errno("setresuid(" + std::to_string(options.uid) + ")");
+    }
+    // Set after the identity change, which clears it; dies with the process that forked it.
+    pid_t parent = ::getppid();
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) throw_errno("prctl(PR_SET_PDEATHSIG)");
+    if (::getppid() != parent) _exit(127);
+
+    if (::chdir(spec.workspace.c_str()) != 0) throw_errno("chdir(" + spec.workspace + ")");
+    apply_rlimits(options.limits);
+    // Only fds 0-3 cross into Python; the error pipe among the rest closes on exec.
+    if (::close_range(4, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+      throw_errno("close_range(4.., CLOSE_RANGE_CLOEXEC)");
+    if (options.landlock) restrict_filesystem(options.landlock_rules);
+    drop_capabilities();
+    forbid_new_privileges();
+
+    std::vector<char*> argv, envp;
+    for (const auto& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& entry : spec.env) envp.push_back(const_cast<char*>(entry.c_str()));
+    envp.push_back(nullptr);
+
+    // Last: a filter installed any earlier would constrain the setup above as well.
+    install_seccomp(options.seccomp);
+    ::execve(spec.exec_path.c_str(), argv.data(), envp.data());
+    throw_errno("execve(" + spec.exec_path + ")");
+  } catch (const std::exception& e) {
+    std::string text = std::string("worker: ") + e.what();
+    ssize_t ignored = ::write(error_fd, text.data(), text.size());
+    (void)ignored;
+  } catch (...) {
+  }
+  _exit(127);
+}
+
+}  // namespace belljar

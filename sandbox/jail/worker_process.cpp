@@ -1,0 +1,510 @@
+#include "sandbox/jail/worker_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "sandbox/layers/cgroup.hpp"
+#include "sandbox/jail/host_check.hpp"
+#include "sandbox/jail/jail_entry.hpp"
+#include "sandbox/policy/jail_spec.hpp"
+#include "sandbox/jail/jail_plan.hpp"
+#include "sandbox/os/setup_error.hpp"
+
+extern char** environ;
+
+namespace belljar {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr auto kSetupTimeout = std::chrono::seconds(30);
+
+// Child-side descriptors live at 10 and above, so the dup2() calls that put them at 0-4 in
+// the child can never clobber one another.
+Fd lifted(int fd, const char* what) {
+  if (fd < 0) throw SandboxError(std::string(what) + ": " + errno_text(errno));
+  int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  int err = errno;
+  ::close(fd);
+  if (high < 0)
+    throw SandboxError(std::string("fcntl(F_DUPFD_CLOEXEC) for ") + what + ": " + errno_text(err));
+  return Fd(high);
+}
+
+struct Channels {
+  Fd frames, frames_child, out, out_child, err, err_child, null_fd;
+};
+
+Channels make_channels() {
+  Channels c;
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0)
+    throw SandboxError("socketpair(frames): " + errno_text(errno));
+  c.frames = lifted(sp[0], "frames socket");
+  c.frames_child = lifted(sp[1], "frames socket");
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) throw SandboxError("pipe2(stdout): " + errno_text(errno));
+  c.out = lifted(p[0], "stdout pipe");
+  c.out_child = lifted(p[1], "stdout pipe");
+  if (::pipe2(p, O_CLOEXEC) != 0) throw SandboxError("pipe2(stderr): " + errno_text(errno));
+  c.err = lifted(p[0], "stderr pipe");
+  c.err_child = lifted(p[1], "stderr pipe");
+  c.null_fd = lifted(::open("/dev/null", O_RDWR | O_CLOEXEC), "open(/dev/null)");
+  return c;
+}
+
+std::vector<char*> c_strings(const std::vector<std::string>& items) {
+  std::vector<char*> out;
+  for (const auto& item : items) out.push_back(const_cast<char*>(item.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+std::string drain(int fd, size_t limit) {
+  std::string text;
+  char buf[1024];
+  while (text.size() < limit) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) break;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text.substr(0, limit);
+}
+
+void reap(pid_t pid) {
+  int status;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+struct ProcStat {
+  pid_t ppid = 0;
+  double cpu = 0;  // utime + stime + cutime + cstime, seconds
+  bool ok = false;
+};
+
+ProcStat read_stat(pid_t pid) {
+  ProcStat st;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return st;
+  std::istringstream fields(text.substr(close + 2));
+  std::vector<std::string> f;
+  std::string word;
+  while (fields >> word && f.size() < 20) f.push_back(word);
+  if (f.size() < 15) return st;
+  static const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  st.ppid = static_cast<pid_t>(std::stol(f[1]));
+  st.cpu = (std::stod(f[11]) + std::stod(f[12]) + std::stod(f[13]) + std::stod(f[14])) / ticks;
+  st.ok = true;
+  return st;
+}
+
+// CPU of a process and every live descendant (reaped ones are in their parents' c*time).
+double tree_cpu(pid_t root, int depth = 0) {
+  ProcStat st = read_stat(root);
+  if (!st.ok) return 0;
+  double total = st.cpu;
+  if (depth > 64) return total;
+  fs::path tasks = "/proc/" + std::to_string(root) + "/task";
+  std::error_code ec;
+  for (fs::directory_iterator it(tasks, ec), end; !ec && it != end; it.increment(ec)) {
+    std::ifstream in(it->path() / "children");
+    pid_t child;
+    while (in >> child) total += tree_cpu(child, depth + 1);
+  }
+  return total;
+}
+
+uint64_t vm_hwm(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  return 0;
+}
+
+}  // namespace
+
+std::string WorkerExit::describe() const {
+  std::string text;
+  if (signal > 0) {
+    const char* abbrev = ::sigabbrev_np(signal);
+    text = "signal " + std::to_string(signal) +
+           (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string());
+  } else {
+    text = "exit status " + std::to_string(exit_code);
+  }
+  if (memory_limit) text = "the memory limit was reached (" + text + ")";
+  return text;
+}
+
+WorkerProcess::WorkerProcess(WorkerProcess&& other) noexcept {
+  *this = std::move(other);
+}
+
+WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
+  if (this == &other) return *this;
+  end();
+  pid_ = std::exchange(other.pid_, -1);
+  worker_pid_ = std::exchange(other.worker_pid_, -1);
+  frames_ = std::move(other.frames_);
+  stdout_ = std::move(other.stdout_);
+  stderr_ = std::move(other.stderr_);
+  status_ = std::move(other.status_);
+  egress_channel_ = std::move(other.egress_channel_);
+  status_buffer_ = std::move(other.status_buffer_);
+  cgroup_ = std::move(other.cgroup_);
+  cgroup_released_ = std::exchange(other.cgroup_released_, true);
+  notes_ = std::move(other.notes_);
+  exit_report_ = std::move(other.exit_report_);
+  surveys_ = std::move(other.surveys_);
+  guards_workspace_ = std::exchange(other.guards_workspace_, false);
+  exit_ = std::move(other.exit_);
+  last_cpu_ = other.last_cpu_;
+  last_peak_ = other.last_peak_;
+  init_pid_ = std::exchange(other.init_pid_, -1);
+  return *this;
+}
+
+WorkerProcess::~WorkerProcess() {
+  end();
+}
+
+void WorkerProcess::end() {
+  if (pid_ > 0) {
+    kill();
+    reap(pid_);
+    pid_ = -1;
+  }
+  if (!cgroup_released_) {
+    SandboxCgroup cg = SandboxCgroup::from_json(cgroup_);
+    cg.kill_all();
+    for (int attempt = 0; attempt < 100 && !cg.remove(); ++attempt)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    cgroup_released_ = true;
+  }
+}
+
+WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& launch) {
+  if (policy.isolation == Isolation::none) return start(policy, launch, LayerReport{});
+  return start(policy, launch, host_layers());
+}
+
+WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& launch,
+                                   const LayerReport& host) {
+  WorkerProcess wp;
+  Channels ch = make_channels();
+
+  if (policy.isolation == Isolation::none) {
+    const std::string python = launch.python.empty() ? policy.python : launch.python;
+    std::error_code ec;
+    fs::path package = fs::canonical(launch.worker_package_dir, ec);
+    if (ec)
+      throw SandboxError("worker package " + launch.worker_package_dir.string() + ": " +
+                         ec.message());
+    std::vector<std::string> args = worker_argv(python, package.string());
+    std::vector<char*> argv = c_strings(args);
+    std::string workspace =
+        policy.workspace.empty() ? fs::current_path().string() : policy.workspace.string();
+    int ep[2];
+    if (::pipe2(ep, O_CLOEXEC) != 0) throw SandboxError("pipe2: " + errno_text(errno));
+    Fd exec_r = lifted(ep[0], "exec pipe"), exec_w = lifted(ep[1], "exec pipe");
+
+    // Between fork and exec only async-signal-safe calls: the supervisor has threads.
+    pid_t pid = ::fork();
+    if (pid < 0) throw SandboxError("fork: " + errno_text(errno));
+    if (pid == 0) {
+      // The supervisor's thread may block or ignore signals (a reactor on signalfd does);
+      // Python would inherit that and never see SIGINT as KeyboardInterrupt.
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::setpgid(0, 0);
+      ::dup2(ch.null_fd.get(), 0);
+      ::dup2(ch.out_child.get(), 1);
+      ::dup2(ch.err_child.get(), 2);
+      ::dup2(ch.frames_child.get(), 3);
+      ::close_range(4, ~0U, CLOSE_RANGE_CLOEXEC);
+      int err = 0;
+      if (::chdir(workspace.c_str()) == 0) ::execve(python.c_str(), argv.data(), environ);
+      err = errno;
+      ssize_t ignored = ::write(exec_w.get(), &err, sizeof err);
+      (void)ignored;
+      _exit(127);
+    }
+    wp.pid_ = wp.worker_pid_ = pid;
+    exec_w.reset();
+    int err = 0;
+    ssize_t n;
+    while ((n = ::read(exec_r.get(), &err, sizeof err)) < 0 && errno == EINTR) {
+    }
+    if (n == sizeof err) {
+      reap(pid);
+      wp.pid_ = -1;
+      throw SandboxError("execve(" + python + ") in " + workspace + ": " + errno_text(err));
+    }
+    wp.frames_ = std::move(ch.frames);
+    wp.stdout_ = std::move(ch.out);
+    wp.stderr_ = std::move(ch.err);
+    wp.notes_.push_back(
+        "isolation none: the worker runs unsandboxed, with the kernel's environment and "
+        "privileges");
+    return wp;
+  }
+
+  EnforcementPlan plan = plan_enforcement(policy, host);
+  if (!plan.enforceable) throw SandboxError(plan.refusal);
+  JailSpec spec = make_jail_spec(
+      policy, launch, plan.namespaces ? JailSpec::Mode::namespaces : JailSpec::Mode::landlock,
+      environ);
+  if (policy.isolation == Isolation::degraded) wp.notes_ = plan.missing;
+  const std::string payload = spec.to_json().dump() + "\n";  // one line; requests follow
+
+  // One connection per message, each carrying its socket (SCM_RIGHTS): SOCK_SEQPACKET keeps the
+  // boundaries, so a descriptor can never arrive with another connection's message.
+  Fd egress_child;
+  if (spec.egress_port != 0) {
+    int ep[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ep) != 0)
+      throw SandboxError("socketpair(egress channel): " + errno_text(errno));
+    wp.egress_channel_ = lifted(ep[0], "egress channel");
+    egress_child = lifted(ep[1], "egress channel");
+  }
+
+  int cp[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) != 0)
+    throw SandboxError("socketpair(control): " + errno_text(errno));
+  Fd control = lifted(cp[0], "control socket"), control_child = lifted(cp[1], "control socket");
+
+  std::vector<std::string> args = {"belljar", kJailCommand};
+  std::vector<char*> argv = c_strings(args);
+  char* empty_env[] = {nullptr};
+  const pid_t supervisor = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw SandboxError("fork: " + errno_text(errno));
+  if (pid == 0) {
+    // The warden dies with the thread that forked it (PR_SET_PDEATHSIG survives the exec).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (::getppid() != supervisor) _exit(1);
+    ::dup2(ch.null_fd.get(), 0);
+    ::dup2(ch.out_child.get(), 1);
+    ::dup2(ch.err_child.get(), 2);
+    ::dup2(ch.frames_child.get(), 3);
+    ::dup2(control_child.get(), kControlFd);
+    if (egress_child) ::dup2(egress_child.get(), kEgressChannelFd);
+    ::close_range(egress_child ? kEgressChannelFd + 1 : kEgressChannelFd, ~0U, 0);
+    // A fresh single-threaded copy of ourselves, with an empty environment.
+    ::execve("/proc/self/exe", argv.data(), empty_env);
+    _exit(127);
+  }
+  wp.pid_ = pid;
+  control_child.reset();
+  egress_child.reset();
+  ch.frames_child.reset();
+  ch.out_child.reset();
+  ch.err_child.reset();
+  wp.frames_ = std::move(ch.frames);
+  wp.stdout_ = std::move(ch.out);
+  wp.stderr_ = std::move(ch.err);
+
+  size_t sent = 0;
+  while (sent < payload.size()) {
+    ssize_t n = ::send(control.get(), payload.data() + sent, payload.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the warden is gone; its status says why
+    sent += static_cast<size_t>(n);
+  }
+
+  auto fail = [&](const std::string& message) -> SandboxError {
+    ::kill(wp.pid_, SIGKILL);
+    reap(wp.pid_);
+    wp.pid_ = -1;
+    return SandboxError(message);
+  };
+  const auto deadline = std::chrono::steady_clock::now() + kSetupTimeout;
+  std::string buffer;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) throw fail("the sandbox was not ready within 30 s");
+    pollfd p{control.get(), POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::read(control.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0) buffer.append(buf, static_cast<size_t>(n));
+    size_t end;
+    while ((end = buffer.find('\n')) != std::string::npos) {
+      auto message = nlohmann::json::parse(buffer.substr(0, end), nullptr, false);
+      buffer.erase(0, end + 1);
+      if (!message.is_object()) continue;
+      std::string event = message.value("event", "");
+      if (event == "error") throw fail(message.value("message", "the sandbox could not be set up"));
+      if (event == "ready") {
+        wp.worker_pid_ = message.value("worker_pid", -1);
+        wp.cgroup_ = message.value("cgroup", nlohmann::json::object());
+        wp.cgroup_released_ = SandboxCgroup::from_json(wp.cgroup_).empty();
+        for (const auto& note : message.value("notes", std::vector<std::string>()))
+          wp.notes_.push_back(note);
+        if (plan.namespaces && wp.worker_pid_ > 0) wp.init_pid_ = read_stat(wp.worker_pid_).ppid;
+        ::fcntl(control.get(), F_SETFL, O_NONBLOCK);
+        wp.status_ = std::move(control);
+        wp.guards_workspace_ = plan.namespaces;
+        wp.status_buffer_ = buffer;
+        return wp;
+      }
+    }
+    if (n == 0) {
+      std::string said = drain(wp.stderr_.get(), 2000);
+      while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+      throw fail("the sandbox exited during setup" + (said.empty() ? std::string() : ": " + said));
+    }
+  }
+}
+
+void WorkerProcess::interrupt() {
+  if (pid_ <= 0 || exit_) return;
+  if (!status_) {
+    if (::kill(-pid_, SIGINT) != 0) ::kill(pid_, SIGINT);  // isolation none: its process group
+  } else {
+    ::kill(pid_, SIGINT);  // the warden passes it to init, init to the worker's process group
+  }
+}
+
+void WorkerProcess::kill() {
+  if (pid_ <= 0) return;
+  if (!status_) ::kill(-pid_, SIGKILL);
+  ::kill(pid_, SIGKILL);  // the warden: init dies with it (PDEATHSIG), and the namespace with init
+  if (!cgroup_released_) SandboxCgroup::from_json(cgroup_).kill_all();
+}
+
+void WorkerProcess::read_status() {
+  if (!status_) return;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(status_.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (status_buffer_.size() < (1u << 20)) status_buffer_.append(buf, static_cast<size_t>(n));
+  }
+  size_t end;
+  while ((end = status_buffer_.find('\n')) != std::string::npos) {
+    auto message = nlohmann::json::parse(status_buffer_.substr(0, end), nullptr, false);
+    status_buffer_.erase(0, end + 1);
+    if (!message.is_object()) continue;
+    std::string event = message.value("event", "");
+    if (event == "exit") exit_report_ = message;
+    else if (event == "survey" && surveys_.size() < 16) surveys_.push_back(std::move(message));
+  }
+}
+
+void WorkerProcess::request_survey(std::optional<uint64_t> baseline, bool measure) {
+  if (!status_ || !guards_workspace_ || exit_) return;
+  nlohmann::json request = {{"op", "survey"}, {"measure", measure}};
+  if (baseline) request["baseline"] = *baseline;
+  std::string line = request.dump() + "\n";
+  (void)::send(status_.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+std::optional<nlohmann::json> WorkerProcess::take_survey() {
+  read_status();
+  if (surveys_.empty()) return std::nullopt;
+  nlohmann::json first = std::move(surveys_.front());
+  surveys_.erase(surveys_.begin());
+  return first;
+}
+
+std::optional<WorkerExit> WorkerProcess::poll_exit() {
+  if (exit_) return exit_;
+  if (pid_ <= 0) return std::nullopt;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == 0 || (r < 0 && errno == EINTR)) return std::nullopt;
+  // Measure before the cgroup goes away.
+  cpu_seconds();
+  peak_memory_bytes();
+  pid_ = -1;
+  read_status();
+  WorkerExit exit;
+  if (exit_report_) {
+    exit.exit_code = exit_report_->value("code", -1);
+    exit.signal = exit_report_->value("signal", 0);
+    exit.memory_limit = exit_report_->value("memory_limit", false);
+    exit.memory_total_bytes = exit_report_->value("memory_total_bytes", uint64_t{0});
+    last_peak_ = std::max(last_peak_, exit.memory_total_bytes);
+    double cpu = exit_report_->value("cpu_seconds", -1.0);
+    if (cpu >= 0) last_cpu_ = std::max(last_cpu_, cpu);
+    last_peak_ =
+        std::max<uint64_t>(last_peak_, exit_report_->value("peak_memory_bytes", uint64_t{0}));
+  } else if (r > 0 && WIFSIGNALED(status)) {
+    exit.signal = WTERMSIG(status);
+  } else if (r > 0) {
+    exit.exit_code = WEXITSTATUS(status);
+  }
+  if (!exit_report_ && !cgroup_released_)
+    exit.memory_limit = SandboxCgroup::from_json(cgroup_).oom_kills() > 0;
+  if (!cgroup_released_) {
+    // The warden removes it on a normal end; after a SIGKILL it is ours to clean (one try
+    // here, the destructor retries).
+    SandboxCgroup cg = SandboxCgroup::from_json(cgroup_);
+    cg.kill_all();
+    if (cg.remove()) cgroup_released_ = true;
+  }
+  exit_ = exit;
+  return exit_;
+}
+
+double WorkerProcess::cpu_seconds() const {
+  if (!cgroup_released_) {
+    double cpu = SandboxCgroup::from_json(cgroup_).cpu_seconds();
+    if (cpu >= 0) return last_cpu_ = std::max(last_cpu_, cpu);
+  }
+  if (!exit_ && pid_ > 0) {
+    pid_t root = init_pid_ > 0 ? init_pid_ : worker_pid_;
+    if (root > 0) last_cpu_ = std::max(last_cpu_, tree_cpu(root));
+  }
+  return last_cpu_;
+}
+
+bool WorkerProcess::set_memory_limit(uint64_t bytes, std::string* why) {
+  if (cgroup_released_) {
+    // Without a cgroup the cap is RLIMIT_AS, which the worker could raise back to its hard
+    // limit: a per-cell cap there would be a promise the supervisor can't keep.
+    if (why)
+      *why = "this host gives the sandbox no memory cgroup (the session's --memory still applies)";
+    return false;
+  }
+  return SandboxCgroup::from_json(cgroup_).set_memory_limit(bytes, why);
+}
+
+uint64_t WorkerProcess::peak_memory_bytes() const {
+  if (!cgroup_released_) {
+    uint64_t peak = SandboxCgroup::from_json(cgroup_).peak_memory_bytes();
+    if (peak > 0) return last_peak_ = std::max(last_peak_, peak);
+  }
+  if (!exit_ && pid_ > 0 && worker_pid_ > 0) last_peak_ = std::max(last_peak_, vm_hwm(worker_pid_));
+  return last_peak_;
+}
+
+}  // namespace belljar

@@ -1,0 +1,116 @@
+#pragma once
+// A running Python worker: inside its jail (strict/degraded) or as a plain child (none).
+// The supervisor owns one of these per session; it never blocks on it (start() aside, which
+// waits for the jail to be built, typically tens of milliseconds).
+#include <sys/types.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sandbox/os/fd.hpp"
+#include "sandbox/policy/policy.hpp"
+
+namespace belljar {
+
+// Why a layer could not be set up: names the step, the path and errno.
+struct SandboxError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// How the worker ended, as the client is told.
+struct WorkerExit {
+  int exit_code = -1;         // >= 0 when it exited
+  int signal = 0;             // > 0 when a signal killed it
+  bool memory_limit = false;  // the kernel's OOM killer acted on the sandbox
+  // Without a memory cgroup: what the session's processes held together when the warden
+  // stopped it (jail_memory.hpp); 0 otherwise.
+  uint64_t memory_total_bytes = 0;
+  std::string describe() const;  // "exit status 3", "signal 11 (SIGSEGV)"
+};
+
+struct LayerReport;  // host_check.hpp
+
+struct WorkerLaunch {
+  std::string python;                        // absolute path of the interpreter
+  std::filesystem::path worker_package_dir;  // host directory holding belljar_worker/
+};
+
+class WorkerProcess {
+ public:
+  // Starts the worker; throws SandboxError when a layer the policy needs fails (the message
+  // is the one line to show: the failing step, its path and errno, or the missing layer and
+  // its fix). Nothing is left running when it throws.
+  //
+  // strict/degraded: the jail is `/proc/self/exe __jail` (see jail_entry.hpp), so the
+  // executable's main() must call jail_main() for that argv[1]. The thread calling start()
+  // must outlive the worker: the jail gets SIGKILL when it exits (PR_SET_PDEATHSIG).
+  static WorkerProcess start(const Policy& policy, const WorkerLaunch& launch);
+  // The same, planned against a given host report instead of this host's probed one (tests
+  // use it to see what a host without, say, user namespaces gets).
+  static WorkerProcess start(const Policy& policy, const WorkerLaunch& launch,
+                             const LayerReport& host);
+
+  WorkerProcess(WorkerProcess&& other) noexcept;
+  WorkerProcess& operator=(WorkerProcess&& other) noexcept;
+  ~WorkerProcess();  // kills and reaps whatever is still running
+
+  int frames_fd() const { return frames_.get(); }  // socketpair end: fd 3 in the worker
+  int stdout_fd() const { return stdout_.get(); }  // read end of the worker's fd 1
+  int stderr_fd() const { return stderr_.get(); }  // read end of the worker's fd 2
+  // Becomes readable (EOF) when the jail is gone; poll it and then call poll_exit(). -1 in
+  // isolation none.
+  int status_fd() const { return status_.get(); }
+  pid_t pid() const { return pid_; }                // the direct child the supervisor reaps
+  pid_t worker_pid() const { return worker_pid_; }  // the Python process, as the host sees it
+  // What this sandbox lacks or does differently from the full jail (degraded mode, rlimits
+  // standing in for cgroups, ...), one line each, for the banner and the audit log.
+  const std::vector<std::string>& notes() const { return notes_; }
+  // The supervisor's end of the egress channel (egress_proxy.hpp): connections made inside to
+  // 127.0.0.1:3128 arrive on it. Empty without --allow-net, or without a network namespace.
+  // The caller hands it to the EgressProxy.
+  Fd take_egress_channel() { return std::move(egress_channel_); }
+
+  // The workspace guard (workspace_watch.hpp), full jail only: ask the warden to survey the
+  // workspace again; its reply arrives on status_fd() and is taken with take_survey().
+  bool guards_workspace() const { return guards_workspace_; }
+  void request_survey(std::optional<uint64_t> baseline, bool measure);
+  std::optional<nlohmann::json> take_survey();
+
+  void interrupt();  // SIGINT to the Python process (its process group)
+  void kill();       // SIGKILL to everything in the sandbox
+  // Non-blocking: the exit once the direct child has been reaped.
+  std::optional<WorkerExit> poll_exit();
+  // CPU seconds and peak resident bytes of the sandbox so far (best effort, 0 if unknown).
+  // The sandbox's memory cap, moved for one cell (see SandboxCgroup::set_memory_limit).
+  bool set_memory_limit(uint64_t bytes, std::string* why);
+  double cpu_seconds() const;
+  uint64_t peak_memory_bytes() const;
+
+ private:
+  WorkerProcess() = default;
+  void read_status();
+  void end();  // kill, reap and release the cgroup
+
+  pid_t pid_ = -1;
+  pid_t worker_pid_ = -1;
+  pid_t init_pid_ = -1;  // the jail's init as the host sees it (namespaces mode)
+  Fd frames_, stdout_, stderr_;
+  Fd status_;  // jail: the warden's control socket (setup result, then the exit report)
+  Fd egress_channel_;
+  std::string status_buffer_;
+  nlohmann::json cgroup_;  // SandboxCgroup::to_json() of the sandbox's cgroup, if any
+  bool cgroup_released_ = true;
+  std::vector<std::string> notes_;
+  std::optional<nlohmann::json> exit_report_;
+  std::vector<nlohmann::json> surveys_;
+  bool guards_workspace_ = false;
+  std::optional<WorkerExit> exit_;
+  mutable double last_cpu_ = 0;
+  mutable uint64_t last_peak_ = 0;
+};
+
+}  // namespace belljar

@@ -1,0 +1,58 @@
+#pragma once
+// The warden's keeper of the workspace guard (workspace_guard.hpp) for a running jail. Files
+// appear in the workspace while a kernel runs — a .env the user saves on the host, a .git that
+// a cell creates — so a survey at start is not enough: before every cell, and on a timer, the
+// supervisor asks the warden for a new survey. What it finds that is not yet guarded is
+// mounted inside the jail by a short-lived child that enters the jail's user and mount
+// namespaces; the jail's own processes never hold the capabilities to do it. The same survey
+// measures what the session has added to the workspace and, past --workspace-quota, makes the
+// workspace mount read-only until enough is removed.
+#include <sys/types.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/os/fd.hpp"
+#include "sandbox/policy/jail_spec.hpp"
+#include "sandbox/layers/workspace_guard.hpp"
+
+namespace belljar {
+
+class WorkspaceWatch {
+ public:
+  explicit WorkspaceWatch(const JailSpec& spec);
+
+  // The survey before the jail exists; its guards are mounted by init while it builds the
+  // root. Where the workspace has no .git of its own (and .git is protected), an empty one is
+  // made as a placeholder to mount read-only: git ignores an empty .git, and the sandbox
+  // can't turn it into a repository whose hooks the host's git would run.
+  std::vector<GuardedPath> first_survey();
+  // Init was cloned: its namespaces are the ones later guards go into. Called before init
+  // makes itself undumpable.
+  void attach(pid_t init);
+  // One survey of the workspace with the guards it adds; the reply for the supervisor. With the
+  // session's baseline (the bytes the workspace held when the session began: the supervisor
+  // keeps it across restarts), the workspace is made read-only past --workspace-quota.
+  // `measure`: also sum the workspace's bytes (a stat per file; the quick survey before a cell
+  // skips it, the timer's surveys do it).
+  nlohmann::json survey(std::optional<uint64_t> baseline, bool measure);
+
+ private:
+  WorkspaceRules rules(bool measure) const;
+  void remember(const std::vector<GuardedPath>& guards);
+  // Runs `work` in a child inside the jail's user and mount namespaces; throws with the
+  // child's message when it fails.
+  void in_jail(const std::vector<GuardedPath>& guards, int read_only);
+
+  JailSpec spec_;
+  Fd user_ns_, mnt_ns_;
+  std::map<std::string, unsigned long> guarded_;  // relative path -> host inode it guards
+  bool over_ = false;                             // over the quota, as last measured
+  bool read_only_ = false;  // the workspace mount is read-only (EBUSY can hold it back)
+  bool placeholder_ = false;
+};
+
+}  // namespace belljar

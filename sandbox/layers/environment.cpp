@@ -1,0 +1,60 @@
+#include "sandbox/layers/environment.hpp"
+
+#include <cctype>
+#include <map>
+
+namespace belljar {
+
+bool allowlisted_variable(const std::string& name) {
+  return name == "LANG" || name == "TZ" || name == "TERM" || name.rfind("LC_", 0) == 0;
+}
+
+std::vector<std::pair<std::string, std::string>> proxy_variables(uint16_t egress_port) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(egress_port);
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (const char* name : {"http_proxy", "https_proxy", "all_proxy"}) {
+    std::string upper(name);
+    for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    vars.emplace_back(name, url);
+    vars.emplace_back(upper, url);
+  }
+  return vars;
+}
+
+std::vector<std::string> sandbox_environment(const Policy& policy,
+                                             const std::vector<std::filesystem::path>& bin_dirs,
+                                             const std::string& home, const char* const* host_env,
+                                             uint16_t egress_port) {
+  std::map<std::string, std::string> host;
+  for (const char* const* entry = host_env; entry && *entry; ++entry) {
+    std::string text(*entry);
+    auto eq = text.find('=');
+    if (eq != std::string::npos) host.emplace(text.substr(0, eq), text.substr(eq + 1));
+  }
+
+  std::string path;
+  auto add_dir = [&](const std::string& dir) {
+    std::string padded = ":" + path + ":";
+    if (padded.find(":" + dir + ":") != std::string::npos) return;
+    path += (path.empty() ? "" : ":") + dir;
+  };
+  for (const auto& dir : bin_dirs) add_dir(dir.string());
+  for (const char* dir : {"/usr/local/bin", "/usr/bin", "/bin"}) add_dir(dir);
+
+  std::map<std::string, std::string> env = {
+      {"PATH", path}, {"HOME", home}, {"USER", "sandbox"}, {"LOGNAME", "sandbox"}};
+  for (const auto& [name, value] : host)
+    if (allowlisted_variable(name)) env[name] = value;
+  // Before --pass-env and --set-env: a policy may still say NO_PROXY=... on purpose.
+  if (egress_port != 0)
+    for (const auto& [name, value] : proxy_variables(egress_port)) env[name] = value;
+  for (const auto& name : policy.pass_env)
+    if (auto it = host.find(name); it != host.end()) env[name] = it->second;
+  for (const auto& [name, value] : policy.set_env) env[name] = value;
+
+  std::vector<std::string> entries;
+  for (const auto& [name, value] : env) entries.push_back(name + "=" + value);
+  return entries;
+}
+
+}  // namespace belljar

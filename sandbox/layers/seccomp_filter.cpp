@@ -1,0 +1,191 @@
+#include "sandbox/layers/seccomp_filter.hpp"
+
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "sandbox/os/setup_error.hpp"
+
+namespace belljar {
+
+namespace {
+
+// Namespace creation through clone(); clone3 gets ENOSYS so glibc falls back to clone, whose
+// flags are a plain register we can inspect (clone3's live in memory seccomp cannot read).
+// CLONE_NEWTIME is missing on purpose: its bit is CSIGNAL's for clone().
+constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWUSER,  CLONE_NEWNS,  CLONE_NEWPID,
+                                             CLONE_NEWNET,   CLONE_NEWIPC, CLONE_NEWUTS,
+                                             CLONE_NEWCGROUP};
+
+// Newer than this libseccomp's syscall table (Linux 6.6, same number on x86_64 and arm64).
+constexpr int kFchmodat2 = 452;
+// O_TMPFILE also creates a file with a mode; its value includes O_DIRECTORY.
+constexpr scmp_datum_t kOTmpfile = 020000000;
+
+struct FilterDeleter {
+  void operator()(void* ctx) const { seccomp_release(ctx); }
+};
+using Filter = std::unique_ptr<void, FilterDeleter>;
+
+void check(int rc, const std::string& what) {
+  if (rc < 0) throw_errno(what, -rc);
+}
+
+Filter build(const SeccompOptions& options) {
+  Filter ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) throw SetupError("seccomp_init: out of memory");
+  // Syscalls of other ABIs (i386 via int 0x80, x32) would bypass a filter written in x86_64
+  // numbers: the bad-arch action refuses them all. libseccomp also sends x32 numbers on the
+  // native arch there, as it knows x32 is not part of this filter.
+  check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(EPERM)),
+        "seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)");
+
+  const int eperm = SCMP_ACT_ERRNO(EPERM);
+  for (const auto& name : refused_syscalls()) {
+    int nr = seccomp_syscall_resolve_name(name.c_str());
+    if (nr == __NR_SCMP_ERROR) continue;  // unknown to this libseccomp / arch
+    check(seccomp_rule_add(ctx.get(), eperm, nr, 0), "seccomp_rule_add(" + name + ")");
+  }
+  check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0),
+        "seccomp_rule_add(clone3)");
+  for (unsigned long flag : kNamespaceFlags)
+    check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(clone), 1,
+                           SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
+          "seccomp_rule_add(clone with namespace flags)");
+
+  // No setuid/setgid files: as root, what the sandbox writes in the workspace lands on the host
+  // owned by the workspace's owner (root, maybe), where the sandbox's nosuid does not apply.
+  // chmod-family calls and file creation with those mode bits are refused; openat2 gets ENOSYS
+  // (its mode lives in memory seccomp cannot read; callers fall back to openat).
+  struct ModeArg {
+    const char* name;
+    int nr;
+    unsigned mode_arg;
+    int flags_arg;  // -1: the call always creates or chmods
+  };
+  const ModeArg mode_calls[] = {
+      {"chmod", SCMP_SYS(chmod), 1, -1},       {"fchmod", SCMP_SYS(fchmod), 1, -1},
+      {"fchmodat", SCMP_SYS(fchmodat), 2, -1}, {"fchmodat2", kFchmodat2, 2, -1},
+      {"creat", SCMP_SYS(creat), 1, -1},       {"mknod", SCMP_SYS(mknod), 1, -1},
+      {"mknodat", SCMP_SYS(mknodat), 2, -1},   {"open", SCMP_SYS(open), 2, 1},
+      {"openat", SCMP_SYS(openat), 3, 2}};
+  for (const auto& call : mode_calls) {
+    for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
+      scmp_arg_cmp mode{call.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+      if (call.flags_arg < 0) {
+        check(seccomp_rule_add_array(ctx.get(), eperm, call.nr, 1, &mode),
+              std::string("seccomp_rule_add(") + call.name + " setuid/setgid)");
+        continue;
+      }
+      for (scmp_datum_t create : {scmp_datum_t{O_CREAT}, scmp_datum_t{kOTmpfile}}) {
+        scmp_arg_cmp flags{static_cast<unsigned>(call.flags_arg), SCMP_CMP_MASKED_EQ, create,
+                           create};
+        scmp_arg_cmp both[2] = {flags, mode};
+        check(seccomp_rule_add_array(ctx.get(), eperm, call.nr, 2, both),
+              std::string("seccomp_rule_add(") + call.name + " creating setuid/setgid)");
+      }
+    }
+  }
+  check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0),
+        "seccomp_rule_add(openat2)");
+
+  // TIOCSTI pushes input into a terminal, TIOCLINUX can too; the request is an int, so only
+  // its low 32 bits count.
+  for (unsigned long request :
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)})
+    check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
+                           SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request)),
+          "seccomp_rule_add(ioctl TIOCSTI/TIOCLINUX)");
+
+  // Memory that no process's mappings show, so neither RLIMIT_AS nor the warden's sampling of
+  // the session (jail_memory.hpp) would count it: memfds and SysV IPC objects outlive every
+  // mapping. ENOSYS, as on a kernel built without them, is what libraries fall back on.
+  for (const auto& name : unaccounted_memory_syscalls()) {
+    int nr = seccomp_syscall_resolve_name(name.c_str());
+    if (nr == __NR_SCMP_ERROR) continue;
+    check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0),
+          "seccomp_rule_add(" + name + ")");
+  }
+
+  // Netlink: only NETLINK_ROUTE, which getaddrinfo() and if_nameindex() read the interfaces
+  // through. Audit, netfilter, xfrm, uevents and the rest are kernel surface a notebook never
+  // needs. The protocol is an int: its low 32 bits count.
+  check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 2,
+                         SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(AF_NETLINK)),
+                         SCMP_A2_32(SCMP_CMP_NE, static_cast<scmp_datum_t>(NETLINK_ROUTE))),
+        "seccomp_rule_add(socket AF_NETLINK other than NETLINK_ROUTE)");
+
+  // socket(): AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only (no inet at all when there is no
+  // network namespace). Refuse everything else by ranges, so unknown future families are refused.
+  std::vector<int> allowed = {AF_UNIX, AF_NETLINK};
+  if (!options.refuse_inet) allowed.insert(allowed.end(), {AF_INET, AF_INET6});
+  for (int family = 0; family <= AF_NETLINK; ++family) {
+    bool ok = false;
+    for (int a : allowed) ok = ok || a == family;
+    if (!ok)
+      check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 1,
+                             SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family))),
+            "seccomp_rule_add(socket family " + std::to_string(family) + ")");
+  }
+  check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK)),
+        "seccomp_rule_add(socket families above AF_NETLINK)");
+  return ctx;
+}
+
+}  // namespace
+
+const std::vector<std::string>& refused_syscalls() {
+  static const std::vector<std::string> names = {
+      // the filesystem view and namespaces
+      "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_tree", "move_mount",
+      "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+      // other processes' memory
+      "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+      // kernel attack surface
+      "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
+      "io_uring_register", "keyctl", "add_key", "request_key", "modify_ldt",
+      // the machine itself
+      "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+      "open_by_handle_at", "swapon", "swapoff", "reboot", "iopl", "ioperm", "acct", "quotactl",
+      "quotactl_fd", "syslog", "lookup_dcookie", "uselib", "vhangup",
+      // the clock
+      "clock_settime", "clock_adjtime", "adjtimex", "settimeofday"};
+  return names;
+}
+
+const std::vector<std::string>& unaccounted_memory_syscalls() {
+  static const std::vector<std::string> names = {"memfd_create", "memfd_secret", "shmget", "msgget",
+                                                 "semget"};
+  return names;
+}
+
+void install_seccomp(const SeccompOptions& options) {
+  Filter ctx = build(options);
+  check(seccomp_load(ctx.get()), "seccomp_load");
+}
+
+std::string seccomp_pseudo_code(const SeccompOptions& options) {
+  Filter ctx = build(options);
+  FILE* out = ::tmpfile();
+  if (!out) return {};
+  std::string text;
+  if (seccomp_export_pfc(ctx.get(), ::fileno(out)) == 0) {
+    std::rewind(out);
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, out)) > 0) text.append(buf, n);
+  }
+  std::fclose(out);
+  return text;
+}
+
+}  // namespace belljar

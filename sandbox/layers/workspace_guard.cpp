@@ -1,0 +1,270 @@
+#include "sandbox/layers/workspace_guard.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "sandbox/os/setup_error.hpp"
+
+namespace belljar {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> components(const fs::path& path) {
+  std::vector<std::string> parts;
+  for (const auto& part : path)
+    if (!part.empty() && part != "/" && part != ".") parts.push_back(part.string());
+  return parts;
+}
+
+bool inside(const fs::path& path, const fs::path& dir) {
+  auto rel = path.lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != ".." && rel != ".";
+}
+
+}  // namespace
+
+bool matches_hide_pattern(const std::string& pattern, const fs::path& relative) {
+  if (pattern.empty()) return false;
+  auto path = components(relative);
+  if (path.empty()) return false;
+  bool anchored = pattern[0] == '/';
+  std::string trimmed = pattern;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  auto pat = components(trimmed);
+  if (pat.empty() || pat.size() > path.size()) return false;
+  if (anchored && pat.size() != path.size()) return false;
+  size_t offset = path.size() - pat.size();
+  for (size_t i = 0; i < pat.size(); ++i)
+    if (::fnmatch(pat[i].c_str(), path[offset + i].c_str(), 0) != 0) return false;
+  return true;
+}
+
+namespace {
+
+// One component of a pattern; the common shapes (a plain name, "*.pem") skip fnmatch.
+struct PatternPart {
+  enum class Kind { literal, suffix, glob } kind = Kind::glob;
+  std::string text;  // the literal, the suffix, or the glob
+  explicit PatternPart(const std::string& part) : text(part) {
+    auto is_meta = [](char c) { return c == '*' || c == '?' || c == '[' || c == '\\'; };
+    bool meta_after_first = std::any_of(part.begin() + (part.empty() ? 0 : 1), part.end(), is_meta);
+    if (std::none_of(part.begin(), part.end(), is_meta)) {
+      kind = Kind::literal;
+    } else if (part.size() > 1 && part[0] == '*' && !meta_after_first) {
+      kind = Kind::suffix;
+      text = part.substr(1);
+    }
+  }
+  bool matches(const std::string& name) const {
+    switch (kind) {
+      case Kind::literal:
+        return name == text;
+      case Kind::suffix:
+        return name.size() >= text.size() &&
+               name.compare(name.size() - text.size(), text.size(), text) == 0;
+      case Kind::glob:
+        return ::fnmatch(text.c_str(), name.c_str(), 0) == 0;
+    }
+    return false;
+  }
+};
+
+struct CompiledPattern {
+  std::vector<PatternPart> parts;
+  bool anchored = false;
+  std::string text;
+};
+
+std::vector<CompiledPattern> compile(const std::vector<std::string>& patterns) {
+  std::vector<CompiledPattern> compiled;
+  for (const auto& pattern : patterns) {
+    std::string trimmed = pattern;
+    while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+    CompiledPattern one;
+    one.anchored = !pattern.empty() && pattern[0] == '/';
+    one.text = pattern;
+    for (const auto& part : components(trimmed)) one.parts.emplace_back(part);
+    if (!one.parts.empty()) compiled.push_back(std::move(one));
+  }
+  return compiled;
+}
+
+size_t depth_of(const std::string& relative) {
+  return static_cast<size_t>(std::count(relative.begin(), relative.end(), '/')) + 1;
+}
+
+// A walk with openat/readdir, names kept as a stack of components: the workspace can hold
+// tens of thousands of files, and this runs before every cell. One open directory per level,
+// at most kMaxDepth of them.
+class Survey {
+ public:
+  Survey(const fs::path& workspace, const WorkspaceRules& rules)
+      : workspace_(workspace),
+        hide_(compile(rules.hide)),
+        protect_(compile(rules.protect)),
+        measure_(rules.measure) {}
+
+  WorkspaceSurvey run() {
+    int fd = ::open(workspace_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw_errno("open(" + workspace_.string() + ") to survey it");
+    walk(fd);
+    bound();
+    // Parents before children: a read-only .git goes on before a mask inside it.
+    std::stable_sort(result_.guards.begin(), result_.guards.end(),
+                     [](const GuardedPath& a, const GuardedPath& b) {
+                       return depth_of(a.relative) < depth_of(b.relative);
+                     });
+    return std::move(result_);
+  }
+
+ private:
+  const CompiledPattern* matching(const std::vector<CompiledPattern>& patterns) const {
+    for (const auto& pattern : patterns) {
+      size_t k = pattern.parts.size();
+      if (k > stack_.size() || (pattern.anchored && k != stack_.size())) continue;
+      size_t offset = stack_.size() - k;
+      bool all = true;
+      for (size_t i = 0; i < k && all; ++i) all = pattern.parts[i].matches(stack_[offset + i]);
+      if (all) return &pattern;
+    }
+    return nullptr;
+  }
+
+  std::string relative() const {
+    std::string rel;
+    for (const auto& part : stack_) rel += (rel.empty() ? "" : "/") + part;
+    return rel;
+  }
+
+  void add(const std::string& rel, bool directory, GuardKind kind, const std::string& reason) {
+    auto [it, fresh] = seen_.emplace(rel, result_.guards.size());
+    if (fresh) {
+      result_.guards.push_back({rel, directory, kind, reason});
+    } else if (kind == GuardKind::mask) {
+      result_.guards[it->second].kind = GuardKind::mask;  // a secret is never merely read-only
+    }
+  }
+
+  // Too many guards (thousands of .env files planted to exhaust the mount table) collapse into
+  // their top-level directories, masked or kept read-only whole: bounded, and still closed.
+  void bound() {
+    if (result_.guards.size() <= kMaxGuards) return;
+    std::map<std::string, GuardedPath> top;
+    for (const auto& guard : result_.guards) {
+      auto slash = guard.relative.find('/');
+      GuardedPath coarse = guard;
+      if (slash != std::string::npos) {
+        coarse.relative = guard.relative.substr(0, slash);
+        coarse.directory = true;
+        coarse.reason = "holds more guarded paths than " + std::to_string(kMaxGuards);
+      }
+      auto [it, fresh] = top.emplace(coarse.relative, coarse);
+      if (!fresh && coarse.kind == GuardKind::mask) it->second.kind = GuardKind::mask;
+    }
+    if (top.size() > kMaxGuards)
+      throw SetupError("the workspace " + workspace_.string() + " holds more than " +
+                       std::to_string(kMaxGuards) +
+                       " secret or protected entries at its top level; remove some");
+    result_.guards.clear();
+    for (auto& [name, guard] : top) result_.guards.push_back(std::move(guard));
+  }
+
+  // Takes ownership of fd.
+  void walk(int fd) {
+    DIR* dir = ::fdopendir(fd);
+    if (!dir) {
+      ::close(fd);
+      throw_errno("fdopendir(" + workspace_.string() + "/" + relative() + ")");
+    }
+    while (dirent* entry = ::readdir(dir)) {
+      std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      unsigned char type = entry->d_type;
+      struct stat st {};
+      bool have_stat = false;
+      if (type == DT_UNKNOWN || (measure_ && type != DT_DIR)) {
+        have_stat = ::fstatat(::dirfd(dir), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!have_stat && type == DT_UNKNOWN) {
+          // Can't even tell what it is (the directory is not searchable): not trusted.
+          stack_.push_back(name);
+          add(relative(), false, GuardKind::mask, "unreadable");
+          stack_.pop_back();
+          continue;
+        }
+        if (type == DT_UNKNOWN)
+          type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+      }
+      stack_.push_back(name);
+      ++result_.entries;
+      const CompiledPattern* secret = matching(hide_);
+      const CompiledPattern* guarded = secret ? secret : matching(protect_);
+      GuardKind kind = secret ? GuardKind::mask : GuardKind::read_only;
+      if (guarded) {
+        if (type == DT_LNK) {
+          std::error_code ec;
+          fs::path target = fs::canonical(workspace_ / relative(), ec);
+          if (!ec && inside(target, workspace_))
+            add(target.lexically_relative(workspace_).string(), fs::is_directory(target, ec), kind,
+                guarded->text);
+        } else {
+          add(relative(), type == DT_DIR, kind, guarded->text);  // a directory is guarded whole
+        }
+        // Not walked below: a masked directory is empty inside, a read-only one can't grow.
+      } else if (type == DT_DIR) {
+        descend(dir, name);
+      } else if (have_stat && S_ISREG(st.st_mode)) {
+        result_.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+      }
+      stack_.pop_back();
+    }
+    ::closedir(dir);
+  }
+
+  void descend(DIR* dir, const std::string& name) {
+    if (stack_.size() >= kMaxDepth) {
+      add(relative(), true, GuardKind::mask, "nested deeper than " + std::to_string(kMaxDepth));
+      return;
+    }
+    int child =
+        ::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (child >= 0) {
+      walk(child);
+    } else if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
+      // Gone or replaced since readdir: the next survey sees what it became.
+    } else {
+      // Unreadable (EACCES: made so, perhaps by the sandbox itself, to hide what is inside),
+      // or out of descriptors: what we can't look into is masked whole, never trusted.
+      add(relative(), true, GuardKind::mask, "unreadable (" + errno_text(errno) + ")");
+    }
+  }
+
+  fs::path workspace_;
+  std::vector<CompiledPattern> hide_, protect_;
+  bool measure_ = false;
+  std::vector<std::string> stack_;
+  WorkspaceSurvey result_;
+  std::map<std::string, size_t> seen_;
+};
+
+}  // namespace
+
+WorkspaceSurvey survey_workspace(const fs::path& workspace, const WorkspaceRules& rules) {
+  return Survey(workspace, rules).run();
+}
+
+std::vector<GuardedPath> find_secrets(const fs::path& workspace,
+                                      const std::vector<std::string>& patterns) {
+  WorkspaceRules rules;
+  rules.hide = patterns;
+  return survey_workspace(workspace, rules).guards;
+}
+
+}  // namespace belljar

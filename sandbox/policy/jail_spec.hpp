@@ -1,0 +1,79 @@
+#pragma once
+// Everything the jail's own processes (warden, init, worker) need, worked out by the
+// supervisor and sent to the warden over its control socket (never argv: --set-env values
+// may be secrets, and argv is world-readable in /proc).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sandbox/policy/policy.hpp"
+
+namespace belljar {
+
+// Inside the sandbox the code is uid/gid 1000 "sandbox"; the user namespace maps it to the
+// sandbox user's host uid (root kernel) or to the kernel's own uid (unprivileged kernel).
+inline constexpr uid_t kSandboxUid = 1000;
+inline constexpr gid_t kSandboxGid = 1000;
+inline constexpr const char* kSandboxUser = "sandbox";
+inline constexpr const char* kSandboxHome = "/home/sandbox";
+inline constexpr const char* kSandboxHostname = "belljar";
+// The warden's descriptors: 0-3 are the worker's (stdin /dev/null, stdout, stderr, frames),
+// 4 the control socket to the supervisor (spec in, reports out), 5 the egress channel (when
+// the policy allows any host): the sandbox's end of the SOCK_SEQPACKET pair to the proxy.
+inline constexpr int kControlFd = 4;
+inline constexpr int kEgressChannelFd = 5;
+// The egress proxy's port inside: HTTP_PROXY=http://127.0.0.1:3128. The sandbox has a network
+// namespace of its own, so the port is free whatever the host runs.
+inline constexpr uint16_t kEgressPort = 3128;
+
+struct JailBind {
+  enum class Kind { read_only, workspace, device };
+  std::string source;  // host path, symlinks resolved
+  std::string target;  // path inside the jail
+  Kind kind = Kind::read_only;
+};
+
+struct JailLink {
+  std::string path;       // inside the jail, e.g. /lib
+  std::string points_to;  // e.g. usr/lib
+};
+
+struct JailSpec {
+  enum class Mode {
+    namespaces,  // the full jail: user/mount/pid/net/ipc/uts/cgroup namespaces, pivot_root
+    landlock,    // degraded: no namespaces; Landlock, seccomp (no inet) and rlimits
+  };
+  Mode mode = Mode::namespaces;
+  bool strict = true;      // a layer that fails is an error rather than a note
+  bool host_root = false;  // the warden runs as host uid 0
+  uid_t host_uid = 0;      // the host identity the code runs as
+  gid_t host_gid = 0;
+  std::string workspace;        // absolute, resolved; mounted at the same path
+  std::vector<JailBind> binds;  // system dirs, /etc files, interpreter, worker package, --ro
+  std::vector<JailLink> links;  // /lib -> usr/lib and the like, mirrored from the host
+  std::vector<std::string> hide_patterns;     // defaults + --hide
+  std::vector<std::string> protect_patterns;  // defaults - --writable + --protect
+  uint64_t workspace_quota_bytes = 0;         // 0: none
+  std::string exec_path;                   // the interpreter as the jail sees it
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // NAME=VALUE, built from the allowlist
+  uint64_t memory_bytes = 0;
+  uint64_t pids = 0;
+  uint64_t file_size_bytes = 0;
+  uint64_t tmp_size_bytes = 0;
+  uint64_t open_files = 4096;
+  // The egress proxy (egress_proxy.hpp): when egress_port is set, the supervisor passes the
+  // sandbox's end of a SOCK_SEQPACKET pair to the warden as fd 5 (kEgressChannelFd), the warden
+  // hands it to init through clone(), and init listens on 127.0.0.1:egress_port inside the
+  // network namespace, passing each accepted connection over it (egress_forwarder.hpp).
+  // 0: loopback only (no --allow-net, or no network namespace to listen in).
+  uint16_t egress_port = 0;
+
+  nlohmann::json to_json() const;
+  static JailSpec from_json(const nlohmann::json& doc);
+};
+
+}  // namespace belljar
