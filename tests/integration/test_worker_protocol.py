@@ -19,7 +19,8 @@ import pytest
 
 PYTHON = "/usr/bin/python3"
 SOURCE = Path(os.environ.get("BELLJAR_SOURCE") or Path(__file__).resolve().parents[2])
-WORKER_DIR = SOURCE / "worker"
+# The build tree's copy of the package, with the bytecode the build compiled (what belljar runs).
+WORKER_DIR = Path(os.environ.get("BELLJAR_WORKER") or SOURCE / "worker")
 BOOTSTRAP = ("import sys; sys.path.insert(0, %r); "
              "from belljar_worker.main import serve; serve()" % str(WORKER_DIR))
 
