@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "sandbox/layers/environment.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
@@ -32,12 +33,15 @@ Redactor::Redactor(std::vector<std::string> secrets) : secrets_(std::move(secret
 }
 
 Redactor Redactor::for_sandbox(const Policy& policy, char** environ) {
+  // Which names are harmless is the sandbox's own rule (sandbox/layers/environment.hpp), not a
+  // second list here: a variable the sandbox hands over unasked, or builds itself, is no secret.
   std::vector<std::string> secrets;
   for (const auto& name : policy.pass_env)
-    if (const char* value = lookup(environ, name); value && looks_secret(value))
+    if (const char* value = lookup(environ, name);
+        value && !harmless_variable(name) && looks_secret(value))
       secrets.push_back(value);
   for (const auto& [name, value] : policy.set_env)
-    if (looks_secret(value)) secrets.push_back(value);
+    if (!harmless_variable(name) && looks_secret(value)) secrets.push_back(value);
   return Redactor(std::move(secrets));
 }
 

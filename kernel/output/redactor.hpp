@@ -25,7 +25,8 @@ class Redactor {
   Redactor() = default;
   // The secret-looking values the sandbox's environment gets from this policy: --pass-env
   // variables (read from `environ`) and --set-env values. Paths and plain numbers are not
-  // secrets (the workspace path is printed by os.getcwd() on purpose).
+  // secrets (the workspace path is printed by os.getcwd() on purpose), nor are the variables
+  // the sandbox itself deems harmless (harmless_variable: the allowlist, PATH, HOME, ...).
   static Redactor for_sandbox(const Policy& policy, char** environ);
   explicit Redactor(std::vector<std::string> secrets);
 

@@ -1,12 +1,35 @@
 #include "sandbox/layers/environment.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
+#include <string_view>
 
 namespace belljar {
 
+const std::vector<std::string>& environment_allowlist() {
+  static const std::vector<std::string> names = {"LANG", "LC_*", "TZ", "TERM"};
+  return names;
+}
+
 bool allowlisted_variable(const std::string& name) {
-  return name == "LANG" || name == "TZ" || name == "TERM" || name.rfind("LC_", 0) == 0;
+  for (const auto& entry : environment_allowlist()) {
+    bool prefix = entry.ends_with('*');
+    if (prefix ? name.starts_with(std::string_view(entry).substr(0, entry.size() - 1))
+               : name == entry)
+      return true;
+  }
+  return false;
+}
+
+const std::vector<std::string>& sandbox_built_variables() {
+  static const std::vector<std::string> names = {"PATH", "HOME", "USER", "LOGNAME"};
+  return names;
+}
+
+bool harmless_variable(const std::string& name) {
+  const auto& built = sandbox_built_variables();
+  return allowlisted_variable(name) || std::find(built.begin(), built.end(), name) != built.end();
 }
 
 std::vector<std::pair<std::string, std::string>> proxy_variables(uint16_t egress_port) {

@@ -11,8 +11,26 @@
 
 namespace belljar {
 
-// The names copied when present: LANG, LC_*, TZ, TERM.
-bool allowlisted_variable(const std::string& name);
+// The environment allowlist, the one list of it: the names copied from the kernel's
+// environment when present (an entry ending in '*' is a prefix: LC_*). Their values are
+// harmless by definition (locale, time zone, terminal type), so the output redactor never masks
+// them either, even when --pass-env or --set-env names them.
+const std::vector<std::string>& environment_allowlist();
+bool allowlisted_variable(const std::string& name);  // matches an entry of the allowlist
+
+// The names the sandbox sets itself whatever the kernel's environment says: PATH, HOME, USER,
+// LOGNAME. Not secrets either (see harmless_variable).
+const std::vector<std::string>& sandbox_built_variables();
+
+// True when a variable's value is not a secret by the sandbox's rules: allowlisted, or one the
+// sandbox builds itself. The redactor asks this for every --pass-env and --set-env name.
+//
+// PATH is deliberately harmless even when --pass-env PATH or --set-env PATH=... replaces the
+// sandbox's own: its value is everywhere (os.environ, `which`, shutil.which, tracebacks of
+// subprocess, sys.path-like listings), one directory at a time as often as whole. Masking the
+// whole string would mangle ordinary output and still leave each part readable, so it cannot be
+// kept secret by redaction; a secret does not belong in PATH.
+bool harmless_variable(const std::string& name);
 
 // NAME=VALUE entries. PATH is the interpreter's bin directories then the system ones; HOME is
 // the sandbox's private home. With an egress port, the proxy variables point at it.

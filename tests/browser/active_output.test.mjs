@@ -65,8 +65,8 @@ function vectorCells(origin, prefix) {
     'update-display': `h = display({'text/plain': 'first'}, raw=True, display_id=True)\n` +
       `h.update({'text/html': ${py(`<img src="x" onerror="${e('update-display')}">`)}}, raw=True)`,
     'execute-result': `class Active:\n    def _repr_html_(self):\n        return ${py(`<script>${js('execute-result')}</script>`)}\nActive()`,
-    'pager-payload': 'import belljar_worker.session as s\n' +
-      `s.current._take_payload = lambda: (delattr(s.current, '_take_payload'), [{'source': 'page', 'start': 0, 'data': {'text/plain': 'paged', 'text/html': ${py(`<img src="x" onerror="${e('pager-payload')}">`)}}}])[1]`,
+    'pager-payload': 'import belljar_worker.current as s\n' +
+      `s.session._take_payload = lambda: (delattr(s.session, '_take_payload'), [{'source': 'page', 'start': 0, 'data': {'text/plain': 'paged', 'text/html': ${py(`<img src="x" onerror="${e('pager-payload')}">`)}}}])[1]`,
     // A frame may navigate itself: a GET to the server (GET /terminals/new opens a terminal).
     'html-self-navigation': show(`{'text/html': ${py(`<meta http-equiv="refresh" content="0;url=${origin}/terminals/new"><img src="${origin}/terminals/new"><script>location.href = ${JSON.stringify(origin + '/terminals/new')};</script>`)}}`),
     'stream-text': `print(${py(`<img src="x" onerror="${e('stream-text')}">`)})`,

@@ -128,9 +128,9 @@ PROBES = [
     Probe("core dumps off", "import resource; result = str(resource.getrlimit(resource.RLIMIT_CORE))", "(0, 0)"),
     # The worker's own signal-wakeup pipe is not inherited: set it aside, then list the rest.
     Probe("only documented fds are open",
-          "import _signal, belljar_worker.session as _s\n"
+          "import _signal, belljar_worker.current as _s\n"
           "_w = _signal.set_wakeup_fd(-1); _signal.set_wakeup_fd(_w)\n"
-          "_own = {_w, _s.current.channel._wakeup}\n"
+          "_own = {_w, _s.session.channel._wakeup}\n"
           "import fcntl\n"
           "def _open(fd):\n"
           "    try: fcntl.fcntl(fd, fcntl.F_GETFD); return True\n"

@@ -24,7 +24,7 @@ NOTICE_SLACK = 4096  # one "[belljar] ... dropped" notice, and the message's own
 
 # The cell's way to speak for the worker: the worker's own frame channel (it stamps the id of
 # the request being served, as the honest worker does).
-CHANNEL = "from belljar_worker import session as _s\nch = _s.current.channel\n"
+CHANNEL = "from belljar_worker import current as _s\nch = _s.session.channel\n"
 
 
 def kernel_process(km):
@@ -122,7 +122,7 @@ def test_a_huge_completion_reply_is_cut_to_the_cap():
                       "    ch.send({'type': 'complete_reply', 'id': msg['id'], 'cursor_start': 0,\n"
                       "             'cursor_end': 0, 'metadata': {'m': 'q' * 5_000_000},\n"
                       "             'matches': ['w' * 1000] * 20_000})\n"
-                      "_s.current._handlers['complete'] = flood\n")
+                      "_s.session._handlers['complete'] = flood\n")
     with running_kernel(flags=["--output-limit", "1M"]) as (km, kc):
         reply, _ = execute(kc, code)
         assert reply["content"]["status"] == "ok"

@@ -144,8 +144,8 @@ def test_pager_payload_and_user_expressions_are_checked(kernel):
     _, kc = kernel
     # The worker is the attacker: it rewrites its own payload for this cell's reply.
     setup = (
-        "import belljar_worker.session as s\n"
-        "s.current._take_payload = lambda: [{'source': 'page', 'start': 0, 'data': {\n"
+        "import belljar_worker.current as s\n"
+        "s.session._take_payload = lambda: [{'source': 'page', 'start': 0, 'data': {\n"
         "    'text/html': '<svg onload=alert(1)>', 'text/plain': 'paged'}}]\n"
         "class Active:\n"
         "    def _repr_html_(self):\n"
@@ -160,7 +160,7 @@ def test_pager_payload_and_user_expressions_are_checked(kernel):
     expression = content["user_expressions"]["x"]
     assert expression["status"] == "ok"
     assert_isolated(expression["data"])
-    execute(kc, "del s.current._take_payload")
+    execute(kc, "del s.session._take_payload")
 
 
 def test_inspect_reply_data_is_checked(kernel):
@@ -178,8 +178,8 @@ def test_inspect_reply_data_is_checked(kernel):
 
 def test_a_forged_hello_cannot_set_language_info(kernel):
     _, kc = kernel
-    execute(kc, "import belljar_worker.session as s\n"
-                "s.current.channel.send({'type': 'hello', 'language_info': {\n"
+    execute(kc, "import belljar_worker.current as s\n"
+                "s.session.channel.send({'type': 'hello', 'language_info': {\n"
                 "    'name': '<img src=x onerror=alert(1)>', 'version': '3<script>',\n"
                 "    'codemirror_mode': '../../../../files/evil', 'mimetype': 'text/html'}})\n")
     kc.kernel_info()

@@ -154,9 +154,9 @@ def test_invalid_bundle_from_the_worker_is_replaced(observed):
     _, kc, _, _ = observed
     # The frame names the request it answers, as every frame must (the worker can read the id).
     code = ("import json, os, struct, sys\n"
-            "from belljar_worker import session\n"
+            "from belljar_worker import current\n"
             "sys.stdout.flush()\n"
-            "frame = json.dumps({'type': 'display', 'id': session.current.channel.request_id,\n"
+            "frame = json.dumps({'type': 'display', 'id': current.session.channel.request_id,\n"
             "                    'data': {'image/png': 'not base64 at all!'},"
             " 'metadata': {}, 'transient': {}}).encode()\n"
             "os.write(3, struct.pack('>I', len(frame)) + frame)\n")

@@ -5,10 +5,7 @@ IPython.display functions send the same frames (see ipython_bridge).
 """
 import os
 
-
-def _session():
-    from . import session
-    return session.current
+from . import current
 
 
 def new_display_id():
@@ -21,7 +18,7 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None,
 
     display_id=True makes up an id; with an id, a DisplayHandle is returned so the output
     can be updated in place later. raw=True sends objs as ready-made mime bundles."""
-    session = _session()
+    session = current.session
     if display_id is True:
         display_id = new_display_id()
     if display_id:
@@ -55,7 +52,7 @@ def update_display(obj, *, display_id, **kwargs):
 
 def clear_output(wait=False):
     """Clear the cell's output; wait=True clears only when new output arrives."""
-    session = _session()
+    session = current.session
     if session is not None:
         session.clear_output(wait)
 

@@ -12,7 +12,7 @@ from matplotlib.backend_bases import FigureManagerBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from . import figures
+from . import current, figures
 
 FigureCanvas = FigureCanvasAgg
 FigureManager = FigureManagerBase
@@ -71,9 +71,8 @@ def flush_figures():
 
 
 def _register_with_session():
-    from . import session
-    if session.current is not None:
-        session.current.add_post_cell_hook(flush_figures)
+    if current.session is not None:
+        current.session.add_post_cell_hook(flush_figures)
 
 
 matplotlib.interactive(True)  # pyplot then reports drawing, so cells show their figures

@@ -8,6 +8,8 @@ worker's own runner either way, so results, errors and streams behave the same.
 """
 import os
 
+from .current import INLINE_BACKEND
+
 IPYTHON_MISSING = "magics need IPython, which is not installed in this interpreter"
 
 
@@ -82,7 +84,6 @@ def create_shell(session):
         def enable_matplotlib(self, gui=None):
             """%matplotlib: figures can only be shown inline, through the worker's backend."""
             from IPython.core import pylabtools
-            from .main import INLINE_BACKEND
             if gui not in (None, "auto", "inline", "agg"):
                 raise UsageError("belljar shows figures inline only; %%matplotlib %s needs a "
                                  "GUI or widget frontend" % gui)

@@ -7,7 +7,6 @@ import os
 import sys
 
 FRAMES_FD = 3
-INLINE_BACKEND = "module://belljar_worker.inline_backend"
 
 
 def _environment():

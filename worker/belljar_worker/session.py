@@ -8,15 +8,13 @@ import builtins
 import os
 import sys
 
+from . import current, formatting, stdin, tracebacks
 from . import display as display_module
-from . import formatting, stdin, tracebacks
 from .import_hooks import PostImportHooks
 from .ipython_bridge import IPYTHON_MISSING, looks_like_ipython
 from .audit import audit_bundle, audit_request
 from .limits import LimitError, parse_limits_line, split_limits_cell
 from .runner import NO_VALUE, CellRunner
-
-current = None  # the worker's Session, for display(), input() and the matplotlib backend
 
 
 class UsageError(Exception):
@@ -45,7 +43,6 @@ class Session:
                      "_i", "_ii", "_iii")
 
     def __init__(self, channel, gate, streams):
-        global current
         self.channel, self.gate, self.streams = channel, gate, streams
         self.main_module = type(sys)("__main__")
         ns = self.namespace = self.main_module.__dict__
@@ -71,7 +68,7 @@ class Session:
                          "matplotlib": _use_inline_backend}).install()
         self._handlers = {"execute": self.execute, "complete": self.complete,
                           "inspect": self.inspect, "is_complete": self.is_complete}
-        current = self
+        current.session = self
 
     # -- dispatch ------------------------------------------------------------------------
     def handle(self, msg):
@@ -422,8 +419,7 @@ class Session:
 def _use_inline_backend(matplotlib):
     """Figures go to the frontend, unless the user chose a backend through MPLBACKEND."""
     if not os.environ.get("MPLBACKEND"):
-        from .main import INLINE_BACKEND
-        matplotlib.rcParams["backend"] = INLINE_BACKEND
+        matplotlib.rcParams["backend"] = current.INLINE_BACKEND
 
 
 def _cursor(msg, code):

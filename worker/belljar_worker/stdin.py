@@ -2,6 +2,7 @@
 
 Only when the execute request allowed stdin; otherwise the same error as ipykernel's.
 """
+from . import current
 
 
 class StdinNotImplementedError(IOError, NotImplementedError):
@@ -9,13 +10,12 @@ class StdinNotImplementedError(IOError, NotImplementedError):
 
 
 def _request(prompt, password):
-    from . import session
-    current = session.current
-    if current is None or not current.stdin_allowed():
+    session = current.session
+    if session is None or not session.stdin_allowed():
         caller = "getpass" if password else "raw_input"
         raise StdinNotImplementedError(
             "%s was called, but this frontend does not support input requests." % caller)
-    return current.request_input("" if prompt is None else str(prompt), password)
+    return session.request_input("" if prompt is None else str(prompt), password)
 
 
 def forwarded_input(prompt=""):

@@ -126,10 +126,6 @@ def _too_big(msg, size):
     return encode(small)
 
 
-class SupervisorGone(Exception):
-    pass
-
-
 class FrameChannel:
     def __init__(self, fd, gate, flush_streams):
         self.fd = fd

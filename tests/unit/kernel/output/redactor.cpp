@@ -1,9 +1,14 @@
 // The redactor masks only what the sandbox was given, and what a stream sends when never
 // depends on whether the output matches part of a secret (else it is an oracle).
+#include "kernel/output/redactor.hpp"
+
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
+#include <set>
 
 #include "kernel/output/output_stream.hpp"
-#include "kernel/output/redactor.hpp"
+#include "sandbox/layers/environment.hpp"
 #include "sandbox/policy/policy.hpp"
 
 using namespace belljar;
@@ -84,4 +89,58 @@ TEST_CASE("a held tail is sent after the hold window even without more output", 
   CHECK(stream.take(false, start + std::chrono::milliseconds(100)).empty());
   CHECK(stream.take(false, start + std::chrono::milliseconds(30) + StreamBuffer::kHoldDelay) ==
         "ogress 50%");
+}
+
+// The redactor and the sandbox share one rule for which variables are harmless
+// (sandbox/layers/environment.hpp): this fails if they drift apart again.
+TEST_CASE("the redactor treats the sandbox's harmless variables as the sandbox does",
+          "[redactor][environment]") {
+  const std::string value = "sk-looks-like-a-secret-0123";  // secret-looking by the redactor
+  // Every name of the allowlist (a prefix entry stands for one name it admits), the names the
+  // sandbox builds itself, and names that are neither.
+  std::vector<std::string> names;
+  for (const auto& entry : environment_allowlist())
+    names.push_back(entry.ends_with('*') ? entry.substr(0, entry.size() - 1) + "ALL" : entry);
+  for (const auto& name : sandbox_built_variables()) names.push_back(name);
+  const std::vector<std::string> secret_names = {"API_TOKEN", "LANGUAGE_KEY", "XTERM", "PATHS"};
+  names.insert(names.end(), secret_names.begin(), secret_names.end());
+
+  // What the sandbox builds with no --pass-env: the host's value under every name.
+  std::vector<std::string> host_entries;
+  for (const auto& name : names) host_entries.push_back(name + "=" + value);
+  std::vector<char*> host;
+  for (auto& entry : host_entries) host.push_back(entry.data());
+  host.push_back(nullptr);
+  std::map<std::string, std::string> unasked;
+  for (const auto& entry :
+       sandbox_environment(Policy{}, {"/opt/py/bin"}, "/home/sandbox", host.data()))
+    unasked[entry.substr(0, entry.find('='))] = entry.substr(entry.find('=') + 1);
+
+  for (const auto& name : names) {
+    INFO("variable " << name);
+    bool built = std::find(sandbox_built_variables().begin(), sandbox_built_variables().end(),
+                           name) != sandbox_built_variables().end();
+    // The sandbox copies it unasked (or, for the names it builds, sets it itself): harmless.
+    bool harmless = unasked.count(name) && (unasked[name] == value || built);
+    CHECK(harmless == harmless_variable(name));
+    Policy passed;
+    passed.pass_env = {name};
+    Policy set;
+    set.set_env = {{name, value}};
+    std::string shown = harmless ? value : Redactor::kMask;
+    CHECK(Redactor::for_sandbox(passed, host.data()).redact(value) == shown);
+    CHECK(Redactor::for_sandbox(set, nullptr).redact(value) == shown);
+  }
+  // Exactly the built names are set with nothing from the host, so none is missing above.
+  std::set<std::string> built_only;
+  for (const auto& entry : sandbox_environment(Policy{}, {}, "/home/sandbox", nullptr))
+    built_only.insert(entry.substr(0, entry.find('=')));
+  CHECK(built_only ==
+        std::set<std::string>(sandbox_built_variables().begin(), sandbox_built_variables().end()));
+  // PATH on purpose: a passed PATH that does not start with '/' is still not masked.
+  std::string relative_path = "PATH=bin:.local/bin:/usr/bin";
+  char* path_env[] = {relative_path.data(), nullptr};
+  Policy pass_path;
+  pass_path.pass_env = {"PATH"};
+  CHECK(Redactor::for_sandbox(pass_path, path_env).empty());
 }

@@ -1,0 +1,17 @@
+"""What the worker's parts share without importing each other: the session being served and
+the name of the inline matplotlib backend.
+
+display(), input(), the matplotlib backend and IPython's %matplotlib reach the session from
+code the user calls, long after start-up; main and session import them. Reading the session
+here instead of from main or session keeps the package's imports a tree (a cycle would make
+which module runs first depend on which one a cell happened to import first). No imports: it
+costs nothing at start-up.
+"""
+
+# The worker's Session once main built it (None outside the worker, e.g. a module imported by
+# a plain interpreter: display() then prints).
+session = None
+
+# matplotlib's name for inline_backend.py: the default backend once matplotlib is imported,
+# and what %matplotlib inline selects.
+INLINE_BACKEND = "module://belljar_worker.inline_backend"
