@@ -9,6 +9,7 @@
 // reads one way to the allowlist and another way upstream is request smuggling.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -21,6 +22,14 @@ namespace {
 
 void check(bool ok) {
   if (!ok) std::abort();
+}
+
+// The proxy wrote a head it would refuse itself: say which, and why, before the crash report.
+[[noreturn]] void refused_own_head(const char* what, const std::string& head,
+                                   const HttpHeadError& e) {
+  std::fprintf(stderr, "fuzz_http_head: the %s the proxy wrote is refused (%s):\n%s\n", what,
+               e.what(), head.c_str());
+  std::abort();
 }
 
 // One head, ending at its blank line, with CR and LF only as CRLF pairs.
@@ -56,8 +65,8 @@ void request(std::string_view head) {
   RequestHead again;
   try {
     again = parse_request_head(absolute);
-  } catch (const HttpHeadError&) {
-    std::abort();  // the proxy wrote a head it would refuse itself
+  } catch (const HttpHeadError& e) {
+    refused_own_head("upstream request", absolute, e);
   }
   check(again.host == parsed.host && again.port == parsed.port && again.path == parsed.path);
   check(again.content_length == parsed.content_length && again.chunked == parsed.chunked);
@@ -77,8 +86,8 @@ void response(std::string_view head) {
   ResponseHead again;
   try {
     again = parse_response_head(to_client);
-  } catch (const HttpHeadError&) {
-    std::abort();
+  } catch (const HttpHeadError& e) {
+    refused_own_head("client response", to_client, e);
   }
   check(again.status == parsed.status && again.version == parsed.version);
 }

@@ -102,6 +102,9 @@ http = {
     "response_ok": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n"
                    b"Keep-Alive: timeout=5\r\n\r\nok",
     "response_no_reason": b"HTTP/1.0 204 \r\nServer: t\r\n\r\n",
+    # Found by this target on 2026-12-01: a status with a leading zero is accepted, then written
+    # to the client as "99", a head the proxy itself refuses.
+    "response_status_099": b"HTTP/1.1 099 OK\r\nContent-Length: 0\r\n\r\n",
 }
 for name, data in http.items():
     write("http_head", name, data)
