@@ -23,7 +23,7 @@ import tempfile
 import nbformat
 import pytest
 
-from belljar_testing import BELLJAR, ISOLATION, PYTHON, SOURCE
+from belljar_testing import BELLJAR, ISOLATION, PYTHON, SOURCE, mcp_session_lines, readme_blocks
 
 README = (SOURCE / "README.md").read_text()
 STARTS = r"(?:\./scripts/|build/belljar |belljar |jupyter |/usr/bin/python3 |echo )"
@@ -50,9 +50,7 @@ SKIPPED = {
 def readme_commands():
     """Each command as the README spells it (a synopsis line without its trailing comment)."""
     found = []
-    for language, block in re.findall(r"```(\w*)\n(.*?)```", README, re.S):
-        if language not in ("sh", ""):
-            continue
+    for block in readme_blocks("sh") + readme_blocks(""):
         for line in block.splitlines():
             if re.match(STARTS, line):
                 found.append(re.sub(r"\s+#.*$", "", line).strip())
@@ -170,15 +168,9 @@ def check_run_json(reader):
 
 
 def check_mcp(reader):
-    requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "pytest", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    ]
     # Closing stdin is MCP's stdio shutdown: the server answers what it was sent, then exits.
-    out = run(reader, f"belljar mcp {POLICY}", stdin="".join(json.dumps(r) + "\n" for r in requests))
+    out = run(reader, f"belljar mcp {POLICY}",
+              stdin=mcp_session_lines({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
     replies = {m["id"]: m for m in map(json.loads, out.stdout.splitlines())}
     assert replies[1]["result"]["serverInfo"]["name"] == "belljar"
     assert {t["name"] for t in replies[2]["result"]["tools"]} == {
