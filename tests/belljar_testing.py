@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import queue
+import re
 import shutil
 import ssl
 import subprocess
@@ -25,6 +26,32 @@ BELLJAR = os.environ.get("BELLJAR", str(SOURCE / "build" / "belljar"))
 PYTHON = "/usr/bin/python3"
 ISOLATION = os.environ.get("BELLJAR_TEST_ISOLATION", "strict")
 TIMEOUT = 60
+
+
+def sandbox_writable_dir(prefix):
+    """A fresh temporary directory the sandbox may write: its user is `nobody` when the tests run
+    as root, so the directory is 0777. The caller removes it."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(path, 0o777)
+    return path
+
+
+def readme_blocks(language):
+    """The bodies of README.md's fenced blocks in `language` ("" for blocks without one)."""
+    readme = (SOURCE / "README.md").read_text()
+    return [body for lang, body in re.findall(r"```(\w*)\n(.*?)```", readme, re.S) if lang == language]
+
+
+def mcp_session_lines(*requests):
+    """What an MCP client writes on `belljar mcp`'s stdin: the handshake (initialize as id 1,
+    protocol 2025-06-18, then notifications/initialized) and `requests`, one JSON line each."""
+    handshake = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "pytest", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    return "".join(json.dumps(r) + "\n" for r in [*handshake, *requests])
 
 
 def belljar(*args, **kwargs):
@@ -50,8 +77,7 @@ def running_kernel(flags=(), workspace=None, env=None, name="belljar-test"):
     """A started belljar kernel and a ready blocking client; shut down afterwards."""
     with tempfile.TemporaryDirectory(prefix="belljar-spec-") as prefix:
         spec_dir = install_kernelspec(prefix, name, flags)
-        ws = workspace or tempfile.mkdtemp(prefix="belljar-ws-")
-        os.chmod(ws, 0o777) if workspace is None else None
+        ws = workspace or sandbox_writable_dir("belljar-ws-")
         launch_env = dict(os.environ)
         launch_env.update(env or {})
         km = KernelManager(kernel_name=name)
@@ -89,6 +115,22 @@ def collect(kc, msg_id, timeout=TIMEOUT):
             break
         outputs.append(msg)
     return reply, outputs
+
+
+def printed_json(kc, code, timeout=TIMEOUT):
+    """Runs code that must succeed; returns (the JSON its last printed line holds, or None when it
+    printed nothing, and the reply)."""
+    reply, outputs = execute(kc, code, timeout=timeout)
+    assert reply["content"]["status"] == "ok", (reply["content"], stderr_of(outputs))
+    lines = stdout_of(outputs).strip().splitlines()
+    return json.loads(lines[-1]) if lines else None, reply
+
+
+def still_answers(km, kc, timeout=TIMEOUT):
+    """The kernel is alive and runs a cell (after a probe that hit a limit or killed the worker)."""
+    assert km.is_alive(), "the kernel died"
+    reply, outputs = execute(kc, "print('alive')", timeout=timeout)
+    assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "alive\n"
 
 
 def stdout_of(outputs):

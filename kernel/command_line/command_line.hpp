@@ -1,5 +1,6 @@
 #pragma once
-// The command line contract of DESIGN.md: belljar kernel | install | run | mcp | check.
+// The command line contract (README.md, "Command line"): belljar kernel | install | run | mcp |
+// check.
 #include <optional>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// The worker's last steps before Python, in DESIGN.md's order: a new session, its identity,
+// The worker's last steps before Python, in the order ARCHITECTURE.md gives: a new session, its identity,
 // limits, (Landlock), no capabilities, no_new_privs, and seccomp last, right before exec.
 #include <sys/types.h>
 

@@ -1,14 +1,13 @@
 """Destructive probes: runaway code stops at its caps and the kernel keeps answering. These run
 only inside the sandbox (never with --isolation none), and ctest runs this file under ulimit."""
 import os
-import pathlib
 import shutil
-import tempfile
 import time
 
 import pytest
 
-from belljar_testing import ISOLATION, execute, running_kernel, stderr_of, stdout_of
+from belljar_testing import (ISOLATION, execute, running_kernel, sandbox_writable_dir, still_answers,
+                             stderr_of, stdout_of)
 
 FLAGS = ["--isolation", ISOLATION, "--timeout", "4", "--memory", "256M", "--pids", "64",
          "--tmp-size", "16M", "--file-size", "8M"]
@@ -16,17 +15,10 @@ FLAGS = ["--isolation", ISOLATION, "--timeout", "4", "--memory", "256M", "--pids
 
 @pytest.fixture(scope="module")
 def capped():
-    workspace = tempfile.mkdtemp(prefix="belljar-limits-")
-    os.chmod(workspace, 0o777)
+    workspace = sandbox_writable_dir("belljar-limits-")
     with running_kernel(flags=FLAGS, workspace=workspace) as (km, kc):
-        yield km, kc, pathlib.Path(workspace)
+        yield km, kc, workspace
     shutil.rmtree(workspace, ignore_errors=True)
-
-
-def still_answers(km, kc):
-    assert km.is_alive(), "the kernel died"
-    reply, outputs = execute(kc, "print('alive')", timeout=30)
-    assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "alive\n"
 
 
 def test_cpu_spin_hits_the_time_limit_and_keeps_state(capped):
@@ -49,7 +41,7 @@ def test_sleep_hits_the_time_limit(capped):
     reply, _ = execute(kc, "import time; time.sleep(600)")
     assert time.monotonic() - start < 15
     assert reply["content"]["ename"] == "TimeoutError"
-    still_answers(km, kc)
+    still_answers(km, kc, timeout=30)
 
 
 def test_memory_bomb_is_reported_as_the_memory_limit(capped):
@@ -60,7 +52,7 @@ def test_memory_bomb_is_reported_as_the_memory_limit(capped):
     assert content["ename"] == "MemoryError", content
     if "memory limit" in content.get("evalue", ""):
         assert "--memory" in content["evalue"]
-    still_answers(km, kc)
+    still_answers(km, kc, timeout=30)
 
 
 def test_fork_bomb_stops_at_the_process_cap(capped):
@@ -78,7 +70,7 @@ def test_fork_bomb_stops_at_the_process_cap(capped):
     assert "stopped after" in stdout_of(outputs), (reply["content"], stderr_of(outputs))
     forks = int(stdout_of(outputs).split()[2])
     assert forks < 64
-    still_answers(km, kc)
+    still_answers(km, kc, timeout=30)
 
 
 def test_tmp_fill_stops_at_the_tmp_size(capped):
@@ -94,7 +86,7 @@ def test_tmp_fill_stops_at_the_tmp_size(capped):
     name, megabytes = stdout_of(outputs).split()
     assert name in ("ENOSPC", "EFBIG") and int(megabytes) <= 16
     execute(kc, "import os; os.remove('/tmp/fill')")
-    still_answers(km, kc)
+    still_answers(km, kc, timeout=30)
 
 
 def test_workspace_fill_stops_at_the_file_size(capped):
@@ -110,7 +102,7 @@ def test_workspace_fill_stops_at_the_file_size(capped):
     assert stdout_of(outputs).strip() == "EFBIG"
     assert (workspace / "big.bin").stat().st_size <= 8 << 20
     (workspace / "big.bin").unlink()
-    still_answers(km, kc)
+    still_answers(km, kc, timeout=30)
 
 
 def test_kill_minus_one_only_kills_the_sandbox(capped):
@@ -118,7 +110,7 @@ def test_kill_minus_one_only_kills_the_sandbox(capped):
     sentinel = os.getpid()
     reply, _ = execute(kc, "import os, signal; os.kill(-1, signal.SIGKILL); import time; time.sleep(5)")
     assert os.getpid() == sentinel and km.is_alive()
-    still_answers(km, kc)
+    still_answers(km, kc, timeout=30)
 
 
 def test_worker_crash_keeps_workspace_files(capped):

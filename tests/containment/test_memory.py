@@ -9,15 +9,14 @@ and shared memory, plus the host's shared memory that appeared meanwhile) and as
 never got past 1.5x the cap. ctest runs this file under ulimit."""
 import json
 import os
-import pathlib
 import shutil
-import tempfile
 import threading
 import time
 
 import pytest
 
-from belljar_testing import ISOLATION, execute, running_kernel, stdout_of
+from belljar_testing import (ISOLATION, execute, running_kernel, sandbox_writable_dir, still_answers,
+                             stdout_of)
 
 CAP_MIB = 256
 FLAGS = ["--isolation", ISOLATION, "--timeout", "60", "--memory", f"{CAP_MIB}M", "--pids", "64",
@@ -93,10 +92,8 @@ class OutsideSampler:
 
 @pytest.fixture(scope="module")
 def capped():
-    workspace = tempfile.mkdtemp(prefix="belljar-memory-")
-    os.chmod(workspace, 0o777)
-    audit = pathlib.Path(tempfile.mkdtemp(prefix="belljar-memory-audit-")) / "audit.jsonl"
-    os.chmod(audit.parent, 0o777)
+    workspace = sandbox_writable_dir("belljar-memory-")
+    audit = sandbox_writable_dir("belljar-memory-audit-") / "audit.jsonl"
     with running_kernel(flags=FLAGS + ["--audit-log", str(audit)], workspace=workspace) as (km, kc):
         km.audit = audit
         yield km, kc
@@ -113,12 +110,6 @@ def attack(km, kc, code):
           f"(cap {CAP_MIB} MiB); cell: {reply['content'].get('ename')} "
           f"{reply['content'].get('evalue', '')[:160]!r}; stdout {stdout_of(outputs)!r}")
     return reply["content"], outputs, peak_mib
-
-
-def still_answers(km, kc):
-    assert km.is_alive(), "the kernel died"
-    reply, outputs = execute(kc, "print('alive')", timeout=60)
-    assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "alive\n"
 
 
 def worker_exits(km):
@@ -191,7 +182,7 @@ def test_memfd_fill_is_refused(capped):
     assert peak < 1.5 * CAP_MIB, f"the sandbox held {peak:.0f} MiB under --memory {CAP_MIB}M"
     assert content["status"] == "error", stdout_of(outputs)
     assert content["ename"] == "OSError" and "Function not implemented" in content["evalue"]
-    still_answers(km, kc)
+    still_answers(km, kc, timeout=60)
 
 
 def test_sysv_shared_memory_fill_is_refused(capped):
@@ -200,7 +191,7 @@ def test_sysv_shared_memory_fill_is_refused(capped):
     assert peak < 1.5 * CAP_MIB, f"the sandbox held {peak:.0f} MiB under --memory {CAP_MIB}M"
     assert content["status"] == "error", stdout_of(outputs)
     assert content["ename"] == "OSError" and "Function not implemented" in content["evalue"]
-    still_answers(km, kc)
+    still_answers(km, kc, timeout=60)
 
 
 def test_forked_children_share_one_cap(capped):
@@ -219,7 +210,7 @@ def test_forked_children_share_one_cap(capped):
         assert "together" in content["evalue"]  # the figure the warden measured
         exits = worker_exits(km)[exits_before:]
         assert exits and exits[0]["memory_limit"] is True and exits[0]["during_cell"] is True
-    still_answers(km, kc)
+    still_answers(km, kc, timeout=60)
 
 
 def test_a_forked_pool_within_the_cap_is_left_alone(capped):

@@ -5,26 +5,19 @@ stay read-only inside, and the session's writes to the workspace stop at --works
 Each attack here is one an outside red team ran against the sandbox; each has a control that
 shows the probe itself works (the file is readable, the hook does run) when the guard is off."""
 import os
-import pathlib
 import resource
 import shutil
 import subprocess
-import tempfile
 
 import pytest
 
-from belljar_testing import ISOLATION, execute, running_kernel, stderr_of, stdout_of
+from belljar_testing import (ISOLATION, execute, running_kernel, sandbox_writable_dir, stderr_of,
+                             stdout_of)
 
 pytestmark = pytest.mark.skipif(ISOLATION != "strict", reason="the guard needs the full jail")
 
 SECRET = "sk-workspace-guard-secret-0123456789"
 GIT = shutil.which("git") or "/usr/bin/git"
-
-
-def workspace(prefix):
-    path = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
-    os.chmod(path, 0o777)
-    return path
 
 
 def read_attempt(path):
@@ -34,7 +27,7 @@ def read_attempt(path):
 
 
 def test_unreadable_directory_is_masked_whole_not_skipped():
-    ws = workspace("belljar-guard-chmod-")
+    ws = sandbox_writable_dir("belljar-guard-chmod-")
     (ws / "proj" / ".ssh").mkdir(parents=True)
     (ws / "proj" / ".env").write_text(SECRET)
     (ws / "proj" / ".ssh" / "id_ed25519").write_text(SECRET)
@@ -69,7 +62,7 @@ def test_a_chain_deeper_than_the_scan_neither_leaks_nor_stops_starts():
 
 
 def deep_chain():
-    ws = workspace("belljar-guard-deep-")
+    ws = sandbox_writable_dir("belljar-guard-deep-")
     with running_kernel(flags=["--timeout", "30"], workspace=str(ws)) as (km, kc):
         # 1100 levels, each entered with chdir (no path grows past PATH_MAX), a secret at the end.
         code = (f"import os\nos.chdir({str(ws)!r})\n"
@@ -90,7 +83,7 @@ def deep_chain():
 
 
 def test_a_secret_saved_on_the_host_while_the_kernel_runs_is_masked_before_the_next_cell():
-    ws = workspace("belljar-guard-late-")
+    ws = sandbox_writable_dir("belljar-guard-late-")
     with running_kernel(flags=["--timeout", "20"], workspace=str(ws)) as (km, kc):
         reply, _ = execute(kc, "x = 1")
         assert reply["content"]["status"] == "ok"
@@ -136,7 +129,7 @@ print(' '.join(results))
 
 @pytest.mark.parametrize("layout", ["existing repository", "no repository in the workspace"])
 def test_host_git_runs_nothing_the_sandbox_planted(layout):
-    base = workspace("belljar-guard-git-")
+    base = sandbox_writable_dir("belljar-guard-git-")
     marker = base / "PWNED"
     if layout == "existing repository":
         ws = base
@@ -164,7 +157,7 @@ def test_host_git_runs_nothing_the_sandbox_planted(layout):
 
 def test_control_with_git_writable_the_planted_fsmonitor_does_run():
     # Proves the probe above is real: with the guard lifted (--writable .git) host git runs it.
-    ws = workspace("belljar-guard-git-control-")
+    ws = sandbox_writable_dir("belljar-guard-git-control-")
     git("init", "-q", cwd=ws)
     marker = ws.parent / (ws.name + "-PWNED")
     code = PLANT_HOOKS.format(git_dir=str(ws / ".git"), marker=str(marker))
@@ -178,7 +171,7 @@ def test_control_with_git_writable_the_planted_fsmonitor_does_run():
 
 
 def test_editor_and_shell_files_are_read_only_and_new_ones_are_reported():
-    ws = workspace("belljar-guard-files-")
+    ws = sandbox_writable_dir("belljar-guard-files-")
     (ws / ".vscode").mkdir()
     (ws / ".vscode" / "settings.json").write_text("{}")
     (ws / ".envrc").write_text("export A=1\n")
@@ -203,7 +196,7 @@ def test_editor_and_shell_files_are_read_only_and_new_ones_are_reported():
 
 
 def test_workspace_writes_stop_at_the_quota():
-    ws = workspace("belljar-guard-quota-")
+    ws = sandbox_writable_dir("belljar-guard-quota-")
     quota = 64 << 20
     flags = ["--timeout", "30", "--workspace-quota", "64M", "--file-size", "99M"]
     # The red team's shape, twice over: 10 files of 99 MiB under the per-file cap (990 MiB, which

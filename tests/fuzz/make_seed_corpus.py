@@ -81,3 +81,57 @@ body = named[5:]
 write("tls_client_hello", "python_sni_fragmented",
       b"".join(b"\x16\x03\x01" + struct.pack(">H", len(body[i:i + 40])) + body[i:i + 40]
                for i in range(0, len(body), 40)))
+
+
+# HTTP heads as the egress proxy reads them: requests as pip/requests/curl send them to a proxy
+# (CONNECT and absolute-form), the smuggling shapes it refuses, and responses from upstream.
+http = {
+    "connect": b"CONNECT pypi.org:443 HTTP/1.1\r\nHost: pypi.org:443\r\nUser-Agent: pip/23.0\r\n\r\n",
+    "connect_v6": b"CONNECT [::1]:8443 HTTP/1.1\r\nHost: [::1]:8443\r\nProxy-Connection: keep-alive\r\n\r\n",
+    "get_absolute": b"GET http://example.com/simple/?q=1#frag HTTP/1.1\r\nHost: example.com\r\n"
+                    b"Accept-Encoding: identity\r\nConnection: keep-alive, X-Drop\r\nX-Drop: 1\r\n\r\n",
+    "post_length": b"POST http://127.0.0.1:8080/upload HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+                   b"Content-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello",
+    "post_chunked": b"POST http://h/ HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    "smuggle_two_lengths": b"POST http://h/ HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+    "smuggle_length_and_chunked": b"POST http://h/ HTTP/1.1\r\nContent-Length: 4\r\n"
+                                  b"Transfer-Encoding: chunked\r\n\r\n",
+    "two_hosts": b"GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    "folded": b"GET http://a/ HTTP/1.1\r\nX: 1\r\n  2\r\n\r\n",
+    "userinfo": b"GET http://user:pw@a:81/ HTTP/1.0\r\n\r\n",
+    "response_ok": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n"
+                   b"Keep-Alive: timeout=5\r\n\r\nok",
+    "response_no_reason": b"HTTP/1.0 204 \r\nServer: t\r\n\r\n",
+    # Found by this target on 2026-12-01: a status with a leading zero is accepted, then written
+    # to the client as "99", a head the proxy itself refuses.
+    "response_status_099": b"HTTP/1.1 099 OK\r\nContent-Length: 0\r\n\r\n",
+}
+for name, data in http.items():
+    write("http_head", name, data)
+
+
+# JSON-RPC lines as an MCP client (the TypeScript SDK) sends them, and the shapes it must refuse.
+def rpc(value):
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+json_rpc = {
+    "initialize": rpc({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                       "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                  "clientInfo": {"name": "fuzz", "version": "1"}}}),
+    "initialized": rpc({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    "run_python": rpc({"jsonrpc": "2.0", "id": "call-1", "method": "tools/call",
+                       "params": {"name": "run_python", "arguments": {"code": "print('é 🙂')"},
+                                  "_meta": {"progressToken": 7}}}),
+    "cancelled": rpc({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": "call-1", "reason": "user"}}),
+    "response": rpc({"jsonrpc": "2.0", "id": 3, "result": {}}),
+    "batch": rpc([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]),
+    "positional_params": rpc({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": [1]}),
+    "float_id": b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
+    "bad_utf8": b'{"jsonrpc":"2.0","id":"\xff\xfe","method":"p\xc3"}',
+    "deep": b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":' + b"[" * 120 + b"]" * 120 + b"}}",
+    "not_json": b'{"jsonrpc":"2.0",',
+}
+for name, data in json_rpc.items():
+    write("json_rpc", name, data)

@@ -18,8 +18,8 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from belljar_testing import (ISOLATION, execute, loopback_certificate, running_kernel,
-                             serve_on_loopback, stderr_of, stdout_of)
+from belljar_testing import (ISOLATION, execute, loopback_certificate, printed_json,
+                             running_kernel, sandbox_writable_dir, serve_on_loopback)
 
 pytestmark = pytest.mark.skipif(ISOLATION != "strict",
                                 reason="the egress proxy needs the full jail's network namespace")
@@ -85,8 +85,7 @@ def world():
 
 @pytest.fixture(scope="module")
 def kernel(world):
-    workspace = pathlib.Path(tempfile.mkdtemp(prefix="belljar-egress-ws-"))
-    os.chmod(workspace, 0o777)
+    workspace = sandbox_writable_dir("belljar-egress-ws-")
     shutil.copy(world["cert"], workspace / "server.crt")  # *.pem would be masked as a secret
     os.chmod(workspace / "server.crt", 0o644)
     audit = world["tmp"] / "audit.jsonl"
@@ -108,10 +107,7 @@ def kernel(world):
 
 def run(kc, code, timeout=120):
     """Runs code in the sandbox; returns (the JSON its last printed line holds, the reply)."""
-    reply, outputs = execute(kc, code, timeout=timeout)
-    assert reply["content"]["status"] == "ok", (reply["content"], stderr_of(outputs))
-    lines = stdout_of(outputs).strip().splitlines()
-    return json.loads(lines[-1]) if lines else None, reply
+    return printed_json(kc, code, timeout)
 
 
 def kernel_fds(kc):

@@ -10,17 +10,15 @@ and an HTTPS server with a certificate this test makes with openssl; `localhost`
 allowlisted name (with --allow-local-net, since it resolves to loopback)."""
 import json
 import os
-import pathlib
 import shutil
-import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from belljar_testing import (ISOLATION, execute, loopback_certificate, running_kernel,
-                             serve_on_loopback, stderr_of, stdout_of)
+from belljar_testing import (ISOLATION, loopback_certificate, printed_json, running_kernel,
+                             sandbox_writable_dir, serve_on_loopback)
 
 pytestmark = pytest.mark.skipif(ISOLATION != "strict",
                                 reason="the egress proxy needs the full jail's network namespace")
@@ -55,8 +53,7 @@ def serve(context=None):
 
 @pytest.fixture(scope="module")
 def kernel():
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="belljar-fronting-"))
-    os.chmod(tmp, 0o777)
+    tmp = sandbox_writable_dir("belljar-fronting-")
     context, cert = loopback_certificate(tmp)
     http, https = serve(), serve(context)
     workspace = tmp / "ws"
@@ -78,9 +75,7 @@ def kernel():
 
 
 def run(kc, code):
-    reply, outputs = execute(kc, code, timeout=60)
-    assert reply["content"]["status"] == "ok", (reply["content"], stderr_of(outputs))
-    return json.loads(stdout_of(outputs).strip().splitlines()[-1]), reply
+    return printed_json(kc, code, timeout=60)
 
 
 # Inside the sandbox: one raw request to the proxy, the response's status line and the

@@ -8,11 +8,10 @@ import unittest
 
 import jupyter_kernel_test
 
-from belljar_testing import install_kernelspec
+from belljar_testing import install_kernelspec, sandbox_writable_dir
 
 _prefix = tempfile.mkdtemp(prefix="belljar-kt-")
-_workspace = tempfile.mkdtemp(prefix="belljar-kt-ws-")
-os.chmod(_workspace, 0o777)
+_workspace = str(sandbox_writable_dir("belljar-kt-ws-"))
 
 
 class BelljarConformance(jupyter_kernel_test.KernelTests):

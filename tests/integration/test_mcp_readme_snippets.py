@@ -2,7 +2,6 @@
 TypeScript SDK suite in tests/mcp starts) and the jupyter_client example."""
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -10,25 +9,20 @@ import tempfile
 
 import pytest
 
-from belljar_testing import BELLJAR, ISOLATION, PYTHON, SOURCE, install_kernelspec
+from belljar_testing import (BELLJAR, ISOLATION, PYTHON, install_kernelspec, mcp_session_lines,
+                             readme_blocks, sandbox_writable_dir)
 
-README = (SOURCE / "README.md").read_text()
-
-
-def fenced_blocks(language):
-    return re.findall(r"```%s\n(.*?)```" % language, README, re.S)
 
 
 @pytest.fixture
 def workspace():
-    ws = tempfile.mkdtemp(prefix="belljar-readme-")
-    os.chmod(ws, 0o777)
+    ws = str(sandbox_writable_dir("belljar-readme-"))
     yield ws
     shutil.rmtree(ws, ignore_errors=True)
 
 
 def test_the_mcp_servers_entry_starts_a_working_server(workspace):
-    blocks = [b for b in fenced_blocks("json") if '"mcpServers"' in b]
+    blocks = [b for b in readme_blocks("json") if '"mcpServers"' in b]
     assert len(blocks) == 1
     entry = json.loads(blocks[0])["mcpServers"]["belljar"]
     assert entry["command"] == "/path/to/belljar"
@@ -38,15 +32,11 @@ def test_the_mcp_servers_entry_starts_a_working_server(workspace):
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
     requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "pytest", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
          "params": {"name": "run_python", "arguments": {"code": "import os; os.getcwd()"}}},
     ]
     # Closing stdin is MCP's stdio shutdown: the server answers what it was sent, then exits.
-    out, err = server.communicate("".join(json.dumps(r) + "\n" for r in requests), timeout=120)
+    out, err = server.communicate(mcp_session_lines(*requests), timeout=120)
     assert server.returncode == 0, err
     replies = {m["id"]: m for m in map(json.loads, out.splitlines())}
     assert replies[1]["result"]["protocolVersion"] == "2025-06-18"
@@ -57,7 +47,7 @@ def test_the_mcp_servers_entry_starts_a_working_server(workspace):
 
 
 def test_the_jupyter_client_example_runs_as_written(workspace):
-    blocks = [b for b in fenced_blocks("python") if "start_new_kernel" in b]
+    blocks = [b for b in readme_blocks("python") if "start_new_kernel" in b]
     assert len(blocks) == 1
     with tempfile.TemporaryDirectory(prefix="belljar-spec-") as prefix:
         install_kernelspec(prefix, name="belljar")  # the name the example asks for

@@ -17,7 +17,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from belljar_testing import BELLJAR, PYTHON, SOURCE, belljar, install_kernelspec, running_kernel
+from belljar_testing import (BELLJAR, PYTHON, SOURCE, belljar, install_kernelspec, running_kernel,
+                             sandbox_writable_dir)
 from belljar_testing import execute as run_cell
 
 COURSE = SOURCE / "notebooks" / "course_example.ipynb"
@@ -68,8 +69,7 @@ class TracingClient(NotebookClient):
 def execute(kernel_name):
     """The course notebook executed on kernel_name in a fresh workspace of its own; the
     notebook and the iopub message types of each cell (by cell index)."""
-    workspace = pathlib.Path(tempfile.mkdtemp(prefix=f"{kernel_name}-ws-"))
-    os.chmod(workspace, 0o777)  # the sandbox user is `nobody` when the tests run as root
+    workspace = sandbox_writable_dir(f"{kernel_name}-ws-")
     (workspace / ".env").write_text("COURSE_API_KEY=sk-parity-secret-0123456789\n")
     try:
         nb = nbformat.read(COURSE, as_version=4)

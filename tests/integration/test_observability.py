@@ -2,14 +2,12 @@
 the facts in execute_reply metadata, the Prometheus file, the output cap, bundle validation,
 secret redaction and usage_request."""
 import json
-import os
-import pathlib
-import tempfile
 import time
 
 import pytest
 
-from belljar_testing import collect, execute, of_type, running_kernel, stderr_of, stdout_of
+from belljar_testing import (collect, execute, of_type, running_kernel, sandbox_writable_dir,
+                             stderr_of, stdout_of)
 
 SECRET = "sk-observability-0123456789"         # given to the sandbox with --pass-env
 KERNEL_ONLY = "sk-kernel-only-9876543210abcdef"  # in the kernel's environment only
@@ -17,8 +15,7 @@ KERNEL_ONLY = "sk-kernel-only-9876543210abcdef"  # in the kernel's environment o
 
 @pytest.fixture(scope="module")
 def observed():
-    logs = pathlib.Path(tempfile.mkdtemp(prefix="belljar-obs-"))
-    os.chmod(logs, 0o777)
+    logs = sandbox_writable_dir("belljar-obs-")
     audit, metrics = logs / "audit.jsonl", logs / "metrics.prom"
     flags = ["--audit-log", str(audit), "--metrics", str(metrics), "--timeout", "2",
              "--pass-env", "BELLJAR_OBS_TOKEN"]

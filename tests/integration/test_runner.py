@@ -10,16 +10,15 @@ import tempfile
 
 import pytest
 
-from belljar_testing import BELLJAR, ISOLATION, PYTHON, SOURCE, belljar
+from belljar_testing import BELLJAR, ISOLATION, PYTHON, SOURCE, belljar, sandbox_writable_dir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture
 def workspace():
-    ws = tempfile.mkdtemp(prefix="belljar-run-")
-    os.chmod(ws, 0o777)  # the sandbox user is `nobody` when the tests run as root
-    yield pathlib.Path(ws)
+    ws = sandbox_writable_dir("belljar-run-")
+    yield ws
     shutil.rmtree(ws, ignore_errors=True)
 
 

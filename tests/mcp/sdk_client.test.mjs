@@ -1,49 +1,24 @@
-// belljar mcp driven by a client nobody here wrote: the official MCP TypeScript SDK.
+// belljar mcp driven by a client nobody here wrote: the official MCP TypeScript SDK. The
+// session itself (initialize, tools/list, argument errors, ping); what the tools do is in
+// tools.test.mjs.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-
-import { POLICY_TIMEOUT, makeWorkspace, serverParameters } from './server_config.mjs';
-
-const CALL = { timeout: 60_000 };  // per request, in ms: well above the policy's limit
-
-function texts(result) {
-  return result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
-}
-
-async function run(client, code, extra = {}, options = CALL) {
-  return client.callTool({ name: 'run_python', arguments: { code, ...extra } }, undefined, options);
-}
+import { SdkSession, run, texts } from './sdk_session.mjs';
 
 describe('belljar mcp through the MCP TypeScript SDK', () => {
-  let client, transport, workspace, serverLog = '';
-
-  before(async () => {
-    workspace = makeWorkspace();
-    transport = new StdioClientTransport({ ...serverParameters(workspace), stderr: 'pipe' });
-    transport.stderr.on('data', (chunk) => { serverLog += chunk; });
-    client = new Client({ name: 'belljar-tests', version: '1.0.0' });
-    await client.connect(transport);
-  });
-
-  after(async (t) => {
-    await client?.close();
-    fs.rmSync(workspace, { recursive: true, force: true });
-    if (process.exitCode) process.stderr.write(`--- belljar mcp stderr ---\n${serverLog}\n`);
-  });
+  const session = new SdkSession();
+  before(() => session.open());
+  after(() => session.close());
 
   it('initializes as belljar with the tools capability', () => {
-    assert.equal(client.getServerVersion().name, 'belljar');
-    assert.ok(client.getServerCapabilities().tools, 'tools capability');
-    assert.match(client.getInstructions(), /sandbox/);
+    assert.equal(session.client.getServerVersion().name, 'belljar');
+    assert.ok(session.client.getServerCapabilities().tools, 'tools capability');
+    assert.match(session.client.getInstructions(), /sandbox/);
   });
 
   it('lists the five tools with their schemas', async () => {
-    const { tools } = await client.listTools();
+    const { tools } = await session.client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     assert.deepEqual(Object.keys(byName).sort(),
       ['list_files', 'read_file', 'reset_session', 'run_python', 'write_file']);
@@ -54,173 +29,15 @@ describe('belljar mcp through the MCP TypeScript SDK', () => {
     assert.deepEqual(byName.write_file.inputSchema.required, ['path', 'content']);
   });
 
-  it('runs code twice in one session: state is kept', async () => {
-    const first = await run(client, "x = 20\nprint('hello from the sandbox')");
-    assert.equal(first.isError, false);
-    assert.equal(texts(first), 'hello from the sandbox\n');
-    assert.equal(first.structuredContent.status, 'ok');
-
-    const second = await run(client, 'x * 2 + 2');
-    assert.equal(second.isError, false);
-    assert.match(texts(second), /^Out\[\d+\]: 42$/);
-    const facts = second.structuredContent.facts;
-    assert.equal(typeof facts.wall_ms, 'number');
-    assert.equal(typeof facts.cpu_ms, 'number');
-    assert.equal(facts.limit_hit, null);
-    assert.equal(facts.output_truncated, false);
-    assert.deepEqual(facts.egress_denied, []);
-    assert.deepEqual(second.structuredContent.outputs, [{ type: 'result', data: { 'text/plain': '42' } }]);
-    assert.equal(second.structuredContent.execution_count, first.structuredContent.execution_count + 1);
-  });
-
-  it('reports an exception as a tool error with a plain traceback', async () => {
-    const result = await run(client, 'def f():\n    return 1 / 0\nf()');
-    assert.equal(result.isError, true);
-    const text = texts(result);
-    assert.match(text, /ZeroDivisionError/);
-    assert.match(text, /return 1 \/ 0/);
-    assert.ok(!text.includes('\x1b'), 'no ANSI escapes');
-    assert.equal(result.structuredContent.status, 'error');
-    assert.equal(result.structuredContent.error.ename, 'ZeroDivisionError');
-    const stderr = await run(client, "import sys; print('careful', file=sys.stderr)");
-    assert.equal(texts(stderr), '[stderr]\ncareful\n');
-  });
-
-  it('returns a matplotlib figure as PNG image content', async () => {
-    const result = await run(client,
-      'import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title("belljar")\nplt.show()');
-    assert.equal(result.isError, false, texts(result));
-    const images = result.content.filter((c) => c.type === 'image');
-    assert.equal(images.length, 1);
-    assert.equal(images[0].mimeType, 'image/png');
-    const png = Buffer.from(images[0].data, 'base64');
-    assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-    const display = result.structuredContent.outputs.find((o) => o.type === 'display');
-    assert.equal(display.images[0].mime_type, 'image/png');
-    assert.equal(display.images[0].bytes, png.length);
-    assert.ok(!('image/png' in display.data), 'no base64 in structuredContent');
-  });
-
-  it('stops a cell at its timeout and keeps the session', async () => {
-    const started = Date.now();
-    const result = await run(client, 'import time\ntime.sleep(30)', { timeout_seconds: 1 });
-    const seconds = (Date.now() - started) / 1000;
-    assert.equal(result.isError, true);
-    assert.equal(result.structuredContent.facts.limit_hit, 'timeout');
-    assert.equal(result.structuredContent.facts.limits.timeout_seconds, 1);
-    assert.match(texts(result), /TimeoutError/);
-    assert.ok(seconds < POLICY_TIMEOUT, `took ${seconds} s`);
-
-    // Asking for more than the policy allows gets the policy's limit.
-    const capped = await run(client, 'x', { timeout_seconds: 3600 });
-    assert.equal(capped.isError, false);
-    assert.equal(capped.structuredContent.facts.limits.timeout_seconds, POLICY_TIMEOUT);
-    assert.match(texts(capped), /: 20$/);
-  });
-
-  it('writes and reads workspace files, text and bytes', async () => {
-    const written = await client.callTool({ name: 'write_file', arguments: { path: 'notes/hello.txt', content: 'héllo\n' } });
-    assert.equal(written.isError, false, texts(written));
-    assert.equal(fs.readFileSync(path.join(workspace, 'notes', 'hello.txt'), 'utf8'), 'héllo\n');
-
-    const read = await client.callTool({ name: 'read_file', arguments: { path: 'notes/hello.txt' } });
-    assert.equal(read.isError, false, texts(read));
-    assert.equal(texts(read), 'héllo\n');
-
-    const seen = await run(client, "open('notes/hello.txt').read()");
-    assert.match(texts(seen), /héllo/);
-
-    const bytes = Buffer.from([0, 1, 2, 255, 254]);
-    const binary = await client.callTool({ name: 'write_file', arguments: { path: 'data.bin', content: bytes.toString('base64'), encoding: 'base64' } });
-    assert.equal(binary.isError, false, texts(binary));
-    const back = await client.callTool({ name: 'read_file', arguments: { path: 'data.bin' } });
-    assert.equal(back.content[0].type, 'resource');
-    assert.deepEqual(Buffer.from(back.content[0].resource.blob, 'base64'), bytes);
-
-    const listing = await client.callTool({ name: 'list_files', arguments: { recursive: true } });
-    const paths = listing.structuredContent.entries.map((e) => e.path);
-    for (const p of ['notes', 'notes/hello.txt', 'data.bin', '.env']) assert.ok(paths.includes(p), `${p} listed`);
-  });
-
-  it('refuses paths that escape the workspace', async () => {
-    const attempts = [
-      ['read_file', { path: '../../../../etc/passwd' }],
-      ['read_file', { path: '/etc/passwd' }],
-      ['read_file', { path: 'passwd-link' }],
-      ['read_file', { path: 'etc-link/hostname' }],
-      ['list_files', { path: 'etc-link' }],
-      ['write_file', { path: '../escaped.txt', content: 'no' }],
-      ['write_file', { path: 'etc-link/escaped.txt', content: 'no' }],
-    ];
-    for (const [name, args] of attempts) {
-      const result = await client.callTool({ name, arguments: args });
-      assert.equal(result.isError, true, `${name} ${JSON.stringify(args)}: ${texts(result)}`);
-      assert.match(texts(result), /outside the workspace/);
-      assert.ok(!texts(result).includes('root:'), 'no passwd content');
-    }
-    assert.ok(!fs.existsSync(path.join(path.dirname(workspace), 'escaped.txt')));
-  });
-
-  it('keeps .env masked', async () => {
-    const read = await client.callTool({ name: 'read_file', arguments: { path: '.env' } });
-    assert.equal(read.isError, true);
-    assert.match(texts(read), /masked/);
-    const listing = await client.callTool({ name: 'list_files', arguments: {} });
-    const env = listing.structuredContent.entries.find((e) => e.path === '.env');
-    assert.equal(env.masked, true);
-    const overwrite = await client.callTool({ name: 'write_file', arguments: { path: '.env', content: 'X=1' } });
-    assert.equal(overwrite.isError, true);
-    const code = await run(client, "open('.env').read()");
-    assert.ok(!JSON.stringify(code).includes('hunter2'), 'the secret never reaches the client');
-    for (const r of [read, listing, overwrite]) assert.ok(!JSON.stringify(r).includes('hunter2'));
-    assert.equal(fs.readFileSync(path.join(workspace, '.env'), 'utf8'), 'API_TOKEN=hunter2-not-for-the-agent\n');
-  });
-
-  it('sends progress while a long cell runs', async () => {
-    const progress = [];
-    const result = await run(client,
-      "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.9)",
-      {}, { ...CALL, onprogress: (p) => progress.push(p) });
-    assert.equal(result.isError, false, texts(result));
-    assert.ok(progress.length >= 1, 'at least one progress notification');
-    assert.ok(progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress), 'increasing');
-    assert.ok(progress.some((p) => /tick 0/.test(p.message ?? '')), JSON.stringify(progress));
-  });
-
-  it('interrupts the running cell when the request is cancelled', async () => {
-    await run(client, 'survivor = "still here"');
-    const controller = new AbortController();
-    const started = Date.now();
-    const long = run(client, 'import time\ntime.sleep(60)', {}, { ...CALL, signal: controller.signal });
-    setTimeout(() => controller.abort('changed my mind'), 1000);
-    await assert.rejects(long);
-    const next = await run(client, 'import sys\n(survivor, sys.last_type.__name__)');
-    const seconds = (Date.now() - started) / 1000;
-    assert.equal(next.isError, false, texts(next));
-    assert.match(texts(next), /'still here', 'KeyboardInterrupt'/);
-    assert.ok(seconds < POLICY_TIMEOUT - 1, `interrupted, not timed out (${seconds} s)`);
-  });
-
-  it('resets the session and keeps the workspace', async () => {
-    await run(client, 'doomed = 1');
-    const reset = await client.callTool({ name: 'reset_session', arguments: {} });
-    assert.equal(reset.isError, false, texts(reset));
-    const gone = await run(client, 'doomed');
-    assert.equal(gone.isError, true);
-    assert.equal(gone.structuredContent.error.ename, 'NameError');
-    const kept = await client.callTool({ name: 'read_file', arguments: { path: 'notes/hello.txt' } });
-    assert.equal(texts(kept), 'héllo\n');
-  });
-
   it('rejects bad arguments and unknown tools with JSON-RPC errors', async () => {
-    await assert.rejects(client.callTool({ name: 'run_python', arguments: {} }), (e) => e.code === -32602);
-    await assert.rejects(client.callTool({ name: 'run_python', arguments: { code: 1 } }), (e) => e.code === -32602);
-    await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (e) => e.code === -32602);
-    const still = await run(client, '6 * 7');
+    await assert.rejects(session.client.callTool({ name: 'run_python', arguments: {} }), (e) => e.code === -32602);
+    await assert.rejects(session.client.callTool({ name: 'run_python', arguments: { code: 1 } }), (e) => e.code === -32602);
+    await assert.rejects(session.client.callTool({ name: 'no_such_tool', arguments: {} }), (e) => e.code === -32602);
+    const still = await run(session.client, '6 * 7');
     assert.match(texts(still), /: 42$/);
   });
 
   it('answers ping', async () => {
-    assert.deepEqual(await client.ping(), {});
+    assert.deepEqual(await session.client.ping(), {});
   });
 });

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kernel/command_line/command_line.hpp"
+#include "usage_error.hpp"
 
 using namespace belljar;
 namespace fs = std::filesystem;
@@ -17,12 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string usage_error(const std::vector<std::string>& args) {
-  try {
-    parse_command_line(args);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
+  return belljar::testing::usage_error([&] { parse_command_line(args); });
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "kernel/output/output_stream.hpp"
 #include "sandbox/layers/environment.hpp"
@@ -32,6 +34,53 @@ std::vector<std::string> chunks_for(const Redactor& redactor,
   std::string rest = stream.take(true, now);
   if (!rest.empty()) sent.push_back(redactor.redact(rest));
   return sent;
+}
+
+// What the reactor publishes for one stream, in real time: each piece arrives `gap` after the
+// one before; between pieces the reactor sleeps until the stream's deadline and flushes it when
+// due (reactor.cpp), a piece read is flushed at once when due (worker_link.cpp read_pipe), and
+// the cell's end sends the rest.
+std::vector<std::string> published(const Redactor& redactor, const std::vector<std::string>& pieces,
+                                   std::chrono::milliseconds gap) {
+  using Clock = StreamBuffer::Clock;
+  OutputBudget budget;
+  StreamBuffer stream;
+  stream.set_hold_back(redactor.hold_back());
+  std::vector<std::string> sent;
+  auto flush = [&](bool final) {
+    auto now = Clock::now();
+    size_t cut = redactor.cut_after_secrets(stream.pending_text(), stream.ready(final, now));
+    std::string text = redactor.redact(stream.take_prefix(cut, now));
+    if (!text.empty()) sent.push_back(text);
+  };
+  auto arrives = Clock::now();
+  for (const auto& piece : pieces) {
+    while (Clock::now() < arrives) {
+      std::this_thread::sleep_until(stream.pending() ? std::min(arrives, stream.deadline())
+                                                     : arrives);
+      if (stream.due(Clock::now())) flush(false);
+    }
+    stream.append(piece, budget);
+    if (stream.due(Clock::now())) flush(false);
+    arrives = Clock::now() + gap;
+  }
+  flush(true);
+  return sent;
+}
+
+// `text` cut into `n` pieces of (nearly) equal size.
+std::vector<std::string> split(const std::string& text, size_t n) {
+  std::vector<std::string> pieces;
+  for (size_t i = 0; i < n; ++i)
+    pieces.push_back(
+        text.substr(i * text.size() / n, (i + 1) * text.size() / n - i * text.size() / n));
+  return pieces;
+}
+
+std::string joined(const std::vector<std::string>& chunks) {
+  std::string all;
+  for (const auto& chunk : chunks) all += chunk;
+  return all;
 }
 }  // namespace
 
@@ -143,4 +192,44 @@ TEST_CASE("the redactor treats the sandbox's harmless variables as the sandbox d
   Policy pass_path;
   pass_path.pass_env = {"PATH"};
   CHECK(Redactor::for_sandbox(pass_path, path_env).empty());
+
+TEST_CASE("a secret in 2, 3 or N separate writes is never published", "[redactor]") {
+  const std::string secret = "sk-live-0123456789abcdef";
+  Redactor redactor({secret});
+  const std::string line = "token=" + secret + " ok\n";
+  // 2 and 3 pieces; N: one write per byte. Writes 5 ms apart: inside the flush window.
+  for (size_t n : {size_t(2), size_t(3), line.size()}) {
+    // Every cut point of the line, for the two-piece case; evenly spread ones otherwise.
+    std::vector<std::vector<std::string>> splits;
+    if (n == 2)
+      for (size_t cut = 1; cut < line.size(); ++cut)
+        splits.push_back({line.substr(0, cut), line.substr(cut)});
+    else
+      splits.push_back(split(line, n));
+    for (const auto& pieces : splits) {
+      INFO("pieces: " << pieces.size() << ", first: \"" << pieces.front() << "\"");
+      auto sent = published(redactor, pieces, std::chrono::milliseconds(n == 2 ? 0 : 5));
+      for (const auto& chunk : sent) CHECK(chunk.find("sk-live") == std::string::npos);
+      CHECK(joined(sent) == "token=[redacted] ok\n");
+    }
+  }
+}
+
+// KNOWN GAP, kept visible rather than weakened: a tail is held for kHoldDelay (500 ms) at most,
+// so a secret whose pieces arrive further apart than that is published in two stream messages,
+// each innocent on its own; a notebook joins consecutive stream outputs, and the secret is in
+// the saved file. [!shouldfail] makes this test pass while the gap exists and fail (so the tag
+// must go) once a fix closes it.
+TEST_CASE("a secret written across the hold-back deadline is never published",
+          "[redactor][!shouldfail]") {
+  const std::string secret = "sk-live-0123456789abcdef";
+  Redactor redactor({secret});
+  const std::string line = "token=" + secret + " ok\n";
+  auto gap = StreamBuffer::kHoldDelay + std::chrono::milliseconds(100);
+  for (size_t n : {size_t(2), size_t(3)}) {
+    auto sent = published(redactor, split(line, n), gap);
+    INFO("pieces: " << n << ", published: " << sent.size() << " messages");
+    for (const auto& chunk : sent) CHECK(chunk.find("sk-live") == std::string::npos);
+    CHECK(joined(sent).find(secret) == std::string::npos);
+  }
 }

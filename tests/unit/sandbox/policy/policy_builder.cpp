@@ -8,8 +8,10 @@
 #include <fstream>
 
 #include "sandbox/policy/policy.hpp"
+#include "usage_error.hpp"
 
 using namespace belljar;
+using belljar::testing::usage_error;
 namespace fs = std::filesystem;
 
 namespace {
@@ -44,16 +46,6 @@ PolicyBuilder collect(const std::vector<std::string>& args) {
 Policy build(std::vector<std::string> args) {
   args.insert(args.begin(), {"--python", "/usr/bin/python3"});
   return collect(args).build();
-}
-
-template <typename F>
-std::string usage_error(F&& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 std::string flag_error(const std::vector<std::string>& args) {

@@ -3,21 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "sandbox/policy/policy.hpp"
+#include "usage_error.hpp"
 
 using namespace belljar;
-
-namespace {
-// The UsageError message, or "" when the call did not throw one.
-template <typename F>
-std::string usage_error(F&& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using belljar::testing::usage_error;
 
 TEST_CASE("sizes accept plain bytes and K/M/G/T suffixes", "[policy][size]") {
   CHECK(parse_size("--memory", "4096") == 4096);

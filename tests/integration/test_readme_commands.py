@@ -1,0 +1,226 @@
+"""Every shell command the README shows, run as a reader on a fresh machine would run it.
+
+The commands are read from README.md itself: each line of its shell blocks and of its command
+line synopsis, and each inline code span, that starts with `belljar`, `build/belljar`,
+`jupyter`, `./scripts/`, `/usr/bin/python3` or `echo`. Each one is either run here (COMMANDS) or skipped
+for a reason given in SKIPPED; a command added to the README that is in neither fails
+test_every_readme_command_is_run_or_skipped_for_a_reason until it is handled here.
+
+Commands run through bash in a fresh directory, with a temporary HOME and Jupyter directories
+(nothing reaches the user's own setup), `belljar` on PATH and `build/belljar` both meaning
+$BELLJAR, PATH otherwise /usr/bin:/bin. Where the command lets a user choose the interpreter,
+`--python /usr/bin/python3` is added (and the suites' --isolation); nothing else is changed
+beyond the substitutions listed in COMMANDS.
+"""
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+
+import nbformat
+import pytest
+
+from belljar_testing import BELLJAR, ISOLATION, PYTHON, SOURCE, mcp_session_lines, readme_blocks
+
+README = (SOURCE / "README.md").read_text()
+STARTS = r"(?:\./scripts/|build/belljar |belljar |jupyter |/usr/bin/python3 |echo )"
+POLICY = f"--python {PYTHON} --isolation {ISOLATION}"
+
+# The README's command -> why this test does not run it.
+SKIPPED = {
+    "./scripts/demo.sh": "the README's first command: installs packages and builds; CI runs it",
+    "./scripts/test.sh": "the README's second command: the whole suite, this test among it",
+    "belljar kernel -f CONNECTION_FILE [policy flags]":
+        "synopsis with placeholders; kernel.json runs it, which `jupyter console` below does",
+    "belljar install [--user | --sys-prefix | --prefix DIR] [--name NAME]":
+        "synopsis with placeholders; `build/belljar install --user ...` below is its example",
+    "belljar run [policy flags] [--json] (FILE.py | -c CODE | -)":
+        "synopsis with placeholders; each of its forms is run below",
+    "belljar mcp [policy flags]": "synopsis; `belljar mcp` below",
+    "belljar check [policy flags]": "synopsis; `belljar check` below",
+    "belljar run": "the command's name in prose; its forms (script.py, -c, -) are run below",
+    "/usr/bin/python3 bench/bench.py":
+        "the benchmark: minutes of runs, and it rewrites bench/RESULTS.md in the source tree",
+}
+
+
+def readme_commands():
+    """Each command as the README spells it (a synopsis line without its trailing comment)."""
+    found = []
+    for block in readme_blocks("sh") + readme_blocks(""):
+        for line in block.splitlines():
+            if re.match(STARTS, line):
+                found.append(re.sub(r"\s+#.*$", "", line).strip())
+    prose = re.sub(r"```.*?```", "", README, flags=re.S)
+    found += [span for span in re.findall(r"`([^`\n]+)`", prose) if re.match(STARTS, span)]
+    return list(dict.fromkeys(found))
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    """A fresh machine's user: HOME and Jupyter's directories empty, the build on PATH."""
+    root = pathlib.Path(tempfile.mkdtemp(prefix="belljar-readme-commands-"))
+    home, bindir, cwd = root / "home", root / "bin", root / "work"
+    for d in (home, bindir, cwd):
+        d.mkdir()
+    os.chmod(root, 0o755)
+    os.chmod(cwd, 0o777)  # the workspace ("."): the sandbox user must write it when we are root
+    (bindir / "belljar").symlink_to(BELLJAR)
+    (cwd / "build").symlink_to(pathlib.Path(BELLJAR).parent)
+    env = {
+        "PATH": f"{bindir}:/usr/bin:/bin",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter"),
+        "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+        "JUPYTER_RUNTIME_DIR": str(home / ".local" / "share" / "jupyter" / "runtime"),
+        "IPYTHONDIR": str(home / ".ipython"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
+    yield env, cwd, home
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def run(reader, command, stdin=None, timeout=180):
+    env, cwd, _ = reader
+    done = subprocess.run(["bash", "-c", "set -o pipefail; " + command], cwd=cwd, env=env,
+                          input=stdin, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{command}\nstdout: {done.stdout}\nstderr: {done.stderr}"
+    return done
+
+
+def installed(reader):
+    """The README's install command, run once per module (the kernelspec the others use)."""
+    _, _, home = reader
+    spec = home / ".local" / "share" / "jupyter" / "kernels" / "belljar" / "kernel.json"
+    if not spec.exists():
+        run(reader, f"build/belljar install --user --name belljar --timeout 30 --memory 2G {POLICY}")
+    return spec
+
+
+def check_install(reader):
+    spec = json.loads(installed(reader).read_text())
+    argv = spec["argv"]
+    assert spec["display_name"] == "Python 3 (belljar)"
+    assert argv[1] == "kernel" and "{connection_file}" in argv
+    assert argv[argv.index("--timeout") + 1] == "30" and argv[argv.index("--memory") + 1] == "2G"
+
+
+def check_kernelspec_list(reader):
+    installed(reader)
+    out = run(reader, "jupyter kernelspec list").stdout
+    _, _, home = reader
+    assert re.search(r"^\s*belljar\s+%s$" % re.escape(str(home / ".local/share/jupyter/kernels/belljar")),
+                     out, re.M), out
+
+
+def check_console(reader):
+    installed(reader)
+    # --simple-prompt: the prompt reads piped lines (no terminal here); input() is answered too.
+    lines = 'print(6 * 7)\nname = input("who? ")\nada\nprint("hello", name)\n'
+    out = run(reader, "jupyter console --kernel belljar --simple-prompt", stdin=lines).stdout
+    assert "in a sandbox" in out  # belljar's banner, not ipykernel's
+    assert "42" in out and "who? " in out and "hello ada" in out, out
+
+
+def check_nbconvert(reader):
+    installed(reader)
+    _, cwd, _ = reader
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print(6 * 7)"),
+                nbformat.v4.new_code_cell("import os; os.getcwd()"),
+                nbformat.v4.new_code_cell("%audit 1")]  # a magic only belljar's supervisor has
+    nbformat.write(nb, cwd / "nb.ipynb")
+    run(reader, "jupyter nbconvert --to notebook --execute "
+                "--ExecutePreprocessor.kernel_name=belljar nb.ipynb")
+    executed = nbformat.read(cwd / "nb.nbconvert.ipynb", as_version=4)
+    first, second, audit = (cell.outputs for cell in executed.cells)
+    assert [o.get("text") for o in first] == ["42\n"]
+    assert second[0].output_type == "execute_result"
+    assert second[0].data["text/plain"] == repr(str(cwd))
+    assert "code_sha256" in json.dumps(audit), audit  # the cell records of this very run
+
+
+def check_run_script(reader):
+    _, cwd, _ = reader
+    (cwd / "script.py").write_text("import sys\nprint('from script', sys.executable)\n")
+    out = run(reader, f"belljar run {POLICY} script.py").stdout
+    assert out == f"from script {PYTHON}\n"
+
+
+def check_run_code(reader):
+    version = subprocess.run([PYTHON, "-c", "import sys; print(sys.version)"],
+                             capture_output=True, text=True, check=True).stdout
+    out = run(reader, f"build/belljar run {POLICY} --workspace . -c 'import sys; print(sys.version)'")
+    assert out.stdout == version
+
+
+def check_run_json(reader):
+    out = run(reader, f"echo 'print(6 * 7)' | build/belljar run {POLICY} --json - | python3 -m json.tool")
+    result = json.loads(out.stdout)
+    assert result["status"] == "ok"
+    assert {"type": "stream", "name": "stdout", "text": "42\n"} in result["outputs"]
+    assert out.stdout.startswith("{\n    ")  # json.tool's indentation: the pipe's last stage ran
+
+
+def check_mcp(reader):
+    # Closing stdin is MCP's stdio shutdown: the server answers what it was sent, then exits.
+    out = run(reader, f"belljar mcp {POLICY}",
+              stdin=mcp_session_lines({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+    replies = {m["id"]: m for m in map(json.loads, out.stdout.splitlines())}
+    assert replies[1]["result"]["serverInfo"]["name"] == "belljar"
+    assert {t["name"] for t in replies[2]["result"]["tools"]} == {
+        "run_python", "reset_session", "list_files", "read_file", "write_file"}
+
+
+def check_check(reader):
+    out = run(reader, "belljar check").stdout
+    assert "host layers:" in out and "policy (isolation strict): enforceable" in out, out
+
+
+def check_help(reader):
+    out = run(reader, "belljar --help").stdout
+    for subcommand in ("kernel", "install", "run", "mcp", "check"):
+        assert re.search(r"^\s*belljar %s\b" % subcommand, out, re.M), out
+
+
+def check_version(reader):
+    out = run(reader, "belljar --version").stdout
+    assert re.fullmatch(r"belljar \d+\.\d+\.\d+\n", out), out
+
+
+# The README's command -> the check that runs it (the substitutions: --python and --isolation
+# added where the command takes policy flags; nb.ipynb and script.py are files the test writes;
+# `jupyter console` gets --simple-prompt to read piped input; `belljar --help | --version` is two).
+COMMANDS = {
+    "build/belljar install --user --name belljar --timeout 30 --memory 2G": [check_install],
+    "jupyter kernelspec list": [check_kernelspec_list],
+    "jupyter console --kernel belljar": [check_console],
+    "jupyter nbconvert --to notebook --execute --ExecutePreprocessor.kernel_name=belljar nb.ipynb":
+        [check_nbconvert],
+    "belljar run script.py": [check_run_script],
+    "build/belljar run --workspace . -c 'import sys; print(sys.version)'": [check_run_code],
+    "echo 'print(6 * 7)' | build/belljar run --json - | python3 -m json.tool": [check_run_json],
+    "belljar mcp": [check_mcp],
+    "belljar check": [check_check],
+    "belljar --help | --version": [check_help, check_version],
+}
+
+
+def test_every_readme_command_is_run_or_skipped_for_a_reason():
+    commands = readme_commands()
+    assert set(commands) == set(COMMANDS) | set(SKIPPED), (
+        "README commands not handled here: %s; handled but no longer in the README: %s"
+        % (sorted(set(commands) - set(COMMANDS) - set(SKIPPED)),
+           sorted((set(COMMANDS) | set(SKIPPED)) - set(commands))))
+
+
+@pytest.mark.parametrize("command,check",
+                         [(c, f) for c, checks in COMMANDS.items() for f in checks],
+                         ids=lambda v: v.__name__ if callable(v) else "")
+def test_readme_command_works_as_shown(reader, command, check):
+    check(reader)
