@@ -221,7 +221,9 @@ ResponseHead parse_response_head(std::string_view text) {
   head.version = std::string(line.substr(0, sp1));
   std::string_view rest = line.substr(sp1 + 1);
   std::string_view code = rest.substr(0, rest.find(' '));
-  if (code.size() != 3 || !std::all_of(code.begin(), code.end(), ::isdigit))
+  // RFC 9110: a status code is three digits, 100 to 599 ("099" would be relayed as "99").
+  if (code.size() != 3 || !std::all_of(code.begin(), code.end(), ::isdigit) || code[0] < '1' ||
+      code[0] > '5')
     throw HttpHeadError("a malformed status code");
   head.status = std::stoi(std::string(code));
   head.reason = code.size() < rest.size() ? std::string(rest.substr(4)) : "";

@@ -237,6 +237,15 @@ TEST_CASE("the response head is given Connection: close", "[egress]") {
   CHECK_THROWS_AS(parse_response_head("SSH-2.0-OpenSSH\r\n\r\n"), HttpHeadError);
 }
 
+// Found by fuzz_http_head: "099" parsed, then went to the client as "HTTP/1.1 99 OK".
+TEST_CASE("a status code outside 100-599 is refused", "[egress]") {
+  for (const char* code : {"000", "099", "600", "999"})
+    CHECK_THROWS_AS(parse_response_head(std::string("HTTP/1.1 ") + code + " OK\r\n\r\n"),
+                    HttpHeadError);
+  CHECK(parse_response_head("HTTP/1.1 100 Continue\r\n\r\n").status == 100);
+  CHECK(parse_response_head("HTTP/1.1 599 X\r\n\r\n").status == 599);
+}
+
 TEST_CASE("the proxy's own responses say what happened and close", "[egress]") {
   std::string r =
       proxy_response(403, "Forbidden", "no\n", {{"X-Belljar-Denied", "not-allowlisted"}});
