@@ -146,146 +146,253 @@ bool toggle(const std::string& flag, const std::string& value) {
 
 using Apply = void (*)(Policy&, const std::string&, const std::string&);
 
-// Defaults shown here are the Policy's member initialisers (policy.hpp); the test "every
-// flag's default is the Policy's" holds the two together.
+// The defaults shown here are the Policy's member initialisers (policy.hpp); the unit test
+// "the defaults the table shows are the Policy's own" holds the two together.
 const std::array kFlags = {
-    PolicyFlag{"--policy", "FILE", FlagValue::policy_file, false, "none",
-               "JSON file with the same settings, named without the dashes (flags override it)", "",
-               nullptr},
-    PolicyFlag{"--workspace", "DIR", FlagValue::directory, false, "the working directory at launch",
-               "the one writable directory, mounted at its own path", "workspace",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.workspace = existing_path(f, v, true);
-               }},
-    PolicyFlag{"--ro", "PATH", FlagValue::path, true, "none", "extra read-only path (repeatable)",
-               "ro",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.read_only.push_back(existing_path(f, v, false));
-               }},
-    PolicyFlag{"--hide", "GLOB", FlagValue::glob, true, "none",
-               "extra pattern masked inside the workspace (repeatable; the defaults always apply)",
-               "hide",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.hide.push_back(pattern(f, v));
-               }},
-    PolicyFlag{"--protect", "GLOB", FlagValue::glob, true, "none",
-               "extra pattern kept read-only inside the workspace (repeatable; the defaults "
-               "always apply)",
-               "protect",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.protect.push_back(pattern(f, v));
-               }},
-    PolicyFlag{"--writable", "GLOB", FlagValue::glob, true, "none",
-               "lift one of the default read-only patterns, e.g. --writable .git to commit from "
-               "inside (repeatable)",
-               "writable",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.writable.push_back(lifted_pattern(f, v));
-               }},
-    PolicyFlag{"--allow-net", "HOST[:PORT]", FlagValue::host, true, "none",
-               "egress allowed to HOST (repeatable; *.example.com; ports 80 and 443 if none)",
-               "allow-net",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.allow_net.push_back(parse_host_rule(f, v));
-               }},
-    PolicyFlag{"--allow-local-net", "HOST[:PORT]", FlagValue::host, true, "none",
-               "like --allow-net, and HOST may resolve to loopback or private addresses (a LAN "
-               "service, localhost)",
-               "allow-local-net",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 HostRule rule = parse_host_rule(f, v);
-                 rule.local = true;
-                 p.allow_net.push_back(rule);
-               }},
-    PolicyFlag{"--pass-env", "NAME", FlagValue::env_name, true, "none",
-               "pass this environment variable into the sandbox (repeatable)", "pass-env",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 if (!valid_env_name(v)) throw UsageError(f + " " + v + ": not a variable name");
-                 p.pass_env.push_back(v);
-               }},
-    PolicyFlag{"--set-env", "NAME=VALUE", FlagValue::env_assignment, true, "none",
-               "set this variable inside the sandbox (repeatable; logs name it, never its value)",
-               "set-env",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.set_env.push_back(env_assignment(f, v));
-               }},
-    PolicyFlag{"--timeout", "DURATION", FlagValue::duration, false, "60s",
-               "wall-clock limit per cell", "timeout",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.timeout_seconds = parse_duration(f, v);
-               }},
-    PolicyFlag{"--cpu", "DURATION", FlagValue::duration, false, "the timeout",
-               "CPU-time limit per cell, CPU spent between cells included", "cpu",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.cpu_seconds = parse_duration(f, v);
-               }},
-    PolicyFlag{"--memory", "SIZE", FlagValue::size, false, "1G",
-               "memory for the session, 32M at least", "memory",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.memory_bytes = parse_size(f, v);
-                 if (p.memory_bytes < (32ull << 20))
-                   throw UsageError(f + " " + v + ": below the 32M a Python session needs");
-               }},
-    PolicyFlag{"--pids", "N", FlagValue::count, false, "256", "processes and threads, 8 to 1000000",
-               "pids",
-               [](Policy& p, const std::string& f,
-                  const std::string& v) { p.pids = process_count(f, v); }},
-    PolicyFlag{"--file-size", "SIZE", FlagValue::size, false, "1G", "largest file written",
-               "file-size",
-               [](Policy& p, const std::string& f,
-                  const std::string& v) { p.file_size_bytes = parse_size(f, v); }},
-    PolicyFlag{"--tmp-size", "SIZE", FlagValue::size, false, "256M", "private /tmp and /dev/shm",
-               "tmp-size",
-               [](Policy& p, const std::string& f,
-                  const std::string& v) { p.tmp_size_bytes = parse_size(f, v); }},
-    PolicyFlag{"--output-limit", "SIZE", FlagValue::size, false, "10M", "output kept per cell",
-               "output-limit",
-               [](Policy& p, const std::string& f,
-                  const std::string& v) { p.output_limit_bytes = parse_size(f, v); }},
-    PolicyFlag{"--workspace-quota", "SIZE", FlagValue::size, false, "1G",
-               "what the session may add to the workspace, all files together; 0: no limit",
-               "workspace-quota",
-               [](Policy& p, const std::string& f,
-                  const std::string& v) { p.workspace_quota_bytes = parse_size(f, v, 0); }},
-    PolicyFlag{"--python", "PATH", FlagValue::interpreter, false,
-               "python3 on PATH, resolved at install time", "interpreter inside the sandbox",
-               "python",
-               [](Policy& p, const std::string& f,
-                  const std::string& v) { p.python = resolve_python(f, v); },
-               &Policy::python},
-    PolicyFlag{"--sandbox-user", "USER", FlagValue::user, false, "nobody",
-               "host user the code runs as when the kernel is root", "sandbox-user",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.sandbox_user = sandbox_user(f, v);
-               }},
-    PolicyFlag{"--audit-log", "FILE", FlagValue::file, false, "stderr",
-               "JSON-lines audit log; refused where the sandbox can write", "audit-log",
-               [](Policy& p, const std::string& f, const std::string& v) {
-                 p.audit_log = written_file(f, v);
-               }},
     PolicyFlag{
-        "--audit-code", "", FlagValue::toggle, false, "off",
-        "also log each cell's code (only its hash and size otherwise)", "audit-code",
-        [](Policy& p, const std::string& f, const std::string& v) { p.audit_code = toggle(f, v); }},
-    PolicyFlag{"--metrics", "FILE", FlagValue::file, false, "none",
-               "keep a Prometheus textfile of cells, limits, egress and restarts; refused where "
-               "the sandbox can write",
-               "metrics",
-               [](Policy& p, const std::string& f,
-                  const std::string& v) { p.metrics_file = written_file(f, v); }},
-    PolicyFlag{"--isolation", "MODE", FlagValue::choice, false, "strict",
-               "strict | degraded | none: strict refuses to start without every layer; none is a "
-               "developer mode the banner flags loudly",
-               "isolation",
-               [](Policy& p, const std::string&,
-                  const std::string& v) { p.isolation = parse_isolation(v); }},
-    PolicyFlag{"--active-output", "MODE", FlagValue::choice, false, "isolate",
-               "isolate | strip | allow output that could run script in the browser: run it in a "
-               "sandboxed frame, remove it with a notice, or (allow, which the banner flags "
-               "loudly) pass it unchanged",
-               "active-output",
-               [](Policy& p, const std::string&,
-                  const std::string& v) { p.active_output = parse_active_output(v); }},
+        .name = "--policy",
+        .placeholder = "FILE",
+        .kind = FlagValue::policy_file,
+        .fallback = "none",
+        .meaning =
+            "JSON file with the same settings, named without the dashes (flags override it)"},
+    PolicyFlag{.name = "--workspace",
+               .placeholder = "DIR",
+               .kind = FlagValue::directory,
+               .fallback = "the working directory at launch",
+               .meaning = "the one writable directory, mounted at its own path",
+               .file_key = "workspace",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.workspace = existing_path(f, v, true); }},
+    PolicyFlag{
+        .name = "--ro",
+        .placeholder = "PATH",
+        .kind = FlagValue::path,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning = "extra read-only path (repeatable)",
+        .file_key = "ro",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.read_only.push_back(existing_path(f, v, false)); }},
+    PolicyFlag{
+        .name = "--hide",
+        .placeholder = "GLOB",
+        .kind = FlagValue::glob,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning =
+            "extra pattern masked inside the workspace (repeatable; the defaults always apply)",
+        .file_key = "hide",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.hide.push_back(pattern(f, v)); }},
+    PolicyFlag{.name = "--protect",
+               .placeholder = "GLOB",
+               .kind = FlagValue::glob,
+               .repeatable = true,
+               .fallback = "none",
+               .meaning =
+                   "extra pattern kept read-only inside the workspace (repeatable; the defaults "
+                   "always apply)",
+               .file_key = "protect",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.protect.push_back(pattern(f, v)); }},
+    PolicyFlag{
+        .name = "--writable",
+        .placeholder = "GLOB",
+        .kind = FlagValue::glob,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning =
+            "lift one of the default read-only patterns, e.g. --writable .git to commit from "
+            "inside (repeatable)",
+        .file_key = "writable",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.writable.push_back(lifted_pattern(f, v)); }},
+    PolicyFlag{
+        .name = "--allow-net",
+        .placeholder = "HOST[:PORT]",
+        .kind = FlagValue::host,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning = "egress allowed to HOST (repeatable; *.example.com; ports 80 and 443 if none)",
+        .file_key = "allow-net",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.allow_net.push_back(parse_host_rule(f, v)); }},
+    PolicyFlag{.name = "--allow-local-net",
+               .placeholder = "HOST[:PORT]",
+               .kind = FlagValue::host,
+               .repeatable = true,
+               .fallback = "none",
+               .meaning =
+                   "like --allow-net, and HOST may resolve to loopback or private addresses (a LAN "
+                   "service, localhost)",
+               .file_key = "allow-local-net",
+               .apply =
+                   [](Policy& p, const std::string& f, const std::string& v) {
+                     HostRule rule = parse_host_rule(f, v);
+                     rule.local = true;
+                     p.allow_net.push_back(rule);
+                   }},
+    PolicyFlag{.name = "--pass-env",
+               .placeholder = "NAME",
+               .kind = FlagValue::env_name,
+               .repeatable = true,
+               .fallback = "none",
+               .meaning = "pass this environment variable into the sandbox (repeatable)",
+               .file_key = "pass-env",
+               .apply =
+                   [](Policy& p, const std::string& f, const std::string& v) {
+                     if (!valid_env_name(v))
+                       throw UsageError(f + " " + v + ": not a variable name");
+                     p.pass_env.push_back(v);
+                   }},
+    PolicyFlag{
+        .name = "--set-env",
+        .placeholder = "NAME=VALUE",
+        .kind = FlagValue::env_assignment,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning =
+            "set this variable inside the sandbox (repeatable; logs name it, never its value)",
+        .file_key = "set-env",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.set_env.push_back(env_assignment(f, v)); }},
+    PolicyFlag{.name = "--timeout",
+               .placeholder = "DURATION",
+               .kind = FlagValue::duration,
+               .fallback = "60s",
+               .meaning = "wall-clock limit per cell",
+               .file_key = "timeout",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.timeout_seconds = parse_duration(f, v); }},
+    PolicyFlag{.name = "--cpu",
+               .placeholder = "DURATION",
+               .kind = FlagValue::duration,
+               .fallback = "the timeout",
+               .meaning = "CPU-time limit per cell, CPU spent between cells included",
+               .file_key = "cpu",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.cpu_seconds = parse_duration(f, v); }},
+    PolicyFlag{.name = "--memory",
+               .placeholder = "SIZE",
+               .kind = FlagValue::size,
+               .fallback = "1G",
+               .meaning = "memory for the session, 32M at least",
+               .file_key = "memory",
+               .apply =
+                   [](Policy& p, const std::string& f, const std::string& v) {
+                     p.memory_bytes = parse_size(f, v);
+                     if (p.memory_bytes < (32ull << 20))
+                       throw UsageError(f + " " + v + ": below the 32M a Python session needs");
+                   }},
+    PolicyFlag{.name = "--pids",
+               .placeholder = "N",
+               .kind = FlagValue::count,
+               .fallback = "256",
+               .meaning = "processes and threads, 8 to 1000000",
+               .file_key = "pids",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.pids = process_count(f, v); }},
+    PolicyFlag{.name = "--file-size",
+               .placeholder = "SIZE",
+               .kind = FlagValue::size,
+               .fallback = "1G",
+               .meaning = "largest file written",
+               .file_key = "file-size",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.file_size_bytes = parse_size(f, v); }},
+    PolicyFlag{.name = "--tmp-size",
+               .placeholder = "SIZE",
+               .kind = FlagValue::size,
+               .fallback = "256M",
+               .meaning = "private /tmp and /dev/shm",
+               .file_key = "tmp-size",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.tmp_size_bytes = parse_size(f, v); }},
+    PolicyFlag{.name = "--output-limit",
+               .placeholder = "SIZE",
+               .kind = FlagValue::size,
+               .fallback = "10M",
+               .meaning = "output kept per cell",
+               .file_key = "output-limit",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.output_limit_bytes = parse_size(f, v); }},
+    PolicyFlag{
+        .name = "--workspace-quota",
+        .placeholder = "SIZE",
+        .kind = FlagValue::size,
+        .fallback = "1G",
+        .meaning = "what the session may add to the workspace, all files together; 0: no limit",
+        .file_key = "workspace-quota",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.workspace_quota_bytes = parse_size(f, v, 0); }},
+    PolicyFlag{.name = "--python",
+               .placeholder = "PATH",
+               .kind = FlagValue::interpreter,
+               .fallback = "python3 on PATH, resolved at install time",
+               .meaning = "interpreter inside the sandbox",
+               .file_key = "python",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.python = resolve_python(f, v); },
+               .baked_when_absent = &Policy::python},
+    PolicyFlag{.name = "--sandbox-user",
+               .placeholder = "USER",
+               .kind = FlagValue::user,
+               .fallback = "nobody",
+               .meaning = "host user the code runs as when the kernel is root",
+               .file_key = "sandbox-user",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.sandbox_user = sandbox_user(f, v); }},
+    PolicyFlag{.name = "--audit-log",
+               .placeholder = "FILE",
+               .kind = FlagValue::file,
+               .fallback = "stderr",
+               .meaning = "JSON-lines audit log; refused where the sandbox can write",
+               .file_key = "audit-log",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.audit_log = written_file(f, v); }},
+    PolicyFlag{.name = "--audit-code",
+               .placeholder = "",
+               .kind = FlagValue::toggle,
+               .fallback = "off",
+               .meaning = "also log each cell's code (only its hash and size otherwise)",
+               .file_key = "audit-code",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.audit_code = toggle(f, v); }},
+    PolicyFlag{
+        .name = "--metrics",
+        .placeholder = "FILE",
+        .kind = FlagValue::file,
+        .fallback = "none",
+        .meaning =
+            "keep a Prometheus textfile of cells, limits, egress and restarts; refused where "
+            "the sandbox can write",
+        .file_key = "metrics",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.metrics_file = written_file(f, v); }},
+    PolicyFlag{
+        .name = "--isolation",
+        .placeholder = "MODE",
+        .kind = FlagValue::choice,
+        .fallback = "strict",
+        .meaning =
+            "strict | degraded | none: strict refuses to start without every layer; none is a "
+            "developer mode the banner flags loudly",
+        .file_key = "isolation",
+        .apply = [](Policy& p, const std::string&,
+                    const std::string& v) { p.isolation = parse_isolation(v); }},
+    PolicyFlag{
+        .name = "--active-output",
+        .placeholder = "MODE",
+        .kind = FlagValue::choice,
+        .fallback = "isolate",
+        .meaning =
+            "isolate | strip | allow output that could run script in the browser: run it in a "
+            "sandboxed frame, remove it with a notice, or (allow, which the banner flags "
+            "loudly) pass it unchanged",
+        .file_key = "active-output",
+        .apply = [](Policy& p, const std::string&,
+                    const std::string& v) { p.active_output = parse_active_output(v); }},
 };
 
 // A markdown table cell: '|' would end the cell and '*' start emphasis.

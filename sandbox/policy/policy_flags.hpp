@@ -39,12 +39,12 @@ struct PolicyFlag {
   std::string_view name;         // "--memory"
   std::string_view placeholder;  // "SIZE"; empty for a toggle
   FlagValue kind;
-  bool repeatable;            // each use adds one; otherwise the last one wins
-  std::string_view fallback;  // the default, as --help and the README show it
-  std::string_view meaning;   // one line for --help and the README
-  std::string_view file_key;  // the key in a --policy file (no dashes); empty: not allowed
+  bool repeatable = false;         // each use adds one; otherwise the last one wins
+  std::string_view fallback;       // the default, as --help and the README show it
+  std::string_view meaning;        // one line for --help and the README
+  std::string_view file_key = {};  // the key in a --policy file (no dashes); empty: not there
   // Checks the value and sets it in the policy; UsageError "FLAG VALUE: why" when it is bad.
-  void (*apply)(Policy& policy, const std::string& flag, const std::string& value);
+  void (*apply)(Policy& policy, const std::string& flag, const std::string& value) = nullptr;
   // A default resolved when kernel.json is written and baked into its argv, so the kernel runs
   // what install saw (the python on PATH then); null for the others.
   std::string Policy::*baked_when_absent = nullptr;
