@@ -17,6 +17,9 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   CommandLine cl;
   if (args.empty()) throw UsageError("missing command (try belljar --help)");
   const std::string& first = args[0];
+  // Hidden: `belljar help --flags-markdown` prints the README's policy flag table.
+  if (first == "help" && args.size() == 2 && args[1] == "--flags-markdown")
+    return cl.command = "flags-markdown", cl;
   if (first == "--help" || first == "-h" || first == "help") return cl.command = "help", cl;
   if (first == "--version" || first == "-V") return cl.command = "version", cl;
   bool known = false;
@@ -83,8 +86,8 @@ std::string usage_text() {
       << "  belljar --help | --version\n\n"
       << "policy flags (later sources win: defaults < --policy FILE < flags):\n";
   for (auto& [flag, meaning] : policy_flag_help()) {
-    out << "  " << flag;
-    for (size_t pad = flag.size(); pad < 26; ++pad) out << ' ';
+    out << "  " << flag << "  ";
+    for (size_t pad = flag.size(); pad < 24; ++pad) out << ' ';
     out << meaning << "\n";
   }
   return out.str();

@@ -10,7 +10,7 @@
 namespace belljar {
 
 struct CommandLine {
-  std::string command;             // kernel, install, run, mcp, check, help, version
+  std::string command;  // kernel, install, run, mcp, check, help, version, flags-markdown
   std::string connection_file;     // kernel -f
   // install
   enum class Scope { default_, user, sys_prefix, prefix } scope = Scope::default_;

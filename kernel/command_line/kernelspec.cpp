@@ -50,15 +50,9 @@ fs::path install_kernelspec(const CommandLine& cl) {
   if (ec) throw UsageError("cannot create " + dir.string() + ": " + ec.message());
 
   std::vector<std::string> argv = {executable_path().string(), "kernel", "-f", "{connection_file}"};
-  bool python_given = false;
-  const auto& given = cl.policy.given();
-  for (size_t i = 0; i < given.size(); i += 2) python_given = python_given || given[i] == "--python";
-  for (const auto& arg : given) argv.push_back(arg);
-  if (!python_given) {
-    // Resolved now, so the kernel runs the interpreter the user installed it for.
-    argv.push_back("--python");
-    argv.push_back(policy.python);
-  }
+  // The flags as given, and the defaults install resolves (the python on PATH) so the kernel
+  // runs the interpreter the user installed it for.
+  for (auto& arg : cl.policy.kernel_argv(policy)) argv.push_back(std::move(arg));
   nlohmann::json spec = {{"argv", argv},
                          {"display_name", cl.display_name},
                          {"language", "python"},

@@ -21,6 +21,7 @@
 #include "kernel/run/run_frontend.hpp"
 #include "sandbox/jail/host_check.hpp"
 #include "sandbox/jail/jail_entry.hpp"
+#include "sandbox/policy/policy_flags.hpp"
 
 using namespace belljar;
 
@@ -113,6 +114,10 @@ int main(int argc, char** argv) {
     CommandLine cl = parse_command_line(args);
     if (cl.command == "help") {
       std::cout << usage_text();
+      return 0;
+    }
+    if (cl.command == "flags-markdown") {
+      std::cout << policy_flags_markdown();
       return 0;
     }
     if (cl.command == "version") {

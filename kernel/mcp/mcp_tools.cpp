@@ -18,17 +18,6 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
-std::string size_text(uint64_t bytes) {
-  char text[32];
-  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0)
-    std::snprintf(text, sizeof text, "%llu GiB", static_cast<unsigned long long>(bytes >> 30));
-  else if (bytes >= (1ull << 20))
-    std::snprintf(text, sizeof text, "%.0f MiB", bytes / double(1ull << 20));
-  else
-    std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
-  return text;
-}
-
 json text_block(std::string text) {
   return {{"type", "text"}, {"text", std::move(text)}};
 }
@@ -150,7 +139,7 @@ json mcp_server_instructions(const Policy& policy) {
       ", the only writable folder (list_files, read_file and write_file work there; secret "
       "files such as .env are masked). Limits: " +
       seconds_text(policy.timeout_seconds) + " wall-clock per call, " +
-      size_text(policy.memory_bytes) + " of memory. ";
+      format_size(policy.memory_bytes) + " of memory. ";
   text += policy.allow_net.empty() ? "There is no network access."
                                    : "Network access is limited to an allowlist.";
   if (policy.isolation == Isolation::none)
@@ -164,7 +153,7 @@ json mcp_server_instructions(const Policy& policy) {
 json mcp_tool_list(const Policy& policy) {
   std::string limits = seconds_text(policy.timeout_seconds) +
                        " wall-clock per call (timeout_seconds can only shorten it), " +
-                       size_text(policy.memory_bytes) + " of memory for the session";
+                       format_size(policy.memory_bytes) + " of memory for the session";
   json run_python = {
       {"name", "run_python"},
       {"title", "Run Python"},

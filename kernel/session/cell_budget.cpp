@@ -3,28 +3,16 @@
 #include <cstdio>
 
 #include "kernel/protocol/bounded_json.hpp"
+#include "sandbox/policy/quantities.hpp"
 
 namespace belljar {
 
 using json = nlohmann::json;
 
-std::string human_bytes(uint64_t bytes) {
-  char text[32];
-  if (bytes >= (1ull << 30))
-    std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(1ull << 30));
-  else if (bytes >= (1ull << 20))
-    std::snprintf(text, sizeof text, "%.1f MiB", bytes / double(1ull << 20));
-  else if (bytes >= 1024)
-    std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
-  else
-    std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
-  return text;
-}
-
 std::string output_limit_notice(const std::string& what, uint64_t bytes,
                                 const OutputBudget& budget) {
-  return "[belljar] " + what + " (" + human_bytes(bytes) + ") dropped: past the output limit of " +
-         human_bytes(budget.limit());
+  return "[belljar] " + what + " (" + format_size(bytes) + ") dropped: past the output limit of " +
+         format_size(budget.limit());
 }
 
 std::string utf8_prefix(std::string_view text, size_t bytes) {

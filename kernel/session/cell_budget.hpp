@@ -20,9 +20,6 @@ namespace belljar {
 inline constexpr size_t kErrorNameBytes = 256;
 inline constexpr size_t kErrorValueBytes = 1024;
 
-// 1.5 MiB, 12 bytes: sizes in what the user reads.
-std::string human_bytes(uint64_t bytes);
-
 // "[belljar] ... N bytes dropped: past the output limit of X", for the place of what was cut.
 std::string output_limit_notice(const std::string& what, uint64_t bytes,
                                 const OutputBudget& budget);

@@ -86,7 +86,7 @@ void Kernel::send_to_worker(const json& frame) {
   // An honest worker reads each reply before it asks again; one that keeps asking without
   // reading would grow this without end.
   if (outbox_.size() > kMaxOutbox)
-    return fault_worker("it left " + human_bytes(outbox_.size()) + " of frames unread");
+    return fault_worker("it left " + format_size(outbox_.size()) + " of frames unread");
   outbox_ += encode_worker_frame(frame);
   flush_outbox();
 }
@@ -257,7 +257,7 @@ void Kernel::handle_frame(const json& frame) {
     if (cell_->limit_hit == "workspace") {
       ename = "WorkspaceQuotaError";
       evalue = "the session passed its --workspace-quota of " +
-               human_bytes(options_.policy.workspace_quota_bytes) +
+               format_size(options_.policy.workspace_quota_bytes) +
                " and the cell was interrupted; the workspace is read-only to the sandbox until "
                "files are removed; variables were kept";
       traceback.push_back(ename + ": " + evalue);
@@ -352,9 +352,9 @@ void Kernel::handle_limits(const json& frame) {
     std::snprintf(text, sizeof text, "--cpu %g asks for more than this kernel's policy allows (%g s)", *cpu, policy.cpu_limit());
     refused = text;
   } else if (refused.empty() && output && *output > double(policy.output_limit_bytes)) {
-    refused = "--output-limit asks for more than this kernel's policy allows (" + human_bytes(policy.output_limit_bytes) + ")";
+    refused = "--output-limit asks for more than this kernel's policy allows (" + format_size(policy.output_limit_bytes) + ")";
   } else if (refused.empty() && memory && *memory > double(policy.memory_bytes)) {
-    refused = "--memory asks for more than this kernel's policy allows (" + human_bytes(policy.memory_bytes) + ")";
+    refused = "--memory asks for more than this kernel's policy allows (" + format_size(policy.memory_bytes) + ")";
   } else if (refused.empty() && memory) {
     std::string why;
     if (!worker_ || !worker_->set_memory_limit(static_cast<uint64_t>(*memory), &why))
@@ -423,8 +423,8 @@ void Kernel::finish_cell(const json& done) {
   if (budget_.dropped() > 0) {
     publish(
         "stream",
-        create_stream("stderr", "\n[belljar] output limit of " + human_bytes(budget_.limit()) +
-                                    " reached: " + human_bytes(budget_.dropped()) + " dropped\n"),
+        create_stream("stderr", "\n[belljar] output limit of " + format_size(budget_.limit()) +
+                                    " reached: " + format_size(budget_.dropped()) + " dropped\n"),
         &cell.request);
   }
   json facts = execution_facts();
@@ -548,9 +548,9 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
     } else if (exit.memory_limit) {
       if (cell_->kind == "execute_request") cell_->limit_hit = "memory";
       fail_cell("MemoryError", "the session passed its memory limit of " +
-                                   human_bytes(cell_->memory_limit ? cell_->memory_limit : options_.policy.memory_bytes) +
+                                   format_size(cell_->memory_limit ? cell_->memory_limit : options_.policy.memory_bytes) +
                                    (cell_->memory_limit ? " (%%limits --memory)" : " (--memory)") +
-                                   (exit.memory_total_bytes ? ": its processes held " + human_bytes(exit.memory_total_bytes) + " together" : "") +
+                                   (exit.memory_total_bytes ? ": its processes held " + format_size(exit.memory_total_bytes) + " together" : "") +
                                    "; the worker was restarted: variables were lost, "
                                    "workspace files were kept", "memory");
     } else {

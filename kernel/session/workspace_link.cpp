@@ -21,12 +21,6 @@ constexpr auto kSurveyWhileIdle = std::chrono::milliseconds(3000);
 constexpr double kSurveyCostShare = 50;
 constexpr double kSurveyCostShareWhileGrowing = 10;
 constexpr size_t kGuardsAudited = 50;  // per survey; the rest are counted
-
-std::string mebibytes(uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MiB", bytes / double(1 << 20));
-  return text;
-}
 }  // namespace
 
 bool Kernel::surveys_workspace() const {
@@ -127,9 +121,9 @@ void Kernel::handle_surveys() {
     // Said when the workspace turns read-only, and again to each cell that starts while it is.
     if (over && (!quota_told_ || held_frame_))
       workspace_notices_ +=
-          "[belljar] the session has added " + mebibytes(workspace_added_) +
+          "[belljar] the session has added " + format_size(workspace_added_) +
           " to the workspace, over its --workspace-quota of " +
-          mebibytes(options_.policy.workspace_quota_bytes) +
+          format_size(options_.policy.workspace_quota_bytes) +
           ": the workspace is read-only to the sandbox until files are removed.\n";
     quota_told_ = over;
     if (executing && !held_frame_) tell_workspace_notices();

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/policy/quantities.hpp"
+
 namespace belljar {
 
 // A bad flag, size or file. The message names it; callers print one line and exit 2.
@@ -68,9 +70,8 @@ const std::vector<std::string>& default_protected_patterns();
 // The read-only patterns in force for this policy: defaults less --writable, plus --protect.
 std::vector<std::string> protected_patterns(const Policy& policy);
 
-// Value parsers, each throwing UsageError naming the flag and the bad value.
-uint64_t parse_size(const std::string& flag, const std::string& text);      // 512M, 1G, 4096
-double parse_duration(const std::string& flag, const std::string& text);    // 30, 1.5s, 2m, 1h
+// Value parsers, each throwing UsageError naming the flag and the bad value. parse_size and
+// parse_duration, the grammar of every size and duration, are in quantities.hpp.
 HostRule parse_host_rule(const std::string& flag, const std::string& text); // host[:port]
 Isolation parse_isolation(const std::string& text);
 std::string isolation_name(Isolation isolation);
@@ -86,15 +87,19 @@ class PolicyBuilder {
   int take(const std::vector<std::string>& args, size_t i);
   // Applies --policy FILE first, then the flags in order; resolves paths and the python.
   Policy build() const;
-  // The flags as given, for baking into kernel.json's argv.
+  // The flags as given (--policy FILE made absolute), in pairs of flag and value.
   const std::vector<std::string>& given() const { return given_; }
+  // The flags for kernel.json's argv: as given, then each default that is resolved at install
+  // time (the python on PATH) and was not given, from POLICY (what build() returned).
+  std::vector<std::string> kernel_argv(const Policy& policy) const;
 
  private:
   std::vector<std::string> given_;
   std::optional<std::string> policy_file_;
 };
 
-// Every policy flag with its argument placeholder and meaning, for --help.
+// Every policy flag with its argument placeholder and meaning (default in brackets), for
+// --help; derived from the one table in policy_flags.hpp.
 const std::vector<std::pair<std::string, std::string>>& policy_flag_help();
 
 }  // namespace belljar

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kernel/command_line/command_line.hpp"
+#include "sandbox/policy/policy_flags.hpp"
 #include "usage_error.hpp"
 
 using namespace belljar;
@@ -37,6 +38,40 @@ TEST_CASE("usage text names every command and policy flag", "[command_line]") {
   for (const char* word : {"belljar kernel", "belljar install", "belljar run", "belljar mcp",
                            "belljar check", "--policy FILE", "--allow-net", "--isolation"})
     CHECK_THAT(text, Catch::Contains(word));
+}
+
+TEST_CASE("usage text lists every policy flag of the table with its default",
+          "[command_line]") {
+  std::string text = usage_text();
+  for (const auto& flag : policy_flags()) {
+    INFO(flag.name);
+    CHECK_THAT(text, Catch::Contains("  " + flag.usage() + " ") &&
+                         Catch::Contains(std::string(flag.meaning) + " [" +
+                                         std::string(flag.fallback) + "]\n"));
+  }
+}
+
+TEST_CASE("the policy flags install bakes into kernel.json parse back as a kernel command line",
+          "[command_line]") {
+  auto install = parse_command_line(
+      {"install", "--user", "--audit-code", "--timeout", "2M", "--workspace-quota=0"});
+  Policy policy = install.policy.build();
+  std::vector<std::string> argv = {"kernel", "-f", "k.json"};
+  for (auto& arg : install.policy.kernel_argv(policy)) argv.push_back(arg);
+  auto kernel = parse_command_line(argv);
+  Policy launched = kernel.policy.build();
+  CHECK(launched.audit_code);
+  CHECK(launched.timeout_seconds == Approx(120));
+  CHECK(launched.workspace_quota_bytes == 0);
+  CHECK(launched.python == policy.python);
+}
+
+TEST_CASE("help --flags-markdown is the README's table, and only that spelling",
+          "[command_line]") {
+  CHECK(parse_command_line({"help", "--flags-markdown"}).command == "flags-markdown");
+  CHECK(parse_command_line({"help", "--flags-markdown", "x"}).command == "help");
+  CHECK(parse_command_line({"--help", "--flags-markdown"}).command == "help");
+  CHECK_THAT(usage_error({"run", "--flags-markdown"}), Catch::Contains("unknown option"));
 }
 
 TEST_CASE("missing or unknown command is a usage error", "[command_line]") {

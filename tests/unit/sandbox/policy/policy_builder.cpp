@@ -8,39 +8,16 @@
 #include <fstream>
 
 #include "sandbox/policy/policy.hpp"
+#include "sandbox/policy/policy_testing.hpp"
 #include "usage_error.hpp"
 
 using namespace belljar;
+using belljar::testing::collect;
+using belljar::testing::TempFile;
 using belljar::testing::usage_error;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A file under /tmp, removed at scope exit.
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& text, const char* suffix = ".json") {
-    char name[] = "/tmp/belljar-policy-XXXXXX";
-    int fd = ::mkstemp(name);
-    REQUIRE(fd >= 0);
-    ::close(fd);
-    std::remove(name);
-    path = std::string(name) + suffix;
-    std::ofstream(path) << text;
-  }
-  ~TempFile() { std::remove(path.c_str()); }
-};
-
-// Feeds args through take() the way the command line does.
-PolicyBuilder collect(const std::vector<std::string>& args) {
-  PolicyBuilder builder;
-  for (size_t i = 0; i < args.size();) {
-    int used = builder.take(args, i);
-    if (used == 0) throw std::logic_error("not a policy flag: " + args[i]);
-    i += static_cast<size_t>(used);
-  }
-  return builder;
-}
 
 // Builds with an explicit interpreter so the result does not depend on PATH.
 Policy build(std::vector<std::string> args) {

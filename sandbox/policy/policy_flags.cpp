@@ -1,0 +1,453 @@
+#include "sandbox/policy/policy_flags.hpp"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "sandbox/policy/quantities.hpp"
+
+namespace belljar {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool valid_env_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+fs::path existing_path(const std::string& flag, const std::string& text, bool must_be_dir) {
+  if (text.empty()) throw UsageError(flag + ": empty path");
+  std::error_code ec;
+  fs::path path = fs::weakly_canonical(fs::absolute(text), ec);
+  if (ec) throw UsageError(flag + " " + text + ": " + ec.message());
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw UsageError(flag + " " + text + ": no such file or directory");
+  if (must_be_dir && !S_ISDIR(st.st_mode))
+    throw UsageError(flag + " " + text + ": not a directory");
+  return path;
+}
+
+std::string written_file(const std::string& flag, const std::string& text) {
+  if (text.empty()) throw UsageError(flag + ": empty path");
+  return fs::absolute(text).string();
+}
+
+std::string pattern(const std::string& flag, const std::string& text) {
+  if (text.empty() || text.find('\0') != std::string::npos)
+    throw UsageError(flag + ": empty pattern");
+  return text;
+}
+
+// A launcher script (a pyenv shim, a wrapper) can't run inside the sandbox without its own
+// tools: ask it once for the real interpreter. A venv's bin/python is a binary and is kept.
+std::string real_interpreter(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[2] = {0, 0};
+  in.read(magic, 2);
+  if (!(magic[0] == '#' && magic[1] == '!')) return path;
+  std::string command = "'" + path + "' -c 'import sys; print(sys.executable)' 2>/dev/null";
+  for (char c : path)
+    if (c == '\'') throw UsageError(flag + " " + path + ": unsupported character in path");
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) throw UsageError(flag + " " + path + ": cannot run it");
+  char line[4096] = {0};
+  bool got = std::fgets(line, sizeof line, pipe) != nullptr;
+  int status = ::pclose(pipe);
+  std::string real = got ? std::string(line) : "";
+  while (!real.empty() && (real.back() == '\n' || real.back() == '\r')) real.pop_back();
+  if (status != 0 || real.empty() || real[0] != '/')
+    throw UsageError(flag + " " + path + ": is not a working Python interpreter");
+  return real;
+}
+
+// The interpreter the worker runs: an absolute path to an executable file. A bare name is
+// looked up on PATH (install resolves it once, so kernel.json names a real file).
+std::string resolve_python(const std::string& flag, const std::string& text) {
+  if (text.empty()) throw UsageError(flag + ": empty path");
+  if (text.find('/') == std::string::npos) {
+    const char* path_env = std::getenv("PATH");
+    std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      fs::path candidate = fs::path(path.substr(start, end - start)) / text;
+      if (!candidate.parent_path().empty() && ::access(candidate.c_str(), X_OK) == 0)
+        return real_interpreter(flag, fs::absolute(candidate).string());
+      start = end + 1;
+    }
+    throw UsageError(flag + " " + text + ": not found on PATH");
+  }
+  fs::path path = fs::absolute(text);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0)
+    throw UsageError(flag + " " + text + ": not an executable file");
+  // Keep the name the user gave (a venv's bin/python must stay a venv python), only absolute.
+  return real_interpreter(flag, path.lexically_normal().string());
+}
+
+std::string sandbox_user(const std::string& flag, const std::string& value) {
+  if (value.empty()) throw UsageError(flag + ": empty user");
+  if (value == "root" || value == "0")
+    throw UsageError(flag + " " + value + ": code never runs as root");
+  if (!::getpwnam(value.c_str())) {
+    // A numeric uid: digits only, a real uid (not 0, not the (uid_t)-1 "no change" value).
+    bool digits =
+        value.size() <= 10 &&
+        std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); });
+    unsigned long long uid = digits ? std::strtoull(value.c_str(), nullptr, 10) : 0;
+    if (!digits || uid == 0 || uid >= 4294967295ull)
+      throw UsageError(flag + " " + value + ": no such user");
+  }
+  return value;
+}
+
+uint64_t process_count(const std::string& flag, const std::string& value) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || errno || n < 8 || n > 1000000 || value[0] == '-')
+    throw UsageError(flag + " " + value + ": expected a number of processes from 8 to 1000000");
+  return n;
+}
+
+std::string lifted_pattern(const std::string& flag, const std::string& value) {
+  const auto& defaults = default_protected_patterns();
+  if (std::find(defaults.begin(), defaults.end(), value) != defaults.end()) return value;
+  std::string all;
+  for (const auto& p : defaults) all += (all.empty() ? "" : " ") + p;
+  throw UsageError(flag + " " + value + ": not one of the default read-only patterns (" + all +
+                   ")");
+}
+
+std::pair<std::string, std::string> env_assignment(const std::string& flag,
+                                                   const std::string& value) {
+  auto eq = value.find('=');
+  if (eq == std::string::npos || !valid_env_name(value.substr(0, eq)))
+    throw UsageError(flag + " " + value.substr(0, eq) + ": expected NAME=VALUE");
+  return {value.substr(0, eq), value.substr(eq + 1)};
+}
+
+bool toggle(const std::string& flag, const std::string& value) {
+  if (value != "true" && value != "false") throw UsageError(flag + ": expected true or false");
+  return value == "true";
+}
+
+using Apply = void (*)(Policy&, const std::string&, const std::string&);
+
+// The defaults shown here are the Policy's member initialisers (policy.hpp); the unit test
+// "the defaults the table shows are the Policy's own" holds the two together.
+const std::array kFlags = {
+    PolicyFlag{
+        .name = "--policy",
+        .placeholder = "FILE",
+        .kind = FlagValue::policy_file,
+        .fallback = "none",
+        .meaning =
+            "JSON file with the same settings, named without the dashes (flags override it)"},
+    PolicyFlag{.name = "--workspace",
+               .placeholder = "DIR",
+               .kind = FlagValue::directory,
+               .fallback = "the working directory at launch",
+               .meaning = "the one writable directory, mounted at its own path",
+               .file_key = "workspace",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.workspace = existing_path(f, v, true); }},
+    PolicyFlag{
+        .name = "--ro",
+        .placeholder = "PATH",
+        .kind = FlagValue::path,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning = "extra read-only path (repeatable)",
+        .file_key = "ro",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.read_only.push_back(existing_path(f, v, false)); }},
+    PolicyFlag{
+        .name = "--hide",
+        .placeholder = "GLOB",
+        .kind = FlagValue::glob,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning =
+            "extra pattern masked inside the workspace (repeatable; the defaults always apply)",
+        .file_key = "hide",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.hide.push_back(pattern(f, v)); }},
+    PolicyFlag{.name = "--protect",
+               .placeholder = "GLOB",
+               .kind = FlagValue::glob,
+               .repeatable = true,
+               .fallback = "none",
+               .meaning =
+                   "extra pattern kept read-only inside the workspace (repeatable; the defaults "
+                   "always apply)",
+               .file_key = "protect",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.protect.push_back(pattern(f, v)); }},
+    PolicyFlag{
+        .name = "--writable",
+        .placeholder = "GLOB",
+        .kind = FlagValue::glob,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning =
+            "lift one of the default read-only patterns, e.g. --writable .git to commit from "
+            "inside (repeatable)",
+        .file_key = "writable",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.writable.push_back(lifted_pattern(f, v)); }},
+    PolicyFlag{
+        .name = "--allow-net",
+        .placeholder = "HOST[:PORT]",
+        .kind = FlagValue::host,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning = "egress allowed to HOST (repeatable; *.example.com; ports 80 and 443 if none)",
+        .file_key = "allow-net",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.allow_net.push_back(parse_host_rule(f, v)); }},
+    PolicyFlag{.name = "--allow-local-net",
+               .placeholder = "HOST[:PORT]",
+               .kind = FlagValue::host,
+               .repeatable = true,
+               .fallback = "none",
+               .meaning =
+                   "like --allow-net, and HOST may resolve to loopback or private addresses (a LAN "
+                   "service, localhost)",
+               .file_key = "allow-local-net",
+               .apply =
+                   [](Policy& p, const std::string& f, const std::string& v) {
+                     HostRule rule = parse_host_rule(f, v);
+                     rule.local = true;
+                     p.allow_net.push_back(rule);
+                   }},
+    PolicyFlag{.name = "--pass-env",
+               .placeholder = "NAME",
+               .kind = FlagValue::env_name,
+               .repeatable = true,
+               .fallback = "none",
+               .meaning = "pass this environment variable into the sandbox (repeatable)",
+               .file_key = "pass-env",
+               .apply =
+                   [](Policy& p, const std::string& f, const std::string& v) {
+                     if (!valid_env_name(v))
+                       throw UsageError(f + " " + v + ": not a variable name");
+                     p.pass_env.push_back(v);
+                   }},
+    PolicyFlag{
+        .name = "--set-env",
+        .placeholder = "NAME=VALUE",
+        .kind = FlagValue::env_assignment,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning =
+            "set this variable inside the sandbox (repeatable; logs name it, never its value)",
+        .file_key = "set-env",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.set_env.push_back(env_assignment(f, v)); }},
+    PolicyFlag{.name = "--timeout",
+               .placeholder = "DURATION",
+               .kind = FlagValue::duration,
+               .fallback = "60s",
+               .meaning = "wall-clock limit per cell",
+               .file_key = "timeout",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.timeout_seconds = parse_duration(f, v); }},
+    PolicyFlag{.name = "--cpu",
+               .placeholder = "DURATION",
+               .kind = FlagValue::duration,
+               .fallback = "the timeout",
+               .meaning = "CPU-time limit per cell, CPU spent between cells included",
+               .file_key = "cpu",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.cpu_seconds = parse_duration(f, v); }},
+    PolicyFlag{.name = "--memory",
+               .placeholder = "SIZE",
+               .kind = FlagValue::size,
+               .fallback = "1G",
+               .meaning = "memory for the session, 32M at least",
+               .file_key = "memory",
+               .apply =
+                   [](Policy& p, const std::string& f, const std::string& v) {
+                     p.memory_bytes = parse_size(f, v);
+                     if (p.memory_bytes < (32ull << 20))
+                       throw UsageError(f + " " + v + ": below the 32M a Python session needs");
+                   }},
+    PolicyFlag{.name = "--pids",
+               .placeholder = "N",
+               .kind = FlagValue::count,
+               .fallback = "256",
+               .meaning = "processes and threads, 8 to 1000000",
+               .file_key = "pids",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.pids = process_count(f, v); }},
+    PolicyFlag{.name = "--file-size",
+               .placeholder = "SIZE",
+               .kind = FlagValue::size,
+               .fallback = "1G",
+               .meaning = "largest file written",
+               .file_key = "file-size",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.file_size_bytes = parse_size(f, v); }},
+    PolicyFlag{.name = "--tmp-size",
+               .placeholder = "SIZE",
+               .kind = FlagValue::size,
+               .fallback = "256M",
+               .meaning = "private /tmp and /dev/shm",
+               .file_key = "tmp-size",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.tmp_size_bytes = parse_size(f, v); }},
+    PolicyFlag{.name = "--output-limit",
+               .placeholder = "SIZE",
+               .kind = FlagValue::size,
+               .fallback = "10M",
+               .meaning = "output kept per cell",
+               .file_key = "output-limit",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.output_limit_bytes = parse_size(f, v); }},
+    PolicyFlag{
+        .name = "--workspace-quota",
+        .placeholder = "SIZE",
+        .kind = FlagValue::size,
+        .fallback = "1G",
+        .meaning = "what the session may add to the workspace, all files together; 0: no limit",
+        .file_key = "workspace-quota",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.workspace_quota_bytes = parse_size(f, v, 0); }},
+    PolicyFlag{.name = "--python",
+               .placeholder = "PATH",
+               .kind = FlagValue::interpreter,
+               .fallback = "python3 on PATH, resolved at install time",
+               .meaning = "interpreter inside the sandbox",
+               .file_key = "python",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.python = resolve_python(f, v); },
+               .baked_when_absent = &Policy::python},
+    PolicyFlag{.name = "--sandbox-user",
+               .placeholder = "USER",
+               .kind = FlagValue::user,
+               .fallback = "nobody",
+               .meaning = "host user the code runs as when the kernel is root",
+               .file_key = "sandbox-user",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.sandbox_user = sandbox_user(f, v); }},
+    PolicyFlag{.name = "--audit-log",
+               .placeholder = "FILE",
+               .kind = FlagValue::file,
+               .fallback = "stderr",
+               .meaning = "JSON-lines audit log; refused where the sandbox can write",
+               .file_key = "audit-log",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.audit_log = written_file(f, v); }},
+    PolicyFlag{.name = "--audit-code",
+               .placeholder = "",
+               .kind = FlagValue::toggle,
+               .fallback = "off",
+               .meaning = "also log each cell's code (only its hash and size otherwise)",
+               .file_key = "audit-code",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.audit_code = toggle(f, v); }},
+    PolicyFlag{
+        .name = "--metrics",
+        .placeholder = "FILE",
+        .kind = FlagValue::file,
+        .fallback = "none",
+        .meaning =
+            "keep a Prometheus textfile of cells, limits, egress and restarts; refused where "
+            "the sandbox can write",
+        .file_key = "metrics",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.metrics_file = written_file(f, v); }},
+    PolicyFlag{
+        .name = "--isolation",
+        .placeholder = "MODE",
+        .kind = FlagValue::choice,
+        .fallback = "strict",
+        .meaning =
+            "strict | degraded | none: strict refuses to start without every layer; none is a "
+            "developer mode the banner flags loudly",
+        .file_key = "isolation",
+        .apply = [](Policy& p, const std::string&,
+                    const std::string& v) { p.isolation = parse_isolation(v); }},
+    PolicyFlag{
+        .name = "--active-output",
+        .placeholder = "MODE",
+        .kind = FlagValue::choice,
+        .fallback = "isolate",
+        .meaning =
+            "isolate | strip | allow output that could run script in the browser: run it in a "
+            "sandboxed frame, remove it with a notice, or (allow, which the banner flags "
+            "loudly) pass it unchanged",
+        .file_key = "active-output",
+        .apply = [](Policy& p, const std::string&,
+                    const std::string& v) { p.active_output = parse_active_output(v); }},
+};
+
+// A markdown table cell: '|' would end the cell and '*' start emphasis.
+std::string markdown_cell(std::string_view text) {
+  std::string cell;
+  for (char c : text) {
+    if (c == '|' || c == '*') cell += '\\';
+    cell += c;
+  }
+  return cell;
+}
+
+}  // namespace
+
+std::string PolicyFlag::usage() const {
+  std::string text(name);
+  if (!placeholder.empty()) text += " " + std::string(placeholder);
+  return text;
+}
+
+std::span<const PolicyFlag> policy_flags() {
+  return kFlags;
+}
+
+const PolicyFlag* find_policy_flag(std::string_view name) {
+  for (const auto& flag : kFlags)
+    if (flag.name == name) return &flag;
+  return nullptr;
+}
+
+const PolicyFlag* find_policy_file_key(std::string key) {
+  // "allow-net" as on the command line, or "allow_net" as in the audit log's policy summary.
+  std::replace(key.begin(), key.end(), '_', '-');
+  for (const auto& flag : kFlags)
+    if (!flag.file_key.empty() && flag.file_key == key) return &flag;
+  return nullptr;
+}
+
+const std::vector<std::pair<std::string, std::string>>& policy_flag_help() {
+  static const auto help = [] {
+    std::vector<std::pair<std::string, std::string>> lines;
+    for (const auto& flag : kFlags)
+      lines.emplace_back(flag.usage(),
+                         std::string(flag.meaning) + " [" + std::string(flag.fallback) + "]");
+    return lines;
+  }();
+  return help;
+}
+
+std::string policy_flags_markdown() {
+  std::string table = "| flag | default | meaning |\n| --- | --- | --- |\n";
+  for (const auto& flag : kFlags)
+    table += "| `" + flag.usage() + "` | " + markdown_cell(flag.fallback) + " | " +
+             markdown_cell(flag.meaning) + " |\n";
+  return table;
+}
+
+}  // namespace belljar

@@ -1,0 +1,204 @@
+// The one table of policy flags and what is derived from it: the command line, the --policy
+// file, --help, kernel.json's argv and the README's flag table.
+#include "sandbox/policy/policy_flags.hpp"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "sandbox/policy/policy_testing.hpp"
+#include "usage_error.hpp"
+
+using namespace belljar;
+using belljar::testing::collect;
+using belljar::testing::TempFile;
+using belljar::testing::usage_error;
+
+namespace {
+
+// A good value for each flag; a flag added to the table without one here fails the tests.
+const std::map<std::string, std::string>& good_values() {
+  static const std::map<std::string, std::string> values = {
+      {"--workspace", "/tmp"},
+      {"--ro", "/usr"},
+      {"--hide", "*.csv"},
+      {"--protect", "Makefile"},
+      {"--writable", ".git"},
+      {"--allow-net", "pypi.org"},
+      {"--allow-local-net", "db.lan:5432"},
+      {"--pass-env", "HOME"},
+      {"--set-env", "MODE=test"},
+      {"--timeout", "2M"},
+      {"--cpu", "1.5s"},
+      {"--memory", "512MiB"},
+      {"--pids", "64"},
+      {"--file-size", "1g"},
+      {"--tmp-size", "64M"},
+      {"--output-limit", "1M"},
+      {"--workspace-quota", "0"},
+      {"--python", "/usr/bin/python3"},
+      {"--sandbox-user", "nobody"},
+      {"--audit-log", "/tmp/belljar-audit.jsonl"},
+      {"--audit-code", "true"},
+      {"--metrics", "/tmp/belljar.prom"},
+      {"--isolation", "degraded"},
+      {"--active-output", "strip"}};
+  return values;
+}
+
+// The README's policy flag table: from its header row to the first line that is not a row.
+std::string readme_flag_table() {
+  std::ifstream in(BELLJAR_README);
+  REQUIRE(in);
+  std::string line, table;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (!inside && line == "| flag | default | meaning |") inside = true;
+    if (inside && line.rfind("|", 0) != 0) break;
+    if (inside) table += line + "\n";
+  }
+  return table;
+}
+
+}  // namespace
+
+TEST_CASE("every table entry is well formed", "[policy][flags]") {
+  for (const auto& flag : policy_flags()) {
+    INFO(flag.name);
+    CHECK(flag.name.rfind("--", 0) == 0);
+    CHECK(find_policy_flag(flag.name) == &flag);
+    CHECK_FALSE(flag.meaning.empty());
+    CHECK_FALSE(flag.fallback.empty());
+    CHECK((flag.kind == FlagValue::toggle) == flag.placeholder.empty());
+    if (flag.kind == FlagValue::policy_file) {
+      // A policy file cannot include another.
+      CHECK(flag.file_key.empty());
+      CHECK(flag.apply == nullptr);
+    } else {
+      // The README promises: the same names as the flags, without the dashes.
+      CHECK(flag.file_key == flag.name.substr(2));
+      CHECK(flag.apply != nullptr);
+    }
+  }
+}
+
+TEST_CASE("every flag is taken on the command line and in a policy file", "[policy][flags]") {
+  for (const auto& flag : policy_flags()) {
+    if (flag.kind == FlagValue::policy_file) continue;
+    std::string name(flag.name);
+    INFO(name);
+    REQUIRE(good_values().count(name));
+    const std::string& value = good_values().at(name);
+    PolicyBuilder builder;
+    std::vector<std::string> args = {name + "=" + value, "--python", "/usr/bin/python3"};
+    CHECK(builder.take(args, 0) == 1);
+    Policy from_flag = collect({name + "=" + value, "--python", "/usr/bin/python3"}).build();
+
+    std::string key(flag.file_key);
+    nlohmann::json setting =
+        flag.repeatable ? nlohmann::json::array({value}) : nlohmann::json(value);
+    TempFile file(nlohmann::json{{key, setting}}.dump());
+    Policy from_file = collect({"--policy", file.path, "--python", "/usr/bin/python3"}).build();
+    CHECK(from_file.summary() == from_flag.summary());
+    CHECK(from_file.sandbox_user == from_flag.sandbox_user);
+    CHECK(from_file.audit_log == from_flag.audit_log);
+    CHECK(from_file.audit_code == from_flag.audit_code);
+    CHECK(from_file.metrics_file == from_flag.metrics_file);
+  }
+  CHECK(good_values().size() + 1 == policy_flags().size());
+}
+
+TEST_CASE("the defaults the table shows are the Policy's own", "[policy][flags]") {
+  Policy defaults;
+  for (const auto& flag : policy_flags()) {
+    bool shown_as_value = flag.kind == FlagValue::size || flag.kind == FlagValue::duration ||
+                          flag.kind == FlagValue::count || flag.kind == FlagValue::choice;
+    if (!shown_as_value || flag.name == "--cpu") continue;  // --cpu: "the timeout"
+    INFO(flag.name << " [" << flag.fallback << "]");
+    Policy applied;
+    flag.apply(applied, std::string(flag.name), std::string(flag.fallback));
+    CHECK(applied.summary() == defaults.summary());
+  }
+  CHECK_FALSE(defaults.cpu_seconds);
+  CHECK(find_policy_flag("--cpu")->fallback == "the timeout");
+  CHECK(find_policy_flag("--audit-code")->fallback == "off");
+  CHECK_FALSE(defaults.audit_code);
+}
+
+TEST_CASE("flag --workspace-quota 0 means no limit, as its help says", "[policy][flags]") {
+  // Before: parse_size refused 0, so the documented "0: no limit" could not be asked for.
+  Policy policy = collect({"--workspace-quota", "0", "--python", "/usr/bin/python3"}).build();
+  CHECK(policy.workspace_quota_bytes == 0);
+  CHECK_THAT(usage_error([] {
+               collect({"--workspace-quota", "-1"});
+             }),
+             Catch::StartsWith("--workspace-quota -1:"));
+}
+
+TEST_CASE("a single-valued setting in a policy file takes one value, not a list",
+          "[policy][flags][file]") {
+  TempFile file(R"({"timeout": [10, 20]})");
+  CHECK_THAT(usage_error([&] {
+               collect({"--policy", file.path}).build();
+             }),
+             Catch::Contains("\"timeout\" takes one value"));
+  TempFile listed(R"({"allow_net": ["pypi.org"], "audit_code": true, "memory": 536870912})");
+  Policy policy = collect({"--policy", listed.path, "--python", "/usr/bin/python3"}).build();
+  CHECK(policy.allow_net.at(0).host == "pypi.org");
+  CHECK(policy.audit_code);
+  CHECK(policy.memory_bytes == 512ull << 20);
+}
+
+TEST_CASE("kernel.json's argv: the flags as given, the python resolved, toggles joined",
+          "[policy][flags][kernelspec]") {
+  auto builder = collect({"--memory", "512M", "--audit-code", "--timeout=2m"});
+  Policy policy = builder.build();
+  auto argv = builder.kernel_argv(policy);
+  REQUIRE(argv.size() == 7);
+  CHECK(std::vector<std::string>(argv.begin(), argv.begin() + 5) ==
+        std::vector<std::string>{"--memory", "512M", "--audit-code=true", "--timeout", "2m"});
+  CHECK(argv[5] == "--python");
+  CHECK(argv[6] == policy.python);
+  // What is baked reads back to the same policy (before: "--audit-code true" left a stray
+  // "true" that the kernel refused as an unknown option).
+  Policy again = collect(argv).build();
+  CHECK(again.summary() == policy.summary());
+  CHECK(again.audit_code);
+
+  auto with_python = collect({"--python", "/usr/bin/python3"});
+  CHECK(with_python.kernel_argv(with_python.build()) ==
+        std::vector<std::string>{"--python", "/usr/bin/python3"});
+}
+
+TEST_CASE("--help lists every flag with its default", "[policy][flags]") {
+  auto& help = policy_flag_help();
+  REQUIRE(help.size() == policy_flags().size());
+  for (size_t i = 0; i < help.size(); ++i) {
+    const auto& flag = policy_flags()[i];
+    CHECK(help[i].first == flag.usage());
+    CHECK_THAT(help[i].second, Catch::StartsWith(std::string(flag.meaning)) &&
+                                   Catch::EndsWith("[" + std::string(flag.fallback) + "]"));
+  }
+}
+
+TEST_CASE("the README's policy flag table is the code's", "[policy][flags][readme]") {
+  std::string readme = readme_flag_table();
+  std::string code = policy_flags_markdown();
+  INFO(
+      "README.md's policy flag table differs from the code's; `belljar help --flags-markdown` "
+      "prints the table to paste");
+  CHECK(readme == code);
+  // And so every flag is in the README, and the README names no flag the code lacks.
+  for (const auto& flag : policy_flags())
+    CHECK_THAT(readme, Catch::Contains("| `" + flag.usage() + "` |"));
+  std::istringstream rows(readme);
+  std::string row;
+  int flag_rows = 0;
+  while (std::getline(rows, row))
+    if (row.rfind("| `--", 0) == 0) ++flag_rows;
+  CHECK(flag_rows == static_cast<int>(policy_flags().size()));
+}
