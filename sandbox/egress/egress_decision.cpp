@@ -1,0 +1,47 @@
+// The bounded queue of the egress proxy's decisions (egress_decision.hpp).
+#include "sandbox/egress/egress_decision.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <iterator>
+#include <utility>
+
+#include "sandbox/os/setup_error.hpp"
+
+namespace belljar {
+
+DecisionQueue::DecisionQueue(size_t max_queued) : max_queued_(max_queued) {
+  event_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!event_) throw SetupError("egress proxy: eventfd: " + errno_text(errno));
+}
+
+void DecisionQueue::post(EgressDecision decision) {
+  {
+    std::lock_guard lock(mutex_);
+    if (queued_.size() >= max_queued_) {
+      ++dropped_;
+    } else {
+      queued_.push_back(std::move(decision));
+    }
+  }
+  uint64_t one = 1;
+  ssize_t ignored = ::write(event_.get(), &one, sizeof one);
+  (void)ignored;
+}
+
+DecisionQueue::Taken DecisionQueue::take() {
+  uint64_t count;
+  ssize_t ignored = ::read(event_.get(), &count, sizeof count);
+  (void)ignored;
+  Taken out;
+  std::lock_guard lock(mutex_);
+  out.items.assign(std::make_move_iterator(queued_.begin()),
+                   std::make_move_iterator(queued_.end()));
+  queued_.clear();
+  out.dropped = std::exchange(dropped_, 0);
+  return out;
+}
+
+}  // namespace belljar
