@@ -16,16 +16,12 @@
 
 #include "sandbox/egress/address_policy.hpp"
 #include "sandbox/egress/tls_client_hello.hpp"
+#include "sandbox/os/host_port.hpp"
 #include "sandbox/os/setup_error.hpp"
 
 namespace belljar {
 
 namespace {
-
-std::string host_port(const std::string& host, uint16_t port) {
-  bool v6 = host.find(':') != std::string::npos && host.front() != '[';
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
 
 std::string ports_text(const std::vector<uint16_t>& ports) {
   std::string text;
@@ -57,12 +53,14 @@ void Connections::adopt(Fd client) {
     std::string why = "the egress proxy is at its limit of " +
                       std::to_string(limits_.max_connections) +
                       " open connections; try again when some have closed";
-    std::string response = proxy_response(503, "Service Unavailable", "belljar: " + why + "\n",
-                                          {{"X-Belljar-Error", "too-many-connections"}});
+    std::string response = proxy_response(
+        503, "Service Unavailable", "belljar: " + why + "\n",
+        {{"X-Belljar-Error", std::string(failure_name(EgressFailure::too_many_connections))}});
     ssize_t ignored =
         ::send(client.get(), response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
-    decisions_.post({"", "", 0, "failed", "", "too-many-connections", why, ""});
+    decisions_.post(
+        {"", "", 0, EgressVerdict::failed, "", EgressFailure::too_many_connections, why, ""});
     return;
   }
   int one = 1;
@@ -152,7 +150,8 @@ void Connections::expire(EgressClock::time_point now) {
     Connection& c = *it->second;
     switch (c.phase) {
       case Phase::resolving:
-        fail(c, 504, "Gateway Timeout", "timeout", "timed out resolving " + c.host.name);
+        fail(c, 504, "Gateway Timeout", EgressFailure::timeout,
+             "timed out resolving " + c.host.name);
         break;
       case Phase::connecting:
         c.last_error = "timed out";
@@ -160,7 +159,7 @@ void Connections::expire(EgressClock::time_point now) {
         connect_next(c);
         break;
       case Phase::hello:
-        refuse_tunnel(c, "sni-missing",
+        refuse_tunnel(c, EgressFailure::sni_missing,
                       "no TLS ClientHello within " +
                           std::to_string(limits_.hello_timeout.count() / 1000) + " s");
         break;
@@ -191,7 +190,7 @@ void Connections::read_head(Connection& c) {
       return;
     }
     if (c.up.buffer.size() > limits_.max_head_bytes) {
-      deny(c, 431, "Request Header Fields Too Large", "bad-request",
+      deny(c, 431, "Request Header Fields Too Large", EgressFailure::bad_request,
            "the request head is larger than " + std::to_string(limits_.max_head_bytes) + " bytes");
       return;
     }
@@ -202,25 +201,26 @@ void Connections::start_request(Connection& c, size_t head_length) {
   try {
     c.request = parse_request_head(c.up.buffer.view().substr(0, head_length));
   } catch (const HttpHeadError& e) {
-    deny(c, 400, "Bad Request", "bad-request", std::string("a malformed request: ") + e.what());
+    deny(c, 400, "Bad Request", EgressFailure::bad_request,
+         std::string("a malformed request: ") + e.what());
     return;
   }
   c.up.buffer.consume(head_length);
   auto host = normalize_host(c.request.host);
   if (!host) {
-    deny(c, 400, "Bad Request", "bad-request",
+    deny(c, 400, "Bad Request", EgressFailure::bad_request,
          "\"" + c.request.host + "\" is not a host name or an IP address");
     return;
   }
   c.host = *host;
   HostVerdict verdict = match_host(rules_, c.host, c.request.port);
   if (verdict.kind == HostVerdict::Kind::host_not_allowed) {
-    deny(c, 403, "Forbidden", "not-allowlisted",
+    deny(c, 403, "Forbidden", EgressFailure::not_allowlisted,
          c.host.name + " is not on this kernel's allowlist (--allow-net)");
     return;
   }
   if (verdict.kind == HostVerdict::Kind::port_not_allowed) {
-    deny(c, 403, "Forbidden", "port-not-allowed",
+    deny(c, 403, "Forbidden", EgressFailure::port_not_allowed,
          "port " + std::to_string(c.request.port) + " is not allowed for " + c.host.name +
              " (allowed: " + ports_text(verdict.allowed_ports) + ")");
     return;
@@ -234,7 +234,7 @@ void Connections::start_request(Connection& c, size_t head_length) {
     return;
   }
   if (!resolver_.submit(c.id, c.host.name)) {
-    fail(c, 503, "Service Unavailable", "too-many-connections",
+    fail(c, 503, "Service Unavailable", EgressFailure::too_many_connections,
          "too many names are being resolved; try again");
     return;
   }
@@ -244,7 +244,7 @@ void Connections::start_request(Connection& c, size_t head_length) {
 
 void Connections::resolved(Connection& c, Resolution result) {
   if (result.addresses.empty()) {
-    fail(c, 502, "Bad Gateway", "resolve-failed",
+    fail(c, 502, "Bad Gateway", EgressFailure::resolve_failed,
          "cannot resolve " + c.host.name + ": " + result.error);
     return;
   }
@@ -261,7 +261,7 @@ void Connections::resolved(Connection& c, Resolution result) {
   }
   if (usable.empty()) {
     c.addresses = {refused->first};
-    deny(c, 403, "Forbidden", "private-address",
+    deny(c, 403, "Forbidden", EgressFailure::private_address,
          c.host.name + " resolves to " + refused->first.text() + ", " +
              describe_scope(refused->second) +
              "; only a host allowed with --allow-local-net may reach loopback or private "
@@ -319,7 +319,7 @@ void Connections::connect_next(Connection& c) {
   std::string target = host_port(c.host.name, c.request.port);
   bool timed_out = c.last_error == "timed out";
   fail(c, timed_out ? 504 : 502, timed_out ? "Gateway Timeout" : "Bad Gateway",
-       timed_out ? "timeout" : "connect-failed",
+       timed_out ? EgressFailure::timeout : EgressFailure::connect_failed,
        "cannot connect to " + target + ": " + c.last_error);
 }
 
@@ -353,8 +353,8 @@ void Connections::connected(Connection& c) {
     read_hello(c);
     return;
   }
-  decisions_.post({c.request.method, c.host.name, c.request.port, "allowed",
-                   rule_flag_text(*c.rule), "", "", address.text()});
+  decisions_.post({c.request.method, c.host.name, c.request.port, EgressVerdict::allowed,
+                   rule_flag_text(*c.rule), EgressFailure::none, "", address.text()});
   c.phase = Phase::relaying;
   c.deadline = EgressClock::now() + limits_.idle_timeout;
   if (c.request.tunnel) {
@@ -374,7 +374,7 @@ void Connections::connected(Connection& c) {
 // by the request line's (upstream_request_head).
 bool Connections::check_plain_request(Connection& c) {
   if (c.request.chunked) {
-    deny(c, 411, "Length Required", "bad-request",
+    deny(c, 411, "Length Required", EgressFailure::bad_request,
          "a chunked request body is not forwarded over plain HTTP (where it ends is where a "
          "smuggled request would begin); send Content-Length");
     return false;
@@ -418,19 +418,21 @@ void Connections::read_hello(Connection& c) {
   for (;;) {
     ClientHelloScan scan = scan_client_hello(c.up.buffer.view(), limits_.max_hello_bytes);
     if (scan.status == ClientHelloScan::Status::malformed)
-      return refuse_tunnel(c, "sni-missing", "no usable TLS ClientHello: " + scan.error);
+      return refuse_tunnel(c, EgressFailure::sni_missing,
+                           "no usable TLS ClientHello: " + scan.error);
     if (scan.status == ClientHelloScan::Status::complete) {
       if (!scan.server_name)
-        return refuse_tunnel(c, "sni-missing",
+        return refuse_tunnel(c, EgressFailure::sni_missing,
                              "the TLS ClientHello names no server (SNI); a tunnel to a name "
                              "must name it");
       auto named = normalize_host(*scan.server_name);
       if (!named || named->literal || named->name != c.host.name)
-        return refuse_tunnel(c, "sni-mismatch",
+        return refuse_tunnel(c, EgressFailure::sni_mismatch,
                              "the TLS ClientHello names \"" + scan.server_name->substr(0, 255) +
                                  "\", not " + c.host.name);
-      decisions_.post({c.request.method, c.host.name, c.request.port, "allowed",
-                       rule_flag_text(*c.rule), "", "", c.addresses[c.next_address - 1].text()});
+      decisions_.post({c.request.method, c.host.name, c.request.port, EgressVerdict::allowed,
+                       rule_flag_text(*c.rule), EgressFailure::none, "",
+                       c.addresses[c.next_address - 1].text()});
       c.phase = Phase::relaying;
       c.deadline = EgressClock::now() + limits_.idle_timeout;
       relay(c);  // the ClientHello, as it came, goes first
@@ -450,9 +452,9 @@ void Connections::read_hello(Connection& c) {
 }
 
 // The client already has its 200: a TLS alert tells its library why the tunnel closes.
-void Connections::refuse_tunnel(Connection& c, const std::string& reason, const std::string& why) {
-  decisions_.post({c.request.method, c.host.name, c.request.port, "denied", rule_flag_text(*c.rule),
-                   reason, why,
+void Connections::refuse_tunnel(Connection& c, EgressFailure reason, const std::string& why) {
+  decisions_.post({c.request.method, c.host.name, c.request.port, verdict_of(reason),
+                   rule_flag_text(*c.rule), reason, why,
                    c.next_address > 0 && c.next_address <= c.addresses.size()
                        ? c.addresses[c.next_address - 1].text()
                        : ""});
@@ -550,27 +552,28 @@ void Connections::rewrite_response_head(Connection& c) {
 // A pipe for a bulk direction, if the budget allows (each costs two descriptors).
 // ---- the proxy's own answers ------------------------------------------------------------
 
-void Connections::deny(Connection& c, int status, const char* reason_phrase,
-                       const std::string& reason, const std::string& why) {
+void Connections::deny(Connection& c, int status, const char* reason_phrase, EgressFailure reason,
+                       const std::string& why) {
   std::string subject = c.host.name.empty() ? c.request.host : c.host.name;
   std::string body = subject.empty() ? "belljar: egress proxy: " + why + "\n"
                                      : "belljar: egress to " + host_port(subject, c.request.port) +
                                            " refused: " + why + "\n";
-  decisions_.post({c.request.method, subject, c.request.port, "denied",
+  decisions_.post({c.request.method, subject, c.request.port, verdict_of(reason),
                    c.rule ? rule_flag_text(*c.rule) : "", reason, why,
                    c.addresses.empty() ? "" : c.addresses.front().text()});
-  respond(c, proxy_response(status, reason_phrase, body, {{"X-Belljar-Denied", reason}}));
+  respond(c, proxy_response(status, reason_phrase, body,
+                            {{"X-Belljar-Denied", std::string(failure_name(reason))}}));
 }
 
-void Connections::fail(Connection& c, int status, const char* reason_phrase,
-                       const std::string& reason, const std::string& why) {
-  decisions_.post({c.request.method, c.host.name, c.request.port, "failed",
+void Connections::fail(Connection& c, int status, const char* reason_phrase, EgressFailure reason,
+                       const std::string& why) {
+  decisions_.post({c.request.method, c.host.name, c.request.port, verdict_of(reason),
                    c.rule ? rule_flag_text(*c.rule) : "", reason, why,
                    c.next_address > 0 && c.next_address <= c.addresses.size()
                        ? c.addresses[c.next_address - 1].text()
                        : ""});
   respond(c, proxy_response(status, reason_phrase, "belljar: " + why + "\n",
-                            {{"X-Belljar-Error", reason}}));
+                            {{"X-Belljar-Error", std::string(failure_name(reason))}}));
 }
 
 void Connections::respond(Connection& c, const std::string& response) {

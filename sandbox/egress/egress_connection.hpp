@@ -103,12 +103,12 @@ class Connections {
   bool check_plain_request(Connection& c);
   int discard_from_client(Connection& c);
   void read_hello(Connection& c);
-  void refuse_tunnel(Connection& c, const std::string& reason, const std::string& why);
+  void refuse_tunnel(Connection& c, EgressFailure reason, const std::string& why);
   void relay(Connection& c);
   void rewrite_response_head(Connection& c);
-  void deny(Connection& c, int status, const char* reason_phrase, const std::string& reason,
+  void deny(Connection& c, int status, const char* reason_phrase, EgressFailure reason,
             const std::string& why);
-  void fail(Connection& c, int status, const char* reason_phrase, const std::string& reason,
+  void fail(Connection& c, int status, const char* reason_phrase, EgressFailure reason,
             const std::string& why);
   void respond(Connection& c, const std::string& response);
   void answer(Connection& c);

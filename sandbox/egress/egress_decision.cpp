@@ -12,6 +12,66 @@
 
 namespace belljar {
 
+std::string_view verdict_name(EgressVerdict verdict) {
+  switch (verdict) {
+    case EgressVerdict::allowed:
+      return "allowed";
+    case EgressVerdict::denied:
+      return "denied";
+    case EgressVerdict::failed:
+      return "failed";
+  }
+  return "failed";
+}
+
+std::string_view failure_name(EgressFailure failure) {
+  switch (failure) {
+    case EgressFailure::none:
+      return "";
+    case EgressFailure::not_allowlisted:
+      return "not-allowlisted";
+    case EgressFailure::port_not_allowed:
+      return "port-not-allowed";
+    case EgressFailure::private_address:
+      return "private-address";
+    case EgressFailure::bad_request:
+      return "bad-request";
+    case EgressFailure::sni_mismatch:
+      return "sni-mismatch";
+    case EgressFailure::sni_missing:
+      return "sni-missing";
+    case EgressFailure::resolve_failed:
+      return "resolve-failed";
+    case EgressFailure::connect_failed:
+      return "connect-failed";
+    case EgressFailure::timeout:
+      return "timeout";
+    case EgressFailure::too_many_connections:
+      return "too-many-connections";
+  }
+  return "";
+}
+
+EgressVerdict verdict_of(EgressFailure failure) {
+  switch (failure) {
+    case EgressFailure::none:
+      return EgressVerdict::allowed;
+    case EgressFailure::not_allowlisted:
+    case EgressFailure::port_not_allowed:
+    case EgressFailure::private_address:
+    case EgressFailure::bad_request:
+    case EgressFailure::sni_mismatch:
+    case EgressFailure::sni_missing:
+      return EgressVerdict::denied;
+    case EgressFailure::resolve_failed:
+    case EgressFailure::connect_failed:
+    case EgressFailure::timeout:
+    case EgressFailure::too_many_connections:
+      return EgressVerdict::failed;
+  }
+  return EgressVerdict::failed;
+}
+
 DecisionQueue::DecisionQueue(size_t max_queued) : max_queued_(max_queued) {
   event_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!event_) throw SetupError("egress proxy: eventfd: " + errno_text(errno));

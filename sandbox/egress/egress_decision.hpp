@@ -7,23 +7,52 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandbox/os/fd.hpp"
 
 namespace belljar {
 
+// What became of a request: the policy let it through, the policy said no, or it was allowed
+// but could not be done (the metrics count failures as allowed).
+enum class EgressVerdict { allowed, denied, failed };
+
+// Why a request did not go through; each reason belongs to one verdict (verdict_of).
+enum class EgressFailure {
+  none,                  // allowed
+  not_allowlisted,       // denied: the host is on no --allow-net rule
+  port_not_allowed,      // denied: the host is, that port is not
+  private_address,       // denied: the name resolves inside and the rule is not local
+  bad_request,           // denied: a malformed, oversized or unframed request
+  sni_mismatch,          // denied: the tunnel's ClientHello names another host
+  sni_missing,           // denied: no usable ClientHello, or one without a name
+  resolve_failed,        // failed: the name does not resolve
+  connect_failed,        // failed: no address accepted the connection
+  timeout,               // failed: resolving or connecting took too long
+  too_many_connections,  // failed: the proxy is at its limit
+};
+
+// The names on the wire (X-Belljar-Denied / X-Belljar-Error) and in the audit log.
+std::string_view verdict_name(EgressVerdict verdict);
+std::string_view failure_name(EgressFailure failure);  // "not-allowlisted", ...; "" for none
+EgressVerdict verdict_of(EgressFailure failure);
+
+// A verdict or a reason reads as its name: `decision == "denied"`.
+inline bool operator==(EgressVerdict verdict, std::string_view name) {
+  return verdict_name(verdict) == name;
+}
+inline bool operator==(EgressFailure failure, std::string_view name) {
+  return failure_name(failure) == name;
+}
+
 struct EgressDecision {
   std::string method;  // CONNECT, GET, ... ("" when no request could be read)
   std::string host;    // as requested, normalised when it could be
   uint16_t port = 0;
-  std::string
-      decision;      // "allowed", "denied" (the policy said no) or "failed" (it could not be done)
+  EgressVerdict decision = EgressVerdict::allowed;
   std::string rule;  // the rule that allowed the host: "--allow-net example.com"; "" for none
-  // A short code: not-allowlisted, port-not-allowed, private-address, bad-request,
-  // sni-mismatch, sni-missing (denied);
-  // resolve-failed, connect-failed, timeout, too-many-connections (failed); "" when allowed.
-  std::string reason;
+  EgressFailure reason = EgressFailure::none;
   std::string detail;   // one sentence for humans (the 403/502 body)
   std::string address;  // the address connected to, or refused
 };
