@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernel/protocol/bounded_json.hpp"
+#include "sandbox/policy/json_field.hpp"
 
 namespace belljar {
 
@@ -23,8 +24,7 @@ json text_block(std::string text) {
 }
 
 std::string string_field(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+  return json_field(object, key, "");
 }
 
 long long integer_field(const json& object, const char* key) {

@@ -4,14 +4,14 @@
 #include <sstream>
 
 #include "kernel/protocol/bounded_json.hpp"
+#include "sandbox/os/host_port.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
 
 std::string ConnectionInfo::endpoint(int port) const {
   if (transport == "ipc") return "ipc://" + ip + "-" + std::to_string(port);
-  std::string host = ip.find(':') != std::string::npos ? "[" + ip + "]" : ip;
-  return "tcp://" + host + ":" + std::to_string(port);
+  return "tcp://" + host_port(ip, static_cast<uint16_t>(port));
 }
 
 ConnectionInfo read_connection_file(const std::string& path) {

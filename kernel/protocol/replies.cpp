@@ -1,23 +1,13 @@
 #include "kernel/protocol/replies.hpp"
 
 #include "kernel/protocol/wire_message.hpp"
+#include "sandbox/policy/json_field.hpp"
 
 namespace belljar {
 
 namespace {
-// The worker is untrusted: copy only fields of the expected type into a reply.
-template <typename T>
-T field(const json& source, const char* key, T fallback) {
-  auto it = source.find(key);
-  if (it == source.end()) return fallback;
-  if constexpr (std::is_same_v<T, std::string>) {
-    return it->is_string() ? it->get<std::string>() : fallback;
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return it->is_boolean() ? it->get<bool>() : fallback;
-  } else {
-    return it->is_number_integer() ? it->get<T>() : fallback;
-  }
-}
+// The worker is untrusted: copy only fields of the expected type into a reply (json_field for
+// scalars, these for objects and lists).
 json object_field(const json& source, const char* key) {
   auto it = source.find(key);
   return it != source.end() && it->is_object() ? *it : json::object();
@@ -69,23 +59,23 @@ json create_error_content(const std::string& ename, const std::string& evalue, j
 json create_complete_reply(const json& reply) {
   return {{"status", "ok"},
           {"matches", string_list(reply, "matches")},
-          {"cursor_start", field<long long>(reply, "cursor_start", 0)},
-          {"cursor_end", field<long long>(reply, "cursor_end", 0)},
+          {"cursor_start", json_field<long long>(reply, "cursor_start", 0)},
+          {"cursor_end", json_field<long long>(reply, "cursor_end", 0)},
           {"metadata", object_field(reply, "metadata")}};
 }
 
 json create_inspect_reply(const json& reply) {
   return {{"status", "ok"},
-          {"found", field<bool>(reply, "found", false)},
+          {"found", json_field<bool>(reply, "found", false)},
           {"data", object_field(reply, "data")},
           {"metadata", object_field(reply, "metadata")}};
 }
 
 json create_is_complete_reply(const json& reply) {
-  std::string status = field<std::string>(reply, "status", "unknown");
+  std::string status = json_field<std::string>(reply, "status", "unknown");
   if (status != "complete" && status != "incomplete" && status != "invalid") status = "unknown";
   json out = {{"status", status}};
-  if (status == "incomplete") out["indent"] = field<std::string>(reply, "indent", "");
+  if (status == "incomplete") out["indent"] = json_field<std::string>(reply, "indent", "");
   return out;
 }
 

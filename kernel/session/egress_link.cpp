@@ -5,16 +5,12 @@
 #include <algorithm>
 
 #include "kernel/session/kernel.hpp"
+#include "sandbox/os/host_port.hpp"
 
 namespace belljar {
 
 namespace {
 constexpr size_t kDeniedPerCell = 100;  // the metadata names at most this many hosts
-
-std::string host_port(const std::string& host, uint16_t port) {
-  bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
 }  // namespace
 
 void Kernel::handle_egress() {
@@ -26,17 +22,21 @@ void Kernel::handle_egress() {
     auto or_null = [](const std::string& text) {
       return text.empty() ? json(nullptr) : json(text);
     };
-    json record = {
-        {"decision", d.decision},       {"host", d.host},          {"port", d.port},
-        {"method", d.method},           {"rule", or_null(d.rule)}, {"reason", or_null(d.reason)},
-        {"address", or_null(d.address)}};
+    json record = {{"decision", verdict_name(d.decision)},
+                   {"host", d.host},
+                   {"port", d.port},
+                   {"method", d.method},
+                   {"rule", or_null(d.rule)},
+                   {"reason", or_null(std::string(failure_name(d.reason)))},
+                   {"address", or_null(d.address)}};
     if (!d.detail.empty()) record["detail"] = d.detail;
     record["execution_count"] = executing ? json(cell_->execution_count) : json(nullptr);
     std::string target = host_port(d.host, d.port);
-    if (egress_audit_.admit(d.decision, target, now)) audit_.record("egress", record);
+    if (egress_audit_.admit(std::string(verdict_name(d.decision)), target, now))
+      audit_.record("egress", record);
     // Failures (no answer, no connection) were allowed by the policy: they count as allowed.
-    metrics_.egress(d.decision != "denied");
-    if (executing && d.decision == "denied" && !d.host.empty()) {
+    metrics_.egress(d.decision != EgressVerdict::denied);
+    if (executing && d.decision == EgressVerdict::denied && !d.host.empty()) {
       auto& denied = cell_->egress_denied;
       if (denied.size() < kDeniedPerCell &&
           std::find(denied.begin(), denied.end(), target) == denied.end())

@@ -1,5 +1,6 @@
 #pragma once
-// The egress proxy: the sandbox's only way out, run by the supervisor outside the sandbox.
+// The egress proxy: the sandbox's only way out. It runs in the supervisor, on a thread of its
+// own, outside the sandbox: nothing here is reachable from inside except through the inbox.
 //
 // Inside, the jail's init listens on 127.0.0.1:3128 (kEgressPort, and [::1]) and passes every
 // connection it accepts to us over a SOCK_SEQPACKET socket (SCM_RIGHTS, see fd_passing.hpp);
@@ -22,6 +23,12 @@
 // out to be bulk moves by splice() through a pipe instead of through the proxy's memory. Every
 // decision is queued for the kernel's thread, which polls decisions_fd() and writes the audit
 // log and metrics.
+//
+// Where the parts are: this file and egress_proxy.cpp are the thread, its epoll loop and the
+// inbox (the jails' SOCK_SEQPACKET channels, the resolvers' answers, stop);
+// egress_connection.{hpp,cpp} is one connection's state machine; egress_relay.{hpp,cpp} moves
+// bytes one way (both directions use it); egress_buffer.{hpp,cpp} is the bounded byte queue;
+// egress_decision.{hpp,cpp} the decisions and their queue; egress_limits.hpp the bounds.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -29,43 +36,13 @@
 #include <thread>
 #include <vector>
 
+#include "sandbox/egress/egress_decision.hpp"
+#include "sandbox/egress/egress_limits.hpp"
 #include "sandbox/egress/egress_resolver.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
-
-struct EgressDecision {
-  std::string method;  // CONNECT, GET, ... ("" when no request could be read)
-  std::string host;    // as requested, normalised when it could be
-  uint16_t port = 0;
-  std::string
-      decision;      // "allowed", "denied" (the policy said no) or "failed" (it could not be done)
-  std::string rule;  // the rule that allowed the host: "--allow-net example.com"; "" for none
-  // A short code: not-allowlisted, port-not-allowed, private-address, bad-request,
-  // sni-mismatch, sni-missing (denied);
-  // resolve-failed, connect-failed, timeout, too-many-connections (failed); "" when allowed.
-  std::string reason;
-  std::string detail;   // one sentence for humans (the 403/502 body)
-  std::string address;  // the address connected to, or refused
-};
-
-struct EgressLimits {
-  size_t max_connections = 256;                    // then 503
-  size_t buffer_bytes = 64 * 1024;                 // per connection, each way
-  size_t max_head_bytes = 16 * 1024;               // a request head larger than this gets 431
-  std::chrono::milliseconds head_timeout{30'000};  // to send a whole request head
-  std::chrono::milliseconds resolve_timeout{10'000};
-  std::chrono::milliseconds connect_timeout{10'000};  // per address tried
-  std::chrono::milliseconds idle_timeout{300'000};    // no byte either way
-  std::chrono::milliseconds answer_timeout{5'000};    // to deliver the proxy's own response
-  // A tunnel to a name: its TLS ClientHello must arrive within these before a byte goes on.
-  std::chrono::milliseconds hello_timeout{10'000};
-  size_t max_hello_bytes = 16384;
-  size_t max_spliced = 128;  // bulk directions moved by splice(), two descriptors each
-  size_t resolver_threads = 4;
-  size_t max_queued_decisions = 10'000;  // the kernel drains them; past this they are counted
-};
 
 class EgressProxy {
  public:
@@ -82,10 +59,7 @@ class EgressProxy {
 
   // Readable (an eventfd) when decisions are waiting; take_decisions() empties it.
   int decisions_fd() const;
-  struct Decisions {
-    std::vector<EgressDecision> items;
-    uint64_t dropped = 0;  // decisions that found the queue full since the last take
-  };
+  using Decisions = DecisionQueue::Taken;
   Decisions take_decisions();
 
   // Connections the proxy holds right now (tests check that they are freed).

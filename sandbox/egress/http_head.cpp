@@ -4,6 +4,8 @@
 #include <cctype>
 #include <set>
 
+#include "sandbox/os/host_port.hpp"
+
 namespace belljar {
 
 namespace {
@@ -235,7 +237,7 @@ ResponseHead parse_response_head(std::string_view text) {
 std::string upstream_request_head(const RequestHead& request) {
   std::string out = request.method + " " + request.path + " " + request.version + "\r\n";
   // The Host the allowlist judged, whatever the client wrote: a shared front end routes by it.
-  out += "Host: " + request.host + (request.port == 80 ? "" : ":" + std::to_string(request.port)) +
+  out += "Host: " + (request.port == 80 ? request.host : host_port(request.host, request.port)) +
          "\r\n";
   auto listed = connection_listed(request.headers);
   for (const auto& h : request.headers) {

@@ -166,7 +166,7 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
     pid_t worker = start_worker(spec, go, channels.report);
     // Reaping and signalling its own uid's processes needs no capabilities: keep none.
     drop_capabilities();
-    send_status(channels.report, {{"event", "ready"}, {"pid", worker}});
+    send_status(channels.report, {{"event", "ready"}});
     // Init holds none of the session's pipes: their ends are the worker's alone.
     int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null_fd >= 0)

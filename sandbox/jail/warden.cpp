@@ -23,17 +23,18 @@
 #include <optional>
 #include <thread>
 
-#include "sandbox/layers/cgroup.hpp"
 #include "sandbox/jail/jail_entry.hpp"
 #include "sandbox/jail/jail_init.hpp"
 #include "sandbox/jail/jail_memory.hpp"
-#include "sandbox/policy/jail_spec.hpp"
-#include "sandbox/layers/mounts.hpp"
-#include "sandbox/jail/workspace_watch.hpp"
-#include "sandbox/os/setup_error.hpp"
 #include "sandbox/jail/status_channel.hpp"
-#include "sandbox/layers/user_namespace.hpp"
 #include "sandbox/jail/worker_exec.hpp"
+#include "sandbox/jail/workspace_watch.hpp"
+#include "sandbox/layers/cgroup.hpp"
+#include "sandbox/layers/mounts.hpp"
+#include "sandbox/layers/user_namespace.hpp"
+#include "sandbox/os/setup_error.hpp"
+#include "sandbox/policy/jail_spec.hpp"
+#include "sandbox/policy/json_field.hpp"
 
 namespace belljar {
 namespace fs = std::filesystem;
@@ -229,10 +230,10 @@ class Warden {
       if (fds[0].revents) {
         bool closed = reader.fill();
         while (auto message = reader.next()) {
-          std::string event = message->value("event", "");
-          if (event == "error") throw SetupError(message->value("message", "jail init failed"));
+          std::string event = json_field(*message, "event", "");
+          if (event == "error")
+            throw SetupError(json_field(*message, "message", "jail init failed"));
           if (event == "ready") {
-            worker_ns_pid_ = message->value("pid", -1);
             worker_host_pid_ = child_of(child_);
             ready();
             reader_ = std::move(reader);
@@ -351,7 +352,7 @@ class Warden {
       if (fds[1].revents && reader_) {
         bool closed = reader_->fill();
         while (auto message = reader_->next())
-          if (message->value("event", "") == "exit") exit_message = *message;
+          if (json_field(*message, "event", "") == "exit") exit_message = *message;
         if (closed) from_init_.reset();
       }
       if (!(fds[0].revents & POLLIN)) continue;
@@ -393,11 +394,11 @@ class Warden {
 
   // The supervisor's requests after setup. One kind: survey the workspace again.
   void serve_request(const json& request) {
-    if (request.value("op", "") != "survey") return;
+    if (json_field(request, "op", "") != "survey") return;
     std::optional<uint64_t> baseline;
     if (auto b = request.find("baseline"); b != request.end() && b->is_number_unsigned())
       baseline = b->get<uint64_t>();
-    json reply = watch_ ? watch_->survey(baseline, request.value("measure", false))
+    json reply = watch_ ? watch_->survey(baseline, json_field(request, "measure", false))
                         : json{{"event", "survey"},
                                {"error", "no mount namespace to guard the workspace in"}};
     send_status(control_.get(), reply);
@@ -440,7 +441,7 @@ class Warden {
       for (;;) {
         bool closed = reader_->fill();
         while (auto message = reader_->next())
-          if (message->value("event", "") == "exit") exit_message = *message;
+          if (json_field(*message, "event", "") == "exit") exit_message = *message;
         if (closed) break;
       }
     }
@@ -483,9 +484,7 @@ class Warden {
 
   void cleanup() {
     if (!cgroup_.empty()) {
-      // rmdir fails while the dying tasks are still being torn down; give them a moment.
-      for (int attempt = 0; attempt < 100 && !cgroup_.remove(); ++attempt)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      cgroup_.remove_after_kill();
     }
     if (!home_.empty()) {
       std::error_code ec;
@@ -500,7 +499,6 @@ class Warden {
   SandboxCgroup cgroup_;
   pid_t child_ = -1;  // init (namespaces) or the worker (landlock)
   int child_status_ = 0;
-  pid_t worker_ns_pid_ = -1;
   pid_t worker_host_pid_ = -1;
   Fd from_init_;
   std::optional<StatusReader> reader_;

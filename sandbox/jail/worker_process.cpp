@@ -12,14 +12,14 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
-#include "sandbox/layers/cgroup.hpp"
 #include "sandbox/jail/host_check.hpp"
 #include "sandbox/jail/jail_entry.hpp"
-#include "sandbox/policy/jail_spec.hpp"
 #include "sandbox/jail/jail_plan.hpp"
+#include "sandbox/layers/cgroup.hpp"
 #include "sandbox/os/setup_error.hpp"
+#include "sandbox/policy/jail_spec.hpp"
+#include "sandbox/policy/json_field.hpp"
 
 extern char** environ;
 
@@ -194,8 +194,7 @@ void WorkerProcess::end() {
   if (!cgroup_released_) {
     SandboxCgroup cg = SandboxCgroup::from_json(cgroup_);
     cg.kill_all();
-    for (int attempt = 0; attempt < 100 && !cg.remove(); ++attempt)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    cg.remove_after_kill();
     cgroup_released_ = true;
   }
 }
@@ -359,10 +358,11 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
       auto message = nlohmann::json::parse(buffer.substr(0, end), nullptr, false);
       buffer.erase(0, end + 1);
       if (!message.is_object()) continue;
-      std::string event = message.value("event", "");
-      if (event == "error") throw fail(message.value("message", "the sandbox could not be set up"));
+      std::string event = json_field(message, "event", "");
+      if (event == "error")
+        throw fail(json_field(message, "message", "the sandbox could not be set up"));
       if (event == "ready") {
-        wp.worker_pid_ = message.value("worker_pid", -1);
+        wp.worker_pid_ = json_field<int>(message, "worker_pid", -1);
         wp.cgroup_ = message.value("cgroup", nlohmann::json::object());
         wp.cgroup_released_ = SandboxCgroup::from_json(wp.cgroup_).empty();
         for (const auto& note : message.value("notes", std::vector<std::string>()))
@@ -413,9 +413,11 @@ void WorkerProcess::read_status() {
     auto message = nlohmann::json::parse(status_buffer_.substr(0, end), nullptr, false);
     status_buffer_.erase(0, end + 1);
     if (!message.is_object()) continue;
-    std::string event = message.value("event", "");
-    if (event == "exit") exit_report_ = message;
-    else if (event == "survey" && surveys_.size() < 16) surveys_.push_back(std::move(message));
+    std::string event = json_field(message, "event", "");
+    if (event == "exit")
+      exit_report_ = message;
+    else if (event == "survey" && surveys_.size() < 16)
+      surveys_.push_back(std::move(message));
   }
 }
 
@@ -448,15 +450,15 @@ std::optional<WorkerExit> WorkerProcess::poll_exit() {
   read_status();
   WorkerExit exit;
   if (exit_report_) {
-    exit.exit_code = exit_report_->value("code", -1);
-    exit.signal = exit_report_->value("signal", 0);
-    exit.memory_limit = exit_report_->value("memory_limit", false);
-    exit.memory_total_bytes = exit_report_->value("memory_total_bytes", uint64_t{0});
+    exit.exit_code = json_field<int>(*exit_report_, "code", -1);
+    exit.signal = json_field<int>(*exit_report_, "signal", 0);
+    exit.memory_limit = json_field(*exit_report_, "memory_limit", false);
+    exit.memory_total_bytes = json_field<uint64_t>(*exit_report_, "memory_total_bytes", 0);
     last_peak_ = std::max(last_peak_, exit.memory_total_bytes);
-    double cpu = exit_report_->value("cpu_seconds", -1.0);
+    double cpu = json_field(*exit_report_, "cpu_seconds", -1.0);
     if (cpu >= 0) last_cpu_ = std::max(last_cpu_, cpu);
     last_peak_ =
-        std::max<uint64_t>(last_peak_, exit_report_->value("peak_memory_bytes", uint64_t{0}));
+        std::max<uint64_t>(last_peak_, json_field<uint64_t>(*exit_report_, "peak_memory_bytes", 0));
   } else if (r > 0 && WIFSIGNALED(status)) {
     exit.signal = WTERMSIG(status);
   } else if (r > 0) {

@@ -50,7 +50,6 @@ std::vector<GuardedPath> WorkspaceWatch::first_survey() {
   if (protect_git && ::fstatat(workspace.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) != 0 &&
       errno == ENOENT) {
     if (::mkdirat(workspace.get(), ".git", 0755) == 0) {
-      placeholder_ = true;
       struct stat ws {};
       // Made by a root warden: it belongs to the workspace's owner like everything around it.
       if (spec_.host_root && ::fstat(workspace.get(), &ws) == 0)

@@ -52,7 +52,6 @@ class WorkspaceWatch {
   std::map<std::string, unsigned long> guarded_;  // relative path -> host inode it guards
   bool over_ = false;                             // over the quota, as last measured
   bool read_only_ = false;  // the workspace mount is read-only (EBUSY can hold it back)
-  bool placeholder_ = false;
 };
 
 }  // namespace belljar

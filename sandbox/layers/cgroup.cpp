@@ -1,17 +1,19 @@
 #include "sandbox/layers/cgroup.hpp"
 
-#include <cstring>
-
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "sandbox/os/setup_error.hpp"
+#include "sandbox/policy/json_field.hpp"
 
 namespace belljar {
 
@@ -288,7 +290,8 @@ bool SandboxCgroup::set_memory_limit(uint64_t bytes, std::string* why) const {
     return false;
   }
   // v1 keeps memsw >= memory: lower memory first, raise memsw first.
-  std::string memory = memory_ + "/memory.limit_in_bytes", memsw = memory_ + "/memory.memsw.limit_in_bytes";
+  std::string memory = memory_ + "/memory.limit_in_bytes",
+              memsw = memory_ + "/memory.memsw.limit_in_bytes";
   int ignored = 0;
   bool ok = write_text(memory, value, &err);
   if (!ok) {
@@ -297,7 +300,8 @@ bool SandboxCgroup::set_memory_limit(uint64_t bytes, std::string* why) const {
   }
   write_text(memsw, value, &ignored);
   if (!ok && why)
-    *why = err == EBUSY ? "the session already uses more than that" : "memory.limit_in_bytes: " + std::string(std::strerror(err));
+    *why = err == EBUSY ? "the session already uses more than that"
+                        : "memory.limit_in_bytes: " + std::string(std::strerror(err));
   return ok;
 }
 
@@ -318,6 +322,14 @@ bool SandboxCgroup::remove() const {
   return gone;
 }
 
+bool SandboxCgroup::remove_after_kill() const {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    if (remove()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return remove();
+}
+
 std::string SandboxCgroup::describe() const {
   if (!v2_.empty()) return "cgroup v2 " + v2_ + " (memory.max, pids.max)";
   std::string text;
@@ -336,10 +348,10 @@ nlohmann::json SandboxCgroup::to_json() const {
 SandboxCgroup SandboxCgroup::from_json(const nlohmann::json& doc) {
   SandboxCgroup cg;
   if (!doc.is_object()) return cg;
-  cg.v2_ = doc.value("v2", "");
-  cg.memory_ = doc.value("memory", "");
-  cg.pids_ = doc.value("pids", "");
-  cg.cpuacct_ = doc.value("cpuacct", "");
+  cg.v2_ = json_field(doc, "v2", "");
+  cg.memory_ = json_field(doc, "memory", "");
+  cg.pids_ = json_field(doc, "pids", "");
+  cg.cpuacct_ = json_field(doc, "cpuacct", "");
   return cg;
 }
 

@@ -43,7 +43,10 @@ class SandboxCgroup {
   // Moves the memory cap (a %%limits cell tightening it, then back). False with *why set when
   // there is no memory cgroup or the kernel refuses (v1: usage already above the new cap).
   bool set_memory_limit(uint64_t bytes, std::string* why) const;
-  bool remove() const;                 // rmdir; true once every directory is gone
+  bool remove() const;  // rmdir; true once every directory is gone
+  // remove(), retried for up to a second: rmdir fails while killed tasks are still being torn
+  // down. True once every directory is gone.
+  bool remove_after_kill() const;
   std::string describe() const;
 
   nlohmann::json to_json() const;

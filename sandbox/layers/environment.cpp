@@ -4,6 +4,9 @@
 #include <cctype>
 #include <map>
 #include <string_view>
+#include <vector>
+
+#include "sandbox/os/search_path.hpp"
 
 namespace belljar {
 
@@ -55,17 +58,17 @@ std::vector<std::string> sandbox_environment(const Policy& policy,
     if (eq != std::string::npos) host.emplace(text.substr(0, eq), text.substr(eq + 1));
   }
 
-  std::string path;
+  std::vector<std::string> path;
   auto add_dir = [&](const std::string& dir) {
-    std::string padded = ":" + path + ":";
-    if (padded.find(":" + dir + ":") != std::string::npos) return;
-    path += (path.empty() ? "" : ":") + dir;
+    if (std::find(path.begin(), path.end(), dir) == path.end()) path.push_back(dir);
   };
   for (const auto& dir : bin_dirs) add_dir(dir.string());
   for (const char* dir : {"/usr/local/bin", "/usr/bin", "/bin"}) add_dir(dir);
 
-  std::map<std::string, std::string> env = {
-      {"PATH", path}, {"HOME", home}, {"USER", "sandbox"}, {"LOGNAME", "sandbox"}};
+  std::map<std::string, std::string> env = {{"PATH", join_search_path(path)},
+                                            {"HOME", home},
+                                            {"USER", "sandbox"},
+                                            {"LOGNAME", "sandbox"}};
   for (const auto& [name, value] : host)
     if (allowlisted_variable(name)) env[name] = value;
   // Before --pass-env and --set-env: a policy may still say NO_PROXY=... on purpose.

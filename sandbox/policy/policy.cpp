@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "sandbox/os/host_port.hpp"
 #include "sandbox/policy/policy_flags.hpp"
 
 namespace belljar {
@@ -58,9 +59,8 @@ void apply(Policy& policy, const std::string& flag, const std::string& value) {
 }  // namespace
 
 std::string HostRule::text() const {
-  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  if (ports.size() == 2 && ports[0] == 80 && ports[1] == 443) return h;
-  return h + ":" + std::to_string(ports.front());
+  if (ports.size() == 2 && ports[0] == 80 && ports[1] == 443) return bracketed_host(host);
+  return host_port(host, ports.front());
 }
 
 const std::vector<std::string>& default_hidden_patterns() {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "sandbox/os/search_path.hpp"
 #include "sandbox/policy/quantities.hpp"
 
 namespace belljar {
@@ -49,44 +50,42 @@ std::string pattern(const std::string& flag, const std::string& text) {
   return text;
 }
 
-// A launcher script (a pyenv shim, a wrapper) can't run inside the sandbox without its own
-// tools: ask it once for the real interpreter. A venv's bin/python is a binary and is kept.
-std::string real_interpreter(const std::string& flag, const std::string& path) {
+bool is_script(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[2] = {0, 0};
   in.read(magic, 2);
-  if (!(magic[0] == '#' && magic[1] == '!')) return path;
-  std::string command = "'" + path + "' -c 'import sys; print(sys.executable)' 2>/dev/null";
-  for (char c : path)
-    if (c == '\'') throw UsageError(flag + " " + path + ": unsupported character in path");
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) throw UsageError(flag + " " + path + ": cannot run it");
-  char line[4096] = {0};
-  bool got = std::fgets(line, sizeof line, pipe) != nullptr;
-  int status = ::pclose(pipe);
-  std::string real = got ? std::string(line) : "";
-  while (!real.empty() && (real.back() == '\n' || real.back() == '\r')) real.pop_back();
-  if (status != 0 || real.empty() || real[0] != '/')
-    throw UsageError(flag + " " + path + ": is not a working Python interpreter");
-  return real;
+  return magic[0] == '#' && magic[1] == '!';
+}
+
+// A launcher script (a pyenv shim, a wrapper) can't run inside the sandbox without its own
+// tools, and asking it for the real interpreter would run whatever it says on the host, as the
+// kernel's user: it is refused, never run, with the command that prints the interpreter. A
+// venv's bin/python is a binary (or a link to one) and is kept.
+void refuse_script(const std::string& flag, const std::string& path) {
+  if (is_script(path))
+    throw UsageError(flag + " " + path +
+                     " is a script (a pyenv shim?), not an interpreter, and is never run on the "
+                     "host: pass the interpreter itself, as printed by " +
+                     path + " -c 'import sys; print(sys.executable)'");
 }
 
 // The interpreter the worker runs: an absolute path to an executable file. A bare name is
-// looked up on PATH (install resolves it once, so kernel.json names a real file).
+// looked up on PATH (install resolves it once, so kernel.json names a real file), passing over
+// launcher scripts (pyenv's shims come first on PATH) to the first interpreter itself.
 std::string resolve_python(const std::string& flag, const std::string& text) {
   if (text.empty()) throw UsageError(flag + ": empty path");
   if (text.find('/') == std::string::npos) {
     const char* path_env = std::getenv("PATH");
     std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
-    size_t start = 0;
-    while (start <= path.size()) {
-      size_t end = path.find(':', start);
-      if (end == std::string::npos) end = path.size();
-      fs::path candidate = fs::path(path.substr(start, end - start)) / text;
-      if (!candidate.parent_path().empty() && ::access(candidate.c_str(), X_OK) == 0)
-        return real_interpreter(flag, fs::absolute(candidate).string());
-      start = end + 1;
+    std::string script;
+    for (const auto& dir : split_search_path(path)) {
+      fs::path candidate = fs::path(dir) / text;
+      if (dir.empty() || ::access(candidate.c_str(), X_OK) != 0) continue;
+      std::string found = fs::absolute(candidate).string();
+      if (!is_script(found)) return found;
+      if (script.empty()) script = found;
     }
+    if (!script.empty()) refuse_script(flag, script);  // only scripts: refused, naming one
     throw UsageError(flag + " " + text + ": not found on PATH");
   }
   fs::path path = fs::absolute(text);
@@ -94,7 +93,9 @@ std::string resolve_python(const std::string& flag, const std::string& text) {
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0)
     throw UsageError(flag + " " + text + ": not an executable file");
   // Keep the name the user gave (a venv's bin/python must stay a venv python), only absolute.
-  return real_interpreter(flag, path.lexically_normal().string());
+  std::string given = path.lexically_normal().string();
+  refuse_script(flag, given);
+  return given;
 }
 
 std::string sandbox_user(const std::string& flag, const std::string& value) {
@@ -330,7 +331,8 @@ const std::array kFlags = {
                .placeholder = "PATH",
                .kind = FlagValue::interpreter,
                .fallback = "python3 on PATH, resolved at install time",
-               .meaning = "interpreter inside the sandbox",
+               .meaning = "interpreter inside the sandbox; a #! script (a pyenv shim) is refused and never run "
+                          "on the host (on PATH, passed over for the next interpreter)",
                .file_key = "python",
                .apply = [](Policy& p, const std::string& f,
                            const std::string& v) { p.python = resolve_python(f, v); },

@@ -181,8 +181,7 @@ TEST_CASE("flag --sandbox-user never names root", "[policy][builder]") {
   CHECK(build({"--sandbox-user", "65534"}).sandbox_user == "65534");
 }
 
-TEST_CASE("flag --sandbox-user refuses numeric ids that are not a real uid",
-          "[policy][builder]") {
+TEST_CASE("flag --sandbox-user refuses numeric ids that are not a real uid", "[policy][builder]") {
   for (const char* bad : {"-1", "4294967295", "4294967296", "18446744073709551616", " 0", "+0"}) {
     INFO(bad);
     CHECK_FALSE(flag_error({"--sandbox-user", bad}).empty());
@@ -199,14 +198,41 @@ TEST_CASE("flag --python keeps an absolute interpreter path as given", "[policy]
   CHECK_THAT(flag_error({"--python", "no-such-python-xyz"}), Catch::Contains("not found on PATH"));
 }
 
-TEST_CASE("flag --python asks a launcher script for the real interpreter", "[policy][builder]") {
-  TempFile shim("#!/bin/sh\necho /usr/bin/python3.11\n", ".sh");
+// A launcher script is never run on the host as the kernel's user (it used to be asked for
+// sys.executable through popen): it is refused with the command that prints the interpreter.
+TEST_CASE("flag --python refuses a launcher script without running it", "[policy][builder]") {
+  TempFile marker("", ".ran");
+  std::remove(marker.path.c_str());
+  TempFile shim("#!/bin/sh\ntouch " + marker.path + "\necho /usr/bin/python3\n", ".sh");
   ::chmod(shim.path.c_str(), 0755);
-  CHECK(build({"--python", shim.path}).python == "/usr/bin/python3.11");
+  std::string error = flag_error({"--python", shim.path});
+  CHECK_THAT(error, Catch::StartsWith("--python " + shim.path + " is a script"));
+  CHECK_THAT(error, Catch::Contains("-c 'import sys; print(sys.executable)'"));
+  CHECK(error.find('\n') == std::string::npos);  // one line
+  CHECK_FALSE(std::filesystem::exists(marker.path));
+}
 
-  TempFile broken("#!/bin/sh\necho relative/python\n", ".sh");
-  ::chmod(broken.path.c_str(), 0755);
-  CHECK_THAT(flag_error({"--python", broken.path}), Catch::Contains("not a working Python"));
+// pyenv puts its shims first on PATH: a bare name passes over them, without running them, to
+// the first interpreter itself; a PATH with only scripts is refused the same way.
+TEST_CASE("a bare --python name on PATH passes over launcher scripts", "[policy][builder]") {
+  char templ[] = "/tmp/belljar-path-XXXXXX";
+  REQUIRE(::mkdtemp(templ) != nullptr);
+  fs::path root(templ);
+  fs::create_directories(root / "shims");
+  fs::create_directories(root / "bin");
+  fs::path marker = root / "shim-ran";
+  std::ofstream(root / "shims/python3") << "#!/bin/sh\ntouch " << marker.string() << "\n";
+  ::chmod((root / "shims/python3").c_str(), 0755);
+  fs::create_symlink("/usr/bin/python3", root / "bin/python3");
+  const char* old = std::getenv("PATH");
+  std::string saved = old ? old : "";
+  ::setenv("PATH", ((root / "shims").string() + ":" + (root / "bin").string()).c_str(), 1);
+  CHECK(build({"--python", "python3"}).python == (root / "bin/python3").string());
+  ::setenv("PATH", (root / "shims").string().c_str(), 1);
+  CHECK_THAT(flag_error({"--python", "python3"}), Catch::Contains("shims/python3 is a script"));
+  ::setenv("PATH", saved.c_str(), 1);
+  CHECK_FALSE(fs::exists(marker));
+  fs::remove_all(root);
 }
 
 TEST_CASE("without --python, python3 on PATH is resolved to an absolute path",

@@ -1,0 +1,81 @@
+#pragma once
+// The egress proxy's decisions: one per request, made on the proxy's thread and handed to the
+// supervisor's reactor (kernel/session/egress_link.cpp), which writes the audit log and the
+// metrics from them. The queue between the two is bounded: a sandbox that opens connections
+// in a loop can make the proxy drop decisions (it counts them), never grow without bound.
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sandbox/os/fd.hpp"
+
+namespace belljar {
+
+// What became of a request: the policy let it through, the policy said no, or it was allowed
+// but could not be done (the metrics count failures as allowed).
+enum class EgressVerdict { allowed, denied, failed };
+
+// Why a request did not go through; each reason belongs to one verdict (verdict_of).
+enum class EgressFailure {
+  none,                  // allowed
+  not_allowlisted,       // denied: the host is on no --allow-net rule
+  port_not_allowed,      // denied: the host is, that port is not
+  private_address,       // denied: the name resolves inside and the rule is not local
+  bad_request,           // denied: a malformed, oversized or unframed request
+  sni_mismatch,          // denied: the tunnel's ClientHello names another host
+  sni_missing,           // denied: no usable ClientHello, or one without a name
+  resolve_failed,        // failed: the name does not resolve
+  connect_failed,        // failed: no address accepted the connection
+  timeout,               // failed: resolving or connecting took too long
+  too_many_connections,  // failed: the proxy is at its limit
+};
+
+// The names on the wire (X-Belljar-Denied / X-Belljar-Error) and in the audit log.
+std::string_view verdict_name(EgressVerdict verdict);
+std::string_view failure_name(EgressFailure failure);  // "not-allowlisted", ...; "" for none
+EgressVerdict verdict_of(EgressFailure failure);
+
+// A verdict or a reason reads as its name: `decision == "denied"`.
+inline bool operator==(EgressVerdict verdict, std::string_view name) {
+  return verdict_name(verdict) == name;
+}
+inline bool operator==(EgressFailure failure, std::string_view name) {
+  return failure_name(failure) == name;
+}
+
+struct EgressDecision {
+  std::string method;  // CONNECT, GET, ... ("" when no request could be read)
+  std::string host;    // as requested, normalised when it could be
+  uint16_t port = 0;
+  EgressVerdict decision = EgressVerdict::allowed;
+  std::string rule;  // the rule that allowed the host: "--allow-net example.com"; "" for none
+  EgressFailure reason = EgressFailure::none;
+  std::string detail;   // one sentence for humans (the 403/502 body)
+  std::string address;  // the address connected to, or refused
+};
+
+// Thread-safe: the proxy's thread posts, the reactor's takes.
+class DecisionQueue {
+ public:
+  explicit DecisionQueue(size_t max_queued);
+  void post(EgressDecision decision);
+  // Readable (an eventfd) while decisions are waiting.
+  int fd() const { return event_.get(); }
+  struct Taken {
+    std::vector<EgressDecision> items;
+    uint64_t dropped = 0;  // decisions that found the queue full since the last take
+  };
+  Taken take();
+
+ private:
+  std::mutex mutex_;
+  std::deque<EgressDecision> queued_;
+  uint64_t dropped_ = 0;
+  size_t max_queued_;
+  Fd event_;
+};
+
+}  // namespace belljar
