@@ -124,6 +124,8 @@ class Kernel {
   void read_frames();
   void read_pipe(int index, size_t budget);
   void drain_pipes();
+  void read_output_before(const json& frame);
+  void learn_uncounted_output(const json& done);
   void flush_streams(bool final);
   void handle_frame(const json& frame);
   bool answers_current_request(const json& frame) const;
@@ -166,6 +168,9 @@ class Kernel {
   std::string outbox_;
   bool worker_ready_ = false;
   bool pipe_open_[2] = {false, false};
+  // Bytes read from the worker's fd 1/2 since it started, and the estimate of those written
+  // around its streams, which its frames' cursors do not count (read_output_before).
+  uint64_t pipe_read_[2] = {0, 0}, uncounted_[2] = {0, 0};
   bool frames_open_ = false;                        // polled until EOF or a fault
   std::optional<Clock::time_point> frames_eof_at_;  // EOF seen: at fault if still running then
   json language_info_ = json::object();

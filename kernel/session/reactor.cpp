@@ -135,6 +135,8 @@ void Kernel::poll_once() {
   if (survey_awaited && worker_ && (items[survey_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
     handle_surveys();
   if (worker_ && items.size() > worker_index) {
+    // The pipes before the frame socket: text already read when a frame arrives is shown
+    // before it (the worker writes after a frame only once the frame was read, streams.py).
     if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(0, 1 << 20);
     if (items[worker_index + 2].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(1, 1 << 20);
     if (worker_ && (items[worker_index].revents & ZMQ_POLLOUT)) flush_outbox();

@@ -21,6 +21,7 @@ namespace belljar {
 namespace {
 const char* kStreamNames[] = {"stdout", "stderr"};
 
+constexpr size_t kDrainBudget = 16u << 20;  // pipe bytes read in one go before a frame
 constexpr size_t kMaxOutbox = 8u << 20;  // bytes queued for a worker that is not reading
 constexpr auto kFramesEofGrace = std::chrono::seconds(2);
 constexpr size_t kDisplaysAudited = 1000;   // mime lists kept per cell for the audit record
@@ -65,6 +66,7 @@ void Kernel::start_worker() {
   for (int fd : {worker_->frames_fd(), worker_->stdout_fd(), worker_->stderr_fd()})
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   pipe_open_[0] = pipe_open_[1] = true;
+  pipe_read_[0] = pipe_read_[1] = uncounted_[0] = uncounted_[1] = 0;
   // This sandbox's connections to 127.0.0.1:3128 arrive on its channel.
   if (egress_)
     if (Fd channel = worker_->take_egress_channel()) egress_->attach(std::move(channel));
@@ -121,9 +123,11 @@ void Kernel::read_pipe(int index, size_t budget) {
   char chunk[65536];
   size_t total = 0;
   while (total < budget) {
-    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    // Never past the budget: before a frame, what lies beyond its cursor may follow it.
+    ssize_t n = ::read(fd, chunk, std::min(sizeof chunk, budget - total));
     if (n > 0) {
       total += static_cast<size_t>(n);
+      pipe_read_[index] += static_cast<uint64_t>(n);
       streams_[index].append(std::string_view(chunk, static_cast<size_t>(n)), budget_);
       if (streams_[index].due(Clock::now())) flush_streams(false);
       continue;
@@ -135,9 +139,38 @@ void Kernel::read_pipe(int index, size_t budget) {
 }
 
 void Kernel::drain_pipes() {
-  // The worker flushed before sending its frame: what it wrote is already in the pipes.
-  read_pipe(0, 16 << 20);
-  read_pipe(1, 16 << 20);
+  read_pipe(0, kDrainBudget);
+  read_pipe(1, kDrainBudget);
+}
+
+void Kernel::read_output_before(const json& frame) {
+  // The frame says how much its streams had written to fd 1 and fd 2 when it was sent: that
+  // much is read and shown before it, and no more, so text printed just after the frame (the
+  // next line of a clear_output loop) waits for the next turn. Bytes written around the
+  // worker's streams (subprocesses, C code) are not counted, so the cursor is a lower bound,
+  // corrected by what the pipes held beyond it at the last `done`; text read before the
+  // frame, those bytes included, is always shown before it (see PROTOCOL.md).
+  auto cursor = frame.find("written");
+  bool counted = cursor != frame.end() && cursor->is_array() && cursor->size() == 2 &&
+                 (*cursor)[0].is_number_unsigned() && (*cursor)[1].is_number_unsigned();
+  for (int i = 0; counted && i < 2; ++i) {
+    uint64_t target = (*cursor)[i].get<uint64_t>() + uncounted_[i];
+    if (target > pipe_read_[i])
+      read_pipe(i, static_cast<size_t>(std::min<uint64_t>(target - pipe_read_[i], kDrainBudget)));
+  }
+  flush_streams(true);
+}
+
+void Kernel::learn_uncounted_output(const json& done) {
+  // At `done` the pipes were read to the end: what they held beyond the worker's count was
+  // written around its streams, and later cursors are moved by that much.
+  auto cursor = done.find("written");
+  if (cursor == done.end() || !cursor->is_array() || cursor->size() != 2) return;
+  for (int i = 0; i < 2; ++i) {
+    if (!(*cursor)[i].is_number_unsigned()) return;
+    uint64_t counted = (*cursor)[i].get<uint64_t>();
+    uncounted_[i] = pipe_read_[i] > counted ? pipe_read_[i] - counted : 0;
+  }
 }
 
 void Kernel::flush_streams(bool final) {
@@ -169,8 +202,7 @@ void Kernel::read_frames() {
     while (worker_) {
       auto frame = decoder_.next();
       if (!frame) break;
-      drain_pipes();
-      flush_streams(true);
+      read_output_before(*frame);
       handle_frame(*frame);
     }
     if (worker_ && !decoder_.fault().empty()) return fault_worker(decoder_.fault());
@@ -393,7 +425,8 @@ json Kernel::execution_facts() const {
 }
 
 void Kernel::finish_cell(const json& done) {
-  drain_pipes();
+  drain_pipes();  // the cell is over: everything its code wrote is shown before the reply
+  learn_uncounted_output(done);
   flush_streams(true);
   handle_egress();  // decisions still queued belong to this cell
   Cell& cell = *cell_;

@@ -276,3 +276,26 @@ def test_shutdown_ends_the_process():
         while km.is_alive() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not km.is_alive()
+
+
+def test_text_printed_after_a_frame_is_never_published_before_it(kernel):
+    # Each print follows its clear_output: a stream message carrying i must come after the
+    # (i+1)-th clear_output and before the next one. The supervisor used to drain the pipes
+    # between reading a frame and handling it, catching text written just after the frame.
+    _, kc = kernel
+    code = ("from IPython.display import clear_output\n"
+            "for i in range(400):\n"
+            "    clear_output(wait=True)\n"
+            "    print(i)\n")
+    for run in range(5):
+        reply, outputs = execute(kc, code)
+        assert reply["content"]["status"] == "ok"
+        clears = 0
+        for message in outputs:
+            if message["msg_type"] == "clear_output":
+                clears += 1
+            elif message["msg_type"] == "stream":
+                numbers = {int(n) for n in message["content"]["text"].split()}
+                assert numbers == {clears - 1}, (
+                    f"run {run}: stream {sorted(numbers)} published after {clears} clear_output")
+        assert clears == 400
