@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel/output/output_stream.hpp"
+#include "kernel/session/request_kind.hpp"
 
 namespace belljar {
 
@@ -48,7 +49,7 @@ nlohmann::json charge_payload(const nlohmann::json& sent, OutputBudget& budget);
 
 // complete/inspect/is_complete replies (as built by replies.hpp), charged against `budget`:
 // matches are cut to what fits, an inspect bundle is replaced by a notice, metadata emptied.
-nlohmann::json charge_request_reply(const std::string& kind, nlohmann::json reply,
+nlohmann::json charge_request_reply(RequestKind kind, nlohmann::json reply,
                                     OutputBudget& budget);
 
 }  // namespace belljar

@@ -20,7 +20,6 @@ std::string host_port(const std::string& host, uint16_t port) {
 void Kernel::handle_egress() {
   if (!egress_) return;
   EgressProxy::Decisions taken = egress_->take_decisions();
-  bool executing = cell_ && cell_->kind == "execute_request";
   auto now = Clock::now();
   for (const auto& d : taken.items) {
     auto or_null = [](const std::string& text) {
@@ -31,12 +30,12 @@ void Kernel::handle_egress() {
         {"method", d.method},           {"rule", or_null(d.rule)}, {"reason", or_null(d.reason)},
         {"address", or_null(d.address)}};
     if (!d.detail.empty()) record["detail"] = d.detail;
-    record["execution_count"] = executing ? json(cell_->execution_count) : json(nullptr);
+    record["execution_count"] = executing() ? json(cell_->execution_count) : json(nullptr);
     std::string target = host_port(d.host, d.port);
     if (egress_audit_.admit(d.decision, target, now)) audit_.record("egress", record);
     // Failures (no answer, no connection) were allowed by the policy: they count as allowed.
     metrics_.egress(d.decision != "denied");
-    if (executing && d.decision == "denied" && !d.host.empty()) {
+    if (executing() && d.decision == "denied" && !d.host.empty()) {
       auto& denied = cell_->egress_denied;
       if (denied.size() < kDeniedPerCell &&
           std::find(denied.begin(), denied.end(), target) == denied.end())

@@ -22,6 +22,7 @@
 #include "kernel/observability/diagnostics.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
+#include "kernel/session/request_kind.hpp"
 #include "kernel/observability/metrics.hpp"
 #include "kernel/output/output_stream.hpp"
 #include "kernel/output/redactor.hpp"
@@ -69,7 +70,7 @@ class Kernel {
   // A shell request the worker is handling now.
   struct Cell {
     WireMessage request;
-    std::string kind;              // execute_request, complete_request, ...
+    RequestKind kind = RequestKind::execute;
     std::string id;                // frame id
     int execution_count = 0;
     bool silent = false, store_history = true, stop_on_error = true, allow_stdin = false;
@@ -80,9 +81,9 @@ class Kernel {
     double cpu_at_start = 0;                   // less the background CPU charged to the cell
     double background_cpu = 0;                 // spent between cells, charged to this one
     std::optional<Clock::time_point> kill_at;  // set once an interrupt for a limit was sent
-    std::string limit_hit;                     // "", "timeout", "cpu", "memory"
+    LimitHit limit_hit = LimitHit::none;
     bool user_interrupted = false;
-    std::string outcome;                       // audit status when the worker died: crashed, memory, timeout
+    std::optional<CellStatus> outcome;         // set when the cell was failed by the supervisor
     uint64_t memory_limit = 0;                 // %%limits --memory moved the cap for this cell
     std::optional<double> magic_timeout, magic_cpu;  // as %%limits asked, for the error text
     std::optional<json> error;                 // ename, evalue, traceback
@@ -96,6 +97,8 @@ class Kernel {
     Channel channel;
     WireMessage message;
   };
+
+  bool executing() const { return cell_ && cell_->kind == RequestKind::execute; }
 
   // reactor.cpp
   void poll_once();
@@ -133,7 +136,7 @@ class Kernel {
   void finish_cell(const json& done);
   void finish_request_reply(const json& reply);
   void on_worker_exit(const WorkerExit& exit);
-  void fail_cell(const std::string& ename, const std::string& evalue, const std::string& outcome);
+  void fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome);
   json execution_facts() const;
   void drop_worker();
 

@@ -85,7 +85,7 @@ Clock::time_point Kernel::next_deadline() const {
   auto next = Clock::now() + std::chrono::seconds(1);
   for (auto& stream : streams_)
     if (stream.pending()) next = std::min(next, stream.deadline());
-  if (cell_ && cell_->kind == "execute_request") {
+  if (executing()) {
     if (cell_->kill_at) {
       next = std::min(next, *cell_->kill_at);
     } else {
@@ -187,7 +187,7 @@ void Kernel::handle_signals() {
 }
 
 void Kernel::check_limits(Clock::time_point now) {
-  if (!cell_ || cell_->kind != "execute_request" || !worker_) return;
+  if (!executing() || !worker_) return;
   if (cell_->kill_at) {
     if (now >= *cell_->kill_at) {
       // The code ignored the interrupt: the sandbox goes, the workspace stays.
@@ -197,13 +197,13 @@ void Kernel::check_limits(Clock::time_point now) {
     }
     return;
   }
-  std::string hit;
+  LimitHit hit = LimitHit::none;
   double elapsed = std::chrono::duration<double>(now - cell_->started).count();
-  if (elapsed >= cell_->timeout) hit = "timeout";
+  if (elapsed >= cell_->timeout) hit = LimitHit::timeout;
   else if (cell_->cpu_limit < cell_->timeout &&
            worker_->cpu_seconds() - cell_->cpu_at_start >= cell_->cpu_limit)
-    hit = "cpu";
-  if (hit.empty()) return;
+    hit = LimitHit::cpu;
+  if (hit == LimitHit::none) return;
   cell_->limit_hit = hit;
   cell_->kill_at = now + std::chrono::seconds(2);
   worker_->interrupt();
@@ -226,7 +226,7 @@ void Kernel::check_background_cpu(Clock::time_point now) {
   audit_.record("background_cpu", {{"cpu_seconds", std::round(spent * 10) / 10},
                                    {"limit_seconds", limit},
                                    {"after_execution_count", execution_count_}});
-  metrics_.limit_hit("cpu");
+  metrics_.limit_hit(LimitHit::cpu);
   // Told at once to whoever ran the last cell, and again by the next cell's reply.
   if (last_parent_)
     publish("stream", create_stream("stderr", "\n[belljar] " + std::string(text) + "\n"),

@@ -5,20 +5,13 @@
 
 namespace belljar {
 
-namespace {
-bool needs_worker(const std::string& type) {
-  return type == "execute_request" || type == "complete_request" ||
-         type == "inspect_request" || type == "is_complete_request";
-}
-}  // namespace
-
 void Kernel::submit_shell(WireMessage message) {
   queue_.push_back({Channel::shell, std::move(message)});
   if (!collecting_) dispatch_next();
 }
 
 void Kernel::deliver_input(const std::string& value) {
-  if (cell_ && cell_->kind == "execute_request")
+  if (executing())
     send_to_worker({{"type", "input_reply"}, {"value", value}});
   else
     request_log_.log("dropped input_reply", "no cell is waiting for input");
@@ -55,8 +48,8 @@ void Kernel::dispatch_next() {
   while (!cell_ && !queue_.empty() && !shutting_down_) {
     auto& front = queue_.front();
     std::string type = front.message.type();
-    if ((needs_worker(type) || type == "kernel_info_request") && !worker_ready_) {
-      if (!start_error_.empty() && type == "execute_request") {
+    if ((request_kind(type) || type == "kernel_info_request") && !worker_ready_) {
+      if (!start_error_.empty() && request_kind(type) == RequestKind::execute) {
         // No sandbox could be started: say so instead of leaving the request hanging.
         QueuedRequest request = std::move(front);
         queue_.pop_front();
@@ -74,7 +67,7 @@ void Kernel::dispatch_next() {
     queue_.pop_front();
     if (request.channel == Channel::control) {
       submit_control(request.message);
-    } else if (needs_worker(type)) {
+    } else if (request_kind(type)) {
       start_request(request.message);
     } else {
       answer_locally(request.channel, request.message);
@@ -111,7 +104,7 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
 void Kernel::start_request(const WireMessage& message) {
   Cell cell;
   cell.request = message;
-  cell.kind = message.type();
+  cell.kind = *request_kind(message.type());  // dispatch_next sends only these here
   // The supervisor's own id, never reused: a frame naming an earlier one is stale, whatever
   // msg_id a client chose.
   cell.id = "r" + std::to_string(++requests_started_);
@@ -137,7 +130,7 @@ void Kernel::start_request(const WireMessage& message) {
   double background = background_.spent(cpu_now);
   background_.request_started(cpu_now);
   json frame;
-  if (cell.kind == "execute_request") {
+  if (cell.kind == RequestKind::execute) {
     cell.code = text("code");
     cell.silent = flag("silent", false);
     cell.store_history = cell.silent ? false : flag("store_history", true);
@@ -173,26 +166,26 @@ void Kernel::start_request(const WireMessage& message) {
              {"user_expressions", expressions != c.end() && expressions->is_object() ? *expressions : json::object()},
              {"allow_stdin", cell.allow_stdin},
              {"execution_count", cell.execution_count}};
-  } else if (cell.kind == "complete_request" || cell.kind == "inspect_request") {
+  } else if (cell.kind == RequestKind::complete || cell.kind == RequestKind::inspect) {
     std::string code = text("code");
-    frame = {{"type", cell.kind == "complete_request" ? "complete" : "inspect"},
+    frame = {{"type", worker_request(cell.kind)},
              {"id", cell.id},
              {"code", code},
              {"cursor_pos", integer("cursor_pos", static_cast<long long>(code.size()))},
              {"detail_level", integer("detail_level", 0)}};
   } else {
-    frame = {{"type", "is_complete"}, {"id", cell.id}, {"code", text("code")}};
+    frame = {{"type", worker_request(cell.kind)}, {"id", cell.id}, {"code", text("code")}};
   }
   cell_ = std::move(cell);
-  if (cell_->kind == "execute_request" && background_stop_) {
+  if (executing() && background_stop_) {
     // The sandbox this cell was meant for was stopped between cells: say so instead of
     // running it in a fresh session as if nothing had happened.
     std::string why = *std::exchange(background_stop_, std::nullopt);
-    cell_->limit_hit = "cpu";
-    fail_cell("TimeoutError", why + "; this cell did not run: run it again", "timeout");
+    cell_->limit_hit = LimitHit::cpu;
+    fail_cell("TimeoutError", why + "; this cell did not run: run it again", CellStatus::timeout);
     return;
   }
-  if (cell_->kind == "execute_request" && surveys_workspace()) {
+  if (executing() && surveys_workspace()) {
     hold_for_survey(std::move(frame));  // files that appeared since the last cell are guarded first
     return;
   }
@@ -205,7 +198,8 @@ void Kernel::abort_queued_executes() {
   // seeing the error is never caught up in it.
   std::deque<QueuedRequest> kept;
   for (auto& request : queue_) {
-    if (request.channel == Channel::shell && request.message.type() == "execute_request") {
+    if (request.channel == Channel::shell &&
+        request_kind(request.message.type()) == RequestKind::execute) {
       publish_status("busy", &request.message);
       reply(Channel::shell, request.message, "execute_reply", create_aborted_reply(),
             {{"status", "aborted"}});

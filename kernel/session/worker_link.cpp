@@ -231,7 +231,7 @@ void Kernel::handle_frame(const json& frame) {
     return frame_log_.log("worker frame dropped",
                           type + " for a request that is not the current one");
   }
-  bool executing = cell_ && cell_->kind == "execute_request";
+  bool executing = this->executing();
   const WireMessage* parent = executing ? &cell_->request : nullptr;
   if (type == "display" || type == "update_display" || type == "result") {
     if (!executing) return;  // nothing to attribute it to
@@ -286,16 +286,16 @@ void Kernel::handle_frame(const json& frame) {
     error = charge_error(std::move(error), budget_);
     std::string ename = error["ename"], evalue = error["evalue"];
     json traceback = std::move(error["traceback"]);
-    if (cell_->limit_hit == "workspace") {
+    if (cell_->limit_hit == LimitHit::workspace) {
       ename = "WorkspaceQuotaError";
       evalue = "the session passed its --workspace-quota of " +
                human_bytes(options_.policy.workspace_quota_bytes) +
                " and the cell was interrupted; the workspace is read-only to the sandbox until "
                "files are removed; variables were kept";
       traceback.push_back(ename + ": " + evalue);
-    } else if (!cell_->limit_hit.empty()) {
+    } else if (cell_->limit_hit != LimitHit::none) {
       // The limit's interrupt surfaced as KeyboardInterrupt: name the limit instead.
-      bool cpu = cell_->limit_hit == "cpu";
+      bool cpu = cell_->limit_hit == LimitHit::cpu;
       std::optional<double> asked = cpu ? cell_->magic_cpu : cell_->magic_timeout;
       char limit[64];
       std::snprintf(limit, sizeof limit, "%g s", asked ? *asked : cpu ? cell_->cpu_limit : cell_->timeout);
@@ -349,7 +349,7 @@ void Kernel::handle_frame(const json& frame) {
   } else if (type == "done") {
     if (executing) finish_cell(frame);
   } else if (type == "complete_reply" || type == "inspect_reply" || type == "is_complete_reply") {
-    if (cell_->kind == type.substr(0, type.size() - 6) + "_request") finish_request_reply(frame);
+    if (worker_answer(cell_->kind) == type) finish_request_reply(frame);
   }
 }
 
@@ -418,7 +418,8 @@ json Kernel::execution_facts() const {
                       {"cpu_seconds", cell_->cpu_limit},
                       {"memory_bytes", options_.policy.memory_bytes},
                       {"output_limit_bytes", budget_.limit()}}},
-          {"limit_hit", cell_->limit_hit.empty() ? json(nullptr) : json(cell_->limit_hit)},
+          {"limit_hit", cell_->limit_hit == LimitHit::none ? json(nullptr)
+                                                          : json(limit_name(cell_->limit_hit))},
           {"output_truncated", budget_.dropped() > 0},
           {"output_bytes", {{"stdout", streams_[0].total_bytes()}, {"stderr", streams_[1].total_bytes()}}},
           {"egress_denied", cell_->egress_denied}};
@@ -434,7 +435,7 @@ void Kernel::finish_cell(const json& done) {
     std::string why;
     if (!worker_->set_memory_limit(options_.policy.memory_bytes, &why)) log_line("restoring --memory: " + why);
   }
-  std::string status = cell.error ? "error" : "ok";
+  std::string_view status = status_name(cell.error ? CellStatus::error : CellStatus::ok);
   json content;
   if (cell.error) {
     content = create_execute_reply_error(cell.execution_count, *cell.error);
@@ -465,19 +466,16 @@ void Kernel::finish_cell(const json& done) {
   json metadata = {{"started", cell.started_iso}, {"dependencies_met", true},
                    {"engine", options_.session_id}, {"status", status}, {"belljar", facts}};
   if (cell.store_history) history_.add(cell.execution_count, cell.code, cell.result_text);
-  std::string audit_status = cell.limit_hit.empty()          ? status
-                             : cell.limit_hit == "memory"    ? "memory"
-                             : cell.limit_hit == "workspace" ? "workspace_quota"
-                                                             : "timeout";
-  if (cell.user_interrupted && cell.error && cell.limit_hit.empty()) audit_status = "interrupted";
-  if (!cell.outcome.empty()) audit_status = cell.outcome;
+  CellStatus audit_status = cell.outcome ? *cell.outcome
+                                         : status_for(cell.limit_hit, cell.error.has_value(),
+                                                      cell.user_interrupted);
   json record = {{"client_session", cell.request.header.value("session", "")},
                  {"msg_id", cell.request.id()},
                  {"execution_count", cell.execution_count},
                  {"code_sha256", sha256_hex(cell.code)},
                  {"code_bytes", cell.code.size()},
                  {"start", cell.started_iso},
-                 {"status", audit_status},
+                 {"status", status_name(audit_status)},
                  {"wall_ms", facts["wall_ms"]},
                  {"cpu_ms", facts["cpu_ms"]},
                  {"peak_memory_bytes", facts["peak_memory_bytes"]},
@@ -511,16 +509,16 @@ void Kernel::finish_cell(const json& done) {
 
 void Kernel::finish_request_reply(const json& frame) {
   WireMessage request = std::move(cell_->request);
-  std::string kind = cell_->kind;
+  RequestKind kind = cell_->kind;
   cell_.reset();
   if (worker_) background_.request_finished(worker_->cpu_seconds(), false);
   // A lookup gets the same cap as a cell, on its own budget (it is not a cell's output).
   OutputBudget budget;
   budget.reset(options_.policy.output_limit_bytes);
-  if (kind == "complete_request")
+  if (kind == RequestKind::complete)
     reply(Channel::shell, request, "complete_reply",
           charge_request_reply(kind, create_complete_reply(frame), budget));
-  else if (kind == "inspect_request") {
+  else if (kind == RequestKind::inspect) {
     // The inspector renders its bundle like an output (JupyterLab shows text/html).
     json content = create_inspect_reply(frame);
     if (!content["data"].empty())
@@ -534,9 +532,9 @@ void Kernel::finish_request_reply(const json& frame) {
   dispatch_next();
 }
 
-void Kernel::fail_cell(const std::string& ename, const std::string& evalue, const std::string& outcome) {
+void Kernel::fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome) {
   if (!cell_) return;
-  if (cell_->kind != "execute_request") {
+  if (!executing()) {
     // complete/inspect/is_complete: answer with nothing found rather than leaving it waiting.
     finish_request_reply(json::object());
     return;
@@ -568,28 +566,28 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
     dispatch_next();  // fails queued cells with the reason
   }
   if (cell_) {
-    if (cell_->kind == "execute_request" && cell_->kill_at && cell_->limit_hit == "workspace") {
+    if (executing() && cell_->kill_at && cell_->limit_hit == LimitHit::workspace) {
       fail_cell("WorkspaceQuotaError",
                 "the session passed its --workspace-quota and the cell ignored the interrupt for "
                 "2 s: the sandbox was restarted; variables were lost, workspace files were kept",
-                "workspace_quota");
-    } else if (cell_->kind == "execute_request" && cell_->kill_at) {
+                CellStatus::workspace_quota);
+    } else if (executing() && cell_->kill_at) {
       fail_cell("TimeoutError",
-                "the cell passed its " + std::string(cell_->limit_hit == "cpu" ? "CPU-time" : "wall-clock") +
+                "the cell passed its " + std::string(cell_->limit_hit == LimitHit::cpu ? "CPU-time" : "wall-clock") +
                 " limit and ignored the interrupt for 2 s: the sandbox was restarted; variables "
-                "were lost, workspace files were kept", "timeout");
+                "were lost, workspace files were kept", CellStatus::timeout);
     } else if (exit.memory_limit) {
-      if (cell_->kind == "execute_request") cell_->limit_hit = "memory";
+      if (executing()) cell_->limit_hit = LimitHit::memory;
       fail_cell("MemoryError", "the session passed its memory limit of " +
                                    human_bytes(cell_->memory_limit ? cell_->memory_limit : options_.policy.memory_bytes) +
                                    (cell_->memory_limit ? " (%%limits --memory)" : " (--memory)") +
                                    (exit.memory_total_bytes ? ": its processes held " + human_bytes(exit.memory_total_bytes) + " together" : "") +
                                    "; the worker was restarted: variables were lost, "
-                                   "workspace files were kept", "memory");
+                                   "workspace files were kept", CellStatus::memory);
     } else {
       fail_cell("WorkerDied", "the Python worker died (" + cause +
                                   "); a fresh worker was started: variables were lost, "
-                                  "workspace files were kept", "crashed");
+                                  "workspace files were kept", CellStatus::crashed);
     }
   }
 }
@@ -606,7 +604,7 @@ void Kernel::restart_worker(const std::string& why) {
   metrics_.restart();
   if (cell_)
     fail_cell("WorkerDied", "the session was reset (" + why + "): variables were lost, "
-              "workspace files were kept", "crashed");
+              "workspace files were kept", CellStatus::crashed);
   if (shutting_down_) return;
   failed_starts_ = 0;
   start_worker();
