@@ -1,7 +1,7 @@
 // Jupyter requests: authenticated on arrival, control served at once, shell queued and handed
 // to the worker one at a time (as ipykernel does), replies built by replies.hpp.
-#include "kernel/session/kernel.hpp"
 #include "kernel/protocol/replies.hpp"
+#include "kernel/session/kernel.hpp"
 
 namespace belljar {
 
@@ -36,8 +36,9 @@ void Kernel::submit_control(const WireMessage& message) {
     reply(Channel::control, message, "kernel_info_reply",
           create_kernel_info_reply(language_info_, banner()));
   } else if (type == "usage_request") {
-    reply(Channel::control, message, "usage_reply",
-          usage_.sample(worker_ ? worker_->worker_pid() : -1, worker_ ? worker_->cpu_seconds() : 0));
+    reply(
+        Channel::control, message, "usage_reply",
+        usage_.sample(worker_ ? worker_->worker_pid() : -1, worker_ ? worker_->cpu_seconds() : 0));
   } else {
     request_log_.log("unsupported control message", type);
   }
@@ -54,7 +55,8 @@ void Kernel::dispatch_next() {
         QueuedRequest request = std::move(front);
         queue_.pop_front();
         publish_status("busy", &request.message);
-        json error = create_error_content("SandboxError", start_error_, json::array({start_error_}));
+        json error =
+            create_error_content("SandboxError", start_error_, json::array({start_error_}));
         publish("error", error, &request.message);
         reply(Channel::shell, request.message, "execute_reply",
               create_execute_reply_error(execution_count_, error));
@@ -79,7 +81,8 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
   std::string type = message.type();
   publish_status("busy", &message);
   if (type == "kernel_info_request") {
-    reply(channel, message, "kernel_info_reply", create_kernel_info_reply(language_info_, banner()));
+    reply(channel, message, "kernel_info_reply",
+          create_kernel_info_reply(language_info_, banner()));
   } else if (type == "history_request") {
     reply(channel, message, "history_reply", create_history_reply(history_.query(message.content)));
   } else if (type == "comm_info_request") {
@@ -155,7 +158,8 @@ void Kernel::start_request(const WireMessage& message) {
     last_parent_ = message;
     // A key pasted into the cell is redacted in the echo other clients see, like any output.
     if (!cell.silent)
-      publish("execute_input", create_execute_input(redactor_.redact(cell.code), cell.execution_count), &message);
+      publish("execute_input",
+              create_execute_input(redactor_.redact(cell.code), cell.execution_count), &message);
     auto expressions = c.find("user_expressions");
     if (expressions != c.end() && expressions->is_object()) cell.expressions_asked = *expressions;
     frame = {{"type", "execute"},
@@ -163,7 +167,8 @@ void Kernel::start_request(const WireMessage& message) {
              {"code", cell.code},
              {"silent", cell.silent},
              {"store_history", cell.store_history},
-             {"user_expressions", expressions != c.end() && expressions->is_object() ? *expressions : json::object()},
+             {"user_expressions",
+              expressions != c.end() && expressions->is_object() ? *expressions : json::object()},
              {"allow_stdin", cell.allow_stdin},
              {"execution_count", cell.execution_count}};
   } else if (cell.kind == RequestKind::complete || cell.kind == RequestKind::inspect) {
@@ -231,7 +236,9 @@ void Kernel::interrupt_cell() {
   }
 }
 
-void Kernel::request_shutdown() { shutting_down_ = true; }
+void Kernel::request_shutdown() {
+  shutting_down_ = true;
+}
 
 std::string Kernel::banner() const {
   std::string python = language_info_.value("version", "?");

@@ -5,8 +5,8 @@
 // told to the learner; past --workspace-quota the running cell is stopped like any limit.
 #include <algorithm>
 
-#include "kernel/session/kernel.hpp"
 #include "kernel/protocol/replies.hpp"
+#include "kernel/session/kernel.hpp"
 
 namespace belljar {
 
@@ -115,7 +115,8 @@ void Kernel::handle_surveys() {
     if (workspace_notices_.size() > 16384) workspace_notices_.resize(16384);
 
     bool over = survey->value("over_quota", false);
-    if (over && executing() && cell_->limit_hit == LimitHit::none && !cell_->kill_at && !held_frame_) {
+    if (over && executing() && cell_->limit_hit == LimitHit::none && !cell_->kill_at &&
+        !held_frame_) {
       // Like the time limits: KeyboardInterrupt inside, named for what it was, kill in 2 s.
       cell_->limit_hit = LimitHit::workspace;
       cell_->kill_at = Clock::now() + std::chrono::seconds(2);
