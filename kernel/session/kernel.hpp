@@ -116,6 +116,7 @@ class Kernel {
   void publish(const std::string& type, json content, const WireMessage* parent);
   void publish_status(const std::string& state, const WireMessage* parent);
   std::string banner() const;
+  json kernel_info() const;  // kernel_info_reply's content
 
   // worker_link.cpp
   void start_worker();
@@ -184,6 +185,9 @@ class Kernel {
   bool frames_open_ = false;                        // polled until EOF or a fault
   std::optional<Clock::time_point> frames_eof_at_;  // EOF seen: at fault if still running then
   json language_info_ = json::object();
+  // What the running sandbox lacks or does differently (WorkerProcess::notes): for the banner,
+  // kernel_info_reply (belljar.notes) and the audit log.
+  std::vector<std::string> sandbox_notes_;
   std::optional<Clock::time_point> restart_at_;
   int failed_starts_ = 0;
   std::string start_error_;

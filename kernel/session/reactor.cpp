@@ -61,15 +61,25 @@ Kernel::~Kernel() {
 int Kernel::run(Frontend& frontend) {
   frontend_ = &frontend;
   audit_.set_kernel(options_.session_id);
-  audit_.record(
-      "kernel_start",
-      {{"version", BELLJAR_VERSION}, {"pid", ::getpid()}, {"policy", options_.policy.summary()}});
+  json start = {{"version", BELLJAR_VERSION},
+                {"pid", ::getpid()},
+                {"policy", options_.policy.summary()},
+                {"notes", json::array()}};
   // The jail puts an empty .git placeholder where the workspace has none (workspace_watch.hpp);
   // it goes with the kernel if nothing was put in it.
   std::string git_dir = (options_.policy.workspace / ".git").string();
   struct stat st {};
   bool placeholder = ::lstat(git_dir.c_str(), &st) != 0 && errno == ENOENT;
-  start_worker();  // throws SandboxError: refuse to start rather than run with less
+  try {
+    start_worker();  // throws SandboxError: refuse to start rather than run with less
+  } catch (const SandboxError& e) {
+    start["refused"] = e.what();
+    audit_.record("kernel_start", start);
+    throw;
+  }
+  // Recorded once the sandbox stands: its notes say what this host could not enforce.
+  start["notes"] = sandbox_notes_;
+  audit_.record("kernel_start", start);
   metrics_.flush(Clock::now(), true);
   publish_status("starting", nullptr);
   while (!shutting_down_) poll_once();

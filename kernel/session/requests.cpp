@@ -33,8 +33,7 @@ void Kernel::submit_control(const WireMessage& message) {
     publish("shutdown_reply", create_shutdown_reply(restart), &message);
     request_shutdown();
   } else if (type == "kernel_info_request") {
-    reply(Channel::control, message, "kernel_info_reply",
-          create_kernel_info_reply(language_info_, banner()));
+    reply(Channel::control, message, "kernel_info_reply", kernel_info());
   } else if (type == "usage_request") {
     reply(
         Channel::control, message, "usage_reply",
@@ -81,8 +80,7 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
   std::string type = message.type();
   publish_status("busy", &message);
   if (type == "kernel_info_request") {
-    reply(channel, message, "kernel_info_reply",
-          create_kernel_info_reply(language_info_, banner()));
+    reply(channel, message, "kernel_info_reply", kernel_info());
   } else if (type == "history_request") {
     reply(channel, message, "history_reply", create_history_reply(history_.query(message.content)));
   } else if (type == "comm_info_request") {
@@ -240,6 +238,14 @@ void Kernel::request_shutdown() {
   shutting_down_ = true;
 }
 
+json Kernel::kernel_info() const {
+  // What the sandbox lacks is the client's to read too (belljar.notes), not only the banner's.
+  json content = create_kernel_info_reply(language_info_, banner());
+  content["belljar"] = {{"isolation", isolation_name(options_.policy.isolation)},
+                        {"notes", sandbox_notes_}};
+  return content;
+}
+
 std::string Kernel::banner() const {
   std::string python = language_info_.value("version", "?");
   std::string mode = isolation_name(options_.policy.isolation);
@@ -255,7 +261,11 @@ std::string Kernel::banner() const {
            "with NO SANDBOX (--isolation none): code runs with your privileges, "
            "environment and network." +
            output;
-  return text + "in a sandbox (isolation " + mode + ")" + (output.empty() ? "" : ";" + output);
+  // A degraded sandbox says what it lacks (host_check.hpp, the warden), one note after another.
+  std::string lacks;
+  for (const auto& note : sandbox_notes_) lacks += (lacks.empty() ? "; it lacks: " : "; ") + note;
+  return text + "in a sandbox (isolation " + mode + ")" + lacks +
+         (output.empty() ? "" : ";" + output);
 }
 
 }  // namespace belljar

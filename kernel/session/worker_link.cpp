@@ -69,6 +69,7 @@ void Kernel::start_worker() {
   // This sandbox's connections to 127.0.0.1:3128 arrive on its channel.
   if (egress_)
     if (Fd channel = worker_->take_egress_channel()) egress_->attach(std::move(channel));
+  sandbox_notes_ = worker_->notes();
   audit_.record("worker_start", {{"pid", worker_->pid()},
                                  {"isolation", isolation_name(options_.policy.isolation)},
                                  {"restart", restarts_}});
