@@ -191,7 +191,6 @@ class Kernel {
   std::optional<Clock::time_point> restart_at_;
   int failed_starts_ = 0;
   std::string start_error_;
-  Clock::time_point worker_started_;
 
   std::deque<QueuedRequest> queue_;
   std::optional<Cell> cell_;
@@ -214,7 +213,6 @@ class Kernel {
   uint64_t workspace_added_ = 0;
   bool quota_told_ = false;
   std::string workspace_notices_;
-  bool workspace_read_only_ = false;
   int restarts_ = 0;
   BackgroundCpu background_;
   Clock::time_point next_cpu_sample_{};

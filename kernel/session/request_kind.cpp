@@ -7,14 +7,13 @@ namespace belljar {
 namespace {
 struct Spelling {
   RequestKind kind;
-  std::string_view request, frame, answer, reply;
+  std::string_view request, frame, answer;
 };
 constexpr std::array<Spelling, 4> kSpellings = {{
-    {RequestKind::execute, "execute_request", "execute", "done", "execute_reply"},
-    {RequestKind::complete, "complete_request", "complete", "complete_reply", "complete_reply"},
-    {RequestKind::inspect, "inspect_request", "inspect", "inspect_reply", "inspect_reply"},
-    {RequestKind::is_complete, "is_complete_request", "is_complete", "is_complete_reply",
-     "is_complete_reply"},
+    {RequestKind::execute, "execute_request", "execute", "done"},
+    {RequestKind::complete, "complete_request", "complete", "complete_reply"},
+    {RequestKind::inspect, "inspect_request", "inspect", "inspect_reply"},
+    {RequestKind::is_complete, "is_complete_request", "is_complete", "is_complete_reply"},
 }};
 
 const Spelling& spelling(RequestKind kind) {
@@ -30,9 +29,6 @@ std::string_view worker_request(RequestKind kind) {
 }
 std::string_view worker_answer(RequestKind kind) {
   return spelling(kind).answer;
-}
-std::string_view reply_type(RequestKind kind) {
-  return spelling(kind).reply;
 }
 
 std::optional<RequestKind> request_kind(std::string_view msg_type) {

@@ -17,7 +17,5 @@ std::optional<RequestKind> request_kind(std::string_view msg_type);
 std::string_view worker_request(RequestKind kind);
 // The worker's answer: "done" for execute, else "complete_reply", ...
 std::string_view worker_answer(RequestKind kind);
-// The Jupyter reply: "execute_reply", "complete_reply", ...
-std::string_view reply_type(RequestKind kind);
 
 }  // namespace belljar

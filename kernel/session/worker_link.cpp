@@ -51,7 +51,6 @@ void Kernel::start_worker() {
   outbox_.clear();
   frames_open_ = true;
   frames_eof_at_.reset();
-  worker_started_ = Clock::now();
   try {
     worker_.emplace(WorkerProcess::start(options_.policy, options_.launch));
   } catch (const SandboxError& e) {

@@ -78,7 +78,6 @@ void Kernel::handle_surveys() {
         survey_period_ == kSurveyWhileGrowing ? kSurveyCostShareWhileGrowing : kSurveyCostShare;
     auto cost = std::chrono::milliseconds(static_cast<long>(ms * share));
     next_survey_ = Clock::now() + std::max<Clock::duration>(survey_period_, cost);
-    workspace_read_only_ = survey->value("read_only", false);
 
     if (auto error = survey->find("error"); error != survey->end() && error->is_string()) {
       log_line("workspace survey failed: " + error->get<std::string>());
