@@ -126,10 +126,6 @@ bool is_mcp_tool(const std::string& tool) {
   return false;
 }
 
-bool is_file_tool(const std::string& tool) {
-  return tool == "list_files" || tool == "read_file" || tool == "write_file";
-}
-
 json mcp_server_instructions(const Policy& policy) {
   std::string text =
       "belljar runs Python in a persistent, sandboxed session, like a Jupyter notebook: "

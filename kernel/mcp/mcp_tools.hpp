@@ -26,7 +26,6 @@ nlohmann::json mcp_server_instructions(const Policy& policy);
 std::optional<std::string> check_tool_arguments(const std::string& tool,
                                                 const nlohmann::json& arguments);
 bool is_mcp_tool(const std::string& tool);
-bool is_file_tool(const std::string& tool);
 
 // The user expression that performs a file tool inside the sandbox.
 std::string file_tool_expression(const std::string& tool, const nlohmann::json& arguments,

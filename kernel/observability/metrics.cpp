@@ -6,15 +6,14 @@
 
 namespace belljar {
 
-void Metrics::cell(const std::string& status, double seconds, bool truncated,
-                   const std::string& limit_hit) {
-  ++cells_by_status_[status];
+void Metrics::cell(CellStatus status, double seconds, bool truncated, LimitHit limit) {
+  ++cells_by_status_[static_cast<size_t>(status)];
   for (size_t i = 0; i < kBuckets.size(); ++i)
     if (seconds <= kBuckets[i]) ++bucket_counts_[i];
   ++duration_count_;
   duration_sum_ += seconds;
   if (truncated) ++truncations_;
-  if (!limit_hit.empty()) ++limit_hits_[limit_hit];
+  if (limit != LimitHit::none) ++limit_hits_[static_cast<size_t>(limit)];
   dirty_ = true;
 }
 
@@ -23,8 +22,8 @@ void Metrics::egress(bool allowed) {
   dirty_ = true;
 }
 
-void Metrics::limit_hit(const std::string& limit) {
-  ++limit_hits_[limit];
+void Metrics::limit_hit(LimitHit limit) {
+  ++limit_hits_[static_cast<size_t>(limit)];
   dirty_ = true;
 }
 
@@ -50,14 +49,14 @@ std::string Metrics::render() const {
   std::ostringstream out;
   out << "# HELP belljar_cells_total Cells executed, by final status.\n"
       << "# TYPE belljar_cells_total counter\n";
-  for (const char* status : {"ok", "error", "interrupted", "timeout", "memory", "crashed"}) {
-    auto it = cells_by_status_.find(status);
-    out << "belljar_cells_total{status=\"" << status << "\"} " << (it == cells_by_status_.end() ? 0 : it->second) << "\n";
-  }
+  for (CellStatus status : kCellStatuses)
+    out << "belljar_cells_total{status=\"" << status_name(status) << "\"} "
+        << cells_by_status_[static_cast<size_t>(status)] << "\n";
   out << "# HELP belljar_cell_duration_seconds Wall-clock time of cells.\n"
       << "# TYPE belljar_cell_duration_seconds histogram\n";
   for (size_t i = 0; i < kBuckets.size(); ++i)
-    out << "belljar_cell_duration_seconds_bucket{le=\"" << kBuckets[i] << "\"} " << bucket_counts_[i] << "\n";
+    out << "belljar_cell_duration_seconds_bucket{le=\"" << kBuckets[i] << "\"} "
+        << bucket_counts_[i] << "\n";
   out << "belljar_cell_duration_seconds_bucket{le=\"+Inf\"} " << duration_count_ << "\n"
       << "belljar_cell_duration_seconds_sum " << duration_sum_ << "\n"
       << "belljar_cell_duration_seconds_count " << duration_count_ << "\n"
@@ -73,10 +72,9 @@ std::string Metrics::render() const {
       << "belljar_output_truncations_total " << truncations_ << "\n"
       << "# HELP belljar_limit_hits_total Cells stopped by a limit.\n"
       << "# TYPE belljar_limit_hits_total counter\n";
-  for (const char* limit : {"timeout", "cpu", "memory", "workspace"}) {
-    auto it = limit_hits_.find(limit);
-    out << "belljar_limit_hits_total{limit=\"" << limit << "\"} " << (it == limit_hits_.end() ? 0 : it->second) << "\n";
-  }
+  for (LimitHit limit : kLimitsHit)
+    out << "belljar_limit_hits_total{limit=\"" << limit_name(limit) << "\"} "
+        << limit_hits_[static_cast<size_t>(limit)] << "\n";
   return out.str();
 }
 

@@ -7,10 +7,10 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 
+#include "kernel/observability/cell_states.hpp"
 #include "kernel/observability/host_files.hpp"
 
 namespace belljar {
@@ -25,10 +25,10 @@ class Metrics {
       : file_(path.empty() ? ReplacedFile() : ReplacedFile("--metrics", path)) {}
   bool enabled() const { return file_.enabled(); }
 
-  void cell(const std::string& status, double seconds, bool truncated, const std::string& limit_hit);
+  void cell(CellStatus status, double seconds, bool truncated, LimitHit limit);
   void egress(bool allowed);
   void restart();
-  void limit_hit(const std::string& limit);  // a limit that stopped the session between cells
+  void limit_hit(LimitHit limit);  // a limit that stopped the session between cells
   // Writes the file if it changed and the last write is old enough (or at once, when `now_due`
   // is set: a cell's end, shutdown). No-op when disabled.
   void flush(Clock::time_point now, bool at_once = false);
@@ -42,8 +42,8 @@ class Metrics {
   ReplacedFile file_;
   bool dirty_ = true;  // the first flush writes the zeros
   Clock::time_point written_{};
-  std::map<std::string, uint64_t> cells_by_status_;
-  std::map<std::string, uint64_t> limit_hits_;
+  std::array<uint64_t, kCellStatuses.size()> cells_by_status_{};
+  std::array<uint64_t, kLimitsHit.size() + 1> limit_hits_{};  // by LimitHit, none unused
   std::array<uint64_t, kBuckets.size()> bucket_counts_{};
   uint64_t duration_count_ = 0;
   double duration_sum_ = 0;

@@ -85,7 +85,7 @@ json charge_payload(const json& sent, OutputBudget& budget) {
   return out;
 }
 
-json charge_request_reply(const std::string& kind, json reply, OutputBudget& budget) {
+json charge_request_reply(RequestKind kind, json reply, OutputBudget& budget) {
   auto charge_object = [&](const char* key, bool notice) {
     auto it = reply.find(key);
     if (it == reply.end()) return;
@@ -94,13 +94,13 @@ json charge_request_reply(const std::string& kind, json reply, OutputBudget& bud
     *it = notice ? json{{"text/plain", output_limit_notice("this answer", size, budget)}}
                  : json::object();
   };
-  if (kind == "complete_request") {
+  if (kind == RequestKind::complete) {
     json kept = json::array();
     for (auto& match : reply["matches"])
       if (budget.take_whole(match.get_ref<const std::string&>().size())) kept.push_back(match);
     reply["matches"] = std::move(kept);
     charge_object("metadata", false);
-  } else if (kind == "inspect_request") {
+  } else if (kind == RequestKind::inspect) {
     charge_object("data", true);
     charge_object("metadata", false);
   } else if (auto indent = reply.find("indent"); indent != reply.end()) {

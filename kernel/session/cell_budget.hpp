@@ -6,12 +6,12 @@
 // passed an --output-limit of 1M untouched. What does not fit is cut (text, lists) or replaced
 // whole by a short notice (a value that can't be cut), never sent unbounded.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "kernel/output/output_stream.hpp"
+#include "kernel/session/request_kind.hpp"
 
 namespace belljar {
 
@@ -45,7 +45,6 @@ nlohmann::json charge_payload(const nlohmann::json& sent, OutputBudget& budget);
 
 // complete/inspect/is_complete replies (as built by replies.hpp), charged against `budget`:
 // matches are cut to what fits, an inspect bundle is replaced by a notice, metadata emptied.
-nlohmann::json charge_request_reply(const std::string& kind, nlohmann::json reply,
-                                    OutputBudget& budget);
+nlohmann::json charge_request_reply(RequestKind kind, nlohmann::json reply, OutputBudget& budget);
 
 }  // namespace belljar

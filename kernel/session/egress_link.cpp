@@ -16,7 +16,6 @@ constexpr size_t kDeniedPerCell = 100;  // the metadata names at most this many 
 void Kernel::handle_egress() {
   if (!egress_) return;
   EgressProxy::Decisions taken = egress_->take_decisions();
-  bool executing = cell_ && cell_->kind == "execute_request";
   auto now = Clock::now();
   for (const auto& d : taken.items) {
     auto or_null = [](const std::string& text) {
@@ -30,13 +29,13 @@ void Kernel::handle_egress() {
                    {"reason", or_null(std::string(failure_name(d.reason)))},
                    {"address", or_null(d.address)}};
     if (!d.detail.empty()) record["detail"] = d.detail;
-    record["execution_count"] = executing ? json(cell_->execution_count) : json(nullptr);
+    record["execution_count"] = executing() ? json(cell_->execution_count) : json(nullptr);
     std::string target = host_port(d.host, d.port);
     if (egress_audit_.admit(std::string(verdict_name(d.decision)), target, now))
       audit_.record("egress", record);
     // Failures (no answer, no connection) were allowed by the policy: they count as allowed.
     metrics_.egress(d.decision != EgressVerdict::denied);
-    if (executing && d.decision == EgressVerdict::denied && !d.host.empty()) {
+    if (executing() && d.decision == EgressVerdict::denied && !d.host.empty()) {
       auto& denied = cell_->egress_denied;
       if (denied.size() < kDeniedPerCell &&
           std::find(denied.begin(), denied.end(), target) == denied.end())

@@ -3,35 +3,37 @@
 // socket and output pipes. It never runs user code and never blocks on the worker, so control
 // messages (interrupt, shutdown) are served even while a cell spins.
 // Requests arrive through a Frontend (Jupyter's sockets, MCP, the runner); the core is the same.
-//   reactor.cpp      the loop: poll, signals, timers, limits
+//   reactor.cpp      the loop: poll, signals, timers
 //   requests.cpp     requests: queueing, dispatch, replies
-//   worker_link.cpp  the worker: start, frames, output, exits, restarts
+//   worker_link.cpp  the worker: start, frames in and out, its output pipes, faults, exits
+//   cell_limits.cpp  a cell's limits: timeout, CPU, memory, %%limits, the errors naming them
+//   cell_records.cpp what a request leaves: reply, audit record, metrics; restart policy
 //   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
 //   workspace_link.cpp  the workspace guard's surveys: new guards, the quota
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "kernel/observability/audit_log.hpp"
 #include "kernel/observability/audit_throttle.hpp"
-#include "kernel/session/background_cpu.hpp"
 #include "kernel/observability/diagnostics.hpp"
-#include "kernel/session/frontend.hpp"
-#include "kernel/session/history.hpp"
 #include "kernel/observability/metrics.hpp"
 #include "kernel/output/output_stream.hpp"
 #include "kernel/output/redactor.hpp"
-#include "kernel/session/usage.hpp"
 #include "kernel/protocol/wire_message.hpp"
+#include "kernel/session/background_cpu.hpp"
+#include "kernel/session/frontend.hpp"
+#include "kernel/session/history.hpp"
+#include "kernel/session/request_kind.hpp"
+#include "kernel/session/usage.hpp"
 #include "kernel/session/worker_frames.hpp"
 #include "sandbox/egress/egress_proxy.hpp"
+#include "sandbox/jail/worker_process.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/policy/policy.hpp"
-#include "sandbox/jail/worker_process.hpp"
 
 namespace belljar {
 
@@ -69,8 +71,8 @@ class Kernel {
   // A shell request the worker is handling now.
   struct Cell {
     WireMessage request;
-    std::string kind;              // execute_request, complete_request, ...
-    std::string id;                // frame id
+    RequestKind kind = RequestKind::execute;
+    std::string id;  // frame id
     int execution_count = 0;
     bool silent = false, store_history = true, stop_on_error = true, allow_stdin = false;
     std::string code;
@@ -80,15 +82,15 @@ class Kernel {
     double cpu_at_start = 0;                   // less the background CPU charged to the cell
     double background_cpu = 0;                 // spent between cells, charged to this one
     std::optional<Clock::time_point> kill_at;  // set once an interrupt for a limit was sent
-    std::string limit_hit;                     // "", "timeout", "cpu", "memory"
+    LimitHit limit_hit = LimitHit::none;
     bool user_interrupted = false;
-    std::string outcome;                       // audit status when the worker died: crashed, memory, timeout
-    uint64_t memory_limit = 0;                 // %%limits --memory moved the cap for this cell
+    std::optional<CellStatus> outcome;  // set when the cell was failed by the supervisor
+    uint64_t memory_limit = 0;          // %%limits --memory moved the cap for this cell
     std::optional<double> magic_timeout, magic_cpu;  // as %%limits asked, for the error text
-    std::optional<json> error;                 // ename, evalue, traceback
-    json displays = json::array();             // mime types of each display, for the audit
-    std::string result_text;                   // text/plain of the result, for history
-    std::vector<std::string> egress_denied;    // host:port the proxy refused during the cell
+    std::optional<json> error;                       // ename, evalue, traceback
+    json displays = json::array();                   // mime types of each display, for the audit
+    std::string result_text;                         // text/plain of the result, for history
+    std::vector<std::string> egress_denied;          // host:port the proxy refused during the cell
     json expressions_asked =
         json::object();  // the client's user_expressions: the only names answered
   };
@@ -97,11 +99,11 @@ class Kernel {
     WireMessage message;
   };
 
+  bool executing() const { return cell_ && cell_->kind == RequestKind::execute; }
+
   // reactor.cpp
   void poll_once();
   void handle_signals();
-  void check_limits(Clock::time_point now);
-  void check_background_cpu(Clock::time_point now);
   Clock::time_point next_deadline() const;
 
   // requests.cpp
@@ -114,26 +116,37 @@ class Kernel {
   void publish(const std::string& type, json content, const WireMessage* parent);
   void publish_status(const std::string& state, const WireMessage* parent);
   std::string banner() const;
+  json kernel_info() const;  // kernel_info_reply's content
 
   // worker_link.cpp
   void start_worker();
-  void schedule_restart(const std::string& why);
   void send_to_worker(const json& frame);
   void flush_outbox();
   void fault_worker(const std::string& why);
   void read_frames();
   void read_pipe(int index, size_t budget);
   void drain_pipes();
+  void read_output_before(const json& frame);
+  void learn_uncounted_output(const json& done);
   void flush_streams(bool final);
   void handle_frame(const json& frame);
   bool answers_current_request(const json& frame) const;
+  void on_worker_exit(const WorkerExit& exit);
+  void drop_worker();
+
+  // cell_limits.cpp
+  void check_limits(Clock::time_point now);
+  void check_background_cpu(Clock::time_point now);
   void handle_limits(const json& frame);
+  void name_limit_in_error(std::string& ename, std::string& evalue, json& traceback) const;
+  void fail_cell_after_exit(const WorkerExit& exit, const std::string& cause);
+
+  // cell_records.cpp
+  json execution_facts() const;
   void finish_cell(const json& done);
   void finish_request_reply(const json& reply);
-  void on_worker_exit(const WorkerExit& exit);
-  void fail_cell(const std::string& ename, const std::string& evalue, const std::string& outcome);
-  json execution_facts() const;
-  void drop_worker();
+  void fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome);
+  void schedule_restart(const std::string& why);
 
   // egress_link.cpp
   void handle_egress();
@@ -166,24 +179,29 @@ class Kernel {
   std::string outbox_;
   bool worker_ready_ = false;
   bool pipe_open_[2] = {false, false};
+  // Bytes read from the worker's fd 1/2 since it started, and the estimate of those written
+  // around its streams, which its frames' cursors do not count (read_output_before).
+  uint64_t pipe_read_[2] = {0, 0}, uncounted_[2] = {0, 0};
   bool frames_open_ = false;                        // polled until EOF or a fault
   std::optional<Clock::time_point> frames_eof_at_;  // EOF seen: at fault if still running then
   json language_info_ = json::object();
+  // What the running sandbox lacks or does differently (WorkerProcess::notes): for the banner,
+  // kernel_info_reply (belljar.notes) and the audit log.
+  std::vector<std::string> sandbox_notes_;
   std::optional<Clock::time_point> restart_at_;
   int failed_starts_ = 0;
   std::string start_error_;
-  Clock::time_point worker_started_;
 
   std::deque<QueuedRequest> queue_;
   std::optional<Cell> cell_;
   std::optional<WireMessage> last_parent_;  // where output between cells is attributed
   int execution_count_ = 0;
-  uint64_t requests_started_ = 0;           // source of the frame ids of requests
-  std::deque<json> recent_cells_;           // audit records the %audit magic may show
+  uint64_t requests_started_ = 0;  // source of the frame ids of requests
+  std::deque<json> recent_cells_;  // audit records the %audit magic may show
   OutputBudget budget_;
-  StreamBuffer streams_[2];                 // stdout, stderr
+  StreamBuffer streams_[2];  // stdout, stderr
   bool shutting_down_ = false;
-  bool collecting_ = false;                 // stop_on_error is gathering requests to abort
+  bool collecting_ = false;  // stop_on_error is gathering requests to abort
   // The workspace guard: surveys asked of the warden and answered, the execute frame waiting
   // for the survey numbered survey_gate_, what to tell the learner at the next chance.
   uint64_t surveys_sent_ = 0, surveys_answered_ = 0, survey_gate_ = 0;
@@ -195,7 +213,6 @@ class Kernel {
   uint64_t workspace_added_ = 0;
   bool quota_told_ = false;
   std::string workspace_notices_;
-  bool workspace_read_only_ = false;
   int restarts_ = 0;
   BackgroundCpu background_;
   Clock::time_point next_cpu_sample_{};

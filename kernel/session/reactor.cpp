@@ -12,8 +12,8 @@
 extern char** environ;
 
 #include "kernel/observability/host_files.hpp"
-#include "kernel/session/kernel.hpp"
 #include "kernel/protocol/replies.hpp"
+#include "kernel/session/kernel.hpp"
 
 namespace belljar {
 
@@ -22,7 +22,7 @@ sigset_t handled_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);
-  sigaddset(&set, SIGINT);   // interrupt_mode "signal": Jupyter signals the kernel process
+  sigaddset(&set, SIGINT);  // interrupt_mode "signal": Jupyter signals the kernel process
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
   return set;
@@ -54,20 +54,32 @@ Kernel::Kernel(KernelOptions options)
     egress_ = std::make_unique<EgressProxy>(options_.policy.allow_net);
 }
 
-Kernel::~Kernel() { drop_worker(); }
+Kernel::~Kernel() {
+  drop_worker();
+}
 
 int Kernel::run(Frontend& frontend) {
   frontend_ = &frontend;
   audit_.set_kernel(options_.session_id);
-  audit_.record("kernel_start", {{"version", BELLJAR_VERSION},
-                                 {"pid", ::getpid()},
-                                 {"policy", options_.policy.summary()}});
+  json start = {{"version", BELLJAR_VERSION},
+                {"pid", ::getpid()},
+                {"policy", options_.policy.summary()},
+                {"notes", json::array()}};
   // The jail puts an empty .git placeholder where the workspace has none (workspace_watch.hpp);
   // it goes with the kernel if nothing was put in it.
   std::string git_dir = (options_.policy.workspace / ".git").string();
   struct stat st {};
   bool placeholder = ::lstat(git_dir.c_str(), &st) != 0 && errno == ENOENT;
-  start_worker();  // throws SandboxError: refuse to start rather than run with less
+  try {
+    start_worker();  // throws SandboxError: refuse to start rather than run with less
+  } catch (const SandboxError& e) {
+    start["refused"] = e.what();
+    audit_.record("kernel_start", start);
+    throw;
+  }
+  // Recorded once the sandbox stands: its notes say what this host could not enforce.
+  start["notes"] = sandbox_notes_;
+  audit_.record("kernel_start", start);
   metrics_.flush(Clock::now(), true);
   publish_status("starting", nullptr);
   while (!shutting_down_) poll_once();
@@ -85,7 +97,7 @@ Clock::time_point Kernel::next_deadline() const {
   auto next = Clock::now() + std::chrono::seconds(1);
   for (auto& stream : streams_)
     if (stream.pending()) next = std::min(next, stream.deadline());
-  if (cell_ && cell_->kind == "execute_request") {
+  if (executing()) {
     if (cell_->kill_at) {
       next = std::min(next, *cell_->kill_at);
     } else {
@@ -135,6 +147,8 @@ void Kernel::poll_once() {
   if (survey_awaited && worker_ && (items[survey_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
     handle_surveys();
   if (worker_ && items.size() > worker_index) {
+    // The pipes before the frame socket: text already read when a frame arrives is shown
+    // before it (the worker writes after a frame only once the frame was read, streams.py).
     if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(0, 1 << 20);
     if (items[worker_index + 2].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(1, 1 << 20);
     if (worker_ && (items[worker_index].revents & ZMQ_POLLOUT)) flush_outbox();
@@ -182,55 +196,6 @@ void Kernel::handle_signals() {
   if (worker_) {
     if (auto exit = worker_->poll_exit()) on_worker_exit(*exit);
   }
-}
-
-void Kernel::check_limits(Clock::time_point now) {
-  if (!cell_ || cell_->kind != "execute_request" || !worker_) return;
-  if (cell_->kill_at) {
-    if (now >= *cell_->kill_at) {
-      // The code ignored the interrupt: the sandbox goes, the workspace stays.
-      log_line("cell ignored the interrupt for 2 s: killing the worker");
-      cell_->kill_at = now + std::chrono::hours(24);
-      worker_->kill();
-    }
-    return;
-  }
-  std::string hit;
-  double elapsed = std::chrono::duration<double>(now - cell_->started).count();
-  if (elapsed >= cell_->timeout) hit = "timeout";
-  else if (cell_->cpu_limit < cell_->timeout &&
-           worker_->cpu_seconds() - cell_->cpu_at_start >= cell_->cpu_limit)
-    hit = "cpu";
-  if (hit.empty()) return;
-  cell_->limit_hit = hit;
-  cell_->kill_at = now + std::chrono::seconds(2);
-  worker_->interrupt();
-}
-
-void Kernel::check_background_cpu(Clock::time_point now) {
-  // Sampled once a second while no request runs: code a cell left running (a daemon thread)
-  // is bounded by --cpu too.
-  if (cell_ || !worker_ || !worker_ready_ || now < next_cpu_sample_) return;
-  next_cpu_sample_ = now + std::chrono::seconds(1);
-  double spent = background_.spent(worker_->cpu_seconds());
-  double limit = options_.policy.cpu_limit();
-  if (spent < limit) return;
-  char text[256];
-  std::snprintf(text, sizeof text,
-                "code left running after cell [%d] used %.1f s of CPU while no cell ran, past the "
-                "CPU-time limit of %g s (--cpu): the sandbox was restarted; variables were lost, "
-                "workspace files were kept",
-                execution_count_, spent, limit);
-  audit_.record("background_cpu", {{"cpu_seconds", std::round(spent * 10) / 10},
-                                   {"limit_seconds", limit},
-                                   {"after_execution_count", execution_count_}});
-  metrics_.limit_hit("cpu");
-  // Told at once to whoever ran the last cell, and again by the next cell's reply.
-  if (last_parent_)
-    publish("stream", create_stream("stderr", "\n[belljar] " + std::string(text) + "\n"),
-            &*last_parent_);
-  background_stop_ = text;
-  restart_worker("background CPU past --cpu");
 }
 
 }  // namespace belljar

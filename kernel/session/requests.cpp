@@ -1,16 +1,9 @@
 // Jupyter requests: authenticated on arrival, control served at once, shell queued and handed
 // to the worker one at a time (as ipykernel does), replies built by replies.hpp.
-#include "kernel/session/kernel.hpp"
 #include "kernel/protocol/replies.hpp"
+#include "kernel/session/kernel.hpp"
 
 namespace belljar {
-
-namespace {
-bool needs_worker(const std::string& type) {
-  return type == "execute_request" || type == "complete_request" ||
-         type == "inspect_request" || type == "is_complete_request";
-}
-}  // namespace
 
 void Kernel::submit_shell(WireMessage message) {
   queue_.push_back({Channel::shell, std::move(message)});
@@ -18,7 +11,7 @@ void Kernel::submit_shell(WireMessage message) {
 }
 
 void Kernel::deliver_input(const std::string& value) {
-  if (cell_ && cell_->kind == "execute_request")
+  if (executing())
     send_to_worker({{"type", "input_reply"}, {"value", value}});
   else
     request_log_.log("dropped input_reply", "no cell is waiting for input");
@@ -40,11 +33,11 @@ void Kernel::submit_control(const WireMessage& message) {
     publish("shutdown_reply", create_shutdown_reply(restart), &message);
     request_shutdown();
   } else if (type == "kernel_info_request") {
-    reply(Channel::control, message, "kernel_info_reply",
-          create_kernel_info_reply(language_info_, banner()));
+    reply(Channel::control, message, "kernel_info_reply", kernel_info());
   } else if (type == "usage_request") {
-    reply(Channel::control, message, "usage_reply",
-          usage_.sample(worker_ ? worker_->worker_pid() : -1, worker_ ? worker_->cpu_seconds() : 0));
+    reply(
+        Channel::control, message, "usage_reply",
+        usage_.sample(worker_ ? worker_->worker_pid() : -1, worker_ ? worker_->cpu_seconds() : 0));
   } else {
     request_log_.log("unsupported control message", type);
   }
@@ -55,13 +48,14 @@ void Kernel::dispatch_next() {
   while (!cell_ && !queue_.empty() && !shutting_down_) {
     auto& front = queue_.front();
     std::string type = front.message.type();
-    if ((needs_worker(type) || type == "kernel_info_request") && !worker_ready_) {
-      if (!start_error_.empty() && type == "execute_request") {
+    if ((request_kind(type) || type == "kernel_info_request") && !worker_ready_) {
+      if (!start_error_.empty() && request_kind(type) == RequestKind::execute) {
         // No sandbox could be started: say so instead of leaving the request hanging.
         QueuedRequest request = std::move(front);
         queue_.pop_front();
         publish_status("busy", &request.message);
-        json error = create_error_content("SandboxError", start_error_, json::array({start_error_}));
+        json error =
+            create_error_content("SandboxError", start_error_, json::array({start_error_}));
         publish("error", error, &request.message);
         reply(Channel::shell, request.message, "execute_reply",
               create_execute_reply_error(execution_count_, error));
@@ -74,7 +68,7 @@ void Kernel::dispatch_next() {
     queue_.pop_front();
     if (request.channel == Channel::control) {
       submit_control(request.message);
-    } else if (needs_worker(type)) {
+    } else if (request_kind(type)) {
       start_request(request.message);
     } else {
       answer_locally(request.channel, request.message);
@@ -86,7 +80,7 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
   std::string type = message.type();
   publish_status("busy", &message);
   if (type == "kernel_info_request") {
-    reply(channel, message, "kernel_info_reply", create_kernel_info_reply(language_info_, banner()));
+    reply(channel, message, "kernel_info_reply", kernel_info());
   } else if (type == "history_request") {
     reply(channel, message, "history_reply", create_history_reply(history_.query(message.content)));
   } else if (type == "comm_info_request") {
@@ -111,7 +105,7 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
 void Kernel::start_request(const WireMessage& message) {
   Cell cell;
   cell.request = message;
-  cell.kind = message.type();
+  cell.kind = *request_kind(message.type());  // dispatch_next sends only these here
   // The supervisor's own id, never reused: a frame naming an earlier one is stale, whatever
   // msg_id a client chose.
   cell.id = "r" + std::to_string(++requests_started_);
@@ -137,7 +131,7 @@ void Kernel::start_request(const WireMessage& message) {
   double background = background_.spent(cpu_now);
   background_.request_started(cpu_now);
   json frame;
-  if (cell.kind == "execute_request") {
+  if (cell.kind == RequestKind::execute) {
     cell.code = text("code");
     cell.silent = flag("silent", false);
     cell.store_history = cell.silent ? false : flag("store_history", true);
@@ -162,7 +156,8 @@ void Kernel::start_request(const WireMessage& message) {
     last_parent_ = message;
     // A key pasted into the cell is redacted in the echo other clients see, like any output.
     if (!cell.silent)
-      publish("execute_input", create_execute_input(redactor_.redact(cell.code), cell.execution_count), &message);
+      publish("execute_input",
+              create_execute_input(redactor_.redact(cell.code), cell.execution_count), &message);
     auto expressions = c.find("user_expressions");
     if (expressions != c.end() && expressions->is_object()) cell.expressions_asked = *expressions;
     frame = {{"type", "execute"},
@@ -170,29 +165,30 @@ void Kernel::start_request(const WireMessage& message) {
              {"code", cell.code},
              {"silent", cell.silent},
              {"store_history", cell.store_history},
-             {"user_expressions", expressions != c.end() && expressions->is_object() ? *expressions : json::object()},
+             {"user_expressions",
+              expressions != c.end() && expressions->is_object() ? *expressions : json::object()},
              {"allow_stdin", cell.allow_stdin},
              {"execution_count", cell.execution_count}};
-  } else if (cell.kind == "complete_request" || cell.kind == "inspect_request") {
+  } else if (cell.kind == RequestKind::complete || cell.kind == RequestKind::inspect) {
     std::string code = text("code");
-    frame = {{"type", cell.kind == "complete_request" ? "complete" : "inspect"},
+    frame = {{"type", worker_request(cell.kind)},
              {"id", cell.id},
              {"code", code},
              {"cursor_pos", integer("cursor_pos", static_cast<long long>(code.size()))},
              {"detail_level", integer("detail_level", 0)}};
   } else {
-    frame = {{"type", "is_complete"}, {"id", cell.id}, {"code", text("code")}};
+    frame = {{"type", worker_request(cell.kind)}, {"id", cell.id}, {"code", text("code")}};
   }
   cell_ = std::move(cell);
-  if (cell_->kind == "execute_request" && background_stop_) {
+  if (executing() && background_stop_) {
     // The sandbox this cell was meant for was stopped between cells: say so instead of
     // running it in a fresh session as if nothing had happened.
     std::string why = *std::exchange(background_stop_, std::nullopt);
-    cell_->limit_hit = "cpu";
-    fail_cell("TimeoutError", why + "; this cell did not run: run it again", "timeout");
+    cell_->limit_hit = LimitHit::cpu;
+    fail_cell("TimeoutError", why + "; this cell did not run: run it again", CellStatus::timeout);
     return;
   }
-  if (cell_->kind == "execute_request" && surveys_workspace()) {
+  if (executing() && surveys_workspace()) {
     hold_for_survey(std::move(frame));  // files that appeared since the last cell are guarded first
     return;
   }
@@ -205,7 +201,8 @@ void Kernel::abort_queued_executes() {
   // seeing the error is never caught up in it.
   std::deque<QueuedRequest> kept;
   for (auto& request : queue_) {
-    if (request.channel == Channel::shell && request.message.type() == "execute_request") {
+    if (request.channel == Channel::shell &&
+        request_kind(request.message.type()) == RequestKind::execute) {
       publish_status("busy", &request.message);
       reply(Channel::shell, request.message, "execute_reply", create_aborted_reply(),
             {{"status", "aborted"}});
@@ -237,7 +234,17 @@ void Kernel::interrupt_cell() {
   }
 }
 
-void Kernel::request_shutdown() { shutting_down_ = true; }
+void Kernel::request_shutdown() {
+  shutting_down_ = true;
+}
+
+json Kernel::kernel_info() const {
+  // What the sandbox lacks is the client's to read too (belljar.notes), not only the banner's.
+  json content = create_kernel_info_reply(language_info_, banner());
+  content["belljar"] = {{"isolation", isolation_name(options_.policy.isolation)},
+                        {"notes", sandbox_notes_}};
+  return content;
+}
 
 std::string Kernel::banner() const {
   std::string python = language_info_.value("version", "?");
@@ -254,7 +261,11 @@ std::string Kernel::banner() const {
            "with NO SANDBOX (--isolation none): code runs with your privileges, "
            "environment and network." +
            output;
-  return text + "in a sandbox (isolation " + mode + ")" + (output.empty() ? "" : ";" + output);
+  // A degraded sandbox says what it lacks (host_check.hpp, the warden), one note after another.
+  std::string lacks;
+  for (const auto& note : sandbox_notes_) lacks += (lacks.empty() ? "; it lacks: " : "; ") + note;
+  return text + "in a sandbox (isolation " + mode + ")" + lacks +
+         (output.empty() ? "" : ";" + output);
 }
 
 }  // namespace belljar

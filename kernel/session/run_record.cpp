@@ -126,7 +126,6 @@ void RunRecord::add(const std::string& msg_type, const json& content) {
 }
 
 void RunRecord::finish(const json& reply_content, const json& reply_metadata) {
-  finished_ = true;
   status_ = reply_content.is_object() ? text_of(reply_content, "status") : "";
   if (status_.empty()) status_ = "error";
   if (reply_content.is_object()) {

@@ -24,7 +24,6 @@ class RunRecord {
   // The execute_reply: its status and execution_count, and the facts in metadata.belljar.
   void finish(const nlohmann::json& reply_content, const nlohmann::json& reply_metadata);
 
-  bool finished() const { return finished_; }
   const std::string& status() const { return status_; }
   // Every output with its full data (base64 images included), in the shape above.
   const std::vector<nlohmann::json>& outputs() const { return outputs_; }
@@ -38,7 +37,6 @@ class RunRecord {
   void apply_pending_clear();
   std::vector<nlohmann::json> outputs_;
   bool clear_pending_ = false;
-  bool finished_ = false;
   std::string status_ = "running";
   nlohmann::json execution_count_ = nullptr;
   nlohmann::json error_ = nullptr;

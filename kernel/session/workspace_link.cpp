@@ -5,8 +5,8 @@
 // told to the learner; past --workspace-quota the running cell is stopped like any limit.
 #include <algorithm>
 
-#include "kernel/session/kernel.hpp"
 #include "kernel/protocol/replies.hpp"
+#include "kernel/session/kernel.hpp"
 
 namespace belljar {
 
@@ -59,10 +59,9 @@ void Kernel::handle_surveys() {
     // code has run before the first cell's), kept across restarts of the sandbox.
     if (!workspace_baseline_ && survey->contains("bytes"))
       workspace_baseline_ = survey->value("bytes", uint64_t{0});
-    bool executing = cell_ && cell_->kind == "execute_request";
     double ms = survey->value("ms", 0.0);
     uint64_t bytes = survey->value("bytes", survey_bytes_);
-    if (!executing)
+    if (!executing())
       survey_period_ = kSurveyWhileIdle;
     else if (held_frame_ || bytes != survey_bytes_)
       survey_period_ = kSurveyWhileGrowing;
@@ -73,7 +72,6 @@ void Kernel::handle_surveys() {
         survey_period_ == kSurveyWhileGrowing ? kSurveyCostShareWhileGrowing : kSurveyCostShare;
     auto cost = std::chrono::milliseconds(static_cast<long>(ms * share));
     next_survey_ = Clock::now() + std::max<Clock::duration>(survey_period_, cost);
-    workspace_read_only_ = survey->value("read_only", false);
 
     if (auto error = survey->find("error"); error != survey->end() && error->is_string()) {
       log_line("workspace survey failed: " + error->get<std::string>());
@@ -84,7 +82,7 @@ void Kernel::handle_surveys() {
         fail_cell("WorkspaceGuardError",
                   "the workspace could not be checked for new secrets and host-run files (" +
                       error->get<std::string>() + "); the cell was not run",
-                  "error");
+                  CellStatus::error);
       }
       continue;
     }
@@ -110,9 +108,10 @@ void Kernel::handle_surveys() {
     if (workspace_notices_.size() > 16384) workspace_notices_.resize(16384);
 
     bool over = survey->value("over_quota", false);
-    if (over && executing && cell_->limit_hit.empty() && !cell_->kill_at && !held_frame_) {
+    if (over && executing() && cell_->limit_hit == LimitHit::none && !cell_->kill_at &&
+        !held_frame_) {
       // Like the time limits: KeyboardInterrupt inside, named for what it was, kill in 2 s.
-      cell_->limit_hit = "workspace";
+      cell_->limit_hit = LimitHit::workspace;
       cell_->kill_at = Clock::now() + std::chrono::seconds(2);
       worker_->interrupt();
     }
@@ -126,7 +125,7 @@ void Kernel::handle_surveys() {
           format_size(options_.policy.workspace_quota_bytes) +
           ": the workspace is read-only to the sandbox until files are removed.\n";
     quota_told_ = over;
-    if (executing && !held_frame_) tell_workspace_notices();
+    if (executing() && !held_frame_) tell_workspace_notices();
     if (held_frame_ && surveys_answered_ >= survey_gate_) {
       tell_workspace_notices();
       json frame = std::move(*held_frame_);
@@ -137,7 +136,7 @@ void Kernel::handle_surveys() {
 }
 
 void Kernel::tell_workspace_notices() {
-  if (workspace_notices_.empty() || !cell_ || cell_->kind != "execute_request") return;
+  if (workspace_notices_.empty() || !executing()) return;
   publish("stream", create_stream("stderr", workspace_notices_), &cell_->request);
   workspace_notices_.clear();
 }

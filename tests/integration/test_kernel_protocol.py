@@ -276,3 +276,43 @@ def test_shutdown_ends_the_process():
         while km.is_alive() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not km.is_alive()
+
+
+def test_text_printed_after_a_frame_is_never_published_before_it(kernel):
+    # Each print follows its clear_output: a stream message carrying i must come after the
+    # (i+1)-th clear_output and before the next one. The supervisor used to drain the pipes
+    # between reading a frame and handling it, catching text written just after the frame.
+    _, kc = kernel
+    code = ("from IPython.display import clear_output\n"
+            "for i in range(400):\n"
+            "    clear_output(wait=True)\n"
+            "    print(i)\n")
+    for run in range(5):
+        reply, outputs = execute(kc, code)
+        assert reply["content"]["status"] == "ok"
+        clears = 0
+        for message in outputs:
+            if message["msg_type"] == "clear_output":
+                clears += 1
+            elif message["msg_type"] == "stream":
+                numbers = {int(n) for n in message["content"]["text"].split()}
+                assert numbers == {clears - 1}, (
+                    f"run {run}: stream {sorted(numbers)} published after {clears} clear_output")
+        assert clears == 400
+
+
+def test_limits_magic_values_follow_the_command_lines_grammar(kernel):
+    # The supervisor parses %%limits values with the flags' own parser: the same words are
+    # accepted and refused, and a refusal names the option and the value.
+    _, kc = kernel
+    reply, outputs = execute(kc, "%%limits --memory lots\nprint('never')")
+    assert reply["content"]["ename"] == "LimitError"
+    assert "--memory lots: expected a size like 512M or 1G" in reply["content"]["evalue"]
+    assert "never" not in stdout_of(outputs)
+    reply, outputs = execute(kc, "%%limits --timeout 1ms\nprint('never')")
+    assert reply["content"]["ename"] == "LimitError"
+    assert "--timeout 1ms: out of range" in reply["content"]["evalue"]
+    reply, outputs = execute(kc, "%%limits --timeout 1.5s --output-limit 1MiB\nprint('ran')")
+    assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "ran\n"
+    limits = reply["metadata"]["belljar"]["limits"]
+    assert limits["timeout_seconds"] <= 1.5 + 1 and limits["output_limit_bytes"] == 1 << 20

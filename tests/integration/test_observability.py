@@ -2,6 +2,10 @@
 the facts in execute_reply metadata, the Prometheus file, the output cap, bundle validation,
 secret redaction and usage_request."""
 import json
+import os
+import pathlib
+import shutil
+import tempfile
 import time
 
 import pytest
@@ -186,3 +190,36 @@ def test_print_flood_is_capped_and_the_kernel_stays_responsive():
         assert "output limit" in stderr_of(outputs) and "dropped" in stderr_of(outputs)
         assert stderr_of(outputs).count("output limit") == 1
         assert reply["metadata"]["belljar"]["output_truncated"] is True
+
+
+def sandbox_notes_everywhere(isolation):
+    """A kernel under `isolation`: its notes as kernel_info_reply, the banner and the audit
+    log's kernel_start record carry them. The log is kept off /tmp, which a degraded sandbox
+    can write."""
+    logs = pathlib.Path(tempfile.mkdtemp(prefix="belljar-notes-", dir="/var/tmp"))
+    os.chmod(logs, 0o777)
+    audit = logs / "audit.jsonl"
+    try:
+        with running_kernel(flags=["--isolation", isolation, "--audit-log", str(audit)]) as (_, kc):
+            kc.kernel_info()
+            info = kc.get_shell_msg(timeout=30)["content"]
+        start = records(audit, "kernel_start")[0]
+        return info, start
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+@pytest.mark.parametrize("isolation", ["degraded", "none"])
+def test_what_the_sandbox_lacks_reaches_the_client_and_the_log(isolation):
+    info, start = sandbox_notes_everywhere(isolation)
+    notes = info["belljar"]["notes"]
+    assert info["belljar"]["isolation"] == isolation
+    assert start["notes"] == notes
+    if isolation == "none":
+        assert any("unsandboxed" in note for note in notes)
+        assert "NO SANDBOX" in info["banner"]  # says it louder than any note
+    for note in notes if isolation != "none" else ():
+        assert note in info["banner"]
+    if isolation == "degraded" and os.geteuid() != 0:
+        # Unprivileged, this host's kernels get no cgroup of their own: degraded says so.
+        assert notes, "a degraded sandbox without cgroups reported nothing missing"

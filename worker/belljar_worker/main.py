@@ -49,7 +49,7 @@ def serve():
     _signal.signal(_signal.SIGINT, gate.handle_sigint)
     streams = OutputStreams()
     streams.start_flusher()
-    channel = FrameChannel(FRAMES_FD, gate, streams.flush)
+    channel = FrameChannel(FRAMES_FD, gate, streams.flush, streams.written)
     streams.before_write = channel.wait_until_read
     channel.send(hello_frame())
 

@@ -15,16 +15,20 @@ FLUSH_INTERVAL = 0.05
 
 
 class _PipeWriter(io.RawIOBase):
-    """fd 1 or fd 2 as a raw stream that first lets the supervisor read the last frame.
+    """fd 1 or fd 2 as a raw stream that counts what it wrote and first lets the supervisor
+    read the last frame.
 
-    The supervisor drains the pipes before it handles a frame. Text written after a frame
-    that it has not read yet could be drained first and shown before that frame; so,
-    before each write, `before_write` waits until the last frame was read (see wire.py)."""
+    Every frame carries the counts (`written`, see wire.py): the supervisor shows the text
+    up to them before the frame and the rest after it. Bytes written to fd 1/2 without this
+    writer (subprocesses, C code) are not counted; for them, before each write here,
+    `before_write` waits until the last frame was read, so the supervisor, which reads the
+    pipes before the frame socket, has them in hand when the frame arrives."""
 
     def __init__(self, fd, streams):
         super().__init__()
         self._fd = fd
         self._streams = streams
+        self._index = fd - 1
 
     def writable(self):
         return True
@@ -36,7 +40,10 @@ class _PipeWriter(io.RawIOBase):
         before_write = self._streams.before_write
         if before_write is not None:
             before_write()
-        return os.write(self._fd, data)
+        n = os.write(self._fd, data)
+        # Under the BufferedWriter's lock: one writer per descriptor counts at a time.
+        self._streams.written[self._index] += n
+        return n
 
 
 def _open_fd_stream(fd, streams):
@@ -52,6 +59,7 @@ class OutputStreams:
         # alive so their finalizers never close the descriptors under us.
         self._originals = (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)
         self.before_write = None
+        self.written = [0, 0]  # bytes this worker's streams wrote to fd 1 and fd 2
         self.stdout = _open_fd_stream(1, self)
         self.stderr = _open_fd_stream(2, self)
         sys.stdout = sys.__stdout__ = self.stdout

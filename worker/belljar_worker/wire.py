@@ -122,16 +122,17 @@ def _too_big(msg, size):
     elif kind == "inspect_reply":
         small = dict(msg, data={"text/plain": note}, metadata={})
     else:
-        small = {k: v for k, v in msg.items() if k in ("type", "id")}
+        small = {k: v for k, v in msg.items() if k in ("type", "id", "written")}
     return encode(small)
 
 
 class FrameChannel:
-    def __init__(self, fd, gate, flush_streams):
+    def __init__(self, fd, gate, flush_streams, written=None):
         self.fd = fd
         self._wakeup = _signal_wakeup_pipe()
         self.gate = gate
         self.flush_streams = flush_streams
+        self.written = written  # the streams' [fd 1, fd 2] byte counts (streams.py)
         self._inbox = bytearray()
         self._deferred = []
         self._write_lock = _thread.allocate_lock()
@@ -147,11 +148,14 @@ class FrameChannel:
     def send(self, msg):
         if "id" not in msg and self.request_id is not None:
             msg = dict(msg, id=self.request_id)
+        self.flush_streams()  # text printed before this frame must arrive before it
+        if self.written is not None:
+            # How far the supervisor reads fd 1/2 before it handles this frame.
+            msg = dict(msg, written=list(self.written))
         payload = encode(msg)
         if len(payload) > MAX_FRAME:
             payload = _too_big(msg, len(payload))
         frame = len(payload).to_bytes(4, "big") + payload
-        self.flush_streams()  # text printed before this frame must arrive before it
         if _thread.get_ident() == self.main_thread:
             with self.gate.shielded():
                 self._write(frame)

@@ -1,0 +1,215 @@
+// The cell's limits, enforced by the supervisor: the wall-clock and CPU-time limits (an
+// interrupt, then the sandbox goes 2 s later), CPU spent by code left running between cells,
+// what %%limits asks for (only ever tighter than the policy, parsed with the command line's own
+// grammar), and the errors that name the limit a cell hit. The worker only asks; a forged
+// frame can lower its own limits, never raise them.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "kernel/observability/diagnostics.hpp"
+#include "kernel/protocol/replies.hpp"
+#include "kernel/session/cell_budget.hpp"
+#include "kernel/session/kernel.hpp"
+#include "sandbox/policy/quantities.hpp"
+
+namespace belljar {
+
+void Kernel::check_limits(Clock::time_point now) {
+  if (!executing() || !worker_) return;
+  if (cell_->kill_at) {
+    if (now >= *cell_->kill_at) {
+      // The code ignored the interrupt: the sandbox goes, the workspace stays.
+      log_line("cell ignored the interrupt for 2 s: killing the worker");
+      cell_->kill_at = now + std::chrono::hours(24);
+      worker_->kill();
+    }
+    return;
+  }
+  LimitHit hit = LimitHit::none;
+  double elapsed = std::chrono::duration<double>(now - cell_->started).count();
+  if (elapsed >= cell_->timeout)
+    hit = LimitHit::timeout;
+  else if (cell_->cpu_limit < cell_->timeout &&
+           worker_->cpu_seconds() - cell_->cpu_at_start >= cell_->cpu_limit)
+    hit = LimitHit::cpu;
+  if (hit == LimitHit::none) return;
+  cell_->limit_hit = hit;
+  cell_->kill_at = now + std::chrono::seconds(2);
+  worker_->interrupt();
+}
+
+void Kernel::check_background_cpu(Clock::time_point now) {
+  // Sampled once a second while no request runs: code a cell left running (a daemon thread)
+  // is bounded by --cpu too.
+  if (cell_ || !worker_ || !worker_ready_ || now < next_cpu_sample_) return;
+  next_cpu_sample_ = now + std::chrono::seconds(1);
+  double spent = background_.spent(worker_->cpu_seconds());
+  double limit = options_.policy.cpu_limit();
+  if (spent < limit) return;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "code left running after cell [%d] used %.1f s of CPU while no cell ran, past the "
+                "CPU-time limit of %g s (--cpu): the sandbox was restarted; variables were lost, "
+                "workspace files were kept",
+                execution_count_, spent, limit);
+  audit_.record("background_cpu", {{"cpu_seconds", std::round(spent * 10) / 10},
+                                   {"limit_seconds", limit},
+                                   {"after_execution_count", execution_count_}});
+  metrics_.limit_hit(LimitHit::cpu);
+  // Told at once to whoever ran the last cell, and again by the next cell's reply.
+  if (last_parent_)
+    publish("stream", create_stream("stderr", "\n[belljar] " + std::string(text) + "\n"),
+            &*last_parent_);
+  background_stop_ = text;
+  restart_worker("background CPU past --cpu");
+}
+
+void Kernel::handle_limits(const json& frame) {
+  // %%limits may only tighten: the worker passes the options' text on, the supervisor parses
+  // it with the command line's grammar (policy.hpp), decides and enforces.
+  const auto& policy = options_.policy;
+  std::string refused;
+  auto option = [&](const char* key, const char* flag) -> std::optional<std::string> {
+    auto it = frame.find(key);
+    if (it == frame.end() || !refused.empty()) return std::nullopt;
+    if (!it->is_string()) {
+      refused = std::string(flag) + ": expected the option's text, as written after it";
+      return std::nullopt;
+    }
+    return it->get<std::string>();
+  };
+  auto parsed = [&](auto parse, const char* key, const char* flag) {
+    std::optional<decltype(parse(std::string(), std::string()))> value;
+    if (auto text = option(key, flag)) try {
+        value = parse(flag, *text);
+      } catch (const UsageError& e) {
+        refused = e.what();  // names the option and the value: "--memory lots: expected a size ..."
+      }
+    return value;
+  };
+  auto duration = [](const std::string& flag, const std::string& text) {
+    return parse_duration(flag, text);
+  };
+  auto size = [](const std::string& flag, const std::string& text) {
+    return parse_size(flag, text);
+  };
+  auto timeout = parsed(duration, "timeout", "--timeout");
+  auto cpu = parsed(duration, "cpu", "--cpu");
+  auto output = parsed(size, "output_limit", "--output-limit");
+  auto memory = parsed(size, "memory", "--memory");
+  char text[160];
+  if (refused.empty() && timeout && *timeout > policy.timeout_seconds) {
+    std::snprintf(text, sizeof text,
+                  "--timeout %g asks for more than this kernel's policy allows (%g s)", *timeout,
+                  policy.timeout_seconds);
+    refused = text;
+  } else if (refused.empty() && cpu && *cpu > policy.cpu_limit()) {
+    std::snprintf(text, sizeof text,
+                  "--cpu %g asks for more than this kernel's policy allows (%g s)", *cpu,
+                  policy.cpu_limit());
+    refused = text;
+  } else if (refused.empty() && output && *output > policy.output_limit_bytes) {
+    refused = "--output-limit " + format_size(*output) +
+              " asks for more than this kernel's policy allows (" +
+              format_size(policy.output_limit_bytes) + ")";
+  } else if (refused.empty() && memory && *memory > policy.memory_bytes) {
+    refused = "--memory " + format_size(*memory) +
+              " asks for more than this kernel's policy allows (" +
+              format_size(policy.memory_bytes) + ")";
+  } else if (refused.empty() && memory) {
+    std::string why;
+    if (!worker_ || !worker_->set_memory_limit(*memory, &why))
+      refused = "--memory can't be set for this cell: " + why;
+    else
+      cell_->memory_limit = *memory;
+  }
+  if (!refused.empty()) {
+    send_to_worker({{"type", "limits_reply"}, {"ok", false}, {"error", refused}});
+    return;
+  }
+  cell_->magic_timeout = timeout;
+  cell_->magic_cpu = cpu;
+  if (timeout)
+    cell_->timeout =
+        std::min(cell_->timeout,
+                 *timeout + std::chrono::duration<double>(Clock::now() - cell_->started).count());
+  if (cpu) cell_->cpu_limit = std::min(cell_->cpu_limit, *cpu);
+  // Lower only, keeping what the cell already used: a forged frame can't buy more output.
+  if (output) budget_.lower(*output);
+  send_to_worker({{"type", "limits_reply"}, {"ok", true}});
+}
+
+void Kernel::name_limit_in_error(std::string& ename, std::string& evalue, json& traceback) const {
+  // The limit's interrupt surfaced in the cell as KeyboardInterrupt: the error names the limit.
+  if (cell_->limit_hit == LimitHit::workspace) {
+    ename = "WorkspaceQuotaError";
+    evalue = "the session passed its --workspace-quota of " +
+             format_size(options_.policy.workspace_quota_bytes) +
+             " and the cell was interrupted; the workspace is read-only to the sandbox until "
+             "files are removed; variables were kept";
+    traceback.push_back(ename + ": " + evalue);
+  } else if (cell_->limit_hit != LimitHit::none) {
+    // The limit's interrupt surfaced as KeyboardInterrupt: name the limit instead.
+    bool cpu = cell_->limit_hit == LimitHit::cpu;
+    std::optional<double> asked = cpu ? cell_->magic_cpu : cell_->magic_timeout;
+    char limit[64];
+    std::snprintf(limit, sizeof limit, "%g s",
+                  asked ? *asked
+                  : cpu ? cell_->cpu_limit
+                        : cell_->timeout);
+    ename = "TimeoutError";
+    evalue = "the cell passed its " + std::string(cpu ? "CPU-time" : "wall-clock") + " limit of " +
+             limit + " (" + (asked ? "%%limits " : "") + (cpu ? "--cpu" : "--timeout") +
+             ") and was interrupted; variables were kept";
+    if (cpu && cell_->background_cpu >= 0.05) {
+      char spent[96];
+      std::snprintf(spent, sizeof spent, " (%.1f s of it spent between cells by code left running)",
+                    cell_->background_cpu);
+      evalue += spent;
+    }
+    traceback.push_back(ename + ": " + evalue);
+  }
+}
+
+void Kernel::fail_cell_after_exit(const WorkerExit& exit, const std::string& cause) {
+  // The cell the worker died under fails naming why: a limit it ignored, memory, or a crash.
+  if (cell_) {
+    if (executing() && cell_->kill_at && cell_->limit_hit == LimitHit::workspace) {
+      fail_cell("WorkspaceQuotaError",
+                "the session passed its --workspace-quota and the cell ignored the interrupt for "
+                "2 s: the sandbox was restarted; variables were lost, workspace files were kept",
+                CellStatus::workspace_quota);
+    } else if (executing() && cell_->kill_at) {
+      fail_cell(
+          "TimeoutError",
+          "the cell passed its " +
+              std::string(cell_->limit_hit == LimitHit::cpu ? "CPU-time" : "wall-clock") +
+              " limit and ignored the interrupt for 2 s: the sandbox was restarted; variables "
+              "were lost, workspace files were kept",
+          CellStatus::timeout);
+    } else if (exit.memory_limit) {
+      if (executing()) cell_->limit_hit = LimitHit::memory;
+      fail_cell(
+          "MemoryError",
+          "the session passed its memory limit of " +
+              format_size(cell_->memory_limit ? cell_->memory_limit
+                                              : options_.policy.memory_bytes) +
+              (cell_->memory_limit ? " (%%limits --memory)" : " (--memory)") +
+              (exit.memory_total_bytes
+                   ? ": its processes held " + format_size(exit.memory_total_bytes) + " together"
+                   : "") +
+              "; the worker was restarted: variables were lost, "
+              "workspace files were kept",
+          CellStatus::memory);
+    } else {
+      fail_cell("WorkerDied",
+                "the Python worker died (" + cause +
+                    "); a fresh worker was started: variables were lost, "
+                    "workspace files were kept",
+                CellStatus::crashed);
+    }
+  }
+}
+
+}  // namespace belljar

@@ -1,0 +1,170 @@
+// What a finished request leaves behind: the execute_reply with its facts (metadata.belljar),
+// the audit log's `cell` record and the metrics, history, the stop_on_error abort; the reply of
+// a lookup; a cell failed by the supervisor; and the restart policy (back off while the worker
+// keeps dying at once). Everything the worker sent is charged and redacted before it is kept.
+#include <algorithm>
+#include <cmath>
+
+#include "kernel/output/active_output.hpp"
+#include "kernel/protocol/replies.hpp"
+#include "kernel/protocol/signer.hpp"
+#include "kernel/session/cell_budget.hpp"
+#include "kernel/session/kernel.hpp"
+#include "sandbox/policy/quantities.hpp"
+
+namespace belljar {
+
+json Kernel::execution_facts() const {
+  double wall = std::chrono::duration<double, std::milli>(Clock::now() - cell_->started).count();
+  double cpu = worker_ ? (worker_->cpu_seconds() - cell_->cpu_at_start) * 1000 : 0;
+  return {{"wall_ms", std::round(wall * 10) / 10},
+          {"cpu_ms", std::round(std::max(0.0, cpu) * 10) / 10},
+          {"background_cpu_ms", std::round(cell_->background_cpu * 10000) / 10},
+          {"peak_memory_bytes", worker_ ? worker_->peak_memory_bytes() : 0},
+          {"limits",
+           {{"timeout_seconds", cell_->timeout},
+            {"cpu_seconds", cell_->cpu_limit},
+            {"memory_bytes", options_.policy.memory_bytes},
+            {"output_limit_bytes", budget_.limit()}}},
+          {"limit_hit",
+           cell_->limit_hit == LimitHit::none ? json(nullptr) : json(limit_name(cell_->limit_hit))},
+          {"output_truncated", budget_.dropped() > 0},
+          {"output_bytes",
+           {{"stdout", streams_[0].total_bytes()}, {"stderr", streams_[1].total_bytes()}}},
+          {"egress_denied", cell_->egress_denied}};
+}
+
+void Kernel::finish_cell(const json& done) {
+  drain_pipes();  // the cell is over: everything its code wrote is shown before the reply
+  learn_uncounted_output(done);
+  flush_streams(true);
+  handle_egress();  // decisions still queued belong to this cell
+  Cell& cell = *cell_;
+  if (cell.memory_limit && worker_) {
+    std::string why;
+    if (!worker_->set_memory_limit(options_.policy.memory_bytes, &why))
+      log_line("restoring --memory: " + why);
+  }
+  std::string_view status = status_name(cell.error ? CellStatus::error : CellStatus::ok);
+  json content;
+  if (cell.error) {
+    content = create_execute_reply_error(cell.execution_count, *cell.error);
+  } else {
+    // user_expressions (what read_file and agents use) and pager payloads are output too.
+    auto sent = done.find("user_expressions");
+    json expressions = sent != done.end() && sent->is_object() ? *sent : json::object();
+    json payload = done.contains("payload") ? done["payload"] : json::array();
+    redactor_.redact_json(expressions);
+    redactor_.redact_json(payload);
+    apply_active_output_within(expressions, options_.policy.active_output);
+    apply_active_output_within(payload, options_.policy.active_output);
+    redactor_.redact_json(expressions);
+    redactor_.redact_json(payload);
+    // Charged like any output: the worker chose their size (read_file chunks stay far below).
+    expressions = charge_user_expressions(expressions, cell.expressions_asked, budget_);
+    payload = charge_payload(payload, budget_);
+    content =
+        create_execute_reply_ok(cell.execution_count, std::move(expressions), std::move(payload));
+  }
+  if (budget_.dropped() > 0) {
+    publish(
+        "stream",
+        create_stream("stderr", "\n[belljar] output limit of " + format_size(budget_.limit()) +
+                                    " reached: " + format_size(budget_.dropped()) + " dropped\n"),
+        &cell.request);
+  }
+  json facts = execution_facts();
+  if (cell.memory_limit) facts["limits"]["memory_bytes"] = cell.memory_limit;
+  json metadata = {{"started", cell.started_iso},
+                   {"dependencies_met", true},
+                   {"engine", options_.session_id},
+                   {"status", status},
+                   {"belljar", facts}};
+  if (cell.store_history) history_.add(cell.execution_count, cell.code, cell.result_text);
+  CellStatus audit_status =
+      cell.outcome ? *cell.outcome
+                   : status_for(cell.limit_hit, cell.error.has_value(), cell.user_interrupted);
+  json record = {{"client_session", cell.request.header.value("session", "")},
+                 {"msg_id", cell.request.id()},
+                 {"execution_count", cell.execution_count},
+                 {"code_sha256", sha256_hex(cell.code)},
+                 {"code_bytes", cell.code.size()},
+                 {"start", cell.started_iso},
+                 {"status", status_name(audit_status)},
+                 {"wall_ms", facts["wall_ms"]},
+                 {"cpu_ms", facts["cpu_ms"]},
+                 {"peak_memory_bytes", facts["peak_memory_bytes"]},
+                 {"output_bytes", facts["output_bytes"]},
+                 {"output_dropped_bytes", budget_.dropped()},
+                 {"truncated", budget_.dropped() > 0},
+                 {"limit_hit", facts["limit_hit"]},
+                 {"displays", cell.displays}};
+  if (cell.error) record["ename"] = (*cell.error)["ename"];
+  if (options_.policy.audit_code) record["code"] = redactor_.redact(cell.code);
+  audit_.record("cell", record);
+  recent_cells_.push_back(record);
+  if (recent_cells_.size() > 1000) recent_cells_.pop_front();
+  metrics_.cell(audit_status, facts["wall_ms"].get<double>() / 1000, budget_.dropped() > 0,
+                cell.limit_hit);
+  metrics_.flush(Clock::now(), true);  // the reply's facts are in the file when the client has it
+  bool abort = cell.error && cell.stop_on_error;
+  if (abort) {
+    collecting_ = true;
+    frontend_->collect_pending(*this);
+    collecting_ = false;
+  }
+  WireMessage request = std::move(cell.request);
+  cell_.reset();
+  if (worker_) background_.request_finished(worker_->cpu_seconds(), true);
+  reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));
+  publish_status("idle", &request);
+  if (abort) abort_queued_executes();
+  dispatch_next();
+}
+
+void Kernel::finish_request_reply(const json& frame) {
+  WireMessage request = std::move(cell_->request);
+  RequestKind kind = cell_->kind;
+  cell_.reset();
+  if (worker_) background_.request_finished(worker_->cpu_seconds(), false);
+  // A lookup gets the same cap as a cell, on its own budget (it is not a cell's output).
+  OutputBudget budget;
+  budget.reset(options_.policy.output_limit_bytes);
+  if (kind == RequestKind::complete)
+    reply(Channel::shell, request, "complete_reply",
+          charge_request_reply(kind, create_complete_reply(frame), budget));
+  else if (kind == RequestKind::inspect) {
+    // The inspector renders its bundle like an output (JupyterLab shows text/html).
+    json content = create_inspect_reply(frame);
+    if (!content["data"].empty())
+      content["data"] = apply_active_output(content["data"], options_.policy.active_output);
+    reply(Channel::shell, request, "inspect_reply", charge_request_reply(kind, content, budget));
+  } else
+    reply(Channel::shell, request, "is_complete_reply",
+          charge_request_reply(kind, create_is_complete_reply(frame), budget));
+  publish_status("idle", &request);
+  dispatch_next();
+}
+
+void Kernel::fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome) {
+  if (!cell_) return;
+  if (!executing()) {
+    // complete/inspect/is_complete: answer with nothing found rather than leaving it waiting.
+    finish_request_reply(json::object());
+    return;
+  }
+  cell_->outcome = outcome;
+  cell_->error = create_error_content(ename, evalue, json::array({ename + ": " + evalue}));
+  if (!cell_->silent) publish("error", *cell_->error, &cell_->request);
+  finish_cell(json::object());
+}
+
+void Kernel::schedule_restart(const std::string& why) {
+  // Back off when the worker keeps dying at once, so a broken interpreter can't spin us.
+  ++failed_starts_;
+  auto delay = std::chrono::milliseconds(std::min(5000, 50 << std::min(failed_starts_, 7)));
+  log_line("worker restart in " + std::to_string(delay.count()) + " ms: " + why);
+  restart_at_ = Clock::now() + delay;
+}
+
+}  // namespace belljar
