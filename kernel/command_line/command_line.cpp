@@ -50,17 +50,22 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
       cl.prefix = value_of(args, i, arg);
     } else if (cl.command == "install" && arg == "--name") {
       cl.name = value_of(args, i, arg);
-      if (cl.name.empty() || cl.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != std::string::npos)
+      if (cl.name.empty() ||
+          cl.name.find_first_not_of(
+              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+              std::string::npos)
         throw UsageError("--name " + cl.name + ": use letters, digits, '-', '_' and '.'");
     } else if (cl.command == "install" && arg == "--display-name") {
       cl.display_name = value_of(args, i, arg);
     } else if (cl.command == "run" && arg == "-c") {
-      if (cl.run_file || cl.run_code) throw UsageError("belljar run takes one of FILE.py, -c CODE or -");
+      if (cl.run_file || cl.run_code)
+        throw UsageError("belljar run takes one of FILE.py, -c CODE or -");
       cl.run_code = value_of(args, i, arg);
     } else if (cl.command == "run" && arg == "--json") {
       cl.json_output = true;
     } else if (cl.command == "run" && (arg == "-" || arg[0] != '-')) {
-      if (cl.run_file || cl.run_code) throw UsageError("belljar run takes one of FILE.py, -c CODE or -");
+      if (cl.run_file || cl.run_code)
+        throw UsageError("belljar run takes one of FILE.py, -c CODE or -");
       cl.run_file = arg;
     } else {
       throw UsageError("unknown option " + arg + " for belljar " + cl.command);
@@ -75,7 +80,8 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
 
 std::string usage_text() {
   std::ostringstream out;
-  out << "belljar " BELLJAR_VERSION " — a Jupyter kernel whose Python session lives in a sandbox\n\n"
+  out << "belljar " BELLJAR_VERSION
+         " — a Jupyter kernel whose Python session lives in a sandbox\n\n"
       << "usage:\n"
       << "  belljar kernel -f CONNECTION_FILE [policy flags]   what kernel.json runs\n"
       << "  belljar install [--user | --sys-prefix | --prefix DIR] [--name NAME]\n"

@@ -10,8 +10,8 @@
 namespace belljar {
 
 struct CommandLine {
-  std::string command;  // kernel, install, run, mcp, check, help, version, flags-markdown
-  std::string connection_file;     // kernel -f
+  std::string command;          // kernel, install, run, mcp, check, help, version, flags-markdown
+  std::string connection_file;  // kernel -f
   // install
   enum class Scope { default_, user, sys_prefix, prefix } scope = Scope::default_;
   std::string prefix;

@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "kernel/command_line/resources.hpp"
@@ -38,11 +37,18 @@ fs::path install_kernelspec(const CommandLine& cl) {
   Policy policy = cl.policy.build();  // validates everything before anything is written
   fs::path kernels;
   switch (cl.scope) {
-    case CommandLine::Scope::user: kernels = jupyter_data_dir() / "kernels"; break;
-    case CommandLine::Scope::sys_prefix: kernels = python_prefix(policy.python) / "share/jupyter/kernels"; break;
-    case CommandLine::Scope::prefix: kernels = fs::absolute(cl.prefix) / "share/jupyter/kernels"; break;
+    case CommandLine::Scope::user:
+      kernels = jupyter_data_dir() / "kernels";
+      break;
+    case CommandLine::Scope::sys_prefix:
+      kernels = python_prefix(policy.python) / "share/jupyter/kernels";
+      break;
+    case CommandLine::Scope::prefix:
+      kernels = fs::absolute(cl.prefix) / "share/jupyter/kernels";
+      break;
     case CommandLine::Scope::default_:
-      kernels = ::geteuid() == 0 ? fs::path("/usr/local/share/jupyter/kernels") : jupyter_data_dir() / "kernels";
+      kernels = ::geteuid() == 0 ? fs::path("/usr/local/share/jupyter/kernels")
+                                 : jupyter_data_dir() / "kernels";
   }
   fs::path dir = kernels / cl.name;
   std::error_code ec;
@@ -53,13 +59,15 @@ fs::path install_kernelspec(const CommandLine& cl) {
   // The flags as given, and the defaults install resolves (the python on PATH) so the kernel
   // runs the interpreter the user installed it for.
   for (auto& arg : cl.policy.kernel_argv(policy)) argv.push_back(std::move(arg));
-  nlohmann::json spec = {{"argv", argv},
-                         {"display_name", cl.display_name},
-                         {"language", "python"},
-                         {"interrupt_mode", "message"},
-                         {"metadata", {{"debugger", false},
-                                       {"belljar", {{"version", BELLJAR_VERSION},
-                                                    {"isolation", isolation_name(policy.isolation)}}}}}};
+  nlohmann::json spec = {
+      {"argv", argv},
+      {"display_name", cl.display_name},
+      {"language", "python"},
+      {"interrupt_mode", "message"},
+      {"metadata",
+       {{"debugger", false},
+        {"belljar",
+         {{"version", BELLJAR_VERSION}, {"isolation", isolation_name(policy.isolation)}}}}}};
   std::ofstream out(dir / "kernel.json");
   out << spec.dump(2) << "\n";
   if (!out) throw UsageError("cannot write " + (dir / "kernel.json").string());

@@ -1,24 +1,23 @@
 // belljar: the command line. Every failure at this edge is one line and exit status 2
 // (bad usage) or 1 (the sandbox can't be had); the kernel itself never dies of a request.
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <sys/prctl.h>
-
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <iterator>
 
 #include "kernel/command_line/command_line.hpp"
-#include "kernel/protocol/connection_file.hpp"
-#include "kernel/jupyter/jupyter_frontend.hpp"
-#include "kernel/session/kernel.hpp"
 #include "kernel/command_line/kernelspec.hpp"
-#include "kernel/mcp/mcp_frontend.hpp"
 #include "kernel/command_line/resources.hpp"
+#include "kernel/jupyter/jupyter_frontend.hpp"
+#include "kernel/mcp/mcp_frontend.hpp"
+#include "kernel/protocol/connection_file.hpp"
 #include "kernel/run/run_frontend.hpp"
+#include "kernel/session/kernel.hpp"
 #include "sandbox/jail/host_check.hpp"
 #include "sandbox/jail/jail_entry.hpp"
 #include "sandbox/policy/policy_flags.hpp"
@@ -61,9 +60,11 @@ int run_mcp(const CommandLine& cl) {
 std::string read_code(const CommandLine& cl) {
   if (cl.run_code) return *cl.run_code;
   if (*cl.run_file == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  auto unreadable = [&] { return UsageError(*cl.run_file + ": cannot read it: " + std::strerror(errno)); };
+  auto unreadable = [&] {
+    return UsageError(*cl.run_file + ": cannot read it: " + std::strerror(errno));
+  };
   Fd file(::open(cl.run_file->c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat info{};
+  struct stat info {};
   if (!file || ::fstat(file.get(), &info) != 0) throw unreadable();
   if (!S_ISREG(info.st_mode)) throw UsageError(*cl.run_file + ": not a regular file");
   std::string code;

@@ -19,8 +19,8 @@ fs::path first_existing(const fs::path& name, const fs::path& marker) {
     std::error_code ec;
     if (fs::exists(candidate / marker, ec)) return fs::weakly_canonical(candidate, ec);
   }
-  throw UsageError("cannot find " + name.string() + " beside " + bin.string() +
-                   " or in " + (bin.parent_path() / "share/belljar").string());
+  throw UsageError("cannot find " + name.string() + " beside " + bin.string() + " or in " +
+                   (bin.parent_path() / "share/belljar").string());
 }
 }  // namespace
 

@@ -5,7 +5,9 @@
 namespace belljar {
 
 JupyterFrontend::JupyterFrontend(const ConnectionInfo& connection, std::string session_id)
-    : signer_(connection.key), wire_log_(10), session_id_(std::move(session_id)),
+    : signer_(connection.key),
+      wire_log_(10),
+      session_id_(std::move(session_id)),
       transport_(connection) {}
 
 void JupyterFrontend::add_poll_items(std::vector<zmq::pollitem_t>& items) {
@@ -21,7 +23,9 @@ void JupyterFrontend::handle(const zmq::pollitem_t* items, Kernel& kernel) {
   if (items[2].revents & ZMQ_POLLIN) receive(Channel::shell, kernel, 64);
 }
 
-void JupyterFrontend::collect_pending(Kernel& kernel) { receive(Channel::shell, kernel, 1 << 20); }
+void JupyterFrontend::collect_pending(Kernel& kernel) {
+  receive(Channel::shell, kernel, 1 << 20);
+}
 
 void JupyterFrontend::receive(Channel channel, Kernel& kernel, int batch) {
   // A bounded batch per wake-up so one busy socket can't starve the others.

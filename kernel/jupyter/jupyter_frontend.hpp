@@ -4,12 +4,12 @@
 #include <optional>
 #include <string>
 
-#include "kernel/protocol/connection_file.hpp"
 #include "kernel/observability/diagnostics.hpp"
-#include "kernel/session/frontend.hpp"
+#include "kernel/protocol/connection_file.hpp"
 #include "kernel/protocol/replay_guard.hpp"
 #include "kernel/protocol/signer.hpp"
 #include "kernel/protocol/transport.hpp"
+#include "kernel/session/frontend.hpp"
 
 namespace belljar {
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernel/mcp/mcp_tools.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/session/kernel.hpp"
-#include "kernel/mcp/mcp_tools.hpp"
 
 namespace belljar {
 

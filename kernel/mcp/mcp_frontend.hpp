@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
+#include "kernel/mcp/json_rpc.hpp"
 #include "kernel/observability/diagnostics.hpp"
 #include "kernel/session/frontend.hpp"
-#include "kernel/mcp/json_rpc.hpp"
 #include "kernel/session/run_record.hpp"
 #include "sandbox/policy/policy.hpp"
 

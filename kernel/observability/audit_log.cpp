@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "kernel/protocol/bounded_json.hpp"
 #include "kernel/observability/host_files.hpp"
+#include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/wire_message.hpp"
 #include "sandbox/policy/policy.hpp"
 

@@ -3,9 +3,8 @@
 // write), so an operator can tail it and a crash loses nothing already logged.
 // Never the key, a secret or the code itself (only its hash and size) unless asked.
 // Opened once, never through a symlink, and never where the sandbox can write (host_files.hpp).
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "sandbox/os/fd.hpp"
 

@@ -42,8 +42,9 @@ std::optional<std::string> bundle_problem(const nlohmann::json& data) {
           return mime + " does not parse as JSON";
       }
     } else if (mime.rfind("text/", 0) == 0 || mime == "image/svg+xml") {
-      bool lines = value.is_array() && std::all_of(value.begin(), value.end(),
-                                                   [](const nlohmann::json& v) { return v.is_string(); });
+      bool lines =
+          value.is_array() && std::all_of(value.begin(), value.end(),
+                                          [](const nlohmann::json& v) { return v.is_string(); });
       if (!value.is_string() && !lines) return mime + " is not text";
     }
   }

@@ -1,9 +1,8 @@
 #pragma once
 // Validation of mime bundles from the worker before they reach a client or a saved notebook.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace belljar {
 

@@ -3,11 +3,10 @@
 // value is built: nesting depth (serialising a deeply nested value back would recurse) and the
 // memory the parsed value would take (a 16 MiB frame of `{}` is ~600 MiB of nlohmann values).
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace belljar {
 

@@ -50,9 +50,14 @@ ConnectionInfo parse_connection_info(const std::string& text, const std::string&
   if (info.signature_scheme != "hmac-sha256")
     throw UsageError(where + "signature_scheme \"" + info.signature_scheme +
                      "\" is not supported (only hmac-sha256)");
-  struct Port { const char* name; int* slot; };
-  Port ports[] = {{"shell_port", &info.shell_port}, {"iopub_port", &info.iopub_port},
-                  {"stdin_port", &info.stdin_port}, {"control_port", &info.control_port},
+  struct Port {
+    const char* name;
+    int* slot;
+  };
+  Port ports[] = {{"shell_port", &info.shell_port},
+                  {"iopub_port", &info.iopub_port},
+                  {"stdin_port", &info.stdin_port},
+                  {"control_port", &info.control_port},
                   {"hb_port", &info.hb_port}};
   for (auto& port : ports) {
     auto it = doc->find(port.name);

@@ -30,8 +30,8 @@ json create_kernel_info_reply(const json& language_info, const std::string& bann
           {"language_info", language_info},
           {"banner", banner},
           {"debugger", false},
-          {"help_links", json::array({{{"text", "Python Reference"},
-                                       {"url", "https://docs.python.org/3/"}}})}};
+          {"help_links",
+           json::array({{{"text", "Python Reference"}, {"url", "https://docs.python.org/3/"}}})}};
 }
 
 json create_execute_reply_ok(int execution_count, json user_expressions, json payload) {
@@ -50,7 +50,9 @@ json create_execute_reply_error(int execution_count, const json& error) {
   return reply;
 }
 
-json create_aborted_reply() { return {{"status", "aborted"}}; }
+json create_aborted_reply() {
+  return {{"status", "aborted"}};
+}
 
 json create_error_content(const std::string& ename, const std::string& evalue, json traceback) {
   return {{"ename", ename}, {"evalue", evalue}, {"traceback", std::move(traceback)}};
@@ -79,11 +81,21 @@ json create_is_complete_reply(const json& reply) {
   return out;
 }
 
-json create_history_reply(json history) { return {{"status", "ok"}, {"history", history}}; }
-json create_comm_info_reply() { return {{"status", "ok"}, {"comms", json::object()}}; }
-json create_shutdown_reply(bool restart) { return {{"status", "ok"}, {"restart", restart}}; }
-json create_interrupt_reply() { return {{"status", "ok"}}; }
-json create_status(const std::string& state) { return {{"execution_state", state}}; }
+json create_history_reply(json history) {
+  return {{"status", "ok"}, {"history", history}};
+}
+json create_comm_info_reply() {
+  return {{"status", "ok"}, {"comms", json::object()}};
+}
+json create_shutdown_reply(bool restart) {
+  return {{"status", "ok"}, {"restart", restart}};
+}
+json create_interrupt_reply() {
+  return {{"status", "ok"}};
+}
+json create_status(const std::string& state) {
+  return {{"execution_state", state}};
+}
 json create_stream(const std::string& name, const std::string& text) {
   return {{"name", name}, {"text", text}};
 }

@@ -1,9 +1,7 @@
 #pragma once
 // Builders for reply and broadcast contents, so handlers never assemble protocol JSON inline.
-#include <string>
-
 #include <nlohmann/json.hpp>
-
+#include <string>
 
 namespace belljar {
 

@@ -6,9 +6,12 @@ namespace belljar {
 
 const char* channel_name(Channel channel) {
   switch (channel) {
-    case Channel::shell: return "shell";
-    case Channel::control: return "control";
-    case Channel::stdin_: return "stdin";
+    case Channel::shell:
+      return "shell";
+    case Channel::control:
+      return "control";
+    case Channel::stdin_:
+      return "stdin";
   }
   return "?";
 }
@@ -58,9 +61,12 @@ Transport::~Transport() {
 
 zmq::socket_t& Transport::socket(Channel channel) {
   switch (channel) {
-    case Channel::shell: return shell_;
-    case Channel::control: return control_;
-    case Channel::stdin_: return stdin_;
+    case Channel::shell:
+      return shell_;
+    case Channel::control:
+      return control_;
+    case Channel::stdin_:
+      return stdin_;
   }
   return shell_;
 }
@@ -92,6 +98,8 @@ void Transport::send(Channel channel, const std::vector<std::string>& frames) {
   send_on(socket(channel), frames);
 }
 
-void Transport::publish(const std::vector<std::string>& frames) { send_on(iopub_, frames); }
+void Transport::publish(const std::vector<std::string>& frames) {
+  send_on(iopub_, frames);
+}
 
 }  // namespace belljar

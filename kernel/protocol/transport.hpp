@@ -5,7 +5,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "kernel/protocol/connection_file.hpp"

@@ -12,13 +12,20 @@ namespace belljar {
 
 const char* describe(WireFault fault) {
   switch (fault) {
-    case WireFault::none: return "ok";
-    case WireFault::no_delimiter: return "no <IDS|MSG> delimiter";
-    case WireFault::too_few_frames: return "fewer than the five frames after the delimiter";
-    case WireFault::bad_signature: return "missing or wrong HMAC signature";
-    case WireFault::replayed: return "replayed signature";
-    case WireFault::bad_json: return "malformed JSON part";
-    case WireFault::bad_header: return "header without msg_id, msg_type or session";
+    case WireFault::none:
+      return "ok";
+    case WireFault::no_delimiter:
+      return "no <IDS|MSG> delimiter";
+    case WireFault::too_few_frames:
+      return "fewer than the five frames after the delimiter";
+    case WireFault::bad_signature:
+      return "missing or wrong HMAC signature";
+    case WireFault::replayed:
+      return "replayed signature";
+    case WireFault::bad_json:
+      return "malformed JSON part";
+    case WireFault::bad_header:
+      return "header without msg_id, msg_type or session";
   }
   return "unknown";
 }
@@ -93,8 +100,8 @@ std::string iso8601_now() {
 }
 
 nlohmann::json make_header(const std::string& msg_type, const std::string& session) {
-  return {{"msg_id", new_uuid()},     {"msg_type", msg_type}, {"session", session},
-          {"username", "belljar"},    {"date", iso8601_now()}, {"version", kProtocolVersion}};
+  return {{"msg_id", new_uuid()},  {"msg_type", msg_type},  {"session", session},
+          {"username", "belljar"}, {"date", iso8601_now()}, {"version", kProtocolVersion}};
 }
 
 }  // namespace belljar

@@ -1,11 +1,10 @@
 #pragma once
 // A Jupyter message as it travels on the ZMQ sockets:
 //   [routing ids...] "<IDS|MSG>" signature header parent_header metadata content [buffers...]
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kernel/protocol/replay_guard.hpp"
 #include "kernel/protocol/signer.hpp"
@@ -32,7 +31,15 @@ struct WireMessage {
 };
 
 // Why a message was refused; the reactor logs it (rate-limited) and sends no reply.
-enum class WireFault { none, no_delimiter, too_few_frames, bad_signature, replayed, bad_json, bad_header };
+enum class WireFault {
+  none,
+  no_delimiter,
+  too_few_frames,
+  bad_signature,
+  replayed,
+  bad_json,
+  bad_header
+};
 const char* describe(WireFault fault);
 
 // Verifies the signature (then the replay guard) before any JSON is parsed.

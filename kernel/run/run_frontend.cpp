@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "kernel/protocol/bounded_json.hpp"
 #include "kernel/observability/diagnostics.hpp"
+#include "kernel/protocol/bounded_json.hpp"
 #include "kernel/session/kernel.hpp"
 
 namespace belljar {

@@ -2,11 +2,10 @@
 // Where requests come from and where replies and outputs go. The session core (Kernel) is the
 // same for every front door: Jupyter's ZMQ sockets, MCP on stdio, the one-shot runner.
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
 #include "kernel/protocol/wire_message.hpp"

@@ -20,7 +20,8 @@ nlohmann::json History::query(const nlohmann::json& request) const {
   auto row = [&](const Entry& e) {
     nlohmann::json cell = e.source;
     if (with_output)
-      cell = nlohmann::json::array({e.source, e.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.output)});
+      cell = nlohmann::json::array(
+          {e.source, e.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.output)});
     return nlohmann::json::array({kSession, e.line, cell});
   };
   nlohmann::json out = nlohmann::json::array();

@@ -2,9 +2,8 @@
 // Cell history, kept by the supervisor so it outlives worker restarts.
 #include <cstdint>
 #include <deque>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace belljar {
 

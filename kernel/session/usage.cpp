@@ -43,30 +43,40 @@ nlohmann::json host_memory() {
   std::string unit;
   while (meminfo >> key >> value) {
     std::getline(meminfo, unit);
-    if (key == "MemTotal:") total = value * 1024;
-    else if (key == "MemAvailable:") available = value * 1024;
-    else if (key == "MemFree:") free = value * 1024;
+    if (key == "MemTotal:")
+      total = value * 1024;
+    else if (key == "MemAvailable:")
+      available = value * 1024;
+    else if (key == "MemFree:")
+      free = value * 1024;
   }
   double percent = total ? 100.0 * double(total - available) / double(total) : 0;
-  return {{"total", total}, {"available", available}, {"percent", percent},
-          {"used", total - available}, {"free", free}};
+  return {{"total", total},
+          {"available", available},
+          {"percent", percent},
+          {"used", total - available},
+          {"free", free}};
 }
 }  // namespace
 
 nlohmann::json UsageSampler::sample(pid_t worker_pid, double worker_cpu_seconds) {
   auto now = std::chrono::steady_clock::now();
   double kernel_cpu = own_cpu_seconds() + worker_cpu_seconds;
-  double elapsed = last_ == decltype(last_){} ? 0 : std::chrono::duration<double>(now - last_).count();
+  double elapsed =
+      last_ == decltype(last_){} ? 0 : std::chrono::duration<double>(now - last_).count();
   double kernel_percent = elapsed > 0 ? 100.0 * (kernel_cpu - last_kernel_cpu_) / elapsed : 0;
 
   std::ifstream stat("/proc/stat");
   std::string cpu;
-  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0,
+                     steal = 0;
   stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
-  unsigned long long busy = user + nice + system + irq + softirq + steal, total = busy + idle + iowait;
-  double host_percent = total > last_host_total_ && last_host_total_
-                            ? 100.0 * double(busy - last_host_busy_) / double(total - last_host_total_)
-                            : 0;
+  unsigned long long busy = user + nice + system + irq + softirq + steal,
+                     total = busy + idle + iowait;
+  double host_percent =
+      total > last_host_total_ && last_host_total_
+          ? 100.0 * double(busy - last_host_busy_) / double(total - last_host_total_)
+          : 0;
   last_ = now;
   last_kernel_cpu_ = kernel_cpu;
   last_host_busy_ = busy;

@@ -4,7 +4,6 @@
 #include <sys/types.h>
 
 #include <chrono>
-
 #include <nlohmann/json.hpp>
 
 namespace belljar {

@@ -2,11 +2,10 @@
 // Frames between the supervisor and the worker: 4-byte big-endian length + UTF-8 JSON object.
 // The worker is untrusted: a frame that is oversized or unparsable is a fault, never a crash.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace belljar {
 

@@ -38,7 +38,6 @@ struct RequestHead {
   bool chunked = false;
 };
 
-
 struct ResponseHead {
   std::string version;
   int status = 0;

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "sandbox/layers/landlock.hpp"
-#include "sandbox/os/setup_error.hpp"
 #include "sandbox/layers/user_namespace.hpp"
+#include "sandbox/os/setup_error.hpp"
 
 namespace belljar {
 

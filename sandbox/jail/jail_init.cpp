@@ -19,11 +19,11 @@
 
 #include "sandbox/egress/egress_forwarder.hpp"
 #include "sandbox/jail/jail_memory.hpp"
+#include "sandbox/jail/status_channel.hpp"
+#include "sandbox/jail/worker_exec.hpp"
 #include "sandbox/layers/loopback.hpp"
 #include "sandbox/layers/privileges.hpp"
 #include "sandbox/os/setup_error.hpp"
-#include "sandbox/jail/status_channel.hpp"
-#include "sandbox/jail/worker_exec.hpp"
 
 namespace belljar {
 

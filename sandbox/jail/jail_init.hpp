@@ -4,9 +4,9 @@
 // and reports how the worker ended. When it exits, the kernel kills the whole namespace.
 #include <vector>
 
-#include "sandbox/policy/jail_spec.hpp"
 #include "sandbox/layers/mounts.hpp"
 #include "sandbox/layers/workspace_guard.hpp"
+#include "sandbox/policy/jail_spec.hpp"
 
 namespace belljar {
 

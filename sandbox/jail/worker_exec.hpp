@@ -1,12 +1,12 @@
 #pragma once
-// The worker's last steps before Python, in the order ARCHITECTURE.md gives: a new session, its identity,
-// limits, (Landlock), no capabilities, no_new_privs, and seccomp last, right before exec.
+// The worker's last steps before Python, in the order ARCHITECTURE.md gives: a new session, its
+// identity, limits, (Landlock), no capabilities, no_new_privs, and seccomp last, right before exec.
 #include <sys/types.h>
 
-#include "sandbox/policy/jail_spec.hpp"
 #include "sandbox/layers/landlock.hpp"
 #include "sandbox/layers/rlimits.hpp"
 #include "sandbox/layers/seccomp_filter.hpp"
+#include "sandbox/policy/jail_spec.hpp"
 
 namespace belljar {
 

@@ -239,14 +239,16 @@ std::vector<std::string> apply_guards(int workspace, int mask_source,
   for (const auto& guard : guards) {
     // Walked below the workspace without following symlinks: the paths came from a survey of
     // a directory the sandbox can change, so anything on the way may have been swapped.
-    int fd = openat2_fd(workspace, guard.relative, O_PATH | O_NOFOLLOW,
-                        kNoSymlinks | RESOLVE_BENEATH);
-    if (fd < 0 && (errno == ENOENT || errno == ELOOP || errno == EXDEV)) continue;  // gone, or moved
+    int fd =
+        openat2_fd(workspace, guard.relative, O_PATH | O_NOFOLLOW, kNoSymlinks | RESOLVE_BENEATH);
+    if (fd < 0 && (errno == ENOENT || errno == ELOOP || errno == EXDEV))
+      continue;  // gone, or moved
     if (fd < 0) throw_errno("openat2(" + shown + "/" + guard.relative + ") to guard it");
     Fd target(fd);
     struct stat st {};
     if (::fstat(target.get(), &st) != 0) throw_errno("fstat(" + guard.relative + ")");
-    if (S_ISLNK(st.st_mode)) continue;  // replaced by a symlink since the survey: resolves in the jail
+    if (S_ISLNK(st.st_mode))
+      continue;  // replaced by a symlink since the survey: resolves in the jail
     bool directory = S_ISDIR(st.st_mode);
     Fd tree;
     if (guard.kind == GuardKind::mask) {
@@ -270,10 +272,11 @@ std::vector<std::string> apply_guards(int workspace, int mask_source,
 }
 
 Fd make_mask_source() {
-  Fd fs_root = new_filesystem("tmpfs", {{"size", "16k"}, {"nr_inodes", "16"}, {"mode", "0755"}},
-                              MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                              "the masks");
-  if (::mkdirat(fs_root.get(), "mask-dir", 0) != 0 || ::fchmodat(fs_root.get(), "mask-dir", 0, 0) != 0)
+  Fd fs_root =
+      new_filesystem("tmpfs", {{"size", "16k"}, {"nr_inodes", "16"}, {"mode", "0755"}},
+                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "the masks");
+  if (::mkdirat(fs_root.get(), "mask-dir", 0) != 0 ||
+      ::fchmodat(fs_root.get(), "mask-dir", 0, 0) != 0)
     throw_errno("mkdir(mask-dir)");
   Fd mask(::openat(fs_root.get(), "mask-file", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0));
   if (!mask) throw_errno("creat(mask-file)");

@@ -1,6 +1,5 @@
 #include "sandbox/policy/jail_spec.hpp"
 
-
 namespace belljar {
 using nlohmann::json;
 

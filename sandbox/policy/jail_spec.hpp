@@ -57,7 +57,7 @@ struct JailSpec {
   std::vector<std::string> hide_patterns;     // defaults + --hide
   std::vector<std::string> protect_patterns;  // defaults - --writable + --protect
   uint64_t workspace_quota_bytes = 0;         // 0: none
-  std::string exec_path;                   // the interpreter as the jail sees it
+  std::string exec_path;                      // the interpreter as the jail sees it
   std::vector<std::string> argv;
   std::vector<std::string> env;  // NAME=VALUE, built from the allowlist
   uint64_t memory_bytes = 0;

@@ -64,9 +64,11 @@ std::string HostRule::text() const {
 }
 
 const std::vector<std::string>& default_hidden_patterns() {
-  static const std::vector<std::string> patterns = {
-      ".env", ".env.*", ".ssh", ".aws", ".netrc", ".git-credentials", ".pypirc", ".npmrc",
-      ".docker/config.json", ".kube", "*.pem", "*.key", "id_rsa*", "id_ed25519*"};
+  static const std::vector<std::string> patterns = {".env",    ".env.*",     ".ssh",
+                                                    ".aws",    ".netrc",     ".git-credentials",
+                                                    ".pypirc", ".npmrc",     ".docker/config.json",
+                                                    ".kube",   "*.pem",      "*.key",
+                                                    "id_rsa*", "id_ed25519*"};
   return patterns;
 }
 
@@ -78,9 +80,9 @@ const std::vector<std::string>& default_protected_patterns() {
       // direnv and mise run these on cd; editors run tasks and interpreters named in theirs
       ".envrc", ".mise.toml", ".vscode", ".idea", ".pre-commit-config.yaml",
       // shells' start-up files, for a workspace that is (or holds) a home directory
-      ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
-      ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".config/fish",
-      "/.config/autostart", "/.config/systemd", "/.local/bin"};
+      ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
+      ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".config/fish", "/.config/autostart",
+      "/.config/systemd", "/.local/bin"};
   return patterns;
 }
 
@@ -94,7 +96,8 @@ std::vector<std::string> protected_patterns(const Policy& policy) {
 }
 
 HostRule parse_host_rule(const std::string& flag, const std::string& text) {
-  const std::string bad = flag + " " + text + ": expected HOST[:PORT], *.DOMAIN[:PORT] or [IPv6][:PORT]";
+  const std::string bad =
+      flag + " " + text + ": expected HOST[:PORT], *.DOMAIN[:PORT] or [IPv6][:PORT]";
   HostRule rule;
   std::string host = text, port;
   if (!text.empty() && text[0] == '[') {
@@ -111,7 +114,8 @@ HostRule parse_host_rule(const std::string& flag, const std::string& text) {
       throw UsageError(bad);
   } else if (std::count(text.begin(), text.end(), ':') > 1) {
     // A bare IPv6 literal: no port.
-    if (text.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos) throw UsageError(bad);
+    if (text.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+      throw UsageError(bad);
   } else if (auto colon = text.find(':'); colon != std::string::npos) {
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
@@ -121,10 +125,12 @@ HostRule parse_host_rule(const std::string& flag, const std::string& text) {
   if (host.find(':') == std::string::npos) {
     std::string name = host;
     if (name.rfind("*.", 0) == 0) name = name.substr(2);
-    if (name.empty() || name.front() == '.' || name.back() == '.' || name.find("..") != std::string::npos)
+    if (name.empty() || name.front() == '.' || name.back() == '.' ||
+        name.find("..") != std::string::npos)
       throw UsageError(bad);
     for (char c : name)
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.')) throw UsageError(bad);
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.'))
+        throw UsageError(bad);
     for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   // Literal addresses in canonical form, so the proxy compares like with like.
@@ -156,9 +162,12 @@ Isolation parse_isolation(const std::string& text) {
 
 std::string isolation_name(Isolation isolation) {
   switch (isolation) {
-    case Isolation::strict: return "strict";
-    case Isolation::degraded: return "degraded";
-    case Isolation::none: return "none";
+    case Isolation::strict:
+      return "strict";
+    case Isolation::degraded:
+      return "degraded";
+    case Isolation::none:
+      return "none";
   }
   return "strict";
 }
@@ -172,9 +181,12 @@ ActiveOutput parse_active_output(const std::string& text) {
 
 std::string active_output_name(ActiveOutput mode) {
   switch (mode) {
-    case ActiveOutput::isolate: return "isolate";
-    case ActiveOutput::strip: return "strip";
-    case ActiveOutput::allow: return "allow";
+    case ActiveOutput::isolate:
+      return "isolate";
+    case ActiveOutput::strip:
+      return "strip";
+    case ActiveOutput::allow:
+      return "allow";
   }
   return "isolate";
 }

@@ -3,13 +3,12 @@
 // Sources, later ones winning: built-in defaults < --policy FILE (JSON) < flags.
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/policy/quantities.hpp"
 
@@ -27,39 +26,39 @@ enum class Isolation { strict, degraded, none };
 enum class ActiveOutput { isolate, strip, allow };
 
 struct HostRule {
-  std::string host;               // "example.com", "*.example.com", "10.0.0.5", "::1"
-  std::vector<uint16_t> ports;    // {80, 443} when none was given
-  bool local = false;             // --allow-local-net: may resolve to loopback/private addresses
-  std::string text() const;       // as the user wrote it, for logs and 403 bodies
+  std::string host;             // "example.com", "*.example.com", "10.0.0.5", "::1"
+  std::vector<uint16_t> ports;  // {80, 443} when none was given
+  bool local = false;           // --allow-local-net: may resolve to loopback/private addresses
+  std::string text() const;     // as the user wrote it, for logs and 403 bodies
 };
 
 struct Policy {
-  std::filesystem::path workspace;             // absolute; the one writable directory
+  std::filesystem::path workspace;  // absolute; the one writable directory
   std::vector<std::filesystem::path> read_only;
-  std::vector<std::string> hide;               // extra globs, on top of the defaults
-  std::vector<std::string> protect;            // extra read-only globs, on top of the defaults
-  std::vector<std::string> writable;           // default read-only globs lifted (--writable)
+  std::vector<std::string> hide;      // extra globs, on top of the defaults
+  std::vector<std::string> protect;   // extra read-only globs, on top of the defaults
+  std::vector<std::string> writable;  // default read-only globs lifted (--writable)
   std::vector<HostRule> allow_net;
   std::vector<std::string> pass_env;
   std::vector<std::pair<std::string, std::string>> set_env;
   double timeout_seconds = 60;
-  std::optional<double> cpu_seconds;           // per cell; the timeout when unset
+  std::optional<double> cpu_seconds;  // per cell; the timeout when unset
   uint64_t memory_bytes = 1ull << 30;
   uint64_t pids = 256;
   uint64_t file_size_bytes = 1ull << 30;
   uint64_t tmp_size_bytes = 256ull << 20;
   uint64_t output_limit_bytes = 10ull << 20;
   uint64_t workspace_quota_bytes = 1ull << 30;  // what a session may add to the workspace; 0: none
-  std::string python;                          // resolved to an absolute path
-  std::string sandbox_user;                    // empty: "nobody" when root, else unused
-  std::string audit_log;                       // empty: stderr
-  bool audit_code = false;                     // log the code itself, not only its hash
-  std::string metrics_file;                    // Prometheus textfile; empty: none
+  std::string python;                           // resolved to an absolute path
+  std::string sandbox_user;                     // empty: "nobody" when root, else unused
+  std::string audit_log;                        // empty: stderr
+  bool audit_code = false;                      // log the code itself, not only its hash
+  std::string metrics_file;                     // Prometheus textfile; empty: none
   Isolation isolation = Isolation::strict;
   ActiveOutput active_output = ActiveOutput::isolate;
 
   double cpu_limit() const { return cpu_seconds.value_or(timeout_seconds); }
-  nlohmann::json summary() const;              // for kernel_info, logs, the audit record
+  nlohmann::json summary() const;  // for kernel_info, logs, the audit record
 };
 
 // The secret patterns always masked inside the workspace (DESIGN: secrets stripped).
@@ -72,7 +71,7 @@ std::vector<std::string> protected_patterns(const Policy& policy);
 
 // Value parsers, each throwing UsageError naming the flag and the bad value. parse_size and
 // parse_duration, the grammar of every size and duration, are in quantities.hpp.
-HostRule parse_host_rule(const std::string& flag, const std::string& text); // host[:port]
+HostRule parse_host_rule(const std::string& flag, const std::string& text);  // host[:port]
 Isolation parse_isolation(const std::string& text);
 std::string isolation_name(Isolation isolation);
 ActiveOutput parse_active_output(const std::string& text);

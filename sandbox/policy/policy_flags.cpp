@@ -327,16 +327,18 @@ const std::array kFlags = {
         .file_key = "workspace-quota",
         .apply = [](Policy& p, const std::string& f,
                     const std::string& v) { p.workspace_quota_bytes = parse_size(f, v, 0); }},
-    PolicyFlag{.name = "--python",
-               .placeholder = "PATH",
-               .kind = FlagValue::interpreter,
-               .fallback = "python3 on PATH, resolved at install time",
-               .meaning = "interpreter inside the sandbox; a #! script (a pyenv shim) is refused and never run "
-                          "on the host (on PATH, passed over for the next interpreter)",
-               .file_key = "python",
-               .apply = [](Policy& p, const std::string& f,
-                           const std::string& v) { p.python = resolve_python(f, v); },
-               .baked_when_absent = &Policy::python},
+    PolicyFlag{
+        .name = "--python",
+        .placeholder = "PATH",
+        .kind = FlagValue::interpreter,
+        .fallback = "python3 on PATH, resolved at install time",
+        .meaning =
+            "interpreter inside the sandbox; a #! script (a pyenv shim) is refused and never run "
+            "on the host (on PATH, passed over for the next interpreter)",
+        .file_key = "python",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.python = resolve_python(f, v); },
+        .baked_when_absent = &Policy::python},
     PolicyFlag{.name = "--sandbox-user",
                .placeholder = "USER",
                .kind = FlagValue::user,

@@ -1,12 +1,12 @@
 // unit_tests is its own jail executable: WorkerProcess::start() runs `/proc/self/exe __jail`,
 // which must reach jail_main() before Catch's main() sees the argument. A static initializer
 // does it, whatever main.cpp holds.
+#include "sandbox/jail/jail_entry.hpp"
+
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include "sandbox/jail/jail_entry.hpp"
 
 namespace {
 

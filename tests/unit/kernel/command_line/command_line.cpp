@@ -1,4 +1,6 @@
 // The command line: belljar kernel | install | run | mcp | check, and its one-line usage errors.
+#include "kernel/command_line/command_line.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "kernel/command_line/command_line.hpp"
 #include "sandbox/policy/policy_flags.hpp"
 #include "usage_error.hpp"
 
@@ -40,8 +41,7 @@ TEST_CASE("usage text names every command and policy flag", "[command_line]") {
     CHECK_THAT(text, Catch::Contains(word));
 }
 
-TEST_CASE("usage text lists every policy flag of the table with its default",
-          "[command_line]") {
+TEST_CASE("usage text lists every policy flag of the table with its default", "[command_line]") {
   std::string text = usage_text();
   for (const auto& flag : policy_flags()) {
     INFO(flag.name);
@@ -66,8 +66,7 @@ TEST_CASE("the policy flags install bakes into kernel.json parse back as a kerne
   CHECK(launched.python == policy.python);
 }
 
-TEST_CASE("help --flags-markdown is the README's table, and only that spelling",
-          "[command_line]") {
+TEST_CASE("help --flags-markdown is the README's table, and only that spelling", "[command_line]") {
   CHECK(parse_command_line({"help", "--flags-markdown"}).command == "flags-markdown");
   CHECK(parse_command_line({"help", "--flags-markdown", "x"}).command == "help");
   CHECK(parse_command_line({"--help", "--flags-markdown"}).command == "help");

@@ -1,8 +1,8 @@
 // JSON-RPC 2.0 lines as `belljar mcp` reads them: every malformed line becomes the error the
 // spec names, never an exception.
-#include <catch2/catch.hpp>
-
 #include "kernel/mcp/json_rpc.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace belljar;
 using nlohmann::json;

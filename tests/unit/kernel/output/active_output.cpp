@@ -1,12 +1,13 @@
 // The --active-output checker: every known way of running code from HTML, SVG or markdown in a
 // notebook page is classified active; pandas, Styler and matplotlib output pass as inert and
 // re-serialized with the same visible text; the bundle policy isolates, strips or allows.
+#include "kernel/output/active_output.hpp"
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 
-#include "kernel/output/active_output.hpp"
 #include "kernel/output/html_sanitizer.hpp"
 
 using namespace belljar;

@@ -1,7 +1,7 @@
 // Output: the per-cell budget and stream coalescing on UTF-8 boundaries.
-#include <catch2/catch.hpp>
-
 #include "kernel/output/output_stream.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace belljar;
 

@@ -1,12 +1,13 @@
 // Connection file: the ports and key Jupyter hands the kernel, and the one-line errors for bad
 // ones.
+#include "kernel/protocol/connection_file.hpp"
+
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 
-#include "kernel/protocol/connection_file.hpp"
 #include "sandbox/policy/policy.hpp"
 
 using namespace belljar;

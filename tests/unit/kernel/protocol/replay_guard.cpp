@@ -1,7 +1,7 @@
 // ReplayGuard: a bounded memory of signatures already accepted.
-#include <catch2/catch.hpp>
-
 #include "kernel/protocol/replay_guard.hpp"
+
+#include <catch2/catch.hpp>
 
 using belljar::ReplayGuard;
 

@@ -1,7 +1,7 @@
 // Signer: HMAC-SHA256 as jupyter_client computes it, checked against fixed vectors.
-#include <catch2/catch.hpp>
-
 #include "kernel/protocol/signer.hpp"
+
+#include <catch2/catch.hpp>
 
 using belljar::Signer;
 

@@ -1,8 +1,9 @@
 // Wire messages: what parse_wire_message accepts and why it refuses the rest.
+#include "kernel/protocol/wire_message.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "kernel/protocol/bounded_json.hpp"
-#include "kernel/protocol/wire_message.hpp"
 
 using namespace belljar;
 

@@ -1,7 +1,7 @@
 // History: answers to history_request (tail, range, search) over the cells run so far.
-#include <catch2/catch.hpp>
-
 #include "kernel/session/history.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace belljar;
 using nlohmann::json;

@@ -1,9 +1,10 @@
 // RunRecord: one execution's outputs in the shape MCP's run_python and `belljar run --json`
 // report; and the tool results built from it.
+#include "kernel/session/run_record.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "kernel/mcp/mcp_tools.hpp"
-#include "kernel/session/run_record.hpp"
 
 using namespace belljar;
 using nlohmann::json;

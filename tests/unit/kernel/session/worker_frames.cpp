@@ -1,7 +1,7 @@
 // Worker frames: 4-byte big-endian length + JSON object, from an untrusted worker.
-#include <catch2/catch.hpp>
-
 #include "kernel/session/worker_frames.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace belljar;
 using nlohmann::json;

@@ -1,9 +1,10 @@
 // The egress proxy's pure parts: allowlist matching (wildcards, ports, literal addresses),
 // which resolved addresses count as inside, and the HTTP heads it reads and rewrites.
+#include "sandbox/egress/allowlist.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "sandbox/egress/address_policy.hpp"
-#include "sandbox/egress/allowlist.hpp"
 #include "sandbox/egress/http_head.hpp"
 #include "sandbox/policy/policy.hpp"
 
@@ -50,7 +51,8 @@ TEST_CASE("a wildcard rule matches subdomains at any depth but not the domain it
   CHECK(verdict(rules, "93.184.216.34", 443) == host_not_allowed);
 }
 
-TEST_CASE("a rule without a port gives 80 and 443, and a port narrows it to that port", "[egress]") {
+TEST_CASE("a rule without a port gives 80 and 443, and a port narrows it to that port",
+          "[egress]") {
   std::vector<HostRule> rules = {rule("example.com"), rule("api.example.org:8443")};
   CHECK(verdict(rules, "example.com", 80) == allowed);
   CHECK(verdict(rules, "example.com", 443) == allowed);

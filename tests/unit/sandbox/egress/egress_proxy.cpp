@@ -1,6 +1,8 @@
 // The egress proxy end to end, without a sandbox: connections reach it the way the jail's
 // init hands them over (a TCP socket passed over a SOCK_SEQPACKET pair), upstreams are small
 // servers on 127.0.0.1, and a fake resolver maps test names to the addresses a test needs.
+#include "sandbox/egress/egress_proxy.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -17,7 +19,6 @@
 #include <thread>
 
 #include "egress_harness.hpp"
-#include "sandbox/egress/egress_proxy.hpp"
 #include "sandbox/os/fd_passing.hpp"
 
 using namespace belljar;
