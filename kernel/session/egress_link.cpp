@@ -1,5 +1,5 @@
-// The egress proxy's decisions (sandbox/egress_proxy.hpp), made on the proxy's own thread and
-// recorded here, on the reactor's: an audit record each up to a rate (audit_throttle.hpp: the
+// The egress proxy's decisions (sandbox/egress/egress_proxy.hpp), made on the proxy's own thread
+// and recorded here, on the reactor's: an audit record each up to a rate (audit_throttle.hpp: the
 // rest are counted in a per-interval egress_summary), the metrics, and the running cell's
 // list of denied hosts (execute_reply metadata belljar.egress_denied).
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The workspace guard's reports (sandbox/workspace_watch.hpp), read on the reactor: before a
+// The workspace guard's reports (sandbox/jail/workspace_watch.hpp), read on the reactor: before a
 // cell runs the warden surveys the workspace again (a secret saved on the host, a .git made by
 // the last cell) and the cell waits for that survey; while the session lives, surveys repeat on
 // a timer that keeps their cost to a few per cent of one core. Each new guard is audited and

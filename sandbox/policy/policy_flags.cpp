@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "sandbox/os/search_path.hpp"
+#include "sandbox/policy/interpreter.hpp"
 #include "sandbox/policy/quantities.hpp"
 
 namespace belljar {
@@ -48,54 +48,6 @@ std::string pattern(const std::string& flag, const std::string& text) {
   if (text.empty() || text.find('\0') != std::string::npos)
     throw UsageError(flag + ": empty pattern");
   return text;
-}
-
-bool is_script(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[2] = {0, 0};
-  in.read(magic, 2);
-  return magic[0] == '#' && magic[1] == '!';
-}
-
-// A launcher script (a pyenv shim, a wrapper) can't run inside the sandbox without its own
-// tools, and asking it for the real interpreter would run whatever it says on the host, as the
-// kernel's user: it is refused, never run, with the command that prints the interpreter. A
-// venv's bin/python is a binary (or a link to one) and is kept.
-void refuse_script(const std::string& flag, const std::string& path) {
-  if (is_script(path))
-    throw UsageError(flag + " " + path +
-                     " is a script (a pyenv shim?), not an interpreter, and is never run on the "
-                     "host: pass the interpreter itself, as printed by " +
-                     path + " -c 'import sys; print(sys.executable)'");
-}
-
-// The interpreter the worker runs: an absolute path to an executable file. A bare name is
-// looked up on PATH (install resolves it once, so kernel.json names a real file), passing over
-// launcher scripts (pyenv's shims come first on PATH) to the first interpreter itself.
-std::string resolve_python(const std::string& flag, const std::string& text) {
-  if (text.empty()) throw UsageError(flag + ": empty path");
-  if (text.find('/') == std::string::npos) {
-    const char* path_env = std::getenv("PATH");
-    std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
-    std::string script;
-    for (const auto& dir : split_search_path(path)) {
-      fs::path candidate = fs::path(dir) / text;
-      if (dir.empty() || ::access(candidate.c_str(), X_OK) != 0) continue;
-      std::string found = fs::absolute(candidate).string();
-      if (!is_script(found)) return found;
-      if (script.empty()) script = found;
-    }
-    if (!script.empty()) refuse_script(flag, script);  // only scripts: refused, naming one
-    throw UsageError(flag + " " + text + ": not found on PATH");
-  }
-  fs::path path = fs::absolute(text);
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0)
-    throw UsageError(flag + " " + text + ": not an executable file");
-  // Keep the name the user gave (a venv's bin/python must stay a venv python), only absolute.
-  std::string given = path.lexically_normal().string();
-  refuse_script(flag, given);
-  return given;
 }
 
 std::string sandbox_user(const std::string& flag, const std::string& value) {
@@ -333,8 +285,8 @@ const std::array kFlags = {
         .kind = FlagValue::interpreter,
         .fallback = "python3 on PATH, resolved at install time",
         .meaning =
-            "interpreter inside the sandbox; a #! script (a pyenv shim) is refused and never run "
-            "on the host (on PATH, passed over for the next interpreter)",
+            "interpreter inside the sandbox; a #! script is never run on the host: a pyenv shim "
+            "is resolved from its version files, any other script is refused",
         .file_key = "python",
         .apply = [](Policy& p, const std::string& f,
                     const std::string& v) { p.python = resolve_python(f, v); },

@@ -82,7 +82,7 @@ class Workspace:
 
     def masked(self, relative):
         """True when `relative` or a folder above it matches a hide pattern; the rules are
-        the supervisor's (sandbox/secrets.hpp): a name glob matches at any depth, "a/b"
+        the supervisor's (sandbox/layers/workspace_guard.hpp): a name glob matches at any depth, "a/b"
         matches trailing components, a leading "/" anchors at the workspace root."""
         if relative in (".", ""):
             return False

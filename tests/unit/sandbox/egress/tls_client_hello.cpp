@@ -1,6 +1,6 @@
-// The ClientHello scanner (sandbox/tls_client_hello.hpp) as a table of byte strings the sandbox
-// could send, and the request-head rules that keep a plain request to the host the allowlist
-// judged (sandbox/http_head.hpp).
+// The ClientHello scanner (sandbox/egress/tls_client_hello.hpp) as a table of byte strings the
+// sandbox could send, and the request-head rules that keep a plain request to the host the
+// allowlist judged (sandbox/egress/http_head.hpp).
 #include "sandbox/egress/tls_client_hello.hpp"
 
 #include <catch2/catch.hpp>

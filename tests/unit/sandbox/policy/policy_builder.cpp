@@ -235,6 +235,56 @@ TEST_CASE("a bare --python name on PATH passes over launcher scripts", "[policy]
   fs::remove_all(root);
 }
 
+// A pyenv shim is resolved the way pyenv resolves it, by reading its version files, never by
+// running it: the user's pyenv Python, not the system's, and nothing executed on the host.
+TEST_CASE("a pyenv shim given as --python is resolved from pyenv's version files",
+          "[policy][builder]") {
+  char templ[] = "/tmp/belljar-pyenv-XXXXXX";
+  REQUIRE(::mkdtemp(templ) != nullptr);
+  fs::path root(templ);
+  fs::create_directories(root / "shims");
+  fs::create_directories(root / "versions/3.99/bin");
+  fs::create_directories(root / "bin");
+  fs::create_directories(root / "project");
+  fs::path marker = root / "shim-ran";
+  fs::path shim = root / "shims/python3";
+  std::ofstream(shim) << "#!/bin/sh\ntouch " << marker.string() << "\n";
+  ::chmod(shim.c_str(), 0755);
+  fs::create_symlink("/usr/bin/python3", root / "versions/3.99/bin/python3");
+  fs::create_symlink("/usr/bin/python3", root / "bin/python3");
+  std::ofstream(root / "version") << "# the global version\n3.99\n";
+  const std::string pyenv_python = (root / "versions/3.99/bin/python3").string();
+  std::string saved_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  const char* saved_version = std::getenv("PYENV_VERSION");
+  std::string saved_version_text = saved_version ? saved_version : "";
+  fs::path saved_cwd = fs::current_path();
+  ::unsetenv("PYENV_VERSION");
+
+  // The global version file; as an explicit path and found on PATH.
+  CHECK(build({"--python", shim.string()}).python == pyenv_python);
+  ::setenv("PATH", ((root / "shims").string() + ":" + (root / "bin").string()).c_str(), 1);
+  CHECK(build({"--python", "python3"}).python == pyenv_python);
+  // A project's .python-version wins over the global one; a version not installed is skipped.
+  std::ofstream(root / "project/.python-version") << "3.98 3.99\n";
+  fs::current_path(root / "project");
+  CHECK(build({"--python", "python3"}).python == pyenv_python);
+  fs::current_path(saved_cwd);
+  // PYENV_VERSION=system: the shim stands aside for the next interpreter on PATH.
+  ::setenv("PYENV_VERSION", "system", 1);
+  CHECK(build({"--python", "python3"}).python == (root / "bin/python3").string());
+  // A version that would leave versions/ is never followed: the script is refused.
+  ::setenv("PYENV_VERSION", "../../bin", 1);
+  CHECK_THAT(flag_error({"--python", shim.string()}), Catch::Contains("is a script"));
+
+  ::setenv("PATH", saved_path.c_str(), 1);
+  if (saved_version)
+    ::setenv("PYENV_VERSION", saved_version_text.c_str(), 1);
+  else
+    ::unsetenv("PYENV_VERSION");
+  CHECK_FALSE(fs::exists(marker));
+  fs::remove_all(root);
+}
+
 TEST_CASE("without --python, python3 on PATH is resolved to an absolute path",
           "[policy][builder]") {
   Policy policy = collect({}).build();
