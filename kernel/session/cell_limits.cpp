@@ -73,6 +73,8 @@ void Kernel::handle_limits(const json& frame) {
   auto option = [&](const char* key, const char* flag) -> std::optional<std::string> {
     auto it = frame.find(key);
     if (it == frame.end() || !refused.empty()) return std::nullopt;
+    // A number is read as its plain decimal text (bytes, seconds), through the same grammar.
+    if (it->is_number()) return it->dump();
     if (!it->is_string()) {
       refused = std::string(flag) + ": expected the option's text, as written after it";
       return std::nullopt;
