@@ -193,6 +193,12 @@ def check_version(reader):
     assert re.fullmatch(r"belljar \d+\.\d+\.\d+\n", out), out
 
 
+def check_flags_markdown(reader):
+    out = run(reader, "belljar help --flags-markdown").stdout
+    assert out.startswith("| flag | default | meaning |\n"), out
+    assert out.strip() in README, "the README's flag table is not what the command prints"
+
+
 # The README's command -> the check that runs it (the substitutions: --python and --isolation
 # added where the command takes policy flags; nb.ipynb and script.py are files the test writes;
 # `jupyter console` gets --simple-prompt to read piped input; `belljar --help | --version` is two).
@@ -208,6 +214,7 @@ COMMANDS = {
     "belljar mcp": [check_mcp],
     "belljar check": [check_check],
     "belljar --help | --version": [check_help, check_version],
+    "belljar help --flags-markdown": [check_flags_markdown],
 }
 
 
