@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel/command_line/resources.hpp"
+#include "sandbox/jail/python_layout.hpp"
+#include "sandbox/jail/worker_process.hpp"
 
 namespace belljar {
 namespace fs = std::filesystem;
@@ -20,16 +22,18 @@ fs::path jupyter_data_dir() {
   return fs::path(home) / ".local/share/jupyter";
 }
 
+// The interpreter's sys.prefix, read from its files as CPython's getpath would (a venv's own
+// directory, else the installation's prefix): the interpreter is never run on the host.
 fs::path python_prefix(const std::string& python) {
-  std::string command = "'" + python + "' -c 'import sys; print(sys.prefix)' 2>/dev/null";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  char line[4096] = {0};
-  bool got = pipe && std::fgets(line, sizeof line, pipe);
-  if (pipe) ::pclose(pipe);
-  std::string prefix = got ? line : "";
-  while (!prefix.empty() && prefix.back() == '\n') prefix.pop_back();
-  if (prefix.empty()) throw UsageError("--sys-prefix: cannot ask " + python + " for sys.prefix");
-  return prefix;
+  PythonLayout layout;
+  try {
+    layout = locate_python(python);
+  } catch (const SandboxError& e) {
+    throw UsageError(std::string("--sys-prefix: ") + e.what());
+  }
+  if (layout.prefixes.empty())
+    throw UsageError("--sys-prefix: no installation prefix found for " + python);
+  return layout.prefixes.front();
 }
 }  // namespace
 

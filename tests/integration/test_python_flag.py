@@ -4,6 +4,7 @@ popen). The script would leave a marker file on the host if anything ran it."""
 import json
 import os
 import socket
+import subprocess
 
 import pytest
 
@@ -60,3 +61,21 @@ def test_a_script_given_as_python_is_refused_and_never_run(tmp_path, shim, comma
     assert "ran" not in done.stdout
     assert not marker.exists(), "the script was run on the host"
     assert not (tmp_path / "prefix").exists()
+
+
+def test_install_sys_prefix_reads_the_prefix_without_running_the_interpreter(tmp_path):
+    # A venv whose start-up leaves a marker: a .pth line runs at every interpreter start (it
+    # used to be started, through popen, to print sys.prefix).
+    venv = tmp_path / "venv"
+    made = subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)],
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    marker = tmp_path / "interpreter-ran"
+    site = next(venv.glob("lib/python3*/site-packages"))
+    (site / "belljar_probe.pth").write_text(f"import pathlib; pathlib.Path({str(marker)!r}).touch()\n")
+    done = belljar("install", "--sys-prefix", "--name", "venv-test", "--python",
+                   str(venv / "bin" / "python3"), cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    spec = json.loads((venv / "share/jupyter/kernels/venv-test/kernel.json").read_text())
+    assert spec["argv"][spec["argv"].index("--python") + 1] == str(venv / "bin" / "python3")
+    assert not marker.exists(), "the interpreter was run on the host"
