@@ -268,8 +268,15 @@ std::vector<std::string> PolicyBuilder::kernel_argv(const Policy& policy) const 
   std::vector<std::string> argv;
   for (size_t i = 0; i + 1 < given_.size(); i += 2) {
     // A toggle takes no separate value: "--audit-code true" would leave "true" as a stray word.
-    if (find_policy_flag(given_[i])->kind == FlagValue::toggle) {
+    FlagValue kind = find_policy_flag(given_[i])->kind;
+    if (kind == FlagValue::toggle) {
       argv.push_back(given_[i] + "=" + given_[i + 1]);
+    } else if (kind == FlagValue::directory || kind == FlagValue::path || kind == FlagValue::file) {
+      // Paths mean what they meant where install ran, not wherever Jupyter starts the kernel.
+      fs::path path = fs::absolute(given_[i + 1]).lexically_normal();
+      if (!path.has_filename() && path != path.root_path()) path = path.parent_path();  // "./"
+      argv.push_back(given_[i]);
+      argv.push_back(path.string());
     } else {
       argv.push_back(given_[i]);
       argv.push_back(given_[i + 1]);

@@ -174,6 +174,19 @@ TEST_CASE("kernel.json's argv: the flags as given, the python resolved, toggles 
         std::vector<std::string>{"--python", "/usr/bin/python3"});
 }
 
+// `belljar install --workspace .` means the directory install ran in, not whatever directory
+// Jupyter later starts the kernel in (it used to be baked as ".").
+TEST_CASE("kernel.json's argv: relative paths are baked as install saw them",
+          "[policy][flags][kernelspec]") {
+  const std::string here = std::filesystem::current_path().string();
+  auto builder = collect({"--workspace", ".", "--ro", "./", "--audit-log", "audit.log", "--metrics",
+                          "sub/../m.prom", "--python", "/usr/bin/python3"});
+  auto argv = builder.kernel_argv(builder.build());
+  CHECK(argv == std::vector<std::string>{"--workspace", here, "--ro", here, "--audit-log",
+                                         here + "/audit.log", "--metrics", here + "/m.prom",
+                                         "--python", "/usr/bin/python3"});
+}
+
 TEST_CASE("--help lists every flag with its default", "[policy][flags]") {
   auto& help = policy_flag_help();
   REQUIRE(help.size() == policy_flags().size());
