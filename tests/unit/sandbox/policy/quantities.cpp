@@ -5,20 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include "sandbox/policy/policy.hpp"
+#include "usage_error.hpp"
 
 using namespace belljar;
-
-namespace {
-template <typename F>
-std::string usage_error(F&& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using belljar::testing::usage_error;
 
 TEST_CASE("duration units are case-insensitive, as %%limits took them", "[policy][duration]") {
   // Before: `%%limits --timeout 2M` meant two minutes while `--timeout 2M` was refused.
