@@ -11,9 +11,10 @@
 namespace belljar {
 
 namespace {
-// While a cell runs, surveys come every 100 ms while the workspace grows (a burst of writes is
-// caught within that), backing off to one a second while it does not; idle, every 3 s.
-constexpr auto kSurveyWhileGrowing = std::chrono::milliseconds(100);
+// While a cell runs, surveys come every 50 ms while the workspace grows (a burst of writes is
+// caught within that: the page cache takes in a few GB a second), backing off to one a second
+// while it does not; idle, every 3 s.
+constexpr auto kSurveyWhileGrowing = std::chrono::milliseconds(50);
 constexpr auto kSurveyWhileRunning = std::chrono::milliseconds(1000);
 constexpr auto kSurveyWhileIdle = std::chrono::milliseconds(3000);
 // The period is at least 50 times a survey's duration (2% of a core), 10 times (10%) while a
