@@ -17,6 +17,17 @@ void Metrics::cell(CellStatus status, double seconds, bool truncated, LimitHit l
   dirty_ = true;
 }
 
+void Metrics::secret_use(const std::string& secret, bool injected) {
+  ++secret_uses_[{secret, injected}];
+  dirty_ = true;
+}
+
+void Metrics::model_tokens(uint64_t input, uint64_t output) {
+  input_tokens_ += input;
+  output_tokens_ += output;
+  dirty_ = true;
+}
+
 void Metrics::egress(bool allowed) {
   ++(allowed ? egress_allowed_ : egress_denied_);
   dirty_ = true;
@@ -64,6 +75,18 @@ std::string Metrics::render() const {
       << "# TYPE belljar_egress_requests_total counter\n"
       << "belljar_egress_requests_total{decision=\"allowed\"} " << egress_allowed_ << "\n"
       << "belljar_egress_requests_total{decision=\"denied\"} " << egress_denied_ << "\n"
+      << "# HELP belljar_secret_requests_total Requests to hosts with a bound secret, by "
+         "secret and whether its value was put in.\n"
+      << "# TYPE belljar_secret_requests_total counter\n";
+  // Names are variable names ([A-Za-z0-9_]): nothing to escape in a label.
+  for (const auto& [key, count] : secret_uses_)
+    out << "belljar_secret_requests_total{secret=\"" << key.first << "\",injected=\""
+        << (key.second ? "true" : "false") << "\"} " << count << "\n";
+  out << "# HELP belljar_model_tokens_total Tokens a model API reported in responses to "
+         "requests with a bound secret.\n"
+      << "# TYPE belljar_model_tokens_total counter\n"
+      << "belljar_model_tokens_total{kind=\"input\"} " << input_tokens_ << "\n"
+      << "belljar_model_tokens_total{kind=\"output\"} " << output_tokens_ << "\n"
       << "# HELP belljar_worker_restarts_total Sandboxed workers restarted.\n"
       << "# TYPE belljar_worker_restarts_total counter\n"
       << "belljar_worker_restarts_total " << restarts_ << "\n"

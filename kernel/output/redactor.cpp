@@ -32,7 +32,8 @@ Redactor::Redactor(std::vector<std::string> secrets) : secrets_(std::move(secret
   secrets_.erase(std::unique(secrets_.begin(), secrets_.end()), secrets_.end());
 }
 
-Redactor Redactor::for_sandbox(const Policy& policy, char** environ) {
+Redactor Redactor::for_sandbox(const Policy& policy, char** environ,
+                               std::vector<std::string> bound_values) {
   // Which names are harmless is the sandbox's own rule (sandbox/layers/environment.hpp), not a
   // second list here: a variable the sandbox hands over unasked, or builds itself, is no secret.
   std::vector<std::string> secrets;
@@ -42,6 +43,10 @@ Redactor Redactor::for_sandbox(const Policy& policy, char** environ) {
       secrets.push_back(value);
   for (const auto& [name, value] : policy.set_env)
     if (!harmless_variable(name) && looks_secret(value)) secrets.push_back(value);
+  // The values of bound secrets (--secret) never enter the sandbox, yet a cell could still get
+  // one printed (an upstream that leaks it in a way the proxy cannot see). Only whole values
+  // are masked, so this tells a guesser nothing short of the whole value.
+  for (auto& value : bound_values) secrets.push_back(std::move(value));
   return Redactor(std::move(secrets));
 }
 

@@ -27,7 +27,9 @@ class Redactor {
   // variables (read from `environ`) and --set-env values. Paths and plain numbers are not
   // secrets (the workspace path is printed by os.getcwd() on purpose), nor are the variables
   // the sandbox itself deems harmless (harmless_variable: the allowlist, PATH, HOME, ...).
-  static Redactor for_sandbox(const Policy& policy, char** environ);
+  // `bound_values`: the real values of bound secrets (--secret), masked as well.
+  static Redactor for_sandbox(const Policy& policy, char** environ,
+                              std::vector<std::string> bound_values = {});
   explicit Redactor(std::vector<std::string> secrets);
 
   bool empty() const { return secrets_.empty(); }

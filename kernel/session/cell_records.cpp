@@ -17,21 +17,35 @@ namespace belljar {
 json Kernel::execution_facts() const {
   double wall = std::chrono::duration<double, std::milli>(Clock::now() - cell_->started).count();
   double cpu = worker_ ? (worker_->cpu_seconds() - cell_->cpu_at_start) * 1000 : 0;
-  return {{"wall_ms", std::round(wall * 10) / 10},
-          {"cpu_ms", std::round(std::max(0.0, cpu) * 10) / 10},
-          {"background_cpu_ms", std::round(cell_->background_cpu * 10000) / 10},
-          {"peak_memory_bytes", worker_ ? worker_->peak_memory_bytes() : 0},
-          {"limits",
-           {{"timeout_seconds", cell_->timeout},
-            {"cpu_seconds", cell_->cpu_limit},
-            {"memory_bytes", options_.policy.memory_bytes},
-            {"output_limit_bytes", budget_.limit()}}},
-          {"limit_hit",
-           cell_->limit_hit == LimitHit::none ? json(nullptr) : json(limit_name(cell_->limit_hit))},
-          {"output_truncated", budget_.dropped() > 0},
-          {"output_bytes",
-           {{"stdout", streams_[0].total_bytes()}, {"stderr", streams_[1].total_bytes()}}},
-          {"egress_denied", cell_->egress_denied}};
+  json facts = {
+      {"wall_ms", std::round(wall * 10) / 10},
+      {"cpu_ms", std::round(std::max(0.0, cpu) * 10) / 10},
+      {"background_cpu_ms", std::round(cell_->background_cpu * 10000) / 10},
+      {"peak_memory_bytes", worker_ ? worker_->peak_memory_bytes() : 0},
+      {"limits",
+       {{"timeout_seconds", cell_->timeout},
+        {"cpu_seconds", cell_->cpu_limit},
+        {"memory_bytes", options_.policy.memory_bytes},
+        {"output_limit_bytes", budget_.limit()}}},
+      {"limit_hit",
+       cell_->limit_hit == LimitHit::none ? json(nullptr) : json(limit_name(cell_->limit_hit))},
+      {"output_truncated", budget_.dropped() > 0},
+      {"output_bytes",
+       {{"stdout", streams_[0].total_bytes()}, {"stderr", streams_[1].total_bytes()}}},
+      {"egress_denied", cell_->egress_denied}};
+  if (json secrets = secret_totals(); !secrets.is_null()) facts["secrets"] = secrets;
+  return facts;
+}
+
+// belljar.secrets: the cell's requests to hosts with a bound secret; null when it made none.
+json Kernel::secret_totals() const {
+  const auto& totals = cell_->secrets;
+  if (totals.requests == 0) return nullptr;
+  return {{"requests", totals.requests},
+          {"injected", totals.injected},
+          {"latency_ms", std::round(totals.latency_ms * 10) / 10},
+          {"input_tokens", totals.input_tokens},
+          {"output_tokens", totals.output_tokens}};
 }
 
 void Kernel::finish_cell(const json& done) {
@@ -99,6 +113,7 @@ void Kernel::finish_cell(const json& done) {
                  {"truncated", budget_.dropped() > 0},
                  {"limit_hit", facts["limit_hit"]},
                  {"displays", cell.displays}};
+  if (facts.contains("secrets")) record["secrets"] = facts["secrets"];
   if (cell.error) record["ename"] = (*cell.error)["ename"];
   if (options_.policy.audit_code) record["code"] = redactor_.redact(cell.code);
   audit_.record("cell", record);

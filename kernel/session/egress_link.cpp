@@ -1,8 +1,10 @@
 // The egress proxy's decisions (sandbox/egress/egress_proxy.hpp), made on the proxy's own thread
 // and recorded here, on the reactor's: an audit record each up to a rate (audit_throttle.hpp: the
 // rest are counted in a per-interval egress_summary), the metrics, and the running cell's
-// list of denied hosts (execute_reply metadata belljar.egress_denied).
+// list of denied hosts (execute_reply metadata belljar.egress_denied) and its requests to hosts
+// with bound secrets (belljar.secrets).
 #include <algorithm>
+#include <cmath>
 
 #include "kernel/session/kernel.hpp"
 #include "sandbox/os/host_port.hpp"
@@ -12,6 +14,30 @@ namespace belljar {
 namespace {
 constexpr size_t kDeniedPerCell = 100;  // the metadata names at most this many hosts
 }  // namespace
+
+// A request to a host with a bound secret: its facts in the egress record (names, never
+// values), the metrics, and the running cell's totals.
+void Kernel::record_secret_use(const SecretUse& use, json& record) {
+  record["secrets"] = use.secrets;
+  record["injected"] = use.injected;
+  record["status"] = use.status;
+  record["latency_ms"] = std::round(use.latency_ms * 10) / 10;
+  if (use.input_tokens || use.output_tokens) {
+    json tokens = json::object();
+    if (use.input_tokens) tokens["input"] = *use.input_tokens;
+    if (use.output_tokens) tokens["output"] = *use.output_tokens;
+    record["tokens"] = tokens;
+  }
+  for (const auto& name : use.secrets) metrics_.secret_use(name, use.injected);
+  metrics_.model_tokens(use.input_tokens.value_or(0), use.output_tokens.value_or(0));
+  if (!executing()) return;
+  auto& totals = cell_->secrets;
+  ++totals.requests;
+  totals.injected += use.injected ? 1 : 0;
+  totals.latency_ms += use.latency_ms;
+  totals.input_tokens += use.input_tokens.value_or(0);
+  totals.output_tokens += use.output_tokens.value_or(0);
+}
 
 void Kernel::handle_egress() {
   if (!egress_) return;
@@ -30,6 +56,7 @@ void Kernel::handle_egress() {
                    {"address", or_null(d.address)}};
     if (!d.detail.empty()) record["detail"] = d.detail;
     record["execution_count"] = executing() ? json(cell_->execution_count) : json(nullptr);
+    if (d.secret_use) record_secret_use(*d.secret_use, record);
     std::string target = host_port(d.host, d.port);
     if (egress_audit_.admit(std::string(verdict_name(d.decision)), target, now))
       audit_.record("egress", record);

@@ -44,6 +44,8 @@ struct KernelOptions {
   Policy policy;
   WorkerLaunch launch;
   std::string session_id;  // this kernel's identity in headers and the audit log
+  // Bound secrets (--secret): set by the Kernel itself when it starts (with_bound_secrets).
+  SecretBroker broker;
 };
 
 class Kernel {
@@ -91,6 +93,12 @@ class Kernel {
     json displays = json::array();                   // mime types of each display, for the audit
     std::string result_text;                         // text/plain of the result, for history
     std::vector<std::string> egress_denied;          // host:port the proxy refused during the cell
+    // Requests to hosts with a bound secret during the cell: count, values put in, time
+    // spent, the tokens a model API reported (belljar.secrets in the reply metadata).
+    struct SecretTotals {
+      uint64_t requests = 0, injected = 0, input_tokens = 0, output_tokens = 0;
+      double latency_ms = 0;
+    } secrets;
     json expressions_asked =
         json::object();  // the client's user_expressions: the only names answered
   };
@@ -143,6 +151,7 @@ class Kernel {
 
   // cell_records.cpp
   json execution_facts() const;
+  json secret_totals() const;
   void finish_cell(const json& done);
   void finish_request_reply(const json& reply);
   void fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome);
@@ -150,6 +159,7 @@ class Kernel {
 
   // egress_link.cpp
   void handle_egress();
+  void record_secret_use(const SecretUse& use, json& record);
 
   // workspace_link.cpp
   bool surveys_workspace() const;

@@ -27,17 +27,39 @@ sigset_t handled_signals() {
   sigaddset(&set, SIGHUP);
   return set;
 }
+// Bound secrets (--secret): each value read now, from this process's environment or its file
+// (UsageError naming the binding: the kernel refuses to start), the session's CA made, and the
+// sandbox's side of it (placeholders, the CA bundle) put in the launch.
+KernelOptions with_bound_secrets(KernelOptions options) {
+  const Policy& policy = options.policy;
+  if (policy.secrets.empty()) return options;
+  if (policy.isolation == Isolation::none)
+    throw UsageError(policy.secrets.front().flag_text() +
+                     ": --isolation none runs the code with the kernel's own environment, value "
+                     "included; a bound secret needs the sandbox");
+  options.broker.secrets = BoundSecrets::load(policy.secrets, environ);
+  std::vector<HostRule> hosts;
+  for (const auto& binding : policy.secrets) hosts.push_back(binding.host);
+  options.broker.ca = std::make_shared<SessionCa>(hosts);
+  options.launch.secret_placeholders = options.broker.secrets->placeholders();
+  options.launch.ca_bundle = options.broker.ca->bundle_pem();
+  return options;
+}
+
 }  // namespace
 
 Kernel::Kernel(KernelOptions options)
-    : options_(std::move(options)),
+    : options_(with_bound_secrets(std::move(options))),
       // Refused where the sandbox can write: it could put a symlink in the file's place.
       audit_(refuse_sandbox_writable(options_.policy, "--audit-log", options_.policy.audit_log)),
       metrics_(refuse_sandbox_writable(options_.policy, "--metrics", options_.policy.metrics_file)),
       // With no sandbox the worker has the whole environment: redaction would promise nothing.
       redactor_(options_.policy.isolation == Isolation::none
                     ? Redactor()
-                    : Redactor::for_sandbox(options_.policy, environ)),
+                    : Redactor::for_sandbox(options_.policy, environ,
+                                            options_.broker.secrets
+                                                ? options_.broker.secrets->values()
+                                                : std::vector<std::string>{})),
       request_log_(10),
       frame_log_(10) {
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
@@ -51,7 +73,8 @@ Kernel::Kernel(KernelOptions options)
   // The egress proxy runs on its own thread (all signals blocked there); with no allowlist, or
   // no sandbox, there is nothing for it to do.
   if (!options_.policy.allow_net.empty() && options_.policy.isolation != Isolation::none)
-    egress_ = std::make_unique<EgressProxy>(options_.policy.allow_net);
+    egress_ = std::make_unique<EgressProxy>(options_.policy.allow_net, EgressLimits{},
+                                            system_resolve, options_.broker);
 }
 
 Kernel::~Kernel() {

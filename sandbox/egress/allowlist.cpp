@@ -75,6 +75,7 @@ HostVerdict match_host(const std::vector<HostRule>& rules, const RequestHost& ho
 }
 
 std::string rule_flag_text(const HostRule& rule) {
+  if (!rule.secret.empty()) return rule.secret;
   return std::string(rule.local ? "--allow-local-net " : "--allow-net ") + rule.text();
 }
 

@@ -32,12 +32,14 @@ std::string ports_text(const std::vector<uint16_t>& ports) {
 }  // namespace
 
 Connections::Connections(const std::vector<HostRule>& rules, const EgressLimits& limits, int epoll,
-                         ResolverPool& resolver, DecisionQueue& decisions)
+                         ResolverPool& resolver, DecisionQueue& decisions,
+                         const SecretBroker& broker)
     : rules_(rules),
       limits_(limits),
       epoll_(epoll),
       resolver_(resolver),
       decisions_(decisions),
+      broker_(broker),
       pipes_(limits.max_spliced) {}
 
 void Connections::adopt(Fd client) {
@@ -88,9 +90,12 @@ void Connections::resume() {
   std::vector<uint64_t> resume;
   resume.swap(again_);
   for (uint64_t id : resume)
-    if (auto it = connections_.find(id);
-        it != connections_.end() && it->second->phase == Phase::relaying)
-      relay(*it->second);
+    if (auto it = connections_.find(id); it != connections_.end()) {
+      if (it->second->phase == Phase::relaying)
+        relay(*it->second);
+      else if (it->second->phase == Phase::brokering)
+        broker(*it->second);
+    }
 }
 
 int Connections::next_timeout_ms() const {
@@ -127,6 +132,9 @@ void Connections::on_event(uint64_t id, EgressSide side, uint32_t events) {
       break;
     case Phase::relaying:
       relay(c);
+      break;
+    case Phase::brokering:
+      broker(c);
       break;
     case Phase::hello:
       if (side == kClient) read_hello(c);
@@ -226,7 +234,20 @@ void Connections::start_request(Connection& c, size_t head_length) {
     return;
   }
   c.rule = verdict.rule;
-  if (!c.request.tunnel && !check_plain_request(c)) return;
+  if (!c.request.tunnel) {
+    // A bound secret's value goes only into TLS: over plain HTTP the host gets nothing, and
+    // the client is told why rather than left to wonder at a 401.
+    if (auto bound = bound_secrets(c); !bound.empty()) {
+      std::string names;
+      for (const auto* secret : bound) names += (names.empty() ? "" : ", ") + secret->name;
+      deny(c, 403, "Forbidden", EgressFailure::secret_needs_tls,
+           names + " is bound to " + host_port(c.host.name, c.request.port) + " (" +
+               rule_flag_text(*c.rule) +
+               "): its value is only ever sent over TLS; use https:// (the proxy's CONNECT)");
+      return;
+    }
+    if (!check_plain_request(c)) return;
+  }
   if (c.host.literal) {
     // The rule names this very address: allowed whatever its scope, as the user asked.
     c.addresses = {*c.host.literal};
@@ -345,6 +366,10 @@ void Connections::finish_connect(Connection& c) {
 
 void Connections::connected(Connection& c) {
   const IpAddress& address = c.addresses[c.next_address - 1];
+  if (c.request.tunnel && c.host.literal) {
+    // A rule that names an address: no SNI to check, but a bound secret is still brokered.
+    if (auto bound = bound_secrets(c); !bound.empty()) return start_brokering(c, std::move(bound));
+  }
   if (c.request.tunnel && !c.host.literal) {
     // A name: the decision waits for the ClientHello's SNI (read_hello).
     c.down.buffer.append("HTTP/1.1 200 Connection established\r\n\r\n");
@@ -430,6 +455,8 @@ void Connections::read_hello(Connection& c) {
         return refuse_tunnel(c, EgressFailure::sni_mismatch,
                              "the TLS ClientHello names \"" + scan.server_name->substr(0, 255) +
                                  "\", not " + c.host.name);
+      if (auto bound = bound_secrets(c); !bound.empty())
+        return start_brokering(c, std::move(bound));  // one record per request, later
       decisions_.post({c.request.method, c.host.name, c.request.port, EgressVerdict::allowed,
                        rule_flag_text(*c.rule), EgressFailure::none, "",
                        c.addresses[c.next_address - 1].text()});
@@ -461,7 +488,77 @@ void Connections::refuse_tunnel(Connection& c, EgressFailure reason, const std::
   respond(c, std::string(tls_access_denied_alert()));
 }
 
-// ---- relaying ---------------------------------------------------------------------------
+// ---- brokering: a tunnel to a host with a bound secret ----------------------------------
+
+std::vector<const BoundSecret*> Connections::bound_secrets(const Connection& c) const {
+  if (!broker_.active()) return {};
+  return broker_.secrets->bound_to(c.host, c.request.port);
+}
+
+// The tunnel's 200 is out and its ClientHello read (held in c.up.buffer): from here the proxy
+// is the client's TLS server and the upstream's TLS client.
+void Connections::start_brokering(Connection& c, std::vector<const BoundSecret*> bound) {
+  std::string error;
+  OpenSslPtr<SSL> client_tls = broker_.ca->server_session(c.host, error);
+  if (!upstream_tls_) {
+    try {
+      upstream_tls_.emplace();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  OpenSslPtr<SSL> upstream_tls =
+      client_tls && upstream_tls_ ? upstream_tls_->client_session(c.host, error) : nullptr;
+  if (!upstream_tls) return refuse_tunnel(c, EgressFailure::upstream_certificate, error);
+  std::string host_header =
+      c.request.port == 443 ? bracketed_host(c.host.name) : host_port(c.host.name, c.request.port);
+  c.brokered = std::make_unique<BrokeredTunnel>(
+      std::move(client_tls), std::move(upstream_tls),
+      BrokeredHttp(std::move(bound), *broker_.secrets, host_header), c.up.buffer.view());
+  c.up.buffer.consume(c.up.buffer.size());
+  if (c.request.tunnel && c.host.literal && c.down.buffer.empty())
+    c.down.buffer.append("HTTP/1.1 200 Connection established\r\n\r\n");
+  c.phase = Phase::brokering;
+  c.deadline = EgressClock::now() + limits_.idle_timeout;
+  broker(c);
+}
+
+void Connections::broker(Connection& c) {
+  // The tunnel's own 200, for a rule that names an address (read_hello sent it for a name).
+  while (!c.down.buffer.empty() && c.client_out) {
+    size_t want = c.down.buffer.size();
+    ssize_t n = c.down.buffer.drain(c.client.get());
+    if (n < 0 && errno != EAGAIN) return close(c);
+    if (n < static_cast<ssize_t>(want)) c.client_out = false;
+  }
+  if (!c.down.buffer.empty()) return;
+  TunnelStep step = c.brokered->step(c.client_end(), c.upstream_end());
+  std::string address = c.addresses[c.next_address - 1].text();
+  for (auto& exchange : step.exchanges) {
+    EgressDecision decision{exchange.method,
+                            c.host.name,
+                            c.request.port,
+                            EgressVerdict::allowed,
+                            rule_flag_text(*c.rule),
+                            EgressFailure::none,
+                            "",
+                            address};
+    decision.secret_use = std::move(exchange.use);
+    decisions_.post(std::move(decision));
+  }
+  if (step.failure) {
+    EgressDecision decision{c.request.method,        c.host.name,
+                            c.request.port,          verdict_of(step.failure->reason),
+                            rule_flag_text(*c.rule), step.failure->reason,
+                            step.failure->why,       address};
+    decisions_.post(std::move(decision));
+  }
+  if (step.over) return close(c);
+  if (step.moved) {
+    c.deadline = EgressClock::now() + limits_.idle_timeout;
+    again_.push_back(c.id);  // it may have stopped at its round limit: another turn
+  }
+}
 
 // ---- relaying ---------------------------------------------------------------------------
 

@@ -14,11 +14,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "sandbox/egress/allowlist.hpp"
+#include "sandbox/egress/brokered_tunnel.hpp"
 #include "sandbox/egress/egress_decision.hpp"
 #include "sandbox/egress/egress_limits.hpp"
 #include "sandbox/egress/egress_relay.hpp"
@@ -42,6 +44,7 @@ enum class Phase {
   connecting,  // a non-blocking connect() in flight
   hello,       // a tunnel to a name: reading the client's ClientHello, nothing forwarded yet
   relaying,    // bytes both ways
+  brokering,   // a tunnel to a host with a bound secret: TLS terminated (brokered_tunnel.hpp)
   answering,   // delivering the proxy's own response, then lingering
   lingering,   // response sent: reading what the client still sends until it closes
 };
@@ -67,16 +70,25 @@ struct Connection {
   size_t head_from = 0;
   size_t discarded = 0;
   uint64_t body_left = 0;  // plain HTTP: request body bytes still to forward (Content-Length)
+  std::unique_ptr<BrokeredTunnel> brokered;
 
   Endpoint client_end() { return {client.get(), client_in, client_out, client_eof}; }
   Endpoint upstream_end() { return {upstream.get(), upstream_in, upstream_out, upstream_eof}; }
+};
+
+// Hosts with bound secrets (--secret): a tunnel to one is terminated and brokered. Empty: every
+// tunnel stays end-to-end.
+struct SecretBroker {
+  std::shared_ptr<const BoundSecrets> secrets;
+  std::shared_ptr<SessionCa> ca;  // once handed to the proxy, used on its thread only
+  bool active() const { return secrets && !secrets->empty() && ca; }
 };
 
 class Connections {
  public:
   // Sockets are registered with `epoll` under epoll_tag(id, kClient / kUpstream).
   Connections(const std::vector<HostRule>& rules, const EgressLimits& limits, int epoll,
-              ResolverPool& resolver, DecisionQueue& decisions);
+              ResolverPool& resolver, DecisionQueue& decisions, const SecretBroker& broker);
   Connections(const Connections&) = delete;
   Connections& operator=(const Connections&) = delete;
 
@@ -104,6 +116,9 @@ class Connections {
   int discard_from_client(Connection& c);
   void read_hello(Connection& c);
   void refuse_tunnel(Connection& c, EgressFailure reason, const std::string& why);
+  std::vector<const BoundSecret*> bound_secrets(const Connection& c) const;
+  void start_brokering(Connection& c, std::vector<const BoundSecret*> bound);
+  void broker(Connection& c);
   void relay(Connection& c);
   void rewrite_response_head(Connection& c);
   void deny(Connection& c, int status, const char* reason_phrase, EgressFailure reason,
@@ -121,6 +136,8 @@ class Connections {
   int epoll_;
   ResolverPool& resolver_;
   DecisionQueue& decisions_;
+  const SecretBroker& broker_;
+  std::optional<UpstreamTls> upstream_tls_;  // made on first use
   SpliceBudget pipes_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   std::vector<uint64_t> again_;  // relays cut short for fairness, to go on after this round

@@ -48,6 +48,14 @@ std::string_view failure_name(EgressFailure failure) {
       return "timeout";
     case EgressFailure::too_many_connections:
       return "too-many-connections";
+    case EgressFailure::secret_needs_tls:
+      return "secret-needs-tls";
+    case EgressFailure::secret_unsupported:
+      return "secret-unsupported-request";
+    case EgressFailure::upstream_certificate:
+      return "upstream-certificate";
+    case EgressFailure::upstream_response:
+      return "upstream-response";
   }
   return "";
 }
@@ -62,11 +70,15 @@ EgressVerdict verdict_of(EgressFailure failure) {
     case EgressFailure::bad_request:
     case EgressFailure::sni_mismatch:
     case EgressFailure::sni_missing:
+    case EgressFailure::secret_needs_tls:
+    case EgressFailure::secret_unsupported:
       return EgressVerdict::denied;
     case EgressFailure::resolve_failed:
     case EgressFailure::connect_failed:
     case EgressFailure::timeout:
     case EgressFailure::too_many_connections:
+    case EgressFailure::upstream_certificate:
+    case EgressFailure::upstream_response:
       return EgressVerdict::failed;
   }
   return EgressVerdict::failed;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,12 @@ enum class EgressFailure {
   connect_failed,        // failed: no address accepted the connection
   timeout,               // failed: resolving or connecting took too long
   too_many_connections,  // failed: the proxy is at its limit
+  secret_needs_tls,      // denied: plain HTTP to a host with a bound secret (--secret)
+  secret_unsupported,    // denied: a request the secret broker does not forward (HTTP/1.0,
+                         //   Upgrade, a malformed or oversized head)
+  upstream_certificate,  // failed: a bound host's TLS handshake or certificate did not verify
+  upstream_response,     // failed: a bound host's response could not be checked (compressed,
+                         //   malformed)
 };
 
 // The names on the wire (X-Belljar-Denied / X-Belljar-Error) and in the audit log.
@@ -46,6 +53,16 @@ inline bool operator==(EgressFailure failure, std::string_view name) {
   return failure_name(failure) == name;
 }
 
+// A request on a connection the proxy brokers for a bound secret (brokered_http.hpp): one per
+// request, with the names (never the values) of the secrets bound to the host.
+struct SecretUse {
+  std::vector<std::string> secrets;
+  bool injected = false;  // a placeholder in the request was replaced by its value
+  int status = 0;         // the upstream's final status; 0 when none came
+  double latency_ms = 0;  // from the request's head sent to its response's end
+  std::optional<uint64_t> input_tokens, output_tokens;  // a model API's usage, when reported
+};
+
 struct EgressDecision {
   std::string method;  // CONNECT, GET, ... ("" when no request could be read)
   std::string host;    // as requested, normalised when it could be
@@ -55,6 +72,7 @@ struct EgressDecision {
   EgressFailure reason = EgressFailure::none;
   std::string detail;   // one sentence for humans (the 403/502 body)
   std::string address;  // the address connected to, or refused
+  std::optional<SecretUse> secret_use = std::nullopt;
 };
 
 // Thread-safe: the proxy's thread posts, the reactor's takes.

@@ -48,6 +48,7 @@ struct EgressProxy::Loop {
 
   std::vector<HostRule> rules;
   EgressLimits limits;
+  SecretBroker broker;
   Fd epoll;
   std::shared_ptr<Inbox> inbox = std::make_shared<Inbox>();
   std::unique_ptr<ResolverPool> resolver;
@@ -56,8 +57,8 @@ struct EgressProxy::Loop {
   std::map<uint64_t, Fd> channels;  // the jails' SOCK_SEQPACKET ends, by id
   uint64_t next_channel = 1;
 
-  Loop(std::vector<HostRule> r, EgressLimits l, NameResolver resolve)
-      : rules(std::move(r)), limits(l), decisions(l.max_queued_decisions) {
+  Loop(std::vector<HostRule> r, EgressLimits l, NameResolver resolve, SecretBroker b)
+      : rules(std::move(r)), limits(l), broker(std::move(b)), decisions(l.max_queued_decisions) {
     epoll.reset(::epoll_create1(EPOLL_CLOEXEC));
     if (!epoll) throw SetupError("egress proxy: epoll_create1: " + errno_text(errno));
     inbox->wake.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -77,7 +78,8 @@ struct EgressProxy::Loop {
                                          box->resolved.emplace_back(job, std::move(result));
                                          notify(box->wake.get());
                                        });
-    connections = std::make_unique<Connections>(rules, limits, epoll.get(), *resolver, decisions);
+    connections =
+        std::make_unique<Connections>(rules, limits, epoll.get(), *resolver, decisions, broker);
   }
 
   ~Loop() {
@@ -153,8 +155,10 @@ struct EgressProxy::Loop {
   }
 };
 
-EgressProxy::EgressProxy(std::vector<HostRule> rules, EgressLimits limits, NameResolver resolve)
-    : loop_(std::make_unique<Loop>(std::move(rules), limits, std::move(resolve))) {
+EgressProxy::EgressProxy(std::vector<HostRule> rules, EgressLimits limits, NameResolver resolve,
+                         SecretBroker broker)
+    : loop_(
+          std::make_unique<Loop>(std::move(rules), limits, std::move(resolve), std::move(broker))) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);

@@ -14,7 +14,10 @@
 // header, whatever the client wrote (a shared front end routes by Host), and only the body its
 // one Content-Length declares (nothing pipelined after it). A
 // tunnel to a name must open with a TLS ClientHello whose SNI is that name
-// (tls_client_hello.hpp); only then are its bytes, unchanged, forwarded.
+// (tls_client_hello.hpp); only then are its bytes, unchanged, forwarded. The one exception is
+// a host with a bound secret (--secret): the proxy terminates that tunnel's TLS with the
+// session's CA and puts the value into its requests (brokered_tunnel.hpp), and refuses plain
+// HTTP to it.
 //
 // It runs on its own thread with its own epoll loop, so a slow or stuck upstream or client can
 // never stall the kernel's reactor or another connection: every socket is non-blocking (and
@@ -36,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "sandbox/egress/egress_connection.hpp"
 #include "sandbox/egress/egress_decision.hpp"
 #include "sandbox/egress/egress_limits.hpp"
 #include "sandbox/egress/egress_resolver.hpp"
@@ -47,8 +51,9 @@ namespace belljar {
 class EgressProxy {
  public:
   // Starts the proxy's thread (and its resolvers) with every signal blocked.
+  // With a broker, tunnels to hosts with bound secrets are terminated (brokered_tunnel.hpp).
   explicit EgressProxy(std::vector<HostRule> rules, EgressLimits limits = {},
-                       NameResolver resolve = system_resolve);
+                       NameResolver resolve = system_resolve, SecretBroker broker = {});
   ~EgressProxy();  // stops the thread; every connection is closed
   EgressProxy(const EgressProxy&) = delete;
   EgressProxy& operator=(const EgressProxy&) = delete;

@@ -141,7 +141,10 @@ std::optional<size_t> find_head_end(std::string_view data) {
   return end + 4;
 }
 
-RequestHead parse_request_head(std::string_view text) {
+namespace {
+
+// The request line and headers, checked; `target` is the request target as written.
+RequestHead parse_request_line_and_headers(std::string_view text, std::string_view& target) {
   auto lines = head_lines(text);
   std::string_view line = lines[0];
   auto sp1 = line.find(' ');
@@ -150,7 +153,7 @@ RequestHead parse_request_head(std::string_view text) {
     throw HttpHeadError("a malformed request line");
   RequestHead head;
   head.method = std::string(line.substr(0, sp1));
-  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   head.version = std::string(line.substr(sp2 + 1));
   if (!is_token(head.method)) throw HttpHeadError("a malformed method");
   if (head.version != "HTTP/1.1" && head.version != "HTTP/1.0")
@@ -185,7 +188,14 @@ RequestHead parse_request_head(std::string_view text) {
   if (lengths && codings) throw HttpHeadError("both Content-Length and Transfer-Encoding");
   if (codings && head.version == "HTTP/1.0")
     throw HttpHeadError("Transfer-Encoding in an HTTP/1.0 request");
+  return head;
+}
 
+}  // namespace
+
+RequestHead parse_request_head(std::string_view text) {
+  std::string_view target;
+  RequestHead head = parse_request_line_and_headers(text, target);
   if (head.method == "CONNECT") {
     head.tunnel = true;
     parse_authority(target, true, head);
@@ -210,6 +220,16 @@ RequestHead parse_request_head(std::string_view text) {
     head.path = "/" + std::string(path);
   else
     head.path = std::string(path);
+  return head;
+}
+
+RequestHead parse_origin_request_head(std::string_view text) {
+  std::string_view target;
+  RequestHead head = parse_request_line_and_headers(text, target);
+  if (head.method == "CONNECT") throw HttpHeadError("CONNECT inside a tunnel");
+  if (target.front() != '/' && !(target == "*" && head.method == "OPTIONS"))
+    throw HttpHeadError("the request target must be a path (origin-form) inside a tunnel");
+  head.path = std::string(target);
   return head;
 }
 

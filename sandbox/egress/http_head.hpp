@@ -51,6 +51,10 @@ std::optional<size_t> find_head_end(std::string_view data);
 // Throws HttpHeadError. `head` is exactly what find_head_end measured.
 RequestHead parse_request_head(std::string_view head);
 ResponseHead parse_response_head(std::string_view head);
+// A request as an origin server gets it, inside a TLS tunnel the proxy terminates
+// (brokered_http.hpp): the target is a path ("/v1/chat?x=1") or "*" for OPTIONS; `host` and
+// `port` stay empty (the tunnel decided them). The same header rules as above.
+RequestHead parse_origin_request_head(std::string_view head);
 
 // What the proxy sends upstream for a plain HTTP request: origin-form target, hop-by-hop
 // headers (Connection and what it names, Keep-Alive, Proxy-*, TE, Upgrade) dropped, the Host

@@ -16,6 +16,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// NAME=VALUE in `env`, replacing an entry of that name.
+void set_variable(std::vector<std::string>& env, const std::string& name,
+                  const std::string& value) {
+  for (auto& entry : env)
+    if (entry.compare(0, name.size() + 1, name + "=") == 0) {
+      entry = name + "=" + value;
+      return;
+    }
+  env.push_back(name + "=" + value);
+}
+
 bool covered_by(const fs::path& path, const std::vector<JailBind>& binds) {
   for (const auto& bind : binds) {
     if (bind.kind == JailBind::Kind::device) continue;
@@ -186,6 +197,16 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
     spec.egress_port = kEgressPort;
   // In landlock mode there is no private home; the warden makes one and rewrites HOME.
   spec.env = sandbox_environment(policy, layout.bin_dirs, kSandboxHome, host_env, spec.egress_port);
+  // Bound secrets: NAME is its placeholder (the policy refuses --pass-env or --set-env of it).
+  // The CA bundle only where the proxy can be reached: a bundle path that does not exist
+  // would break every TLS client in landlock mode for nothing.
+  for (const auto& [name, placeholder] : launch.secret_placeholders)
+    set_variable(spec.env, name, placeholder);
+  if (spec.egress_port != 0 && !launch.ca_bundle.empty()) {
+    spec.files.push_back({kCaBundlePath, launch.ca_bundle});
+    for (const auto& [name, value] : ca_bundle_variables(kCaBundlePath))
+      set_variable(spec.env, name, value);
+  }
   spec.memory_bytes = policy.memory_bytes;
   spec.pids = policy.pids;
   spec.file_size_bytes = policy.file_size_bytes;

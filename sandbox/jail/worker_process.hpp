@@ -37,6 +37,10 @@ struct LayerReport;  // host_check.hpp
 struct WorkerLaunch {
   std::string python;                        // absolute path of the interpreter
   std::filesystem::path worker_package_dir;  // host directory holding belljar_worker/
+  // Bound secrets (--secret): what the sandbox holds instead of each value, NAME=placeholder,
+  // and the CA bundle (PEM) it trusts so the egress proxy can terminate those hosts' TLS.
+  std::vector<std::pair<std::string, std::string>> secret_placeholders = {};
+  std::string ca_bundle = {};
 };
 
 class WorkerProcess {

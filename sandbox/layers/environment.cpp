@@ -83,4 +83,11 @@ std::vector<std::string> sandbox_environment(const Policy& policy,
   return entries;
 }
 
+std::vector<std::pair<std::string, std::string>> ca_bundle_variables(const std::string& path) {
+  return {{"SSL_CERT_FILE", path},
+          {"REQUESTS_CA_BUNDLE", path},
+          {"CURL_CA_BUNDLE", path},
+          {"NODE_EXTRA_CA_CERTS", path}};
+}
+
 }  // namespace belljar

@@ -44,4 +44,9 @@ std::vector<std::string> sandbox_environment(const Policy& policy,
 // 127.0.0.1 goes to the proxy, which is how an allowlisted host-loopback service is reached.
 std::vector<std::pair<std::string, std::string>> proxy_variables(uint16_t egress_port);
 
+// SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and NODE_EXTRA_CA_CERTS = PATH: what
+// OpenSSL (Python's ssl, urllib, httpx), requests, curl and Node read for the CAs to trust.
+// Set when a secret is bound, to the bundle holding the system CAs and the session's CA.
+std::vector<std::pair<std::string, std::string>> ca_bundle_variables(const std::string& path);
+
 }  // namespace belljar

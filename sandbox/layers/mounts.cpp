@@ -418,6 +418,7 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
   write_file_at(root.get(), "/etc/nsswitch.conf",
                 "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
                 "protocols: files\nservices: files\n");
+  for (const auto& file : spec.files) write_file_at(root.get(), file.path, file.text);
 
   // Secrets masked, host-run files read-only (workspace_guard.hpp).
   if (!guards.empty()) {

@@ -31,6 +31,8 @@ json JailSpec::to_json() const {
     binds_json.push_back({{"source", b.source}, {"target", b.target}, {"kind", kind_name(b.kind)}});
   json links_json = json::array();
   for (const auto& l : links) links_json.push_back({{"path", l.path}, {"points_to", l.points_to}});
+  json files_json = json::array();
+  for (const auto& f : files) files_json.push_back({{"path", f.path}, {"text", f.text}});
   return {{"mode", mode == Mode::namespaces ? "namespaces" : "landlock"},
           {"strict", strict},
           {"host_root", host_root},
@@ -50,7 +52,8 @@ json JailSpec::to_json() const {
           {"file_size_bytes", file_size_bytes},
           {"tmp_size_bytes", tmp_size_bytes},
           {"open_files", open_files},
-          {"egress_port", egress_port}};
+          {"egress_port", egress_port},
+          {"files", files_json}};
 }
 
 JailSpec JailSpec::from_json(const json& doc) {
@@ -78,6 +81,8 @@ JailSpec JailSpec::from_json(const json& doc) {
   spec.tmp_size_bytes = doc.at("tmp_size_bytes").get<uint64_t>();
   spec.open_files = doc.at("open_files").get<uint64_t>();
   spec.egress_port = doc.at("egress_port").get<uint16_t>();
+  for (const auto& f : doc.at("files"))
+    spec.files.push_back({f.at("path").get<std::string>(), f.at("text").get<std::string>()});
   return spec;
 }
 

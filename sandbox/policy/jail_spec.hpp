@@ -41,6 +41,15 @@ struct JailLink {
   std::string points_to;  // e.g. usr/lib
 };
 
+// A file the jail's init writes into the new root before it turns read-only.
+struct JailFile {
+  std::string path;  // absolute, inside the jail
+  std::string text;
+};
+
+// Where the bound secrets' CA bundle is, inside (SSL_CERT_FILE and friends name it).
+inline constexpr const char* kCaBundlePath = "/etc/belljar/ca-bundle.pem";
+
 struct JailSpec {
   enum class Mode {
     namespaces,  // the full jail: user/mount/pid/net/ipc/uts/cgroup namespaces, pivot_root
@@ -60,6 +69,7 @@ struct JailSpec {
   std::string exec_path;                      // the interpreter as the jail sees it
   std::vector<std::string> argv;
   std::vector<std::string> env;  // NAME=VALUE, built from the allowlist
+  std::vector<JailFile> files;   // namespaces mode only: the CA bundle for bound secrets
   uint64_t memory_bytes = 0;
   uint64_t pids = 0;
   uint64_t file_size_bytes = 0;

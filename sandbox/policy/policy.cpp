@@ -50,6 +50,26 @@ std::vector<std::pair<std::string, std::string>> read_policy_file(const std::str
   return settings;
 }
 
+// A bound secret's value must never reach the sandbox by another road, and one name has one
+// value: --pass-env or --set-env of the same name, or an environment variable and a file for
+// it, is a contradiction the user has to resolve.
+void check_secret_bindings(const Policy& policy) {
+  for (const auto& binding : policy.secrets) {
+    const std::string& name = binding.name;
+    if (std::find(policy.pass_env.begin(), policy.pass_env.end(), name) != policy.pass_env.end())
+      throw UsageError(binding.flag_text() + ": --pass-env " + name +
+                       " would put the value itself in the sandbox; drop one of them");
+    for (const auto& [set, value] : policy.set_env)
+      if (set == name)
+        throw UsageError(binding.flag_text() + ": --set-env " + name +
+                         " would replace its placeholder; drop one of them");
+    for (const auto& other : policy.secrets)
+      if (other.name == name && other.file != binding.file)
+        throw UsageError(binding.flag_text() + ": " + name + " is also bound as " +
+                         other.flag_text() + "; one name has one value");
+  }
+}
+
 void apply(Policy& policy, const std::string& flag, const std::string& value) {
   const PolicyFlag* entry = find_policy_flag(flag);
   if (!entry || !entry->apply) throw UsageError("unknown policy flag " + flag);
@@ -153,6 +173,51 @@ HostRule parse_host_rule(const std::string& flag, const std::string& text) {
   return rule;
 }
 
+std::string SecretBinding::text() const {
+  return name + (file.empty() ? "" : "=" + file) + "@" + host_port(host.host, host.ports.front());
+}
+
+std::string SecretBinding::flag_text() const {
+  return (file.empty() ? "--secret " : "--secret-file ") + text();
+}
+
+SecretBinding parse_secret_binding(const std::string& flag, const std::string& text,
+                                   bool from_file) {
+  const std::string shape = from_file ? "NAME=PATH@HOST[:PORT]" : "NAME@HOST[:PORT]";
+  // The host is after the last '@': a path may hold one, a host never does.
+  auto at = text.rfind('@');
+  if (at == std::string::npos || at + 1 == text.size())
+    throw UsageError(flag + " " + text + ": expected " + shape);
+  SecretBinding binding;
+  std::string subject = text.substr(0, at);
+  if (from_file) {
+    auto eq = subject.find('=');
+    if (eq == std::string::npos || eq + 1 == subject.size())
+      throw UsageError(flag + " " + text + ": expected " + shape);
+    binding.file = fs::absolute(subject.substr(eq + 1)).lexically_normal().string();
+    subject = subject.substr(0, eq);
+  }
+  binding.name = subject;
+  bool name_ok = !subject.empty() && !std::isdigit(static_cast<unsigned char>(subject[0]));
+  for (char c : subject)
+    name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!name_ok)
+    throw UsageError(flag + " " + text + ": \"" + subject + "\" is not a variable name");
+  const std::string host = text.substr(at + 1);
+  try {
+    binding.host = parse_host_rule(flag, host);
+  } catch (const UsageError& e) {
+    // "FLAG HOST: why" names the whole binding instead.
+    std::string why = std::string(e.what()).substr(flag.size() + 1 + host.size());
+    throw UsageError(flag + " " + text + why);
+  }
+  // Port 443 unless one was given: a secret goes only over TLS (parse_host_rule's "none" is
+  // 80 and 443).
+  if (binding.host.ports.size() > 1) binding.host.ports = {443};
+  binding.host.secret = binding.flag_text();
+  return binding;
+}
+
 Isolation parse_isolation(const std::string& text) {
   if (text == "strict") return Isolation::strict;
   if (text == "degraded") return Isolation::degraded;
@@ -198,6 +263,8 @@ nlohmann::json Policy::summary() const {
   for (auto& path : read_only) ro.push_back(path.string());
   nlohmann::json set_names = nlohmann::json::array();
   for (auto& [name, value] : set_env) set_names.push_back(name);  // never the values
+  nlohmann::json bound = nlohmann::json::array();
+  for (auto& binding : secrets) bound.push_back(binding.text());  // names, never the values
   return {{"isolation", isolation_name(isolation)},
           {"active_output", active_output_name(active_output)},
           {"workspace", workspace.string()},
@@ -207,6 +274,7 @@ nlohmann::json Policy::summary() const {
           {"allow_net", hosts},
           {"pass_env", pass_env},
           {"set_env", set_names},
+          {"secrets", bound},
           {"timeout_seconds", timeout_seconds},
           {"cpu_seconds", cpu_limit()},
           {"memory_bytes", memory_bytes},
@@ -261,6 +329,7 @@ Policy PolicyBuilder::build() const {
   for (size_t i = 0; i + 1 < given_.size(); i += 2)
     if (given_[i] != "--policy") apply(policy, given_[i], given_[i + 1]);
   if (policy.python.empty()) apply(policy, "--python", "python3");
+  check_secret_bindings(policy);
   return policy;
 }
 
@@ -271,6 +340,9 @@ std::vector<std::string> PolicyBuilder::kernel_argv(const Policy& policy) const 
     FlagValue kind = find_policy_flag(given_[i])->kind;
     if (kind == FlagValue::toggle) {
       argv.push_back(given_[i] + "=" + given_[i + 1]);
+    } else if (kind == FlagValue::secret_file) {
+      argv.push_back(given_[i]);  // NAME=PATH@HOST with PATH made absolute
+      argv.push_back(parse_secret_binding(given_[i], given_[i + 1], true).text());
     } else if (kind == FlagValue::directory || kind == FlagValue::path || kind == FlagValue::file) {
       // Paths mean what they meant where install ran, not wherever Jupyter starts the kernel.
       fs::path path = fs::absolute(given_[i + 1]).lexically_normal();

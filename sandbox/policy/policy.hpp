@@ -29,7 +29,19 @@ struct HostRule {
   std::string host;             // "example.com", "*.example.com", "10.0.0.5", "::1"
   std::vector<uint16_t> ports;  // {80, 443} when none was given
   bool local = false;           // --allow-local-net: may resolve to loopback/private addresses
+  std::string secret;           // a rule implied by --secret: that flag as written
   std::string text() const;     // as the user wrote it, for logs and 403 bodies
+};
+
+// --secret NAME@HOST[:PORT] or --secret-file NAME=PATH@HOST[:PORT]: a value the sandbox never
+// holds. Inside, NAME is a placeholder; the egress proxy puts the value into requests to HOST
+// (sandbox/egress/bound_secrets.hpp). The binding implies --allow-net HOST:PORT.
+struct SecretBinding {
+  std::string name;
+  std::string file;          // absolute; empty: the value is the kernel's environment variable NAME
+  HostRule host;             // one port: 443 unless given
+  std::string text() const;  // "NAME@HOST:PORT", or "NAME=PATH@HOST:PORT" for a file
+  std::string flag_text() const;  // "--secret NAME@HOST:PORT" / "--secret-file ..."
 };
 
 struct Policy {
@@ -41,6 +53,7 @@ struct Policy {
   std::vector<HostRule> allow_net;
   std::vector<std::string> pass_env;
   std::vector<std::pair<std::string, std::string>> set_env;
+  std::vector<SecretBinding> secrets;
   double timeout_seconds = 60;
   std::optional<double> cpu_seconds;  // per cell; the timeout when unset
   uint64_t memory_bytes = 1ull << 30;
@@ -72,6 +85,9 @@ std::vector<std::string> protected_patterns(const Policy& policy);
 // Value parsers, each throwing UsageError naming the flag and the bad value. parse_size and
 // parse_duration, the grammar of every size and duration, are in quantities.hpp.
 HostRule parse_host_rule(const std::string& flag, const std::string& text);  // host[:port]
+// NAME@HOST[:PORT] (from_file false) or NAME=PATH@HOST[:PORT]; the port is 443 unless given.
+SecretBinding parse_secret_binding(const std::string& flag, const std::string& text,
+                                   bool from_file);
 Isolation parse_isolation(const std::string& text);
 std::string isolation_name(Isolation isolation);
 ActiveOutput parse_active_output(const std::string& text);

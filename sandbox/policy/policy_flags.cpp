@@ -92,6 +92,12 @@ std::pair<std::string, std::string> env_assignment(const std::string& flag,
   return {value.substr(0, eq), value.substr(eq + 1)};
 }
 
+// The binding, and the allowlist rule it implies (naming the binding in the audit log).
+void bind_secret(Policy& policy, SecretBinding binding) {
+  policy.allow_net.push_back(binding.host);
+  policy.secrets.push_back(std::move(binding));
+}
+
 bool toggle(const std::string& flag, const std::string& value) {
   if (value != "true" && value != "false") throw UsageError(flag + ": expected true or false");
   return value == "true";
@@ -210,6 +216,28 @@ const std::array kFlags = {
         .file_key = "set-env",
         .apply = [](Policy& p, const std::string& f,
                     const std::string& v) { p.set_env.push_back(env_assignment(f, v)); }},
+    PolicyFlag{
+        .name = "--secret",
+        .placeholder = "NAME@HOST[:PORT]",
+        .kind = FlagValue::secret,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning =
+            "the sandbox's NAME is a placeholder; the egress proxy puts the kernel's own $NAME "
+            "into HTTPS requests to HOST (port 443 if none; repeatable; implies --allow-net)",
+        .file_key = "secret",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { bind_secret(p, parse_secret_binding(f, v, false)); }},
+    PolicyFlag{
+        .name = "--secret-file",
+        .placeholder = "NAME=PATH@HOST[:PORT]",
+        .kind = FlagValue::secret_file,
+        .repeatable = true,
+        .fallback = "none",
+        .meaning = "like --secret, the value read from the file PATH at start",
+        .file_key = "secret-file",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { bind_secret(p, parse_secret_binding(f, v, true)); }},
     PolicyFlag{.name = "--timeout",
                .placeholder = "DURATION",
                .kind = FlagValue::duration,

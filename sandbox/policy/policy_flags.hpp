@@ -28,6 +28,8 @@ enum class FlagValue {
   host,            // HOST[:PORT]
   env_name,        // NAME
   env_assignment,  // NAME=VALUE; a policy file may give an object {NAME: VALUE}
+  secret,          // NAME@HOST[:PORT]
+  secret_file,     // NAME=PATH@HOST[:PORT], the path made absolute
   user,            // a user name or uid
   interpreter,     // a Python interpreter, resolved to an absolute path
   choice,          // one of a few words

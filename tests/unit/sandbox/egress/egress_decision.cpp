@@ -9,11 +9,17 @@
 using namespace belljar;
 
 TEST_CASE("each egress failure has its own wire name and verdict", "[egress][decision]") {
-  const EgressFailure denied[] = {EgressFailure::not_allowlisted, EgressFailure::port_not_allowed,
-                                  EgressFailure::private_address, EgressFailure::bad_request,
-                                  EgressFailure::sni_mismatch,    EgressFailure::sni_missing};
-  const EgressFailure failed[] = {EgressFailure::resolve_failed, EgressFailure::connect_failed,
-                                  EgressFailure::timeout, EgressFailure::too_many_connections};
+  const EgressFailure denied[] = {
+      EgressFailure::not_allowlisted,  EgressFailure::port_not_allowed,
+      EgressFailure::private_address,  EgressFailure::bad_request,
+      EgressFailure::sni_mismatch,     EgressFailure::sni_missing,
+      EgressFailure::secret_needs_tls, EgressFailure::secret_unsupported};
+  const EgressFailure failed[] = {EgressFailure::resolve_failed,
+                                  EgressFailure::connect_failed,
+                                  EgressFailure::timeout,
+                                  EgressFailure::too_many_connections,
+                                  EgressFailure::upstream_certificate,
+                                  EgressFailure::upstream_response};
   std::set<std::string> names;
   for (auto f : denied) {
     CHECK(verdict_of(f) == EgressVerdict::denied);

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -32,6 +33,8 @@ const std::map<std::string, std::string>& good_values() {
       {"--allow-local-net", "db.lan:5432"},
       {"--pass-env", "HOME"},
       {"--set-env", "MODE=test"},
+      {"--secret", "OPENAI_API_KEY@api.openai.com"},
+      {"--secret-file", "API_TOKEN=/etc/hostname@*.example.com:8443"},
       {"--timeout", "2M"},
       {"--cpu", "1.5s"},
       {"--memory", "512MiB"},
@@ -214,4 +217,65 @@ TEST_CASE("the README's policy flag table is the code's", "[policy][flags][readm
   while (std::getline(rows, row))
     if (row.rfind("| `--", 0) == 0) ++flag_rows;
   CHECK(flag_rows == static_cast<int>(policy_flags().size()));
+}
+
+TEST_CASE("--secret binds a name to a host, implies the host, and keeps its value out of reach",
+          "[policy][flags][secret]") {
+  Policy policy = collect({"--secret", "OPENAI_API_KEY@api.openai.com", "--secret",
+                           "OPENAI_API_KEY@[::1]:8443", "--secret-file",
+                           "TOKEN=relative/token@*.example.com", "--python", "/usr/bin/python3"})
+                      .build();
+  REQUIRE(policy.secrets.size() == 3);
+  CHECK(policy.secrets[0].name == "OPENAI_API_KEY");
+  CHECK(policy.secrets[0].host.host == "api.openai.com");
+  CHECK(policy.secrets[0].host.ports == std::vector<uint16_t>{443});  // 443, never 80
+  CHECK(policy.secrets[1].text() == "OPENAI_API_KEY@[::1]:8443");
+  CHECK(policy.secrets[2].file ==
+        (std::filesystem::current_path() / "relative/token").lexically_normal().string());
+  // Each binding allows its host, and says so in the rule it adds.
+  REQUIRE(policy.allow_net.size() == 3);
+  CHECK(policy.allow_net[0].text() == "api.openai.com:443");
+  CHECK(policy.allow_net[0].secret == "--secret OPENAI_API_KEY@api.openai.com:443");
+  CHECK(policy.summary()["secrets"] ==
+        nlohmann::json::array({"OPENAI_API_KEY@api.openai.com:443", "OPENAI_API_KEY@[::1]:8443",
+                               "TOKEN=" + policy.secrets[2].file + "@*.example.com:443"}));
+
+  for (const char* bad : {"NOHOST", "1BAD@api.example.com", "A-B@api.example.com", "K@",
+                          "K@bad host", "K@api.example.com:0"})
+    CHECK_THAT(usage_error([&] {
+                 collect({"--secret", bad});
+               }),
+               Catch::StartsWith(std::string("--secret ") + bad));
+  CHECK_THAT(usage_error([] {
+               collect({"--secret-file", "K@api.example.com"});
+             }),
+             Catch::Contains("expected NAME=PATH@HOST[:PORT]"));
+}
+
+TEST_CASE("a bound name cannot also be passed, set or bound to a second value",
+          "[policy][flags][secret]") {
+  CHECK_THAT(usage_error([] {
+               collect({"--secret", "KEY@api.example.com", "--pass-env", "KEY"}).build();
+             }),
+             Catch::Contains("--pass-env KEY would put the value itself in the sandbox"));
+  CHECK_THAT(usage_error([] {
+               collect({"--set-env", "KEY=x", "--secret", "KEY@api.example.com"}).build();
+             }),
+             Catch::Contains("--set-env KEY would replace its placeholder"));
+  CHECK_THAT(
+      usage_error([] {
+        collect({"--secret", "KEY@a.example.com", "--secret-file", "KEY=/f@b.example.com"}).build();
+      }),
+      Catch::Contains("one name has one value"));
+}
+
+TEST_CASE("kernel.json's argv: a secret file's path is baked absolute, the value never",
+          "[policy][flags][kernelspec][secret]") {
+  const std::string here = std::filesystem::current_path().string();
+  auto builder = collect({"--secret", "KEY@api.example.com", "--secret-file",
+                          "TOKEN=./token@api.example.com", "--python", "/usr/bin/python3"});
+  CHECK(builder.kernel_argv(builder.build()) ==
+        std::vector<std::string>{"--secret", "KEY@api.example.com", "--secret-file",
+                                 "TOKEN=" + here + "/token@api.example.com:443", "--python",
+                                 "/usr/bin/python3"});
 }
