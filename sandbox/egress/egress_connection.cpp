@@ -238,11 +238,13 @@ void Connections::start_request(Connection& c, size_t head_length) {
     // A bound secret's value goes only into TLS: over plain HTTP the host gets nothing, and
     // the client is told why rather than left to wonder at a 401.
     if (auto bound = bound_secrets(c); !bound.empty()) {
-      std::string names;
-      for (const auto* secret : bound) names += (names.empty() ? "" : ", ") + secret->name;
+      std::string bindings;
+      for (const auto* secret : bound)
+        for (const auto& rule : secret->hosts)
+          if (match_host({rule}, c.host, c.request.port).kind == HostVerdict::Kind::allowed)
+            bindings += (bindings.empty() ? "" : ", ") + rule.secret;
       deny(c, 403, "Forbidden", EgressFailure::secret_needs_tls,
-           names + " is bound to " + host_port(c.host.name, c.request.port) + " (" +
-               rule_flag_text(*c.rule) +
+           "a secret is bound to " + host_port(c.host.name, c.request.port) + " (" + bindings +
                "): its value is only ever sent over TLS; use https:// (the proxy's CONNECT)");
       return;
     }

@@ -8,7 +8,8 @@ from the supervisor, which wrote them, so code in the cell can't forge them.
 MAGIC = "%audit"
 COLUMNS = [("execution_count", "cell"), ("status", "status"), ("wall_ms", "wall ms"),
            ("cpu_ms", "CPU ms"), ("peak_memory_bytes", "peak memory"), ("limit_hit", "limit hit"),
-           ("truncated", "truncated"), ("output_bytes", "output bytes"), ("code_sha256", "code sha256")]
+           ("truncated", "truncated"), ("output_bytes", "output bytes"),
+           ("secrets", "API calls (bound secrets)"), ("code_sha256", "code sha256")]
 
 
 def audit_request(code):
@@ -30,6 +31,12 @@ def _cell(key, value):
         return "%.1f MiB" % (value / (1 << 20))
     if key == "output_bytes" and isinstance(value, dict):
         return ", ".join("%s %s" % item for item in sorted(value.items()))
+    if key == "secrets" and isinstance(value, dict):
+        # Requests to hosts with a bound secret, their time and a model API's tokens.
+        text = "%s, %s ms" % (value.get("requests"), value.get("latency_ms"))
+        if value.get("input_tokens") or value.get("output_tokens"):
+            text += ", tokens %s in / %s out" % (value.get("input_tokens"), value.get("output_tokens"))
+        return text
     if key == "code_sha256":
         return str(value)[:12]
     return str(value)
