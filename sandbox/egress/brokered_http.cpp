@@ -283,20 +283,21 @@ std::optional<BrokerRefusal> BrokeredHttp::start_response(std::string& in, size_
                        "-encoded body, which could hide a secret's value; the proxy asked for "
                        "identity");
 
-  std::string rewritten =
-      "HTTP/1.1 " + std::to_string(head.status) + " " + scrub.scrub(head.reason) + "\r\n";
+  std::string rewritten = "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
   for (const auto& h : head.headers) {
     std::string name = lower(h.name);
     if (name == "trailer" || name == "transfer-encoding") continue;
     if (name == "content-length" && body != Body::none) continue;
     if (name == "connection" && upstream_closes) continue;
-    rewritten += h.name + ": " + scrub.scrub(h.value) + "\r\n";
+    rewritten += h.name + ": " + h.value + "\r\n";
   }
   if (body == Body::until_close) upstream_closes = true;
   if (!interim && upstream_closes) rewritten += "Connection: close\r\n";
   if (body != Body::none) rewritten += "Transfer-Encoding: chunked\r\n";
   rewritten += "\r\n";
-  out += rewritten;
+  // The whole head, names included: a value holds no control character and its placeholder
+  // only [A-Za-z0-9_-], so the lines stay what they were.
+  out += scrub.scrub(rewritten);
   if (interim) return std::nullopt;  // 100 Continue and the like: the final head follows
 
   closing_ = closing_ || upstream_closes;

@@ -5,6 +5,10 @@
 //
 // The last (longest value - 1) bytes are held back until more arrive or the stream ends, so a
 // value that straddles two pieces is whole when it is matched; everything before them is final.
+// Values never hold a control character (bound_secrets.hpp refuses them), so nothing before the
+// last newline is held either: a server-sent event goes out when its blank line arrives. What
+// is held never depends on whether the text resembles a value (a prefix-matching hold would
+// tell a sandbox that can make the host echo its guesses which guess starts the value).
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,7 +34,9 @@ class StreamScrubber {
   };
   Match next_match(std::string_view text, size_t from) const;
   std::vector<std::pair<std::string, std::string>> replacements_;  // longest value first
+  static bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
   size_t hold_ = 0;
+  bool controls_end_values_ = true;  // no value holds a control character
   std::string pending_;
 };
 

@@ -135,3 +135,17 @@ json_rpc = {
 }
 for name, data in json_rpc.items():
     write("json_rpc", name, data)
+
+# The secret broker: byte 0 the read size, the client's stream, 0xff 0xfe, the upstream's.
+PLACEHOLDER = b"belljar-secret-KEY-00000000000000000000000000000000"
+VALUE = b"sk-fuzz-value-0123456789"
+requests = (b"POST /v1/chat HTTP/1.1\r\nAuthorization: Bearer " + PLACEHOLDER +
+            b"\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+            b"GET /b HTTP/1.1\r\nx-api-key: " + PLACEHOLDER + b"\r\nContent-Length: 2\r\n\r\nhi")
+responses = (b"HTTP/1.1 200 OK\r\nX-Echo: " + VALUE + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
+             b"4\r\nsk-f\r\n14\r\nuzz-value-0123456789\r\n0\r\n\r\n"
+             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 60\r\n\r\n"
+             b'{"usage": {"prompt_tokens": 1}, "k": "sk-fuzz-value-0123456789"}')
+write("brokered_http", "keep_alive_echo", b"\x06" + requests + b"\xff\xfe" + responses)
+write("brokered_http", "head_then_close", b"\x00GET / HTTP/1.1\r\n\r\n\xff\xfeHTTP/1.0 200 OK\r\n\r\n" + VALUE)
+write("brokered_http", "interim", b"\x02HEAD / HTTP/1.1\r\n\r\n\xff\xfeHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No\r\n\r\n")

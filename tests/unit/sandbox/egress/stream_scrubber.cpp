@@ -27,3 +27,19 @@ TEST_CASE("byte by byte, overlapping values and near misses") {
   CHECK(out == "abcdefg [2] [1] [1]i");
   CHECK(scrubber.scrub("xxabcdefghxx") == "xx[1]xx");
 }
+
+TEST_CASE("a line end releases what came before it: events stream, whatever the text") {
+  StreamScrubber scrubber({{"sk-live-ABCDEFGH", "P"}, {"other-value", "Q"}});
+  // Nothing after the newline is held back beyond the fixed amount; before it, nothing at all,
+  // whether or not the text resembles the value.
+  CHECK(scrubber.feed("data: {\"t\": \"sk-live\"}\n\n") == "data: {\"t\": \"sk-live\"}\n\n");
+  CHECK(scrubber.feed("data: {\"t\": \"zz-zzzz\"}\n\n") == "data: {\"t\": \"zz-zzzz\"}\n\n");
+  CHECK(scrubber.feed("data: sk-live-A") == "");
+  CHECK(scrubber.feed("BCDEFGH\n") == "data: P\n");
+  // A value with a control character turns the rule off: only the fixed hold applies.
+  StreamScrubber odd({{"abc\ndefghij", "P"}, {"other-value", "Q"}});
+  CHECK(odd.feed("xx abc\n") == "");
+  std::string out = odd.feed("defghij yy");
+  out += odd.finish();
+  CHECK(out == "xx P yy");
+}
