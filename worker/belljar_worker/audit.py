@@ -8,7 +8,8 @@ from the supervisor, which wrote them, so code in the cell can't forge them.
 MAGIC = "%audit"
 COLUMNS = [("execution_count", "cell"), ("status", "status"), ("wall_ms", "wall ms"),
            ("cpu_ms", "CPU ms"), ("peak_memory_bytes", "peak memory"), ("limit_hit", "limit hit"),
-           ("truncated", "truncated"), ("output_bytes", "output bytes"), ("code_sha256", "code sha256")]
+           ("truncated", "truncated"), ("output_bytes", "output bytes"),
+           ("secrets", "API calls"), ("code_sha256", "code sha256")]
 
 
 def audit_request(code):
@@ -30,6 +31,10 @@ def _cell(key, value):
         return "%.1f MiB" % (value / (1 << 20))
     if key == "output_bytes" and isinstance(value, dict):
         return ", ".join("%s %s" % item for item in sorted(value.items()))
+    if key == "secrets" and isinstance(value, dict):
+        # Requests to hosts a secret is bound to: cost and latency, what the course says to watch.
+        return "%s (%s+%s tokens, %s ms)" % (value.get("requests"), value.get("input_tokens"),
+                                             value.get("output_tokens"), value.get("latency_ms"))
     if key == "code_sha256":
         return str(value)[:12]
     return str(value)
