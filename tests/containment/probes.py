@@ -242,17 +242,21 @@ def what_it_is(text):
     return 'neither'
 
 def files_holding_the_value(roots):
-    found = []
-    for root in roots:
-        for directory, _, files in os.walk(root):
-            for name in files:
-                path = os.path.join(directory, name)
-                try:
-                    if not os.path.islink(path) and os.path.isfile(path) and os.path.getsize(path) < (64 << 20) \
-                            and holds(open(path, 'rb').read()):
-                        found.append(path)
-                except OSError:
-                    pass
+    found, stack = [], list(roots)  # iterative, symlinks not followed: a tree may be deep
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size < (64 << 20) \
+                        and holds(open(entry.path, 'rb').read()):
+                    found.append(entry.path)
+            except OSError:
+                pass
     return found
 
 # Bound: the session bundle the kernel sets. Control: no bundle, so the stand-ins' own CA.

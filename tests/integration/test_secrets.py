@@ -88,6 +88,23 @@ def tunnel(port, host="localhost", alpn=None, cafile=None):
         context.set_alpn_protocols(alpn)
     return status, head.decode(errors="replace"), context.wrap_socket(s, server_hostname=host)
 
+def regular_files(roots, largest=64 << 20):
+    """Every regular file under roots, symlinks not followed (iterative: a tree may be deep)."""
+    stack = list(roots)
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size <= largest:
+                    yield entry.path
+            except OSError:
+                pass
+
 class _Kept:
     """One buffered reader shared by successive responses (pipelined or kept alive)."""
     def __init__(self, f):
@@ -682,19 +699,13 @@ for pid in pids:
                 break
             previous, at = block, at + len(block)
     mem.close()
-roots = ['/tmp', '/dev/shm', '/etc', os.path.expanduser('~'), os.getcwd(), '/run', '/var']
-for root in roots:
-    for directory, dirs, files in os.walk(root):
-        for filename in files:
-            path = os.path.join(directory, filename)
-            try:
-                if os.path.islink(path) or not os.path.isfile(path) or os.path.getsize(path) > (64 << 20):
-                    continue
-                scanned['files'] += 1
-                if dirty(open(path, 'rb').read()):
-                    hits.append(path)
-            except OSError:
-                pass
+for path in regular_files(['/tmp', '/dev/shm', '/etc', os.path.expanduser('~'), os.getcwd(), '/run', '/var']):
+    scanned['files'] += 1
+    try:
+        if dirty(open(path, 'rb').read()):
+            hits.append(path)
+    except OSError:
+        pass
 emit({'hits': hits, 'unreadable': unreadable, 'scanned': scanned})
 ''', timeout=300)
     assert got["hits"] == [], got
