@@ -20,14 +20,13 @@ import pathlib
 import re
 import secrets
 import shutil
-import subprocess
 import tempfile
 import time
 
 import pytest
 from jupyter_client.connect import write_connection_file
 
-from belljar_testing import (BELLJAR, ISOLATION, PYTHON, belljar, execute, loopback_certificate,
+from belljar_testing import (ISOLATION, PYTHON, belljar, execute, loopback_certificate,
                              of_type, running_kernel, sandbox_writable_dir, stderr_of, stdout_of)
 from standins import CHAT_USAGE, STREAM_USAGE, StandIn, make_ca, server_context
 
@@ -153,10 +152,17 @@ def bearer(value):
     return f"Bearer {value}"
 
 
+def private_dir(prefix):
+    """A fresh directory for this test's own files (the sandbox sees none of it)."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(path, 0o755)
+    return path
+
+
 @pytest.fixture(scope="module")
 def world():
     """The outside world: the CA, the stand-ins, the values the kernel holds."""
-    tmp = pathlib_tmp("belljar-secrets-")
+    tmp = private_dir("belljar-secrets-")
     tls = make_ca(tmp / "tls", "localhost", "other.invalid")
     cert, key = tls / "localhost.crt", tls / "localhost-key.txt"
     known = {KEY: VALUE, OTHER: OTHER_VALUE}
@@ -174,12 +180,6 @@ def world():
     for server in servers.values():
         server.shutdown()
     shutil.rmtree(tmp, ignore_errors=True)
-
-
-def pathlib_tmp(prefix):
-    path = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
-    os.chmod(path, 0o755)
-    return path
 
 
 def binding_flags(ports):
@@ -208,7 +208,6 @@ def constants(world):
     return "\n".join(lines) + "\n"
 
 
-
 def start_kernel(world, name, extra_flags=(), files=()):
     """A kernel with this module's policy, its workspace holding the test CA (test-ca.crt: the
     unbound host's end-to-end TLS is checked against it) and `files` {name: text}."""
@@ -218,7 +217,7 @@ def start_kernel(world, name, extra_flags=(), files=()):
     for filename, text in dict(files).items():
         (workspace / filename).write_text(text)
         os.chmod(workspace / filename, 0o644)
-    logs = pathlib_tmp("belljar-secrets-logs-")
+    logs = private_dir("belljar-secrets-logs-")
     audit, metrics = logs / "audit.jsonl", logs / "metrics.prom"
     # --pids: unprivileged, RLIMIT_NPROC counts every thread of the uid, the stand-ins' included.
     flags = ["--timeout", "60", "--pids", "1024", "--audit-log", str(audit), "--metrics", str(metrics),
