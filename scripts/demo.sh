@@ -5,27 +5,44 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${BELLJAR_DEMO_OUT:-$root/out/walkthrough}
+tls=${BELLJAR_DEMO_TLS:-$root/out/demo-tls}  # outside the workspace: the sandbox never sees it
 port=${BELLJAR_DEMO_PORT:-8765}
 
 "$root/scripts/install-deps.sh"
 BUILD_DIR="$root/build" "$root/scripts/build.sh"
 
-# The course's policy: a short time cap and the chat service as the one allowlisted host.
+# The course's API key, in the kernel's environment only (a real course would export its own).
+# The chat stand-in plays the real API and wants exactly this key.
+export OPENAI_API_KEY=sk-demo-kernel-environment-secret-0123456789
+
+# The course's policy: a short time cap, and the key bound to the chat service, which is thereby
+# the one allowlisted host (--allow-local-net: localhost is a loopback name). Inside the sandbox
+# OPENAI_API_KEY is a placeholder; the egress proxy puts the real key into requests to that host.
 "$root/build/belljar" install --name belljar --python /usr/bin/python3 --timeout 30 \
-  --allow-net "127.0.0.1:$port" --set-env "CHAT_API_BASE=http://127.0.0.1:$port/v1"
+  --secret "OPENAI_API_KEY@localhost:$port" --allow-local-net "localhost:$port" \
+  --set-env "CHAT_API_BASE=https://localhost:$port/v1"
+
+# The stand-in serves HTTPS with a demo CA made for this run; the kernel verifies it through
+# SSL_CERT_FILE in its own environment (the proxy injects a key only over TLS it verified).
+rm -rf "$tls"
+"$root/scripts/demo-ca.sh" "$tls" localhost
 
 mkdir -p "$out"
 cp "$root/notebooks/walkthrough.ipynb" "$out/walkthrough.ipynb"
-# Secrets the sandbox must not show: a workspace .env and a key in the kernel's environment.
+# A secret the sandbox must not show: a workspace .env.
 printf 'OPENAI_API_KEY=sk-demo-workspace-secret-0123456789\n' > "$out/.env"
-export OPENAI_API_KEY=sk-demo-kernel-environment-secret-0123456789
 
-/usr/bin/python3 "$root/notebooks/services/chat_standin.py" --port "$port" &
+/usr/bin/python3 "$root/notebooks/services/chat_standin.py" --port "$port" \
+  --tls-cert "$tls/localhost.crt" --tls-key "$tls/localhost-key.txt" &
 standin=$!
 trap 'kill $standin 2>/dev/null || true' EXIT
+for _ in $(seq 100); do  # listening within 10 s
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  sleep 0.1
+done
 
 cd "$out"
-/usr/bin/python3 -m nbconvert --to notebook --execute --inplace \
+SSL_CERT_FILE="$tls/ca.crt" /usr/bin/python3 -m nbconvert --to notebook --execute --inplace \
   --ExecutePreprocessor.kernel_name=belljar --ExecutePreprocessor.timeout=300 walkthrough.ipynb
 /usr/bin/python3 -m nbconvert --to html walkthrough.ipynb >/dev/null 2>&1
 echo

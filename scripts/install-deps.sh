@@ -16,8 +16,9 @@ packages=(
   jupyter-notebook python3-psutil python3-pytest
   # the `jupyter kernelspec|console|nbconvert` commands the README shows (python3-* are modules only)
   jupyter-client jupyter-console jupyter-nbconvert
-  # tests and tools: network namespaces, certificates, browser
-  iproute2 openssl procps git chromium chromium-driver
+  # tests and tools: network namespaces, certificates (scripts/demo-ca.sh), a client the
+  # secrets tests run inside the sandbox (curl), browser
+  iproute2 openssl curl procps git chromium chromium-driver
 )
 
 missing=()

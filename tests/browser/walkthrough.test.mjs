@@ -1,6 +1,8 @@
 // The walkthrough as a learner runs it: Debian's Jupyter Notebook server on loopback, the
 // notebook opened in headless Chromium, Cell → Run All clicked, and what the page rendered
-// checked (text, the PNG plot, the pandas table, the limit's error, the network cells).
+// checked (text, the PNG plot, the pandas table, the limit's error, the network cells). As the
+// demo runs it: the chat stand-in serves HTTPS with a demo CA (scripts/demo-ca.sh) the kernel
+// trusts through SSL_CERT_FILE, and wants the course's key, which the kernel binds to it.
 // Everything the server, the kernel and the browser write lives in one temporary directory;
 // a full-page screenshot is kept in BELLJAR_ARTIFACTS (printed at the end).
 import assert from 'node:assert/strict';
@@ -27,11 +29,12 @@ const PYTHON = '/usr/bin/python3';
 
 const RUN_ALL_TIMEOUT = 240_000;  // every cell, the 2 s limit and a cold kernel start included
 const WORKSPACE_SECRET = 'sk-browser-workspace-secret-0123456789';
-const SERVER_SECRET = 'sk-browser-server-environment-secret-0123456789';
+const SERVER_SECRET = 'sk-browser-server-environment-secret-0123456789';  // the course's key
+const PLACEHOLDER = 'belljar-secret-OPENAI_API_KEY-[0-9a-f]{32}';
 
 describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'belljar-browser-'));
-  const dirs = Object.fromEntries(['home', 'runtime', 'config', 'data', 'prefix', 'notebooks', 'chromium']
+  const dirs = Object.fromEntries(['home', 'runtime', 'config', 'data', 'prefix', 'notebooks', 'chromium', 'tls']
     .map((name) => [name, path.join(tmp, name)]));
   const screenshot = path.join(ARTIFACTS, 'walkthrough.png');
   const token = crypto.randomBytes(24).toString('hex');
@@ -52,14 +55,20 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
     fs.chmodSync(dirs.notebooks, 0o777);  // the workspace; the sandbox user is `nobody` under root
 
-    // The course's chat service on a free loopback port (it prints its address when listening).
-    chat = start(PYTHON, [path.join(SOURCE, 'notebooks', 'services', 'chat_standin.py'), '--port', '0']);
+    // The course's chat service on a free loopback port (it prints its address when listening),
+    // over HTTPS with a demo CA made for the run, wanting the course's key.
+    const ca = spawnSync(path.join(SOURCE, 'scripts', 'demo-ca.sh'), [dirs.tls, 'localhost'], { encoding: 'utf8' });
+    assert.equal(ca.status, 0, `demo-ca.sh: ${ca.stderr}`);
+    chat = start(PYTHON, [path.join(SOURCE, 'notebooks', 'services', 'chat_standin.py'), '--port', '0',
+      '--tls-cert', path.join(dirs.tls, 'localhost.crt'), '--tls-key', path.join(dirs.tls, 'localhost-key.txt')],
+    { env: { ...process.env, OPENAI_API_KEY: SERVER_SECRET } });
     chatPort = await waitFor('chat stand-in', async () => chat.log.match(/127\.0\.0\.1:(\d+)/)?.[1], 20_000, chat);
 
     // The kernelspec with the course's policy, as scripts/demo.sh installs it, in a private prefix.
     const install = spawnSync(BELLJAR, ['install', '--prefix', dirs.prefix, '--name', 'belljar',
-      '--python', PYTHON, '--timeout', '30', '--allow-net', `127.0.0.1:${chatPort}`,
-      '--set-env', `CHAT_API_BASE=http://127.0.0.1:${chatPort}/v1`, '--isolation', ISOLATION],
+      '--python', PYTHON, '--timeout', '30', '--secret', `OPENAI_API_KEY@localhost:${chatPort}`,
+      '--allow-local-net', `localhost:${chatPort}`,
+      '--set-env', `CHAT_API_BASE=https://localhost:${chatPort}/v1`, '--isolation', ISOLATION],
     { encoding: 'utf8' });
     assert.equal(install.status, 0, `belljar install: ${install.stderr}`);
 
@@ -77,6 +86,7 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
       JUPYTER_DATA_DIR: dirs.data,
       IPYTHONDIR: path.join(dirs.home, '.ipython'),
       OPENAI_API_KEY: SERVER_SECRET,  // the kernel inherits it; the sandbox must not
+      SSL_CERT_FILE: path.join(dirs.tls, 'ca.crt'),  // the kernel verifies the stand-in with it
     };
     server = start(NOTEBOOK_SERVER, ['--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
       `--NotebookApp.token=${token}`, `--notebook-dir=${dirs.notebooks}`,
@@ -170,7 +180,8 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     const specs = await (await fetch(`${base}/api/kernelspecs?token=${token}`)).json();
     const { argv } = specs.kernelspecs.belljar.spec;
     assert.equal(fs.realpathSync(argv[0]), fs.realpathSync(BELLJAR));
-    assert.ok(argv.includes(`127.0.0.1:${chatPort}`), argv.join(' '));
+    assert.ok(argv.includes(`OPENAI_API_KEY@localhost:${chatPort}`), argv.join(' '));
+    assert.ok(!argv.join(' ').includes(SERVER_SECRET), 'the kernelspec names the key, never its value');
     assert.equal(await page.innerText('.kernel_indicator_name'), specs.kernelspecs.belljar.spec.display_name);
   });
 
@@ -187,9 +198,9 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     assert.doesNotMatch(text, /WRITTEN/);
   });
 
-  it('keeps the secrets out: no key in the environment, .env masked', () => {
-    const text = textOf(cellWith('OPENAI_API_KEY present?'));
-    assert.match(text, /OPENAI_API_KEY present\? False/);
+  it('keeps the secrets out: a placeholder for the key, .env masked', () => {
+    const text = textOf(cellWith('OPENAI_API_KEY inside the sandbox:'));
+    assert.match(text, new RegExp(`OPENAI_API_KEY inside the sandbox: ${PLACEHOLDER}\\n`));
     assert.match(text, /\.env is masked/);
     assert.ok(!pageText.includes(WORKSPACE_SECRET) && !pageText.includes(SERVER_SECRET));
   });
@@ -198,10 +209,15 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     assert.match(textOf(cellWith('http://example.com')), /example\.com: blocked ->/);
   });
 
-  it('shows the chat cell\'s answer, or that the service is not reachable yet', () => {
-    // The egress proxy is being built: until it lands the sandbox can't reach the stand-in.
-    assert.match(textOf(cellWith('def ask(')),
-      /\(answered by gpt-4o-mini\)|chat service not reachable from the sandbox: \w+/);
+  it('shows the chat cell\'s answer: the stand-in got the real key, the sandbox had a placeholder', () => {
+    assert.match(textOf(cellWith('def ask(')), /\(answered by gpt-4o-mini\)/);
+  });
+
+  it('shows the steal-the-key exercise getting the placeholder back every time', () => {
+    const text = textOf(cellWith('stolen = os.environ.get('));
+    assert.match(text, new RegExp(`1\\. printed: +${PLACEHOLDER}\\n`));
+    assert.match(text, new RegExp(`2\\. echoed back: +Bearer ${PLACEHOLDER}\\n`));
+    assert.match(text, new RegExp(`3\\. written, read back: ${PLACEHOLDER}`));
   });
 
   it('shows the TimeoutError of the %%limits cell as an error output, and the session survives', () => {

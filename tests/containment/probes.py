@@ -209,3 +209,87 @@ PROBES = [
     Probe("UDP to host loopback", "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
           "s.sendto(b'probe', ('127.0.0.1', HOST_UDP_PORT)); result = 'sent'", "sent", control="sent"),
 ]
+
+# Secrets bound to a host (--secret NAME@HOST): these rows run in a kernel that binds
+# BELLJAR_PROBE_BOUND to an HTTPS echo stand-in (BOUND_ECHO_PORT) and to a plain HTTP one
+# (BOUND_PLAIN_PORT), with a second allowlisted HTTPS echo that has no secret (UNBOUND_ECHO_PORT).
+# Their control is the way users had to do it before: the same value given with --pass-env.
+# A probe never holds the value: it looks for it by BOUND_NEEDLE (its first half, length and
+# SHA-256), and its outcome is a word, never the value.
+SECRET_PRELUDE = r'''
+import hashlib, re
+import requests
+
+BOUND = 'BELLJAR_PROBE_BOUND'
+
+def holds(data, needle=None):
+    needle = needle or BOUND_NEEDLE
+    if isinstance(data, str):
+        data = data.encode(errors='surrogateescape')
+    head, at = needle['head'].encode(), -1
+    while True:
+        at = data.find(head, at + 1)
+        if at == -1:
+            return False
+        if hashlib.sha256(data[at:at + needle['length']]).hexdigest() == needle['sha256']:
+            return True
+
+def what_it_is(text):
+    if holds(text):
+        return 'value'
+    if re.search(r'belljar-secret-BELLJAR_PROBE_BOUND-[0-9a-f]{32}', text):
+        return 'placeholder'
+    return 'neither'
+
+def files_holding_the_value(roots):
+    found, stack = [], list(roots)  # iterative, symlinks not followed: a tree may be deep
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size < (64 << 20) \
+                        and holds(open(entry.path, 'rb').read()):
+                    found.append(entry.path)
+            except OSError:
+                pass
+    return found
+
+# Bound: the session bundle the kernel sets. Control: no bundle, so the stand-ins' own CA.
+VERIFY = os.environ.get('REQUESTS_CA_BUNDLE') or 'probe-ca.crt'
+AUTH = {'Authorization': 'Bearer ' + os.environ.get(BOUND, '')}
+'''
+
+SECRET_PROBES = [
+    Probe("bound secret: the environment holds a placeholder",
+          "result = what_it_is(os.environ.get(BOUND, ''))", "placeholder", control="value"),
+    Probe("bound secret in any /proc/*/environ or /proc/*/cmdline",
+          "found = []\n"
+          "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+          "    for leaf in ('environ', 'cmdline'):\n"
+          "        try:\n"
+          "            if holds(open(f'/proc/{pid}/{leaf}', 'rb').read()): found.append(pid)\n"
+          "        except OSError: pass\n"
+          "result = 'found' if found else 'none'", "none", control="found"),
+    Probe("bound secret written to /tmp, the home and the workspace",
+          "for path in ('/tmp/stolen', os.path.expanduser('~/stolen'), 'stolen', '/dev/shm/stolen'):\n"
+          "    open(path, 'w').write(os.environ.get(BOUND, ''))\n"
+          "found = files_holding_the_value(['/tmp', '/dev/shm', '/etc', os.path.expanduser('~'), os.getcwd()])\n"
+          "result = 'found' if found else 'none'", "none", control="found"),
+    Probe("bound secret echoed back by its own host",
+          "r = requests.get(f'https://localhost:{BOUND_ECHO_PORT}/echo?case=probe-echo', headers=AUTH,\n"
+          "                 verify=VERIFY, timeout=20)\n"
+          "result = what_it_is(r.text + ' '.join(r.headers.values()))", "placeholder", control="value"),
+    Probe("bound secret sent to another allowlisted host",
+          "r = requests.get(f'https://localhost:{UNBOUND_ECHO_PORT}/echo?case=probe-unbound', headers=AUTH,\n"
+          "                 verify='probe-ca.crt', timeout=20)\n"
+          "result = what_it_is(r.text)", "placeholder", control="value"),
+    Probe("bound secret over plain HTTP to its host",
+          "r = requests.get(f'http://localhost:{BOUND_PLAIN_PORT}/x?case=probe-plain', headers=AUTH, timeout=20)\n"
+          "result = f\"{r.status_code} {r.headers.get('X-Belljar-Denied')}\"",
+          "403 secret-needs-tls", control="200 None"),
+]

@@ -1,11 +1,15 @@
 """The containment table: every probe in probes.py run from inside a belljar kernel through
 jupyter_client, as a user would, with its exact expected outcome; and a control run of the
 non-destructive probes with --isolation none proving each would have worked without the sandbox.
+The rows for secrets bound to a host run in a kernel with --secret, their control in one given
+the same value with --pass-env (how users had to pass a key before).
 A kernel that dies mid-suite fails the suite (the fixtures check it is alive after each probe)."""
+import hashlib
 import json
 import os
 import pathlib
 import pwd
+import secrets
 import shutil
 import socket
 import tempfile
@@ -13,7 +17,8 @@ import tempfile
 import pytest
 
 from belljar_testing import ISOLATION, execute, running_kernel
-from probes import PRELUDE, PROBES
+from probes import PRELUDE, PROBES, SECRET_PRELUDE, SECRET_PROBES
+from standins import StandIn, make_ca, server_context
 
 SECRET = "sk-probe-0123456789abcdef"
 
@@ -146,3 +151,103 @@ def test_probe_escapes_without_the_sandbox(unsandboxed, probe):
     assert matches(probe.control, outcome), f"control {probe.name}: got {outcome!r}"
     if probe.name == "UDP to host loopback":
         assert bait.udp_received()
+
+
+class SecretBait:
+    """A secret and the hosts it is for: an HTTPS echo it is bound to, a plain HTTP stand-in it
+    is bound to, and an allowlisted HTTPS echo without a secret; certificates from a CA made
+    for the run, which the kernel trusts through SSL_CERT_FILE in its own environment."""
+    NAME = "BELLJAR_PROBE_BOUND"
+
+    def __init__(self):
+        self.value = "sk-probe-bound-" + secrets.token_hex(16)
+        self.root = pathlib.Path(tempfile.mkdtemp(prefix="belljar-bound-bait-"))
+        os.chmod(self.root, 0o755)
+        tls = make_ca(self.root / "tls")
+        self.ca = tls / "ca.crt"
+        context = lambda: server_context(tls / "localhost.crt", tls / "localhost-key.txt")
+        self.echo, self.unbound, self.plain = StandIn(context()), StandIn(context()), StandIn()
+
+    def kernel(self, bind):
+        """A kernel with the value bound (bind=True) or passed in with --pass-env (its control)."""
+        workspace = self.root / ("bound" if bind else "passed")
+        workspace.mkdir()
+        os.chmod(workspace, 0o777)
+        shutil.copy(self.ca, workspace / "probe-ca.crt")
+        os.chmod(workspace / "probe-ca.crt", 0o644)
+        ports = [self.echo.port, self.plain.port, self.unbound.port]
+        flags = ["--timeout", "30", "--pids", "1024"]
+        for port in ports:
+            flags += ["--allow-local-net", f"localhost:{port}"]
+        if bind:
+            flags += ["--secret", f"{self.NAME}@localhost:{self.echo.port}",
+                      "--secret", f"{self.NAME}@localhost:{self.plain.port}"]
+        else:
+            flags += ["--pass-env", self.NAME]
+        env = {self.NAME: self.value, "SSL_CERT_FILE": str(self.ca)}
+        return running_kernel(flags=flags, workspace=str(workspace), env=env,
+                              name="belljar-probe-bound" if bind else "belljar-probe-passed")
+
+    def constants(self):
+        needle = {"head": self.value[:len(self.value) // 2], "length": len(self.value),
+                  "sha256": hashlib.sha256(self.value.encode()).hexdigest()}
+        return (f"BOUND_NEEDLE = {needle!r}\nBOUND_ECHO_PORT = {self.echo.port}\n"
+                f"BOUND_PLAIN_PORT = {self.plain.port}\nUNBOUND_ECHO_PORT = {self.unbound.port}\n")
+
+    def close(self):
+        for server in (self.echo, self.unbound, self.plain):
+            server.shutdown()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def secret_bait():
+    if ISOLATION != "strict":
+        pytest.skip("secrets bound to a host need the egress proxy, so the full jail")
+    bait = SecretBait()
+    yield bait
+    bait.close()
+
+
+def _kernel_with_secret(bait, bind):
+    ctx = bait.kernel(bind)
+    km, kc = ctx.__enter__()
+    reply, _ = execute(kc, PRELUDE + SECRET_PRELUDE + bait.constants())
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return ctx, km, kc
+
+
+@pytest.fixture(scope="module")
+def bound_secret(secret_bait):
+    ctx, km, kc = _kernel_with_secret(secret_bait, bind=True)
+    yield km, kc, secret_bait
+    ctx.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def passed_secret(secret_bait):
+    ctx, km, kc = _kernel_with_secret(secret_bait, bind=False)
+    yield km, kc, secret_bait
+    ctx.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("probe", SECRET_PROBES, ids=[p.name for p in SECRET_PROBES])
+def test_secret_probe_is_contained(bound_secret, probe):
+    km, kc, bait = bound_secret
+    outcome = plain(run_probe(km, kc, probe.code))
+    assert matches(probe.sandbox, outcome), f"{probe.name}: got {outcome!r}"
+    if probe.name == "bound secret over plain HTTP to its host":
+        assert bait.plain.received.requests == [], "a plain request reached the bound host"
+    if probe.name == "bound secret echoed back by its own host":
+        sent = bait.echo.received.case("probe-echo")[-1]["headers"]["authorization"]
+        assert sent == f"Bearer {bait.value}", "the bound host did not get the value"
+    if probe.name == "bound secret sent to another allowlisted host":
+        sent = bait.unbound.received.case("probe-unbound")[-1]["headers"]["authorization"]
+        assert bait.value not in sent
+
+
+@pytest.mark.parametrize("probe", SECRET_PROBES, ids=[p.name for p in SECRET_PROBES])
+def test_secret_probe_finds_the_value_when_passed_in(passed_secret, probe):
+    km, kc, bait = passed_secret
+    outcome = plain(run_probe(km, kc, probe.code))
+    assert matches(probe.control, outcome), f"control {probe.name}: got {outcome!r}"

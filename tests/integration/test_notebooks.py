@@ -1,14 +1,19 @@
 """nbclient executes every notebook in notebooks/ on the belljar kernel, in the sandbox, with the
-chat stand-in running on loopback as the demo runs it. An error in a cell not tagged
-raises-exception fails the test."""
+chat stand-in running on loopback as the demo runs it: over HTTPS with a demo CA made for the run
+(scripts/demo-ca.sh) that the kernel trusts through SSL_CERT_FILE in its environment, wanting the
+real OPENAI_API_KEY, which the kernel holds and binds to the stand-in with --secret. An error in
+a cell not tagged raises-exception fails the test."""
+import json
 import os
-import pathlib
+import re
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
-import time
+import urllib.error
+import urllib.request
 
 import nbformat
 import pytest
@@ -17,26 +22,35 @@ from nbclient import NotebookClient
 from belljar_testing import SOURCE, install_kernelspec
 
 NOTEBOOKS = sorted((SOURCE / "notebooks").glob("*.ipynb"))
+KERNEL_KEY = "sk-kernel-env-secret-abcdef123456"  # the course's key: the kernel's environment only
+PLACEHOLDER = r"belljar-secret-OPENAI_API_KEY-[0-9a-f]{32}"
 
 
 @pytest.fixture(scope="module")
 def chat_service():
+    tls = tempfile.mkdtemp(prefix="belljar-nb-tls-")
+    subprocess.run([str(SOURCE / "scripts" / "demo-ca.sh"), tls, "localhost"], check=True, capture_output=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, str(SOURCE / "notebooks/services/chat_standin.py"),
-                             "--port", str(port)], stdout=subprocess.PIPE, text=True)
+                             "--port", str(port), "--tls-cert", f"{tls}/localhost.crt",
+                             "--tls-key", f"{tls}/localhost-key.txt"],
+                            stdout=subprocess.PIPE, text=True, env=dict(os.environ, OPENAI_API_KEY=KERNEL_KEY))
     proc.stdout.readline()  # it prints its address once listening
-    yield port
+    yield {"port": port, "ca": f"{tls}/ca.crt"}
     proc.terminate()
     proc.wait(10)
+    shutil.rmtree(tls, ignore_errors=True)
 
 
-def execute_notebook(path, port, workdir):
+def execute_notebook(path, service, workdir):
     prefix = tempfile.mkdtemp(prefix="belljar-nb-")
+    port = service["port"]
     spec = install_kernelspec(prefix, "belljar-nb", [
-        "--timeout", "30", "--allow-net", f"127.0.0.1:{port}",
-        "--set-env", f"CHAT_API_BASE=http://127.0.0.1:{port}/v1"])
+        "--timeout", "30", "--secret", f"OPENAI_API_KEY@localhost:{port}",
+        "--allow-local-net", f"localhost:{port}",
+        "--set-env", f"CHAT_API_BASE=https://localhost:{port}/v1"])
     os.environ["JUPYTER_PATH"] = str(spec.parent.parent)
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, kernel_name="belljar-nb", timeout=120,
@@ -50,21 +64,56 @@ def outputs_of(nb):
     return [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
 
 
+def text_of(outputs):
+    return "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in outputs)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs_without_unexpected_errors(path, chat_service, tmp_path):
     os.chmod(tmp_path, 0o777)
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-notebook-test-secret-123456\n")
-    os.environ["OPENAI_API_KEY"] = "sk-kernel-env-secret-abcdef123456"
+    # What the kernel inherits: the course's key, and the demo CA it verifies the service with.
+    os.environ["OPENAI_API_KEY"] = KERNEL_KEY
+    os.environ["SSL_CERT_FILE"] = chat_service["ca"]
     try:
         nb = execute_notebook(path, chat_service, tmp_path)
     finally:
         del os.environ["OPENAI_API_KEY"]
-    text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
-                   for o in outputs_of(nb))
+        del os.environ["SSL_CERT_FILE"]
+    text = text_of(outputs_of(nb))
     assert "sk-notebook-test-secret" not in text and "sk-kernel-env-secret" not in text
+    assert "sk-kernel-env-secret" not in nbformat.writes(nb)  # the saved notebook, metadata and all
     if path.name == "walkthrough.ipynb":
         mimes = {m for o in outputs_of(nb) for m in o.get("data", {})}
         assert "image/png" in mimes and "text/html" in mimes
         errors = [o for o in outputs_of(nb) if o.output_type == "error"]
         assert any(e.ename == "TimeoutError" for e in errors)
-        assert "OPENAI_API_KEY present? False" in text
+        # Section 2: the key inside is a placeholder.
+        assert re.search(r"OPENAI_API_KEY inside the sandbox: %s\n" % PLACEHOLDER, text), text
+        # Section 3: the call with that placeholder answers (the stand-in wants the real key).
+        assert "(answered by gpt-4o-mini)" in text, text
+        # The exercise: printed, echoed back, written to a file -- the placeholder every time.
+        assert re.search(r"1\. printed: +%s\n" % PLACEHOLDER, text), text
+        assert re.search(r"2\. echoed back: +Bearer %s\n" % PLACEHOLDER, text), text
+        assert re.search(r"3\. written, read back: %s\n" % PLACEHOLDER, text), text
+        assert re.fullmatch(PLACEHOLDER, (tmp_path / "stolen-key.txt").read_text())  # on the host too
+
+
+def test_the_chat_standin_wants_the_real_key_over_https(chat_service):
+    """What makes the walkthrough's answer proof of injection: without the real key, 401."""
+    context = ssl.create_default_context(cafile=chat_service["ca"])
+    url = f"https://localhost:{chat_service['port']}/v1/chat/completions"
+    body = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                         urllib.request.HTTPSHandler(context=context))
+
+    def status(headers):
+        try:
+            with opener.open(urllib.request.Request(url, data=body, headers=headers), timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+    assert status({})[0] == 401
+    assert status({"Authorization": "Bearer belljar-secret-OPENAI_API_KEY-" + "0" * 32})[0] == 401
+    code, answer = status({"Authorization": f"Bearer {KERNEL_KEY}"})
+    assert code == 200 and answer["usage"]["completion_tokens"] > 0

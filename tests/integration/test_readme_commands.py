@@ -16,6 +16,7 @@ import json
 import os
 import pathlib
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -85,9 +86,9 @@ def reader(tmp_path_factory):
     shutil.rmtree(root, ignore_errors=True)
 
 
-def run(reader, command, stdin=None, timeout=180):
+def run(reader, command, stdin=None, timeout=180, extra_env=None):
     env, cwd, _ = reader
-    done = subprocess.run(["bash", "-c", "set -o pipefail; " + command], cwd=cwd, env=env,
+    done = subprocess.run(["bash", "-c", "set -o pipefail; " + command], cwd=cwd, env={**env, **(extra_env or {})},
                           input=stdin, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{command}\nstdout: {done.stdout}\nstderr: {done.stderr}"
     return done
@@ -108,6 +109,21 @@ def check_install(reader):
     assert spec["display_name"] == "Python 3 (belljar)"
     assert argv[1] == "kernel" and "{connection_file}" in argv
     assert argv[argv.index("--timeout") + 1] == "30" and argv[argv.index("--memory") + 1] == "2G"
+
+
+def check_install_secret(reader):
+    # The key is in the environment install runs from (as the README's `export` puts it): the
+    # kernelspec bakes the binding, never the value, and gives the key no way into the sandbox.
+    _, _, home = reader
+    value = "sk-readme-" + secrets.token_hex(16)
+    run(reader, f"build/belljar install --user --name belljar-openai --secret OPENAI_API_KEY@api.openai.com "
+                f"{POLICY}", extra_env={"OPENAI_API_KEY": value})
+    spec_file = home / ".local" / "share" / "jupyter" / "kernels" / "belljar-openai" / "kernel.json"
+    spec = json.loads(spec_file.read_text())
+    argv = spec["argv"]
+    assert argv[1] == "kernel" and argv[argv.index("--secret") + 1] == "OPENAI_API_KEY@api.openai.com"
+    assert "--pass-env" not in argv
+    assert value not in spec_file.read_text()
 
 
 def check_kernelspec_list(reader):
@@ -204,6 +220,8 @@ def check_flags_markdown(reader):
 # `jupyter console` gets --simple-prompt to read piped input; `belljar --help | --version` is two).
 COMMANDS = {
     "build/belljar install --user --name belljar --timeout 30 --memory 2G": [check_install],
+    "build/belljar install --user --name belljar-openai --secret OPENAI_API_KEY@api.openai.com":
+        [check_install_secret],
     "jupyter kernelspec list": [check_kernelspec_list],
     "jupyter console --kernel belljar": [check_console],
     "jupyter nbconvert --to notebook --execute --ExecutePreprocessor.kernel_name=belljar nb.ipynb":

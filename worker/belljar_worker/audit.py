@@ -9,7 +9,7 @@ MAGIC = "%audit"
 COLUMNS = [("execution_count", "cell"), ("status", "status"), ("wall_ms", "wall ms"),
            ("cpu_ms", "CPU ms"), ("peak_memory_bytes", "peak memory"), ("limit_hit", "limit hit"),
            ("truncated", "truncated"), ("output_bytes", "output bytes"),
-           ("secrets", "API calls (bound secrets)"), ("code_sha256", "code sha256")]
+           ("secrets", "API calls"), ("code_sha256", "code sha256")]
 
 
 def audit_request(code):
@@ -32,11 +32,9 @@ def _cell(key, value):
     if key == "output_bytes" and isinstance(value, dict):
         return ", ".join("%s %s" % item for item in sorted(value.items()))
     if key == "secrets" and isinstance(value, dict):
-        # Requests to hosts with a bound secret, their time and a model API's tokens.
-        text = "%s, %s ms" % (value.get("requests"), value.get("latency_ms"))
-        if value.get("input_tokens") or value.get("output_tokens"):
-            text += ", tokens %s in / %s out" % (value.get("input_tokens"), value.get("output_tokens"))
-        return text
+        # Requests to hosts a secret is bound to: cost and latency, what the course says to watch.
+        return "%s (%s+%s tokens, %s ms)" % (value.get("requests"), value.get("input_tokens"),
+                                             value.get("output_tokens"), value.get("latency_ms"))
     if key == "code_sha256":
         return str(value)[:12]
     return str(value)
