@@ -278,7 +278,7 @@ std::optional<BrokerRefusal> BrokeredHttp::start_response(std::string& in, size_
       (body == Body::length && response_left_ == 0))
     body = Body::none;
   if (body != Body::none && !coding.empty() && coding != "identity")
-    return refusal(502, "Bad Gateway", EgressFailure::upstream_response,
+    return refusal(502, "Bad Gateway", EgressFailure::compressed_response,
                    "a " + coding.substr(0, 32) +
                        "-encoded body, which could hide a secret's value; the proxy asked for "
                        "identity");

@@ -56,6 +56,8 @@ std::string_view failure_name(EgressFailure failure) {
       return "upstream-certificate";
     case EgressFailure::upstream_response:
       return "upstream-response";
+    case EgressFailure::compressed_response:
+      return "compressed-response";
   }
   return "";
 }
@@ -79,6 +81,7 @@ EgressVerdict verdict_of(EgressFailure failure) {
     case EgressFailure::too_many_connections:
     case EgressFailure::upstream_certificate:
     case EgressFailure::upstream_response:
+    case EgressFailure::compressed_response:
       return EgressVerdict::failed;
   }
   return EgressVerdict::failed;

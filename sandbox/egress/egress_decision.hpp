@@ -36,8 +36,8 @@ enum class EgressFailure {
   secret_unsupported,    // denied: a request the secret broker does not forward (HTTP/1.0,
                          //   Upgrade, a malformed or oversized head)
   upstream_certificate,  // failed: a bound host's TLS handshake or certificate did not verify
-  upstream_response,     // failed: a bound host's response could not be checked (compressed,
-                         //   malformed)
+  upstream_response,     // failed: a bound host's response could not be read (malformed)
+  compressed_response,   // failed: a bound host's body was compressed, where a value could hide
 };
 
 // The names on the wire (X-Belljar-Denied / X-Belljar-Error) and in the audit log.

@@ -19,7 +19,8 @@ TEST_CASE("each egress failure has its own wire name and verdict", "[egress][dec
                                   EgressFailure::timeout,
                                   EgressFailure::too_many_connections,
                                   EgressFailure::upstream_certificate,
-                                  EgressFailure::upstream_response};
+                                  EgressFailure::upstream_response,
+                                  EgressFailure::compressed_response};
   std::set<std::string> names;
   for (auto f : denied) {
     CHECK(verdict_of(f) == EgressVerdict::denied);
