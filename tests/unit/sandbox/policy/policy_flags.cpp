@@ -219,7 +219,7 @@ TEST_CASE("the README's policy flag table is the code's", "[policy][flags][readm
   CHECK(flag_rows == static_cast<int>(policy_flags().size()));
 }
 
-TEST_CASE("--secret binds a name to a host, implies the host, and keeps its value out of reach",
+TEST_CASE("flag --secret binds a name to a host, implies the host, and keeps its value out of reach",
           "[policy][flags][secret]") {
   Policy policy = collect({"--secret", "OPENAI_API_KEY@api.openai.com", "--secret",
                            "OPENAI_API_KEY@[::1]:8443", "--secret-file",
