@@ -14,6 +14,8 @@ packages=(
   python3-jupyter-client python3-ipykernel python3-nbclient python3-nbformat
   python3-nbconvert python3-jupyter-kernel-test python3-jupyter-console
   jupyter-notebook python3-psutil python3-pytest
+  # the benchmark's HTTPS stand-in (bench/brokered.py makes its CA)
+  python3-cryptography
   # the `jupyter kernelspec|console|nbconvert` commands the README shows (python3-* are modules only)
   jupyter-client jupyter-console jupyter-nbconvert
   # tests and tools: network namespaces, certificates (scripts/demo-ca.sh), a client the
