@@ -134,7 +134,9 @@ std::optional<BrokerRefusal> BrokeredHttp::start_request(std::string& in, size_t
       injected = replace_every(text, secret->placeholder, secret->value) || injected;
     return text;
   };
-  std::string rewritten = head.method + " " + inject(head.path) + " HTTP/1.1\r\n";
+  // Not the target: a host stores and shows targets (resource names, searches, logs others
+  // read), so a value put there could be published by the host itself. Headers carry keys.
+  std::string rewritten = head.method + " " + head.path + " HTTP/1.1\r\n";
   rewritten += "Host: " + host_header_ + "\r\n";
   for (const auto& h : head.headers) {
     std::string name = lower(h.name);

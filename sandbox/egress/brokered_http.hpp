@@ -5,7 +5,8 @@
 // TLS here (brokered_tunnel.hpp does those), so every rule can be tested with split reads.
 //
 // Requests: each head is parsed strictly (http_head.hpp); the placeholder of each secret bound
-// to this host is replaced by its value in every header value and the target; Host is the
+// to this host is replaced by its value in every header value (never the target, which hosts
+// store and show, nor the body); Host is the
 // bound host, whatever the client wrote; Accept-Encoding is identity, so responses can be read.
 // Bodies go through unchanged, framed by their one Content-Length or chunked encoding
 // (chunked_body.hpp), so both ends agree where the next request starts (keep-alive,

@@ -162,7 +162,9 @@ TunnelStep BrokeredTunnel::step(Endpoint client, Endpoint upstream) {
       answer({502, "Bad Gateway", EgressFailure::upstream_certificate, *upstream_failed_}, step);
 
     if (client_.ready && upstream_.ready && !answering_) {
-      read_plain(client_, up_plain_, http_.client_paused() ? 0 : kQueueCap, step);
+      // Backpressure: what waits for upstream is capped, not only what waits to be parsed.
+      bool hold = http_.client_paused() || up_ready_.size() >= kQueueCap;
+      read_plain(client_, up_plain_, hold ? 0 : kQueueCap, step);
       if (auto refused = http_.from_client(up_plain_, up_ready_)) answer(*refused, step);
     }
     if (client_.ready && upstream_.ready && !answering_) {

@@ -59,7 +59,7 @@ std::string unchunk(const std::string& message) {
 
 }  // namespace
 
-TEST_CASE("a placeholder in any header value or the target becomes the value, for this host only") {
+TEST_CASE("a placeholder in any header value becomes the value; the target keeps it") {
   Broker b;
   std::string out = b.request("POST /v1/chat?key=" + b.placeholder() + " HTTP/1.1\r\n" +
                               "Host: elsewhere.example.net\r\n"
@@ -68,7 +68,7 @@ TEST_CASE("a placeholder in any header value or the target becomes the value, fo
                               "Accept-Encoding: gzip, br\r\n"
                               "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n"
                               "Content-Length: 4\r\n\r\nbody");
-  CHECK(out.rfind(std::string("POST /v1/chat?key=") + kValue + " HTTP/1.1\r\n", 0) == 0);
+  CHECK(out.rfind("POST /v1/chat?key=" + b.placeholder() + " HTTP/1.1\r\n", 0) == 0);
   CHECK(out.find(std::string("Authorization: Bearer ") + kValue + "\r\n") != std::string::npos);
   CHECK(out.find(std::string("x-api-key: ") + kValue + "\r\n") != std::string::npos);
   // The tunnel's host, whatever the client wrote; an encoding the proxy can read back.
@@ -77,7 +77,7 @@ TEST_CASE("a placeholder in any header value or the target becomes the value, fo
   CHECK(out.find("Accept-Encoding: identity\r\n") != std::string::npos);
   CHECK(out.find("gzip") == std::string::npos);
   CHECK(out.find("Proxy-Authorization") == std::string::npos);
-  CHECK(out.find(b.placeholder()) == std::string::npos);
+  CHECK(out.find(b.placeholder(), 1) == out.find(b.placeholder()));  // the target's only
   CHECK(out.substr(out.size() - 8) == "\r\n\r\nbody");
 }
 
@@ -257,4 +257,18 @@ TEST_CASE("no more than kMaxInFlight requests go upstream before their responses
   std::string response = "HTTP/1.1 204 No Content\r\n\r\n", sent;
   REQUIRE_FALSE(b.http.from_upstream(response, sent, false));
   CHECK_FALSE(b.http.client_paused());
+}
+
+TEST_CASE("a large JSON body's usage is still read, from its end, without keeping it whole") {
+  UsageReader reader("application/json; charset=utf-8");
+  std::string body = R"({"choices": [{"message": {"content": ")" + std::string(3u << 20, 'x') +
+                     R"("}}], "usage": {"prompt_tokens": 9, "completion_tokens": 1200}})";
+  for (size_t at = 0; at < body.size(); at += 8192)
+    reader.feed(std::string_view(body).substr(at, 8192));
+  TokenUsage usage = reader.finish();
+  CHECK(usage.input == 9u);
+  CHECK(usage.output == 1200u);
+  UsageReader plain("text/html");
+  plain.feed(R"({"usage": {"prompt_tokens": 1}})");
+  CHECK_FALSE(plain.finish().any());
 }
