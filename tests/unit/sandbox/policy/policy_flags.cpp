@@ -219,8 +219,9 @@ TEST_CASE("the README's policy flag table is the code's", "[policy][flags][readm
   CHECK(flag_rows == static_cast<int>(policy_flags().size()));
 }
 
-TEST_CASE("flag --secret binds a name to a host, implies the host, and keeps its value out of reach",
-          "[policy][flags][secret]") {
+TEST_CASE(
+    "flag --secret binds a name to a host, implies the host, and keeps its value out of reach",
+    "[policy][flags][secret]") {
   Policy policy = collect({"--secret", "OPENAI_API_KEY@api.openai.com", "--secret",
                            "OPENAI_API_KEY@[::1]:8443", "--secret-file",
                            "TOKEN=relative/token@*.example.com", "--python", "/usr/bin/python3"})
