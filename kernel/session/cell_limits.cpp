@@ -16,7 +16,7 @@
 namespace belljar {
 
 void Kernel::check_limits(Clock::time_point now) {
-  if (!executing() || !worker_) return;
+  if (!running_code() || !worker_) return;
   if (cell_->kill_at) {
     if (now >= *cell_->kill_at) {
       // The code ignored the interrupt: the sandbox goes, the workspace stays.

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernel/output/active_output.hpp"
+#include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/replies.hpp"
 #include "kernel/protocol/signer.hpp"
 #include "kernel/session/cell_budget.hpp"
@@ -52,6 +53,7 @@ void Kernel::finish_cell(const json& done) {
   drain_pipes();  // the cell is over: everything its code wrote is shown before the reply
   learn_uncounted_output(done);
   flush_streams(true);
+  tell_comm_drops();
   handle_egress();  // decisions still queued belong to this cell
   Cell& cell = *cell_;
   if (cell.memory_limit && worker_) {
@@ -138,6 +140,7 @@ void Kernel::finish_cell(const json& done) {
 }
 
 void Kernel::finish_request_reply(const json& frame) {
+  if (cell_->kind == RequestKind::comm) return finish_comm(frame);
   WireMessage request = std::move(cell_->request);
   RequestKind kind = cell_->kind;
   cell_.reset();
@@ -154,6 +157,10 @@ void Kernel::finish_request_reply(const json& frame) {
     if (!content["data"].empty())
       content["data"] = apply_active_output(content["data"], options_.policy.active_output);
     reply(Channel::shell, request, "inspect_reply", charge_request_reply(kind, content, budget));
+  } else if (kind == RequestKind::comm_info) {
+    json content = comm_info_content(frame);
+    if (!budget.take_whole(dump_json(content).size())) content["comms"] = json::object();
+    reply(Channel::shell, request, "comm_info_reply", std::move(content));
   } else
     reply(Channel::shell, request, "is_complete_reply",
           charge_request_reply(kind, create_is_complete_reply(frame), budget));

@@ -33,6 +33,13 @@ class Frontend {
                      nlohmann::json content, nlohmann::json metadata) = 0;
   virtual void publish(const std::string& type, nlohmann::json content,
                        const WireMessage* parent) = 0;
+  // A message with binary buffers (comm messages): the Jupyter front door sends them as extra
+  // frames; the others have no use for them and publish the content alone.
+  virtual void publish_with_buffers(const std::string& type, nlohmann::json content,
+                                    const WireMessage* parent, std::vector<std::string> buffers) {
+    (void)buffers;
+    publish(type, std::move(content), parent);
+  }
   virtual void request_input(const WireMessage& parent, nlohmann::json content) = 0;
 };
 

@@ -92,6 +92,7 @@ class Kernel {
     std::optional<json> error;                       // ename, evalue, traceback
     json displays = json::array();                   // mime types of each display, for the audit
     std::string result_text;                         // text/plain of the result, for history
+    uint64_t comm_published = 0, comm_dropped = 0;   // the worker's comm messages (comm_link.cpp)
     std::vector<std::string> egress_denied;          // host:port the proxy refused during the cell
     // Requests to hosts with a bound secret during the cell: count, values put in, time
     // spent, the tokens a model API reported (belljar.secrets in the reply metadata).
@@ -108,6 +109,10 @@ class Kernel {
   };
 
   bool executing() const { return cell_ && cell_->kind == RequestKind::execute; }
+  // A request whose code may produce output: a cell, or a comm message's handler.
+  bool running_code() const {
+    return cell_ && (cell_->kind == RequestKind::execute || cell_->kind == RequestKind::comm);
+  }
 
   // reactor.cpp
   void poll_once();
@@ -156,6 +161,14 @@ class Kernel {
   void finish_request_reply(const json& reply);
   void fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome);
   void schedule_restart(const std::string& why);
+
+  // comm_link.cpp
+  static constexpr uint64_t kCommMessagesPerRequest = 10'000;
+  json comm_request_frame(const Cell& cell);
+  void publish_comm(const std::string& type, const json& frame);
+  void tell_comm_drops();
+  void finish_comm(const json& done);
+  json comm_info_content(const json& frame);
 
   // egress_link.cpp
   void handle_egress();

@@ -9,11 +9,13 @@ struct Spelling {
   RequestKind kind;
   std::string_view request, frame, answer;
 };
-constexpr std::array<Spelling, 4> kSpellings = {{
+constexpr std::array<Spelling, 6> kSpellings = {{
     {RequestKind::execute, "execute_request", "execute", "done"},
     {RequestKind::complete, "complete_request", "complete", "complete_reply"},
     {RequestKind::inspect, "inspect_request", "inspect", "inspect_reply"},
     {RequestKind::is_complete, "is_complete_request", "is_complete", "is_complete_reply"},
+    {RequestKind::comm, "comm_msg", "comm", "done"},
+    {RequestKind::comm_info, "comm_info_request", "comm_info", "comm_info_reply"},
 }};
 
 const Spelling& spelling(RequestKind kind) {
@@ -32,6 +34,7 @@ std::string_view worker_answer(RequestKind kind) {
 }
 
 std::optional<RequestKind> request_kind(std::string_view msg_type) {
+  if (msg_type == "comm_open" || msg_type == "comm_close") return RequestKind::comm;
   for (const auto& s : kSpellings)
     if (s.request == msg_type) return s.kind;
   return std::nullopt;

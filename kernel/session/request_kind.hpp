@@ -7,9 +7,12 @@
 
 namespace belljar {
 
-enum class RequestKind { execute, complete, inspect, is_complete };
+// comm: comm_open, comm_msg and comm_close from the frontend, handed to the worker's comms in
+// order with the other shell requests (as ipykernel does); answered by `done`, no reply.
+// comm_info: comm_info_request, answered from the worker's live registry.
+enum class RequestKind { execute, complete, inspect, is_complete, comm, comm_info };
 
-// "execute_request", "complete_request", ... (the Jupyter message type)
+// "execute_request", "complete_request", ... (the Jupyter message type; "comm_msg" for comm)
 std::string_view request_type(RequestKind kind);
 // The request behind a Jupyter message type; nullopt for those the supervisor answers itself.
 std::optional<RequestKind> request_kind(std::string_view msg_type);

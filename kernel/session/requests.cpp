@@ -83,19 +83,10 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
     reply(channel, message, "kernel_info_reply", kernel_info());
   } else if (type == "history_request") {
     reply(channel, message, "history_reply", create_history_reply(history_.query(message.content)));
-  } else if (type == "comm_info_request") {
-    reply(channel, message, "comm_info_reply", create_comm_info_reply());
   } else if (type == "shutdown_request") {
     bool restart = message.content.value("restart", false);
     reply(channel, message, "shutdown_reply", create_shutdown_reply(restart));
     request_shutdown();
-  } else if (type == "comm_open") {
-    // No comm targets are registered: close it so the frontend doesn't wait on it.
-    auto id = message.content.find("comm_id");
-    if (id != message.content.end() && id->is_string())
-      publish("comm_close", {{"comm_id", *id}, {"data", json::object()}}, &message);
-  } else if (type == "comm_msg" || type == "comm_close") {
-    // Nothing to deliver them to.
   } else {
     request_log_.log("unsupported shell message", type);
   }
@@ -168,7 +159,25 @@ void Kernel::start_request(const WireMessage& message) {
              {"user_expressions",
               expressions != c.end() && expressions->is_object() ? *expressions : json::object()},
              {"allow_stdin", cell.allow_stdin},
-             {"execution_count", cell.execution_count}};
+             {"execution_count", cell.execution_count},
+             {"msg_id", message.id()}};  // ipywidgets' Output routes by the parent's msg_id
+  } else if (cell.kind == RequestKind::comm) {
+    // A comm handler is code like a cell's: the same limits, a budget of its own.
+    frame = comm_request_frame(cell);
+    if (frame.is_null()) {
+      request_log_.log("comm message dropped", message.type() + " without a comm_id or target");
+      publish_status("idle", &message);
+      return;
+    }
+    cell.timeout = options_.policy.timeout_seconds;
+    cell.cpu_limit = options_.policy.cpu_limit();
+    cell.cpu_at_start = cpu_now;
+    budget_.reset(options_.policy.output_limit_bytes);
+    for (auto& stream : streams_) stream.reset_totals();
+  } else if (cell.kind == RequestKind::comm_info) {
+    frame = {{"type", "comm_info"}, {"id", cell.id}};
+    if (auto target = c.find("target_name"); target != c.end() && target->is_string())
+      frame["target_name"] = *target;
   } else if (cell.kind == RequestKind::complete || cell.kind == RequestKind::inspect) {
     std::string code = text("code");
     frame = {{"type", worker_request(cell.kind)},

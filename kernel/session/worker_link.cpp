@@ -29,7 +29,8 @@ constexpr uint64_t kInputRequestCost = 64;  // what one input_request is charged
 bool is_known_worker_frame(const std::string& type) {
   for (const char* known :
        {"display", "update_display", "result", "clear_output", "error", "input_request", "limits",
-        "audit_request", "done", "complete_reply", "inspect_reply", "is_complete_reply"})
+        "audit_request", "done", "complete_reply", "inspect_reply", "is_complete_reply",
+        "comm_open", "comm_msg", "comm_close", "comm_info_reply"})
     if (type == known) return true;
   return false;
 }
@@ -224,9 +225,13 @@ void Kernel::handle_frame(const json& frame) {
                           type + " for a request that is not the current one");
   }
   bool executing = this->executing();
-  const WireMessage* parent = executing ? &cell_->request : nullptr;
-  if (type == "display" || type == "update_display" || type == "result") {
-    if (!executing) return;  // nothing to attribute it to
+  // A comm handler's displays are its request's output, as a cell's are (ipywidgets' Output
+  // and interact route them by that parent).
+  const WireMessage* parent = running_code() ? &cell_->request : nullptr;
+  if (type == "comm_open" || type == "comm_msg" || type == "comm_close") {
+    if (running_code()) publish_comm(type, frame);
+  } else if (type == "display" || type == "update_display" || type == "result") {
+    if (!running_code() || (type == "result" && !executing)) return;  // nothing to attribute
     auto data_it = frame.find("data");
     json data = data_it != frame.end() ? *data_it : json();
     json metadata = object_or_empty(frame, "metadata");
@@ -247,7 +252,7 @@ void Kernel::handle_frame(const json& frame) {
     if (!budget_.take_whole(dump_json(data).size() + dump_json(metadata).size() +
                             dump_json(transient).size()))
       return;  // over the output cap
-    if (cell_->displays.size() < kDisplaysAudited) {
+    if (executing && cell_->displays.size() < kDisplaysAudited) {
       json mimes = json::array();
       for (auto& [mime, value] : data.items()) mimes.push_back(mime);
       cell_->displays.push_back(mimes);
@@ -264,7 +269,7 @@ void Kernel::handle_frame(const json& frame) {
               {{"data", data}, {"metadata", metadata}, {"transient", transient}}, parent);
     }
   } else if (type == "clear_output") {
-    if (!executing) return;
+    if (!running_code()) return;
     auto wait = frame.find("wait");
     json content = {{"wait", wait != frame.end() && wait->is_boolean() && wait->get<bool>()}};
     if (!budget_.take_whole(dump_json(content).size())) return;  // a flood of them is output too
@@ -285,7 +290,12 @@ void Kernel::handle_frame(const json& frame) {
     cell_->error = create_error_content(ename, evalue, traceback);
     if (!cell_->silent && publish_it) publish("error", *cell_->error, parent);
   } else if (type == "input_request") {
-    if (!executing) return;
+    if (!executing) {
+      // A comm handler has no prompt to show: refused, so it never waits for an answer.
+      if (running_code())
+        send_to_worker({{"type", "input_reply"}, {"error", "input() is only answered in a cell"}});
+      return;
+    }
     auto prompt = frame.find("prompt");
     auto password = frame.find("password");
     std::string text =
@@ -305,10 +315,17 @@ void Kernel::handle_frame(const json& frame) {
     }
     frontend_->request_input(cell_->request, content);
   } else if (type == "limits") {
-    if (executing) handle_limits(frame);
+    if (executing)
+      handle_limits(frame);
+    else if (running_code())
+      send_to_worker(
+          {{"type", "limits_reply"}, {"ok", false}, {"error", "%%limits applies to cells"}});
   } else if (type == "audit_request") {
     // The learner's own cells, as the supervisor recorded them (the worker can't forge them).
-    if (!executing) return;
+    if (!executing) {
+      if (running_code()) send_to_worker({{"type", "audit_reply"}, {"records", json::array()}});
+      return;
+    }
     size_t last = 10;
     if (auto n = frame.find("last"); n != frame.end() && n->is_number_unsigned())
       last = std::min<size_t>(n->get<size_t>(), recent_cells_.size());
@@ -319,7 +336,9 @@ void Kernel::handle_frame(const json& frame) {
     send_to_worker({{"type", "audit_reply"}, {"records", records}});
   } else if (type == "done") {
     if (executing) finish_cell(frame);
-  } else if (type == "complete_reply" || type == "inspect_reply" || type == "is_complete_reply") {
+    if (cell_ && cell_->kind == RequestKind::comm) finish_comm(frame);
+  } else if (type == "complete_reply" || type == "inspect_reply" || type == "is_complete_reply" ||
+             type == "comm_info_reply") {
     if (worker_answer(cell_->kind) == type) finish_request_reply(frame);
   }
 }

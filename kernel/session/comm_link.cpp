@@ -1,0 +1,145 @@
+// Comms (the protocol ipywidgets and other interactive libraries stand on) between the frontend
+// and the worker. The supervisor routes and checks; the comms themselves live in the worker.
+//
+// A frontend's comm_open / comm_msg / comm_close is a shell request like execute, handed to the
+// worker in order (a message that arrives while a cell runs waits for it, as in ipykernel), with
+// the message's own limits, budget and busy/idle; comm_info_request is answered from the
+// worker's live registry. The worker's comm messages, sent while it serves a request, are
+// published on iopub parented to that request. The threat is the worker: each of its comm
+// messages is checked (ids, shapes, canonical base64 buffers), redacted, charged to the
+// request's output budget like any output and counted, so a flood is refused, logged and told
+// once, never passed on to the browser; widget views stay under --active-output
+// (active_output.hpp), so a model's state is never rendered unless that policy allows it.
+#include "kernel/protocol/base64.hpp"
+#include "kernel/protocol/bounded_json.hpp"
+#include "kernel/protocol/replies.hpp"
+#include "kernel/session/kernel.hpp"
+#include "sandbox/policy/quantities.hpp"
+
+namespace belljar {
+
+namespace {
+
+constexpr size_t kMaxCommId = 256;    // ids are uuids; names are short
+constexpr size_t kMaxBuffers = 1024;  // per message
+constexpr size_t kMaxCommInfoEntries = 10'000;
+
+bool short_text(const json& value, size_t max) {
+  return value.is_string() && !value.get_ref<const std::string&>().empty() &&
+         value.get_ref<const std::string&>().size() <= max;
+}
+
+json object_at(const json& holder, const char* key) {
+  auto it = holder.find(key);
+  return it != holder.end() && it->is_object() ? *it : json::object();
+}
+
+}  // namespace
+
+// The frame for a frontend's comm message, or null when it is not one (no comm_id, a comm_open
+// without a target): such a message has nothing to be delivered to.
+json Kernel::comm_request_frame(const Cell& cell) {
+  const WireMessage& message = cell.request;
+  const json& content = message.content;
+  std::string type = message.type();
+  if (!content.is_object() || !short_text(content.value("comm_id", json()), kMaxCommId) ||
+      (type == "comm_open" && !short_text(content.value("target_name", json()), kMaxCommId)))
+    return nullptr;
+  json buffers = json::array();
+  for (const auto& buffer : message.buffers) buffers.push_back(base64_encode(buffer));
+  return {{"type", "comm"},
+          {"id", cell.id},
+          {"msg_type", type},
+          {"content", content},
+          {"metadata", message.metadata},
+          {"buffers", buffers},
+          {"msg_id", message.id()}};
+}
+
+// A comm message the worker sent while serving the current request.
+void Kernel::publish_comm(const std::string& type, const json& frame) {
+  auto refuse = [&](const std::string& why) {
+    ++cell_->comm_dropped;
+    frame_log_.log("worker comm message dropped", why);
+  };
+  if (cell_->comm_published >= kCommMessagesPerRequest)
+    return refuse("more than " + std::to_string(kCommMessagesPerRequest) + " in one request");
+  json comm_id = frame.value("comm_id", json());
+  if (!short_text(comm_id, kMaxCommId)) return refuse(type + " without a usable comm_id");
+  json content = {{"comm_id", comm_id}, {"data", object_at(frame, "data")}};
+  if (type == "comm_open") {
+    json target = frame.value("target_name", json());
+    if (!short_text(target, kMaxCommId)) return refuse("comm_open without a usable target_name");
+    content["target_name"] = target;
+    json module = frame.value("target_module", json());
+    content["target_module"] = short_text(module, kMaxCommId) ? module : json(nullptr);
+  }
+  json metadata = object_at(frame, "metadata");
+  std::vector<std::string> buffers;
+  size_t size = dump_json(content).size() + dump_json(metadata).size();
+  if (auto list = frame.find("buffers"); list != frame.end() && !list->is_null()) {
+    if (!list->is_array() || list->size() > kMaxBuffers)
+      return refuse(type + " with buffers that are not a list of at most " +
+                    std::to_string(kMaxBuffers));
+    for (const auto& item : *list) {
+      auto bytes =
+          item.is_string() ? base64_decode(item.get_ref<const std::string&>()) : std::nullopt;
+      if (!bytes) return refuse(type + " with a buffer that is not base64");
+      size += bytes->size();
+      buffers.push_back(std::move(*bytes));
+    }
+  }
+  redactor_.redact_json(content);  // a widget's value is output too
+  if (!budget_.take_whole(size)) return refuse(type + " past the output limit");
+  ++cell_->comm_published;
+  frontend_->publish_with_buffers(type, std::move(content), &cell_->request, std::move(buffers));
+}
+
+// Said once per request, on stderr: the widgets on the page may be out of step with the sandbox.
+void Kernel::tell_comm_drops() {
+  if (!cell_ || cell_->comm_dropped == 0) return;
+  publish("stream",
+          create_stream("stderr", "\n[belljar] " + std::to_string(cell_->comm_dropped) +
+                                      " comm message(s) from the sandbox were dropped (over the "
+                                      "output limit of " +
+                                      format_size(budget_.limit()) + ", or more than " +
+                                      std::to_string(kCommMessagesPerRequest) +
+                                      " in one request): widgets may be out of step\n"),
+          &cell_->request);
+}
+
+void Kernel::finish_comm(const json& done) {
+  drain_pipes();  // what the handler wrote is shown before its idle, as a cell's
+  learn_uncounted_output(done);
+  flush_streams(true);
+  tell_comm_drops();
+  if (cell_->limit_hit != LimitHit::none)
+    publish("stream",
+            create_stream("stderr", "\n[belljar] a comm handler passed the " +
+                                        std::string(limit_name(cell_->limit_hit)) +
+                                        " limit and was interrupted\n"),
+            &cell_->request);
+  WireMessage request = std::move(cell_->request);
+  cell_.reset();
+  if (worker_) background_.request_finished(worker_->cpu_seconds(), false);
+  publish_status("idle", &request);
+  dispatch_next();
+}
+
+// comm_info_reply: what the worker says is open, each entry checked, within the cap.
+json Kernel::comm_info_content(const json& frame) {
+  json comms = json::object();
+  auto listed = frame.find("comms");
+  if (listed != frame.end() && listed->is_object())
+    for (const auto& [id, entry] : listed->items()) {
+      if (comms.size() >= kMaxCommInfoEntries) break;
+      if (id.empty() || id.size() > kMaxCommId || !entry.is_object()) continue;
+      json target = entry.value("target_name", json());
+      if (short_text(target, kMaxCommId)) comms[id] = {{"target_name", target}};
+    }
+  json content = create_comm_info_reply();
+  content["comms"] = std::move(comms);
+  return content;
+}
+
+}  // namespace belljar
