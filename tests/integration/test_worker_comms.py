@@ -224,7 +224,8 @@ def test_what_a_handler_prints_and_displays_is_output_of_its_request(worker):
 def test_the_worker_opens_sends_and_closes_comms_as_frames(worker):
     cell = worker.execute("from comm import create_comm\n"
                           "c = create_comm(target_name='kernel.side', data={'a': 1},\n"
-                          "                metadata={'m': 'x'}, buffers=[b'xyz', bytearray(b'\\x00')])\n"
+                          "                metadata={'m': 'x'},\n"
+                          "                buffers=[b'xyz', bytearray(b'\\x00')])\n"
                           "c.send({'b': 2}, buffers=[memoryview(b'12345')[1:3]])\n"
                           "c.close({'c': 3})\n"
                           "c.send({'after': 'close'})\n", id="ks-1")
@@ -254,8 +255,9 @@ def test_import_ipywidgets_does_not_import_ipykernel_and_start_up_stays_lean():
         cell = w.execute("import ipywidgets\nfrom ipykernel.comm import Comm\n"
                          "import ipykernel, ipywidgets.widgets.widget as ww\n"
                          "(ww.Comm is Comm, getattr(ipykernel, 'belljar_stand_in', False),\n"
-                         " get_ipython().kernel.comm_manager is __import__('comm').get_comm_manager())")
-        assert cell.result == {"text/plain": "(True, True, True)"}, (cell.error, cell.stderr[-2000:])
+                         " get_ipython().kernel.comm_manager\n"
+                         "     is __import__('comm').get_comm_manager())")
+        assert cell.result == {"text/plain": "(True, True, True)"}, (cell.error, cell.stderr)
         heavy = {"zmq", "tornado", "jupyter_client", "ipykernel.kernelbase", "ipykernel.connect",
                  "ipykernel.zmqshell"}
         assert not imported() & heavy
@@ -302,14 +304,15 @@ def test_a_displayed_slider_opens_its_comms_and_shows_a_widget_view(worker):
     cell = worker.execute("ipywidgets.IntSlider(3)")
     assert cell.ok and cell.result is None
     [shown] = cell.of_type("display")
-    assert shown["data"][WIDGET_VIEW] == {"model_id": widget_opens(cell)["IntSliderModel"]["comm_id"]}
+    slider = widget_opens(cell)["IntSliderModel"]["comm_id"]
+    assert shown["data"][WIDGET_VIEW] == {"model_id": slider}
 
 
 def test_the_frontend_validates_the_widget_version_through_its_comm(worker):
     assert worker.execute("import ipywidgets").ok
     # The notebook's widget extension opens jupyter.widget.version and answers the version.
-    cell = comm_request(worker, "comm_open", {"comm_id": "ver", "target_name": "jupyter.widget.version",
-                                              "data": {}})
+    cell = comm_request(worker, "comm_open", {"comm_id": "ver", "data": {},
+                                              "target_name": "jupyter.widget.version"})
     [version] = cell.of_type("comm_msg")
     assert version["comm_id"] == "ver" and version["data"] == {"version": "~2.1.4"}
     assert comm_request(worker, "comm_msg", {"comm_id": "ver", "data": {"validated": True}}).ok
@@ -368,3 +371,38 @@ def test_interact_reruns_its_function_when_the_slider_moves_with_its_output_capt
             order.append(("stdout", value))
     assert order == [("msg_id", "comm-7"), ("clear_output", True),
                      ("stdout", "square of 7 is 49\n"), ("msg_id", "")], order
+
+
+def test_errors_in_widget_callbacks_are_shown_on_stderr_of_the_comm_message(worker):
+    cell = worker.execute("import ipywidgets\nfrom ipywidgets import interact\n"
+                          "w = ipywidgets.IntSlider(1)\n"
+                          "w.observe(lambda change: 1 / (change['new'] - 2), names='value')\n"
+                          "display(w)\n"
+                          "def inverse(x):\n"
+                          "    print('inverting', x)\n"
+                          "    return 1 / x\n"
+                          "interact(inverse, x=(0, 4));")
+    assert cell.ok, cell.error
+    sliders = [f["comm_id"] for f in cell.of_type("comm_open")
+               if f["data"]["_model_name"] == "IntSliderModel"]
+    output = [f["comm_id"] for f in cell.of_type("comm_open")
+              if f["data"]["_model_name"] == "OutputModel"]
+    # An observer that raises while the frontend moves the slider (ipywidgets catches it and
+    # calls IPython's showtraceback).
+    moved = comm_request(worker, "comm_msg", {"comm_id": sliders[0], "data": {
+        "method": "backbone", "sync_data": {"value": 2}}})
+    assert moved.done["status"] == "error" and not moved.of_type("error")
+    assert "ZeroDivisionError" in _plain(moved.stderr)
+    assert worker.execute("w.value").result == {"text/plain": "2"}
+    # interact's function raising inside its Output widget: the traceback is written while the
+    # widget captures the comm message's output, so it lands in the widget.
+    moved = comm_request(worker, "comm_msg", {"comm_id": sliders[1], "data": {
+        "method": "backbone", "sync_data": {"value": 0}}}, msg_id="comm-zero")
+    assert moved.done["status"] == "error"
+    assert moved.stdout == "inverting 0\n" and "ZeroDivisionError" in _plain(moved.stderr)
+    capture = [("stderr", "") if kind == "stderr" else ("msg_id", value["data"]["state"]["msg_id"])
+               for kind, value in moved.events
+               if kind == "stderr" or (kind == "frame" and value.get("comm_id") == output[0]
+                                       and "msg_id" in value["data"].get("state", {}))]
+    assert capture[0] == ("msg_id", "comm-zero") and capture[-1] == ("msg_id", "")
+    assert ("stderr", "") in capture[1:-1], capture
