@@ -10,6 +10,9 @@ packages=(
   # the worker's Python and what notebooks expect of it
   python3 python3-ipython python3-numpy python3-matplotlib python3-pandas
   python3-requests python3-httpx
+  # comms and widgets (issue 14): the `comm` package the worker hooks, ipywidgets 6 and the
+  # notebook's widget extension (widgetsnbextension) that renders them
+  python3-comm python3-ipywidgets python3-widgetsnbextension
   # Jupyter clients and test tools
   python3-jupyter-client python3-ipykernel python3-nbclient python3-nbformat
   python3-nbconvert python3-jupyter-kernel-test python3-jupyter-console

@@ -1,5 +1,5 @@
-"""What the worker's parts share without importing each other: the session being served and
-the name of the inline matplotlib backend.
+"""What the worker's parts share without importing each other: the session being served, the
+name of the inline matplotlib backend and the modules the worker stands in for.
 
 display(), input(), the matplotlib backend and IPython's %matplotlib reach the session from
 code the user calls, long after start-up; main and session import them. Reading the session
@@ -15,3 +15,8 @@ session = None
 # matplotlib's name for inline_backend.py: the default backend once matplotlib is imported,
 # and what %matplotlib inline selects.
 INLINE_BACKEND = "module://belljar_worker.inline_backend"
+
+# The modules of ipykernel the worker builds itself when something imports them (see
+# ipykernel_stand_in.py): the finder is installed at start-up, the builder loaded on first use.
+IPYKERNEL_STAND_INS = ("ipykernel", "ipykernel.comm", "ipykernel.comm.comm",
+                       "ipykernel.comm.manager")

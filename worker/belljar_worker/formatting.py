@@ -21,6 +21,8 @@ MIME_REPR_METHODS = (
 )
 BINARY_MIMES = frozenset(("image/png", "image/jpeg", "image/gif", "image/webp",
                           "application/pdf"))
+# A widget's view (ipywidgets): the model it shows, by the comm id of its model.
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDTH = 79
 MAX_SEQ_LENGTH = 1000
 

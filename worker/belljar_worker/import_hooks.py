@@ -1,7 +1,10 @@
-"""Callbacks that run right after a module is first imported (by anyone, in any cell).
+"""Callbacks that run right after a module is first imported (by anyone, in any cell), and
+modules the worker stands in for.
 
 Used to finish IPython integration the moment user code imports IPython, and to route
-getpass through the frontend, without importing either module ahead of time.
+getpass through the frontend, without importing either module ahead of time. Stand-ins answer
+imports of modules whose real code cannot work in the worker (ipykernel: a ZMQ kernel, whose
+import alone costs a quarter of a second): the module is built only when something imports it.
 """
 import sys
 
@@ -59,3 +62,33 @@ class _NotifyingLoader:
             module.__spec__.loader = self._loader
         module.__loader__ = self._loader
         self._hooks.loaded(self._fullname, module)
+
+
+class StandInModules:
+    """A finder that answers imports of the given names with modules built by the worker."""
+
+    def __init__(self, builders):
+        self.builders = dict(builders)  # module name -> callable(module) that fills it in
+
+    def install(self):
+        sys.meta_path.insert(0, self)
+
+    def find_spec(self, fullname, path=None, target=None):
+        builder = self.builders.get(fullname)
+        if builder is None:
+            return None
+        from importlib.machinery import ModuleSpec
+        # A package: the builder may point __path__ at the real package's directory, so the
+        # submodules the worker does not replace still import from there.
+        return ModuleSpec(fullname, _StandInLoader(builder), is_package=True)
+
+
+class _StandInLoader:
+    def __init__(self, builder):
+        self._builder = builder
+
+    def create_module(self, spec):
+        return None  # the default module object
+
+    def exec_module(self, module):
+        self._builder(module)

@@ -3,7 +3,8 @@
 Two ways in: a cell with IPython syntax (%magic, %%cell magic, !cmd, obj?) makes the session
 transform its cells with IPython from then on; and user code importing IPython (e.g.
 IPython.display) gets a live InteractiveShell at once, sharing the session's namespace,
-whose display publisher and display hook send our frames. Cells still run through the
+whose display publisher and display hook send our frames, and whose `kernel` is the
+worker's comms (what ipywidgets registers its targets with). Cells still run through the
 worker's own runner either way, so results, errors and streams behave the same.
 """
 import os
@@ -89,6 +90,13 @@ def create_shell(session):
                                  "GUI or widget frontend" % gui)
             pylabtools.activate_matplotlib(INLINE_BACKEND)
             return "inline", INLINE_BACKEND
+
+        @property
+        def kernel(self):
+            """What widget libraries reach for (ipywidgets: kernel.comm_manager, and the
+            Output widget's kernel._parent_header): the worker's comms, loaded on first use."""
+            from .comms import kernel
+            return kernel()
 
         def enable_gui(self, gui=None):
             if gui not in (None, "inline"):

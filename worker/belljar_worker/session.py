@@ -1,7 +1,7 @@
 """The session: one persistent namespace, the cells run in it and the frames they send.
 
-Every request is answered: an execute always ends with exactly one `done` frame, even when
-user code interrupts, exits or breaks the worker's own bookkeeping.
+Every request is answered: an execute or a comm request always ends with exactly one `done`
+frame, even when user code interrupts, exits or breaks the worker's own bookkeeping.
 """
 import _thread
 import builtins
@@ -10,7 +10,7 @@ import sys
 
 from . import current, formatting, stdin, tracebacks
 from . import display as display_module
-from .import_hooks import PostImportHooks
+from .import_hooks import PostImportHooks, StandInModules
 from .ipython_bridge import IPYTHON_MISSING, looks_like_ipython
 from .audit import audit_bundle, audit_request
 from .limits import LimitError, parse_limits_line, split_limits_cell
@@ -61,13 +61,20 @@ class Session:
         self.shell = None            # IPython's InteractiveShell, once IPython is imported
         self.ipython_mode = False    # cells go through IPython's transforms
         self.post_cell_hooks = []
+        # The frontend's msg_id of the execute or comm request being served (the supervisor
+        # sends it): ipywidgets' Output widget captures the output parented to it.
+        self.parent_msg_id = ""
+        self.comm_status = None      # while a comm request is served: "ok" or "error"
         builtins.display = display_module.display
         builtins.input = stdin.forwarded_input
         PostImportHooks({"IPython": self._ipython_imported,
                          "getpass": stdin.patch_getpass,
-                         "matplotlib": _use_inline_backend}).install()
+                         "matplotlib": _use_inline_backend,
+                         "comm": _hook_comm_package}).install()
+        StandInModules(dict.fromkeys(current.IPYKERNEL_STAND_INS, _build_stand_in)).install()
         self._handlers = {"execute": self.execute, "complete": self.complete,
-                          "inspect": self.inspect, "is_complete": self.is_complete}
+                          "inspect": self.inspect, "is_complete": self.is_complete,
+                          "comm": self.comm, "comm_info": self.comm_info}
         current.session = self
 
     # -- dispatch ------------------------------------------------------------------------
@@ -76,6 +83,9 @@ class Session:
         if handler is None:
             return  # e.g. an input_reply that arrived after its cell was interrupted
         self.channel.request_id = msg.get("id")
+        if msg.get("type") in ("execute", "comm"):
+            msg_id = msg.get("msg_id")
+            self.parent_msg_id = msg_id if isinstance(msg_id, str) else ""
         try:
             handler(msg)
         except BaseException as exc:
@@ -111,6 +121,11 @@ class Session:
         elif kind == "is_complete":
             self.channel.send({"type": "is_complete_reply", "id": msg_id,
                                "status": "unknown", "indent": ""})
+        elif kind == "comm":
+            self.comm_status = None
+            self.channel.send({"type": "done", "id": msg_id, "status": "error"})
+        elif kind == "comm_info":
+            self.channel.send({"type": "comm_info_reply", "id": msg_id, "comms": {}})
 
     def _in_user_code(self, fn, *args):
         """Run fn with SIGINT raising KeyboardInterrupt; whatever it raises becomes an
@@ -298,9 +313,13 @@ class Session:
         return formatting.format_object(obj, include, exclude)
 
     def publish_display(self, data, metadata, transient, update):
+        data = formatting.encode_bundle(data or {})
+        if formatting.WIDGET_VIEW in data and "text/plain" not in data:
+            from .comms import widget_text
+            data["text/plain"] = widget_text(data[formatting.WIDGET_VIEW])
         self.channel.send({"type": "update_display" if update else "display",
-                           "data": formatting.encode_bundle(data or {}),
-                           "metadata": metadata or {}, "transient": transient or {}})
+                           "data": data, "metadata": metadata or {},
+                           "transient": transient or {}})
 
     def clear_output(self, wait=False):
         self.channel.send({"type": "clear_output", "wait": bool(wait)})
@@ -320,10 +339,35 @@ class Session:
         self.channel.send(dict(type="error", **content))
 
     def report_error(self, content):
-        """An error that IPython caught and showed itself (inside a magic)."""
+        """An error that IPython caught and showed itself (inside a magic, or a widget's
+        callback through showtraceback)."""
+        if self.ctx is None and self.comm_status is not None:
+            self._comm_error_text(content.get("traceback") or [])
+            return
         if self.ctx is not None:
             self.ctx.failed = True
         self.channel.send(dict(type="error", **content))
+
+    def report_handler_error(self, exc):
+        """A comm target or callback raised: an error of the cell when a cell called it,
+        else its traceback on stderr, shown parented to the comm message."""
+        if self.ctx is not None or self.comm_status is None:
+            self._report_exception(exc)
+            return
+        sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
+        try:
+            lines = tracebacks.error_content(exc, self.cell_labels)["traceback"]
+        except Exception:
+            lines = tracebacks.simple_error(type(exc).__name__, tracebacks.safe_str(exc))[
+                "traceback"]
+        self._comm_error_text(lines)
+
+    def _comm_error_text(self, lines):
+        self.comm_status = "error"
+        try:
+            self.streams.stderr.write("\n".join(str(line) for line in lines) + "\n")
+        except Exception:
+            pass
 
     def _take_payload(self):
         if self.shell is None:
@@ -334,6 +378,39 @@ class Session:
             return payload
         except Exception:
             return []
+
+    # -- comms -----------------------------------------------------------------------------
+    def comm(self, msg):
+        """The frontend's comm_open, comm_msg or comm_close, handled like a small cell: what
+        handlers print or display is this request's output; `done` always ends it."""
+        from . import comms
+        self.streams.reopen_if_closed()
+        self.comm_status = "ok"
+        try:
+            self.gate.enter_user_code()
+            try:
+                comms.serve_request(msg)
+                # As ipykernel's post_execute: figures a handler drew are shown now.
+                for hook in list(self.post_cell_hooks):
+                    try:
+                        hook()
+                    except Exception as exc:
+                        self.report_handler_error(exc)
+            finally:
+                self.gate.leave_user_code()
+            status = self.comm_status
+        finally:
+            self.comm_status = None
+        self.streams.flush()
+        self.channel.send({"type": "done", "id": msg.get("id"), "status": status})
+
+    def comm_info(self, msg):
+        """The live comms, of one target when target_name is given. (JupyterLab asks on
+        every connection: a session that never opened a comm does not load comms for it.)"""
+        target = msg.get("target_name")
+        comms = sys.modules.get(__package__ + ".comms")
+        live = comms.comm_info(target if isinstance(target, str) else None) if comms else {}
+        self.channel.send({"type": "comm_info_reply", "id": msg.get("id"), "comms": live})
 
     # -- stdin -----------------------------------------------------------------------------
     def stdin_allowed(self):
@@ -414,6 +491,18 @@ class Session:
         status, indent = self._introspect(introspection.is_complete, code) or ("unknown", "")
         self.channel.send({"type": "is_complete_reply", "id": msg.get("id"),
                            "status": status, "indent": indent})
+
+
+def _hook_comm_package(module):
+    """`import comm`: libraries that create comms through it (ipywidgets 8) get ours."""
+    if hasattr(module, "create_comm") and hasattr(module, "get_comm_manager"):
+        from .comms import hook_comm_package
+        hook_comm_package(module)
+
+
+def _build_stand_in(module):
+    from .ipykernel_stand_in import build
+    build(module)
 
 
 def _use_inline_backend(matplotlib):

@@ -12,6 +12,10 @@ SIOCOUTQ = 0x5411  # Linux: bytes of ours that the peer of a unix socket has not
 READ_WAIT_LIMIT = 1.0  # seconds; past this, output may overtake an unread frame
 
 
+class FrameTooLarge(ValueError):
+    """A message that cannot travel as one frame, raised to the code that asked to send it."""
+
+
 class _ScanContext:
     strict = True
     object_hook = None
@@ -145,7 +149,10 @@ class FrameChannel:
         self.request_id = None
 
     # -- sending -----------------------------------------------------------------------
-    def send(self, msg):
+    def send(self, msg, strict=False):
+        """Send msg as one frame. Too large for a frame: a shortened stand-in is sent instead,
+        or, with strict=True (a comm message: a shortened one would be a lie to its peer),
+        FrameTooLarge is raised and nothing is sent."""
         if "id" not in msg and self.request_id is not None:
             msg = dict(msg, id=self.request_id)
         self.flush_streams()  # text printed before this frame must arrive before it
@@ -154,6 +161,9 @@ class FrameChannel:
             msg = dict(msg, written=list(self.written))
         payload = encode(msg)
         if len(payload) > MAX_FRAME:
+            if strict:
+                raise FrameTooLarge("%s of %d bytes is larger than the %d MiB frame limit" % (
+                    msg.get("type"), len(payload), MAX_FRAME >> 20))
             payload = _too_big(msg, len(payload))
         frame = len(payload).to_bytes(4, "big") + payload
         if _thread.get_ident() == self.main_thread:
