@@ -6,10 +6,11 @@
 // the message's own limits, budget and busy/idle; comm_info_request is answered from the
 // worker's live registry. The worker's comm messages, sent while it serves a request, are
 // published on iopub parented to that request. The threat is the worker: each of its comm
-// messages is checked (ids, shapes, canonical base64 buffers), redacted, charged to the
-// request's output budget like any output and counted, so a flood is refused, logged and told
-// once, never passed on to the browser; widget views stay under --active-output
-// (active_output.hpp), so a model's state is never rendered unless that policy allows it.
+// messages is checked (ids, shapes, canonical base64 buffers), redacted, charged like any output
+// (to the cell's budget, or to the budget comm handlers share per minute: kernel.hpp) and
+// counted, so a flood is refused, logged and told once, never passed on to the browser; widget
+// views stay under --active-output (active_output.hpp), so a model's state is never rendered unless
+// that policy allows it.
 #include "kernel/protocol/base64.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/replies.hpp"
@@ -95,9 +96,11 @@ void Kernel::publish_comm(const std::string& type, const json& frame) {
   frontend_->publish_with_buffers(type, std::move(content), &cell_->request, std::move(buffers));
 }
 
-// Said once per request, on stderr: the widgets on the page may be out of step with the sandbox.
+// Said on stderr once per cell, or once per comm budget window: the widgets on the page may be
+// out of step with the sandbox.
 void Kernel::tell_comm_drops() {
   if (!cell_ || cell_->comm_dropped == 0) return;
+  if (cell_->kind == RequestKind::comm && std::exchange(comm_drops_told_, true)) return;
   publish("stream",
           create_stream("stderr", "\n[belljar] " + std::to_string(cell_->comm_dropped) +
                                       " comm message(s) from the sandbox were dropped (over the "
@@ -119,6 +122,7 @@ void Kernel::finish_comm(const json& done) {
                                         std::string(limit_name(cell_->limit_hit)) +
                                         " limit and was interrupted\n"),
             &cell_->request);
+  comm_budget_ = budget_;  // what this handler spent is spent for the window
   WireMessage request = std::move(cell_->request);
   cell_.reset();
   if (worker_) background_.request_finished(worker_->cpu_seconds(), false);

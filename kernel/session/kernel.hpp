@@ -164,6 +164,14 @@ class Kernel {
 
   // comm_link.cpp
   static constexpr uint64_t kCommMessagesPerRequest = 10'000;
+  // The frontend decides how many comm messages there are (a slider dragged for a minute), so
+  // their handlers share one output budget, --output-limit per window: refilled a minute after
+  // it was last filled, and at each cell. A worker that answers every message with a flood
+  // gets at most that much to the browser per minute.
+  static constexpr std::chrono::seconds kCommBudgetWindow{60};
+  OutputBudget comm_budget_;
+  std::optional<Clock::time_point> comm_budget_filled_;
+  bool comm_drops_told_ = false;  // once per window: the notice is not itself a flood
   json comm_request_frame(const Cell& cell);
   void publish_comm(const std::string& type, const json& frame);
   void tell_comm_drops();

@@ -144,6 +144,7 @@ void Kernel::start_request(const WireMessage& message) {
     cell.execution_count = execution_count_;
     budget_.reset(options_.policy.output_limit_bytes);
     for (auto& stream : streams_) stream.reset_totals();
+    comm_budget_filled_.reset();  // a cell refills the comms' budget too
     last_parent_ = message;
     // A key pasted into the cell is redacted in the echo other clients see, like any output.
     if (!cell.silent)
@@ -172,7 +173,13 @@ void Kernel::start_request(const WireMessage& message) {
     cell.timeout = options_.policy.timeout_seconds;
     cell.cpu_limit = options_.policy.cpu_limit();
     cell.cpu_at_start = cpu_now;
-    budget_.reset(options_.policy.output_limit_bytes);
+    auto now = Clock::now();
+    if (!comm_budget_filled_ || now - *comm_budget_filled_ >= kCommBudgetWindow) {
+      comm_budget_.reset(options_.policy.output_limit_bytes);
+      comm_budget_filled_ = now;
+      comm_drops_told_ = false;
+    }
+    budget_ = comm_budget_;  // given back by finish_comm
     for (auto& stream : streams_) stream.reset_totals();
   } else if (cell.kind == RequestKind::comm_info) {
     frame = {{"type", "comm_info"}, {"id", cell.id}};

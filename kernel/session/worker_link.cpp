@@ -335,8 +335,11 @@ void Kernel::handle_frame(const json& frame) {
       records.push_back(*it);
     send_to_worker({{"type", "audit_reply"}, {"records", records}});
   } else if (type == "done") {
-    if (executing) finish_cell(frame);
-    if (cell_ && cell_->kind == RequestKind::comm) finish_comm(frame);
+    // One or the other: finish_cell starts the next request, which this done is not for.
+    if (executing)
+      finish_cell(frame);
+    else if (cell_->kind == RequestKind::comm)
+      finish_comm(frame);
   } else if (type == "complete_reply" || type == "inspect_reply" || type == "is_complete_reply" ||
              type == "comm_info_reply") {
     if (worker_answer(cell_->kind) == type) finish_request_reply(frame);

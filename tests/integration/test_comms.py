@@ -380,12 +380,25 @@ def comm_trace(kc):
     return cell, version
 
 
+VIEW = ("display_data", ["application/vnd.jupyter.widget-view+json"])
+
+
 def test_the_same_widget_cell_opens_the_same_comms_on_ipykernel_and_belljar(kernel):
     with ipykernel_running() as (_, reference):
         expected = comm_trace(reference)
     cell, version = expected
     assert [t[:2] for t in cell[:3]] == [("comm_open", "jupyter.widget")] * 3, cell
-    assert ("display_data", ["application/vnd.jupyter.widget-view+json"]) in cell
+    assert VIEW in cell
     assert version == [("comm_msg", json.dumps({"version": "~2.1.4"}))]
+    # The same comms under the default --active-output isolate; the view itself is withheld
+    # there until the supervisor checks widget state (ipywidgets 6 puts HTML values,
+    # descriptions and option labels into the page as HTML), like any other active output.
     _, kc = kernel
-    assert comm_trace(kc) == expected
+    got_cell, got_version = comm_trace(kc)
+    assert got_version == version
+    assert [t for t in got_cell if t[0] != "display_data"] == \
+        [t for t in cell if t[0] != "display_data"]
+    assert VIEW not in got_cell
+    # Where the policy lets active output through, the whole sequence is ipykernel's.
+    with running_kernel(flags=["--timeout", "20", "--active-output", "allow"]) as (_, allowed):
+        assert comm_trace(allowed) == expected
