@@ -27,6 +27,42 @@ PYTHON = "/usr/bin/python3"
 ISOLATION = os.environ.get("BELLJAR_TEST_ISOLATION", "strict")
 TIMEOUT = 60
 
+# Code for cells that look for a secret's value without holding it (the secrets tests and the
+# containment probes): a needle is the value's first half, its length and its SHA-256, so a
+# cell can say where the value is without the value ever being in the cell or its output.
+VALUE_SCAN_CELL = r'''
+import hashlib, os
+
+def holds(data, needle):
+    """Whether data (bytes or str) holds the value `needle` describes (its head, length, hash)."""
+    if isinstance(data, str):
+        data = data.encode(errors="surrogateescape")
+    head = needle["head"].encode()
+    at = data.find(head)
+    while at != -1:
+        if hashlib.sha256(data[at:at + needle["length"]]).hexdigest() == needle["sha256"]:
+            return True
+        at = data.find(head, at + 1)
+    return False
+
+def regular_files(roots, largest=64 << 20):
+    """Every regular file under roots, symlinks not followed (iterative: a tree may be deep)."""
+    stack = list(roots)
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size <= largest:
+                    yield entry.path
+            except OSError:
+                pass
+'''
+
 
 def sandbox_writable_dir(prefix):
     """A fresh temporary directory the sandbox may write: its user is `nobody` when the tests run
@@ -83,16 +119,26 @@ def running_kernel(flags=(), workspace=None, env=None, name="belljar-test"):
         km = KernelManager(kernel_name=name)
         km.kernel_spec_manager.kernel_dirs.insert(0, str(spec_dir.parent))
         km.start_kernel(cwd=ws, env=launch_env)
-        kc = km.client()
-        kc.start_channels()
         try:
-            kc.wait_for_ready(timeout=TIMEOUT)
-            yield km, kc
+            with ready_client(km) as kc:
+                yield km, kc
         finally:
-            kc.stop_channels()
-            km.shutdown_kernel(now=False)
             if workspace is None:
                 shutil.rmtree(ws, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def ready_client(km, now=False):
+    """A started kernel's blocking client once the kernel answers; the kernel is shut down
+    afterwards (`now`: without asking it first)."""
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=TIMEOUT)
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=now)
 
 
 def execute(kc, code, timeout=TIMEOUT, **options):

@@ -7,6 +7,8 @@ A probe's code leaves its outcome in `result` (a string: "ok", an errno name, or
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
+from belljar_testing import VALUE_SCAN_CELL
+
 # Prelude run once per kernel: small helpers the probes share.
 PRELUDE = r'''
 import ctypes, errno, json, os, socket, signal, struct
@@ -216,48 +218,21 @@ PROBES = [
 # Their control is the way users had to do it before: the same value given with --pass-env.
 # A probe never holds the value: it looks for it by BOUND_NEEDLE (its first half, length and
 # SHA-256), and its outcome is a word, never the value.
-SECRET_PRELUDE = r'''
+SECRET_PRELUDE = VALUE_SCAN_CELL + r'''
 import hashlib, re
 import requests
 
 BOUND = 'BELLJAR_PROBE_BOUND'
 
-def holds(data, needle=None):
-    needle = needle or BOUND_NEEDLE
-    if isinstance(data, str):
-        data = data.encode(errors='surrogateescape')
-    head, at = needle['head'].encode(), -1
-    while True:
-        at = data.find(head, at + 1)
-        if at == -1:
-            return False
-        if hashlib.sha256(data[at:at + needle['length']]).hexdigest() == needle['sha256']:
-            return True
-
 def what_it_is(text):
-    if holds(text):
+    if holds(text, BOUND_NEEDLE):
         return 'value'
     if re.search(r'belljar-secret-BELLJAR_PROBE_BOUND-[0-9a-f]{32}', text):
         return 'placeholder'
     return 'neither'
 
 def files_holding_the_value(roots):
-    found, stack = [], list(roots)  # iterative, symlinks not followed: a tree may be deep
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size < (64 << 20) \
-                        and holds(open(entry.path, 'rb').read()):
-                    found.append(entry.path)
-            except OSError:
-                pass
-    return found
+    return [path for path in regular_files(roots) if holds(open(path, 'rb').read(), BOUND_NEEDLE)]
 
 # Bound: the session bundle the kernel sets. Control: no bundle, so the stand-ins' own CA.
 VERIFY = os.environ.get('REQUESTS_CA_BUNDLE') or 'probe-ca.crt'
@@ -272,7 +247,7 @@ SECRET_PROBES = [
           "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
           "    for leaf in ('environ', 'cmdline'):\n"
           "        try:\n"
-          "            if holds(open(f'/proc/{pid}/{leaf}', 'rb').read()): found.append(pid)\n"
+          "            if holds(open(f'/proc/{pid}/{leaf}', 'rb').read(), BOUND_NEEDLE): found.append(pid)\n"
           "        except OSError: pass\n"
           "result = 'found' if found else 'none'", "none", control="found"),
     Probe("bound secret written to /tmp, the home and the workspace",

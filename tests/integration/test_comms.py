@@ -20,7 +20,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from belljar_testing import (PYTHON, TIMEOUT, execute, of_type, running_kernel, stderr_of,
-                             stdout_of)
+                             stdout_of, ready_client)
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -345,14 +345,8 @@ def ipykernel_running():
         km = KernelManager(kernel_name="ipykernel-comms")
         km.kernel_spec_manager.kernel_dirs.insert(0, str(spec.parent))
         km.start_kernel(cwd=str(prefix), env=dict(os.environ))
-        kc = km.client()
-        kc.start_channels()
-        try:
-            kc.wait_for_ready(timeout=TIMEOUT)
+        with ready_client(km, now=True) as kc:
             yield km, kc
-        finally:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
 

@@ -26,7 +26,7 @@ import time
 import pytest
 from jupyter_client.connect import write_connection_file
 
-from belljar_testing import (ISOLATION, PYTHON, belljar, execute, loopback_certificate,
+from belljar_testing import (ISOLATION, PYTHON, VALUE_SCAN_CELL, belljar, execute, loopback_certificate,
                              of_type, running_kernel, sandbox_writable_dir, stderr_of, stdout_of)
 from standins import CHAT_USAGE, STREAM_USAGE, StandIn, make_ca, server_context
 
@@ -48,7 +48,7 @@ def needle(value):
 
 
 # What every cell of these tests can use inside the sandbox.
-PRELUDE = r'''
+PRELUDE = VALUE_SCAN_CELL + r'''
 import hashlib, http.client, json, os, socket, ssl, subprocess, time, urllib.error, urllib.request
 import httpx, requests
 
@@ -56,17 +56,6 @@ def emit(result):
     # Hex: what reached the sandbox is reported as it was, whatever the output redaction masks.
     print(json.dumps(result).encode().hex())
 
-def holds(data, needle):
-    """Whether data (bytes or str) holds the value `needle` describes (its head, length, hash)."""
-    if isinstance(data, str):
-        data = data.encode(errors="surrogateescape")
-    head = needle["head"].encode()
-    at = data.find(head)
-    while at != -1:
-        if hashlib.sha256(data[at:at + needle["length"]]).hexdigest() == needle["sha256"]:
-            return True
-        at = data.find(head, at + 1)
-    return False
 
 def tunnel(port, host="localhost", alpn=None, cafile=None):
     """A CONNECT through the proxy, then TLS: (CONNECT status, its head, the TLS socket or None)."""
@@ -86,23 +75,6 @@ def tunnel(port, host="localhost", alpn=None, cafile=None):
     if alpn:
         context.set_alpn_protocols(alpn)
     return status, head.decode(errors="replace"), context.wrap_socket(s, server_hostname=host)
-
-def regular_files(roots, largest=64 << 20):
-    """Every regular file under roots, symlinks not followed (iterative: a tree may be deep)."""
-    stack = list(roots)
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size <= largest:
-                    yield entry.path
-            except OSError:
-                pass
 
 class _Kept:
     """One buffered reader shared by successive responses (pipelined or kept alive)."""
