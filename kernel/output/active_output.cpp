@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernel/output/html_sanitizer.hpp"
+#include "kernel/output/widget_models.hpp"
 
 namespace belljar {
 
@@ -25,6 +26,8 @@ const std::set<std::string, std::less<>> kInertMimeTypes = {"text/plain",
                                                             "application/json",
                                                             "application/vnd.jupyter.stdout",
                                                             "application/vnd.jupyter.stderr"};
+
+constexpr std::string_view kWidgetView = "application/vnd.jupyter.widget-view+json";
 
 // The frame's own policy, on top of its opaque origin: scripts and styles may run and draw
 // (plots load their libraries from CDNs), nothing may connect, submit or embed.
@@ -165,7 +168,7 @@ std::string isolated_frame(const std::string& document, const std::string& why) 
          "</div></div>";
 }
 
-json apply_active_output(const json& data, ActiveOutput mode) {
+json apply_active_output(const json& data, ActiveOutput mode, const WidgetModels* widgets) {
   if (mode == ActiveOutput::allow) return data;
   if (!data.is_object())
     return {{"text/plain", "[belljar] a display that is not a mime bundle was dropped"}};
@@ -210,6 +213,11 @@ json apply_active_output(const json& data, ActiveOutput mode) {
     } else if (mime == "application/javascript" || mime == "text/javascript") {
       if (text) script = *text;
       findings.push_back(mime);
+    } else if (mime == kWidgetView && widgets && widgets->view_is_checked(value)) {
+      out[mime] = {{"model_id", value["model_id"]}};  // the page draws it from checked state
+      for (const char* version : {"version_major", "version_minor"})
+        if (value.contains(version) && value[version].is_number_integer())
+          out[mime][version] = value[version];
     } else {
       dropped.push_back(shown_mime(mime));
     }

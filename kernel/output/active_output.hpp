@@ -11,8 +11,10 @@
 //     extension macros, PNG/JPEG/GIF/WebP/BMP, JSON, stdout/stderr text;
 //   * text/html and image/svg+xml pass re-serialized when html_sanitizer finds them inert;
 //   * text/markdown passes without raw HTML and with only http(s)/mailto/#/data:image links;
+//   * a widget view passes when it names a model whose state widget_models.hpp checked;
 //   * everything else is active: application/javascript, HTML or SVG that isn't inert, and
-//     every other type (widget views, plotly/vega/bokeh/holoviews JSON their renderers execute).
+//     every other type (other widget views, plotly/vega/bokeh/holoviews JSON their renderers
+//     execute).
 // isolate: active markup and scripts run in <iframe sandbox="allow-scripts"> (an opaque origin:
 // no cookies, no same-origin requests, no access to the page) under a Content-Security-Policy
 // that forbids connections, with a caption saying so; other active types are dropped with a
@@ -25,9 +27,12 @@
 
 namespace belljar {
 
+class WidgetModels;
+
 // The bundle as the client may receive it. `data` is a mime bundle (an object); anything else
-// becomes a text/plain explanation.
-nlohmann::json apply_active_output(const nlohmann::json& data, ActiveOutput mode);
+// becomes a text/plain explanation. `widgets`: the session's checked models, for widget views.
+nlohmann::json apply_active_output(const nlohmann::json& data, ActiveOutput mode,
+                                   const WidgetModels* widgets = nullptr);
 
 // The same, for each {"data": bundle} inside user_expressions (an object) or a payload list.
 void apply_active_output_within(nlohmann::json& holders, ActiveOutput mode);

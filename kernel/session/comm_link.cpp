@@ -8,9 +8,9 @@
 // published on iopub parented to that request. The threat is the worker: each of its comm
 // messages is checked (ids, shapes, canonical base64 buffers), redacted, charged like any output
 // (to the cell's budget, or to the budget comm handlers share per minute: kernel.hpp) and
-// counted, so a flood is refused, logged and told once, never passed on to the browser; widget
-// views stay under --active-output (active_output.hpp), so a model's state is never rendered unless
-// that policy allows it.
+// counted, so a flood is refused, logged and told once, never passed on to the browser. What the
+// page does with comm traffic (requirejs for modules, innerHTML and MathJax for widget text, CSS
+// for layout) falls under --active-output: widget_models.hpp checks each message first.
 #include "kernel/protocol/base64.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/replies.hpp"
@@ -46,6 +46,11 @@ json Kernel::comm_request_frame(const Cell& cell) {
   if (!content.is_object() || !short_text(content.value("comm_id", json()), kMaxCommId) ||
       (type == "comm_open" && !short_text(content.value("target_name", json()), kMaxCommId)))
     return nullptr;
+  const std::string& comm_id = content["comm_id"].get_ref<const std::string&>();
+  if (type == "comm_open")
+    widget_models_.opened_by_frontend(comm_id, content["target_name"].get<std::string>());
+  else if (type == "comm_close")
+    widget_models_.closed(comm_id);
   json buffers = json::array();
   for (const auto& buffer : message.buffers) buffers.push_back(base64_encode(buffer));
   return {{"type", "comm"},
@@ -60,7 +65,7 @@ json Kernel::comm_request_frame(const Cell& cell) {
 // A comm message the worker sent while serving the current request.
 void Kernel::publish_comm(const std::string& type, const json& frame) {
   auto refuse = [&](const std::string& why) {
-    ++cell_->comm_dropped;
+    if (cell_->comm_dropped++ == 0) cell_->comm_first_drop = why;
     frame_log_.log("worker comm message dropped", why);
   };
   if (cell_->comm_published >= kCommMessagesPerRequest)
@@ -91,6 +96,9 @@ void Kernel::publish_comm(const std::string& type, const json& frame) {
     }
   }
   redactor_.redact_json(content);  // a widget's value is output too
+  if (std::string why = widget_models_.admit(type, content); !why.empty()) return refuse(why);
+  cell_->widget_values_cleaned += widget_models_.take_cleaned();
+  redactor_.redact_json(content);  // decoded character references could spell a secret
   if (!budget_.take_whole(size)) return refuse(type + " past the output limit");
   ++cell_->comm_published;
   frontend_->publish_with_buffers(type, std::move(content), &cell_->request, std::move(buffers));
@@ -99,16 +107,20 @@ void Kernel::publish_comm(const std::string& type, const json& frame) {
 // Said on stderr once per cell, or once per comm budget window: the widgets on the page may be
 // out of step with the sandbox.
 void Kernel::tell_comm_drops() {
-  if (!cell_ || cell_->comm_dropped == 0) return;
+  if (!cell_ || (cell_->comm_dropped == 0 && cell_->widget_values_cleaned == 0)) return;
   if (cell_->kind == RequestKind::comm && std::exchange(comm_drops_told_, true)) return;
-  publish("stream",
-          create_stream("stderr", "\n[belljar] " + std::to_string(cell_->comm_dropped) +
-                                      " comm message(s) from the sandbox were dropped (over the "
-                                      "output limit of " +
-                                      format_size(budget_.limit()) + ", or more than " +
-                                      std::to_string(kCommMessagesPerRequest) +
-                                      " in one request): widgets may be out of step\n"),
-          &cell_->request);
+  std::string text;
+  if (cell_->comm_dropped > 0)
+    text +=
+        "\n[belljar] " + std::to_string(cell_->comm_dropped) +
+        " comm message(s) from the sandbox were withheld (the first: " + cell_->comm_first_drop +
+        "): widgets may be out of step\n";
+  if (cell_->widget_values_cleaned > 0)
+    text += "\n[belljar] " + std::to_string(cell_->widget_values_cleaned) +
+            " widget value(s) held active content (markup, TeX or CSS that acts), removed "
+            "(--active-output " +
+            active_output_name(options_.policy.active_output) + ")\n";
+  publish("stream", create_stream("stderr", text), &cell_->request);
 }
 
 void Kernel::finish_comm(const json& done) {
@@ -139,7 +151,15 @@ json Kernel::comm_info_content(const json& frame) {
       if (comms.size() >= kMaxCommInfoEntries) break;
       if (id.empty() || id.size() > kMaxCommId || !entry.is_object()) continue;
       json target = entry.value("target_name", json());
-      if (short_text(target, kMaxCommId)) comms[id] = {{"target_name", target}};
+      if (!short_text(target, kMaxCommId)) continue;
+      // A reloaded page rebuilds its widgets from this list: only comms it was told of, by the
+      // target it was told (allow: as the worker says).
+      if (options_.policy.active_output != ActiveOutput::allow) {
+        std::string known = widget_models_.target_of(id);
+        if (known.empty()) continue;
+        target = known;
+      }
+      comms[id] = {{"target_name", target}};
     }
   json content = create_comm_info_reply();
   content["comms"] = std::move(comms);

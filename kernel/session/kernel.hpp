@@ -23,6 +23,7 @@
 #include "kernel/observability/metrics.hpp"
 #include "kernel/output/output_stream.hpp"
 #include "kernel/output/redactor.hpp"
+#include "kernel/output/widget_models.hpp"
 #include "kernel/protocol/wire_message.hpp"
 #include "kernel/session/background_cpu.hpp"
 #include "kernel/session/frontend.hpp"
@@ -93,6 +94,8 @@ class Kernel {
     json displays = json::array();                   // mime types of each display, for the audit
     std::string result_text;                         // text/plain of the result, for history
     uint64_t comm_published = 0, comm_dropped = 0;   // the worker's comm messages (comm_link.cpp)
+    std::string comm_first_drop;                     // why the first one was withheld
+    uint64_t widget_values_cleaned = 0;              // widget traits with active parts removed
     std::vector<std::string> egress_denied;          // host:port the proxy refused during the cell
     // Requests to hosts with a bound secret during the cell: count, values put in, time
     // spent, the tokens a model API reported (belljar.secrets in the reply metadata).
@@ -196,7 +199,8 @@ class Kernel {
   Metrics metrics_;
   Redactor redactor_;
   RateLimitedLog request_log_;
-  RateLimitedLog frame_log_;  // what the worker can trigger: unknown, stale, refused frames
+  RateLimitedLog frame_log_;    // what the worker can trigger: unknown, stale, refused frames
+  WidgetModels widget_models_;  // the comms the page knows; what of a widget's state it gets
   Frontend* frontend_ = nullptr;
   History history_;
   UsageSampler usage_;

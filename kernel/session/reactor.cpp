@@ -61,7 +61,8 @@ Kernel::Kernel(KernelOptions options)
                                                 ? options_.broker.secrets->values()
                                                 : std::vector<std::string>{})),
       request_log_(10),
-      frame_log_(10) {
+      frame_log_(10),
+      widget_models_(options_.policy.active_output) {
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
   // interest arrives on the signalfd instead.
   sigset_t set = handled_signals();

@@ -50,6 +50,7 @@ void Kernel::start_worker() {
   next_survey_.reset();
   decoder_ = WorkerFrameDecoder();
   outbox_.clear();
+  widget_models_.forget_all();  // the page's comms were the old worker's
   frames_open_ = true;
   frames_eof_at_.reset();
   try {
@@ -246,7 +247,7 @@ void Kernel::handle_frame(const json& frame) {
       if (type == "update_display") return;
     }
     redactor_.redact_json(data);  // before: the frame's srcdoc holds it escaped
-    data = apply_active_output(data, options_.policy.active_output);
+    data = apply_active_output(data, options_.policy.active_output, &widget_models_);
     redactor_.redact_json(data);  // after: decoded references could spell a secret
     // The whole message counts: metadata and transient are the worker's bytes too.
     if (!budget_.take_whole(dump_json(data).size() + dump_json(metadata).size() +

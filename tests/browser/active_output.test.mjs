@@ -45,6 +45,9 @@ function probe(id, origin) {
 // The probe as an expression without quotes of its own, for attributes and URLs.
 const evalOf = (id, origin) => `eval(atob('${Buffer.from(probe(id, origin)).toString('base64')}'))`;
 
+// A requirejs module that runs `code` when loaded and offers `name` (a comm target, a class).
+const amd = (code, name) => `define([], function () { ${code}; return { ${JSON.stringify(name)}: function () {} }; });`;
+
 // Python source of one cell per vector; py() quotes a JS string as a Python literal.
 const py = (text) => JSON.stringify(text);
 function vectorCells(origin, prefix) {
@@ -70,6 +73,17 @@ function vectorCells(origin, prefix) {
     // A frame may navigate itself: a GET to the server (GET /terminals/new opens a terminal).
     'html-self-navigation': show(`{'text/html': ${py(`<meta http-equiv="refresh" content="0;url=${origin}/terminals/new"><img src="${origin}/terminals/new"><script>location.href = ${JSON.stringify(origin + '/terminals/new')};</script>`)}}`),
     'stream-text': `print(${py(`<img src="x" onerror="${e('stream-text')}">`)})`,
+    // Comms: Notebook 6 hands a comm's target_module, and the widget manager a model's module,
+    // to requirejs: a workspace file (served at /files/) would run in the page.
+    'comm-target-module': `open('evil-comm.js', 'w').write(${py(amd(js('comm-target-module'), 'belljar-probe'))})\n` +
+      "from comm import create_comm\nc = create_comm(target_name='belljar-probe', target_module='/files/evil-comm.js')",
+    'widget-model-module': `open('evil-widget.js', 'w').write(${py(amd(js('widget-model-module'), 'X'))})\n` +
+      "from comm import create_comm\nc = create_comm(target_name='jupyter.widget', data={'_model_module': '/files/evil-widget.js'," +
+      " '_model_name': 'X', '_view_module': '/files/evil-widget.js', '_view_name': 'X'})\nc.send({'method': 'display'})",
+    // Widget text the page puts in with innerHTML, or typesets with MathJax.
+    'widget-description': `import ipywidgets as w\nw.IntSlider(description=${py(`<img src="x" onerror="${e('widget-description')}">`)})`,
+    'widget-html': `import ipywidgets as w\nw.HTML(value=${py(`<img src="x" onerror="${e('widget-html')}">`)})`,
+    'widget-label-href': `import ipywidgets as w\nw.Label(value=${py(`$\\href{javascript:${e('widget-label-href')}}{click}$`)})`,
     'error-traceback': `raise ValueError(${py(`<img src="x" onerror="${e('error-traceback')}">`)})`,
   };
 }
@@ -98,8 +112,9 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     try {
       await setUp();
       isolated = await runNotebook('vectors.ipynb', 'belljar', vectorCells(base, ''));
-      control = await runNotebook('control.ipynb', 'belljar-allow', (({ 'application-javascript': a, 'html-script': b }) =>
-        ({ 'application-javascript': a, 'html-script': b }))(vectorCells(base, 'control-')));
+      const controlled = ['application-javascript', 'html-script', 'widget-html', 'comm-target-module'];
+      const all = vectorCells(base, 'control-');
+      control = await runNotebook('control.ipynb', 'belljar-allow', Object.fromEntries(controlled.map((id) => [id, all[id]])));
     } catch (error) {
       error.message += `\n--- jupyter-notebook log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
       throw error;
@@ -157,8 +172,9 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     }
     await page.waitForTimeout(2500);  // the probes' requests
     const outputs = await page.$$eval('.code_cell', (elements) => elements.map((cell) => ({
-      text: cell.querySelector('.output_wrapper')?.innerText ?? '',
+      text: (cell.querySelector('.widget-area')?.innerText ?? '') + (cell.querySelector('.output_wrapper')?.innerText ?? ''),
       frames: cell.querySelectorAll('.belljar-isolated iframe[sandbox="allow-scripts"]').length,
+      widgets: cell.querySelectorAll('.widget-area .jupyter-widgets').length,
     })));
     const terminals = await (await fetch(`${base}/api/terminals?token=${token}`)).json();
     // Shut this notebook's kernel down before the next run.
@@ -203,13 +219,22 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     assert.deepEqual(inPage, [], 'no probe ran with the page\'s origin');
   });
 
+  it('showed the widgets, without their active parts, and said what was withheld', () => {
+    assert.equal(isolated.outputs['widget-description'].widgets, 1, 'the slider is drawn');
+    assert.equal(isolated.outputs['widget-html'].widgets, 1, 'the HTML widget is drawn');
+    assert.match(isolated.outputs['widget-html'].text, /widget value\(s\) held active content/);
+    assert.match(isolated.outputs['widget-label-href'].text, /\[belljar\] withheld: active content/);
+    assert.match(isolated.outputs['widget-model-module'].text, /comm message\(s\) from the sandbox were withheld/);
+  });
+
   it('showed the markdown and LaTeX vectors as text with a notice', () => {
     for (const id of ['markdown-raw-html', 'markdown-javascript-link', 'latex-mathjax-href'])
       assert.match(isolated.outputs[id].text, /not rendered \(active output, --active-output isolate\)/, id);
   });
 
   it('control: with --active-output allow the same probes do create their files', () => {
-    assert.deepEqual(control.files, ['pwned-control-application-javascript.txt', 'pwned-control-html-script.txt']);
+    assert.deepEqual(control.files, ['pwned-control-application-javascript.txt', 'pwned-control-comm-target-module.txt',
+      'pwned-control-html-script.txt', 'pwned-control-widget-html.txt']);
     assert.ok(control.terminals.length >= 1, 'a terminal was opened');
   });
 });

@@ -1,0 +1,207 @@
+// The comm guard (widget_models.hpp): which comms the page knows, and what of a widget model's
+// state it may be given. The rules follow what ipywidgets' page code does with each trait,
+// read from Notebook 6's comm.js and widgetsnbextension's extension.js (jupyter-js-widgets):
+// requirejs for modules, innerHTML for `description` and HTML values, MathJax for Label and
+// HTMLMath, element.style for layout and style traits.
+#include "kernel/output/widget_models.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <string_view>
+
+#include "kernel/output/active_output.hpp"
+#include "kernel/output/html_sanitizer.hpp"
+
+namespace belljar {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::string_view kWidgetTarget = "jupyter.widget";
+constexpr std::string_view kWithheldText = "[belljar] withheld: active content";
+
+// ipywidgets' own packages: 6 ("jupyter-js-widgets") and 7/8. Their classes ship with the page;
+// any other name is a file for requirejs to fetch and run.
+const std::set<std::string, std::less<>> kOwnModules = {
+    "jupyter-js-widgets", "@jupyter-widgets/base", "@jupyter-widgets/controls",
+    "@jupyter-widgets/output"};
+
+// Traits whose text is shown as text (textContent, an attribute, an input's value) and so is
+// not CSS; every other string trait may end up in element.style and is checked as CSS.
+const std::set<std::string, std::less<>> kTextTraits = {
+    "value",   "placeholder", "tooltip", "tooltips", "description_tooltip", "_options_labels",
+    "options", "_titles",     "titles",  "msg_id",   "readout_format",      "_b64value"};
+
+// The message's own keys around a state (7/8: data.state, data.buffer_paths, a custom
+// message's content): no view reads them as traits.
+const std::set<std::string, std::less<>> kEnvelope = {"state", "method", "buffers", "buffer_paths",
+                                                      "content"};
+
+bool is_class_name(const std::string& name) {
+  static const std::regex pattern("[A-Z][A-Za-z0-9]{0,63}");
+  return std::regex_match(name, pattern);
+}
+
+bool is_version_range(const std::string& range) {
+  static const std::regex pattern("[0-9A-Za-z.*~^<>=| -]{0,40}");
+  return std::regex_match(range, pattern);
+}
+
+bool markup_model(const std::string& name) {
+  return name == "HTMLModel" || name == "HTMLMathModel";
+}
+bool typeset_model(const std::string& name) {
+  return name == "LabelModel" || name == "HTMLMathModel";
+}
+
+// One CSS value, as element.style[trait] = value receives it.
+bool css_value_is_inert(const std::string& value) {
+  return value.find_first_of(";{}") == std::string::npos && css_is_inert(value);
+}
+
+// Every string inside `value` (nested lists and objects too) is inert CSS.
+bool all_css_inert(const json& value) {
+  if (value.is_string()) return css_value_is_inert(value.get_ref<const std::string&>());
+  if (value.is_structured())
+    return std::all_of(value.begin(), value.end(),
+                       [](const json& item) { return all_css_inert(item); });
+  return true;
+}
+
+// Markup as html_sanitizer re-serializes it: the active parts (and active TeX) removed.
+std::string inert_markup(const std::string& markup, size_t& cleaned) {
+  if (markup.find_first_of("<&$\\") == std::string::npos) return markup;  // plain text
+  MarkupVerdict verdict = check_markup(markup, MarkupKind::html);
+  if (!verdict.inert) ++cleaned;
+  return verdict.canonical;
+}
+
+}  // namespace
+
+std::string WidgetModels::check_state(json& state, Comm& comm) {
+  // Module and class names first: a refusal here withholds the whole message.
+  for (const char* key : {"_model_module", "_view_module"}) {
+    auto it = state.find(key);
+    if (it == state.end() || it->is_null()) continue;
+    if (!it->is_string() || !kOwnModules.count(it->get_ref<const std::string&>()))
+      return std::string("a widget whose ") + key + " is " + it->dump(-1, ' ', true) +
+             ": only ipywidgets' own widgets are shown, another library's code would run in the "
+             "notebook page";
+  }
+  for (const char* key : {"_model_name", "_view_name"}) {
+    auto it = state.find(key);
+    if (it == state.end() || it->is_null()) continue;
+    if (!it->is_string() || !is_class_name(it->get_ref<const std::string&>()))
+      return std::string("a widget whose ") + key + " is not a class name";
+  }
+  for (const char* key : {"_model_module_version", "_view_module_version"}) {
+    auto it = state.find(key);
+    if (it != state.end() && !it->is_null() &&
+        (!it->is_string() || !is_version_range(it->get_ref<const std::string&>())))
+      return std::string("a widget whose ") + key + " is not a version";
+  }
+  if (auto name = state.find("_model_name"); name != state.end() && name->is_string()) {
+    // The page's class is the first name it saw: once a name allowed markup, it always does.
+    const std::string& model = name->get_ref<const std::string&>();
+    comm.value_is_markup = (comm.named && comm.value_is_markup) || markup_model(model);
+    comm.value_is_typeset = (comm.named && comm.value_is_typeset) || typeset_model(model);
+    comm.named = true;
+  }
+
+  for (auto it = state.begin(); it != state.end();) {
+    const std::string& key = it.key();
+    json& value = it.value();
+    bool keep = true;
+    if (key == "description" && value.is_string()) {
+      value = inert_markup(value.get_ref<const std::string&>(), cleaned_);
+    } else if (key == "value" && value.is_string()) {
+      const std::string& text = value.get_ref<const std::string&>();
+      if (comm.value_is_markup) {
+        value = inert_markup(text, cleaned_);
+      } else if (comm.value_is_typeset && !tex_is_inert(text)) {
+        value = kWithheldText;
+        ++cleaned_;
+      }
+    } else if (key == "outputs" && value.is_array()) {
+      // An Output model's (ipywidgets 7/8) outputs are outputs like any other.
+      for (json& output : value)
+        if (output.is_object())
+          if (auto data = output.find("data"); data != output.end())
+            *data = apply_active_output(*data, mode_);
+    } else if (key == "format" && value.is_string() &&
+               value.get_ref<const std::string&>() == "url") {
+      keep = false;  // Image/Video/Audio: the value would be a URL for the browser to fetch
+    } else if (!kTextTraits.count(key) && !kEnvelope.count(key) && !key.starts_with("_model_") &&
+               !key.starts_with("_view_") && !all_css_inert(value)) {
+      keep = false;  // the page keeps the trait's earlier value
+    }
+    if (keep) {
+      ++it;
+    } else {
+      it = state.erase(it);
+      ++cleaned_;
+    }
+  }
+  return "";
+}
+
+std::string WidgetModels::admit(const std::string& type, json& content) {
+  const std::string& comm_id = content["comm_id"].get_ref<const std::string&>();
+  auto known = comms_.find(comm_id);
+  if (type == "comm_open") {
+    const std::string& target = content["target_name"].get_ref<const std::string&>();
+    if (known == comms_.end() && comms_.size() >= kMaxComms)
+      return "more than " + std::to_string(kMaxComms) + " comms open";
+    Comm comm{target, target == kWidgetTarget};
+    if (mode_ != ActiveOutput::allow) {
+      content["target_module"] = nullptr;  // never a module for requirejs to load
+      json& data = content["data"];
+      // ipywidgets 6 opens with the state as the data, 7/8 with data.state: both are read.
+      if (comm.widget) {
+        if (auto why = check_state(data, comm); !why.empty()) return why;
+        if (auto state = data.find("state"); state != data.end() && state->is_object())
+          if (auto why = check_state(*state, comm); !why.empty()) return why;
+      }
+    }
+    comms_[comm_id] = std::move(comm);
+    return "";
+  }
+  if (known == comms_.end()) {
+    if (mode_ == ActiveOutput::allow) return "";
+    return type + " for a comm the page was never told of";
+  }
+  if (type == "comm_close") {
+    comms_.erase(known);
+    return "";
+  }
+  if (mode_ != ActiveOutput::allow && known->second.widget) {
+    json& data = content["data"];
+    // An update (and the reply to a reloaded page's request_state) carries data.state.
+    if (auto state = data.find("state"); state != data.end() && state->is_object())
+      if (auto why = check_state(*state, known->second); !why.empty()) return why;
+    if (auto why = check_state(data, known->second); !why.empty()) return why;
+  }
+  return "";
+}
+
+void WidgetModels::opened_by_frontend(const std::string& comm_id, const std::string& target) {
+  if (comms_.size() < kMaxComms || comms_.count(comm_id))
+    comms_[comm_id] = Comm{target, target == kWidgetTarget};
+}
+
+std::string WidgetModels::target_of(const std::string& comm_id) const {
+  auto it = comms_.find(comm_id);
+  return it == comms_.end() ? "" : it->second.target;
+}
+
+bool WidgetModels::view_is_checked(const json& view) const {
+  if (!view.is_object()) return false;
+  auto id = view.find("model_id");
+  if (id == view.end() || !id->is_string()) return false;
+  auto it = comms_.find(id->get_ref<const std::string&>());
+  return it != comms_.end() && it->second.widget;
+}
+
+}  // namespace belljar

@@ -1,0 +1,202 @@
+"""What the page may receive of the worker's comm traffic (kernel/output/widget_models.hpp).
+
+The notebook page acts on comm messages with the server's authority: Notebook 6 hands a
+comm_open's target_module, and the widget manager a model's _model_module / _view_module, to
+requirejs (a workspace file served at /files/ would run as script in the page); widget views put
+`description` and HTML values in with innerHTML, typeset Label and HTMLMath text with MathJax, and
+set layout traits as CSS. Each cell here sends what the attacker in the sandbox would, as the
+frontend would receive it through jupyter_client; under --active-output allow the same messages
+pass unchanged (so the checks here are what makes the difference). tests/browser runs the
+module-loading vectors in a real page."""
+import json
+
+import pytest
+
+from belljar_testing import execute, of_type, running_kernel, stderr_of
+
+EVIL_MODULE = "/files/evil.js"
+RAW_WIDGET = """
+from comm import create_comm
+def widget(state, comm_id=None):
+    return create_comm(target_name='jupyter.widget', data=state, comm_id=comm_id)
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    with running_kernel(flags=["--timeout", "20"]) as (km, kc):
+        reply, outputs = execute(kc, RAW_WIDGET + "import ipywidgets as w")
+        assert reply["content"]["status"] == "ok", stderr_of(outputs)
+        yield km, kc
+
+
+def sent(kc, code):
+    reply, outputs = execute(kc, code)
+    assert reply["content"]["status"] == "ok", (reply["content"], stderr_of(outputs))
+    return outputs
+
+
+def opened_states(outputs):
+    """comm_id -> the state the page would build a model from (6: data, 7/8: data.state)."""
+    return {m["content"]["comm_id"]: m["content"]["data"].get("state", m["content"]["data"])
+            for m in of_type(outputs, "comm_open")}
+
+
+def state_of(outputs, model_name):
+    states = [s for s in opened_states(outputs).values() if s.get("_model_name") == model_name]
+    assert len(states) == 1, opened_states(outputs)
+    return states[0]
+
+
+def test_a_comm_never_names_a_module_for_the_page_to_load(kernel):
+    _, kc = kernel
+    outputs = sent(kc, "from comm import create_comm\n"
+                       f"c = create_comm(target_name='anything', target_module={EVIL_MODULE!r})")
+    (opened,) = of_type(outputs, "comm_open")
+    assert opened["content"]["target_name"] == "anything"
+    assert opened["content"]["target_module"] is None
+
+
+def test_a_widget_from_another_module_is_withheld_with_its_later_messages(kernel):
+    _, kc = kernel
+    outputs = sent(kc, f"evil = widget({{'_model_module': {EVIL_MODULE!r}, '_model_name': 'X',"
+                       " '_view_module': 'jupyter-js-widgets', '_view_name': 'HTMLView'},"
+                       " comm_id='evil-widget')\n"
+                       "evil.send({'method': 'update', 'state': {'value': 1}})\n"
+                       "evil.send({'method': 'display'})")
+    assert not [m for m in outputs if m["msg_type"].startswith("comm_")], outputs
+    notice = stderr_of(outputs)
+    assert "3 comm message(s) from the sandbox were withheld" in notice
+    assert f'_model_module is "{EVIL_MODULE}"' in notice
+    # 7/8 shape (data.state), a view module, a name that is not a class name: the same.
+    for state in ({"state": {"_model_module": "@jupyter-widgets/controls",
+                             "_view_module": "https://example.com/x.js"}},
+                  {"_model_module": "jupyter-js-widgets", "_model_name": "../../files/x"}):
+        outputs = sent(kc, f"widget({state!r})")
+        assert not of_type(outputs, "comm_open"), outputs
+        assert "withheld" in stderr_of(outputs)
+
+
+def test_an_update_may_not_switch_a_checked_widget_to_another_module(kernel):
+    _, kc = kernel
+    outputs = sent(kc, "s = w.IntSlider(1)\n"
+                       f"s.comm.send({{'method': 'update', 'state': {{'_view_module': {EVIL_MODULE!r}}}}})\n"
+                       "s.value = 2")
+    assert len(of_type(outputs, "comm_open")) == 3  # layout, style, slider
+    updates = [m["content"]["data"] for m in of_type(outputs, "comm_msg")]
+    assert {"method": "update", "state": {"value": 2}, "buffers": []} in updates
+    assert not any(EVIL_MODULE in json.dumps(u) for u in updates), updates
+    assert "1 comm message(s) from the sandbox were withheld" in stderr_of(outputs)
+
+
+def test_markup_in_descriptions_and_html_values_loses_its_active_parts(kernel):
+    _, kc = kernel
+    outputs = sent(kc, "s = w.IntSlider(description='<b>work</b><img src=x onerror=alert(1)>load')\n"
+                       "h = w.HTML(value='<script>alert(2)</script><i>kept</i>')")
+    description = state_of(outputs, "IntSliderModel")["description"]
+    assert "<b>work</b>" in description and "load" in description
+    assert "onerror" not in description and "alert" not in description
+    value = state_of(outputs, "HTMLModel")["value"]
+    assert "<i>kept</i>" in value and "script" not in value and "alert" not in value
+    assert "2 widget value(s) held active content" in stderr_of(outputs)
+    # Plain text passes untouched; so do the values of widgets that show them as text.
+    outputs = sent(kc, "t = w.Text(value='a < b & <img src=x onerror=y>', description='Name')")
+    assert state_of(outputs, "TextModel")["value"] == "a < b & <img src=x onerror=y>"
+    assert state_of(outputs, "TextModel")["description"] == "Name"
+    assert "widget value" not in stderr_of(outputs)
+
+
+def test_an_update_is_checked_as_the_open_was(kernel):
+    _, kc = kernel
+    outputs = sent(kc, "h = w.HTML(value='<b>a</b>')\nh.value = '<img src=x onerror=alert(3)>b'")
+    values = [m["content"]["data"]["state"]["value"] for m in of_type(outputs, "comm_msg")
+              if "value" in m["content"]["data"].get("state", {})]
+    assert values and all("onerror" not in v for v in values), values
+
+
+def test_a_model_that_was_once_html_stays_html(kernel):
+    # The page's class is fixed by the open: a later name can't make the value plain text.
+    _, kc = kernel
+    outputs = sent(kc, "m = widget({'_model_module': 'jupyter-js-widgets', '_model_name': 'HTMLModel',"
+                       " '_view_module': 'jupyter-js-widgets', '_view_name': 'HTMLView', 'value': ''})\n"
+                       "m.send({'method': 'update', 'state': {'_model_name': 'TextModel',"
+                       " 'value': '<img src=x onerror=alert(4)>'}})")
+    (update,) = of_type(outputs, "comm_msg")
+    assert "onerror" not in update["content"]["data"]["state"]["value"]
+
+
+def test_typeset_text_with_active_tex_is_replaced(kernel):
+    _, kc = kernel
+    outputs = sent(kc, "l = w.Label(value=r'$\\href{javascript:alert(5)}{x}$')\n"
+                       "m = w.HTMLMath(value=r'$x^2$ and $\\require{action}$')\n"
+                       "k = w.Label(value=r'$\\alpha + \\beta$')")
+    labels = [s for s in opened_states(outputs).values() if s.get("_model_name") == "LabelModel"]
+    assert sorted(s["value"] for s in labels) == sorted(
+        ["[belljar] withheld: active content", r"$\alpha + \beta$"])
+    math = state_of(outputs, "HTMLMathModel")["value"]  # the macro broken, the rest kept
+    assert "\\require" not in math and math.startswith("$x^2$ and")
+
+
+def test_layout_css_that_fetches_is_dropped(kernel):
+    _, kc = kernel
+    outputs = sent(kc, "b = w.Button(description='go', layout=w.Layout(width='calc(50% - 2px)',"
+                       " border='url(https://example.com/?leak) 1px', height='1em;background:url(x)'))")
+    layout = state_of(outputs, "LayoutModel")
+    assert layout["width"] == "calc(50% - 2px)"
+    assert "border" not in layout and "height" not in layout
+    assert "2 widget value(s) held active content" in stderr_of(outputs)
+
+
+def test_output_models_and_url_images_of_newer_ipywidgets_are_checked(kernel):
+    _, kc = kernel
+    outputs = sent(kc, "o = widget({'state': {'_model_module': '@jupyter-widgets/output',"
+                       " '_model_name': 'OutputModel', 'outputs': [{'output_type': 'display_data',"
+                       " 'metadata': {}, 'data': {'text/html': '<script>alert(6)</script>'}}]}})\n"
+                       "i = widget({'state': {'_model_module': '@jupyter-widgets/controls',"
+                       " '_model_name': 'ImageModel', 'format': 'url', 'width': '10'}})")
+    states = list(opened_states(outputs).values())
+    (output,) = [s for s in states if s["_model_name"] == "OutputModel"]
+    html = output["outputs"][0]["data"]["text/html"]
+    assert "<iframe sandbox=\"allow-scripts\"" in html  # isolated, as the same display would be
+    (image,) = [s for s in states if s["_model_name"] == "ImageModel"]
+    assert "format" not in image and image["width"] == "10"
+
+
+def test_views_show_only_checked_models(kernel):
+    _, kc = kernel
+    outputs = sent(kc, "s = w.IntSlider(7)\ndisplay(s)\n"
+                       "display({'application/vnd.jupyter.widget-view+json': {'model_id': 'evil-widget'}},"
+                       " raw=True)")
+    shown, unknown = [m["content"]["data"] for m in of_type(outputs, "display_data")]
+    (slider_id,) = [i for i, s in opened_states(outputs).items()
+                    if s.get("_model_name") == "IntSliderModel"]
+    assert shown["application/vnd.jupyter.widget-view+json"] == {"model_id": slider_id}
+    assert "application/vnd.jupyter.widget-view+json" not in unknown
+    assert "not rendered (active output" in unknown["text/plain"]
+
+
+def test_comm_info_names_only_comms_the_page_was_told_of(kernel):
+    # A reloaded page rebuilds its widgets from comm_info_reply: a withheld widget (it is in the
+    # worker's registry) must not be in it.
+    _, kc = kernel
+    sent(kc, f"hidden = widget({{'_model_module': {EVIL_MODULE!r}, '_model_name': 'X'}},"
+             " comm_id='hidden-widget')\nshown = w.IntSlider(1)\nshown_id = shown.model_id")
+    msg_id = kc.comm_info("jupyter.widget")
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    comms = reply["content"]["comms"]
+    assert "hidden-widget" not in comms and "evil-widget" not in comms
+    assert len(comms) >= 1 and all(c["target_name"] == "jupyter.widget" for c in comms.values())
+
+
+def test_allow_passes_the_same_messages_unchanged():
+    with running_kernel(flags=["--timeout", "20", "--active-output", "allow"]) as (_, kc):
+        outputs = sent(kc, RAW_WIDGET + "from comm import create_comm\n"
+                       f"c = create_comm(target_name='anything', target_module={EVIL_MODULE!r})\n"
+                       f"evil = widget({{'_model_module': {EVIL_MODULE!r}, '_model_name': 'X'}})\n"
+                       "import ipywidgets as w\nh = w.HTML(value='<script>alert(7)</script>')")
+        opens = of_type(outputs, "comm_open")
+        assert opens[0]["content"]["target_module"] == EVIL_MODULE
+        assert opens[1]["content"]["data"]["_model_module"] == EVIL_MODULE
+        assert state_of(outputs, "HTMLModel")["value"] == "<script>alert(7)</script>"

@@ -1,0 +1,205 @@
+// The comm guard: what of the worker's comm traffic the page may receive (widget_models.hpp).
+// Each case is a message the sandbox could send and what the page would do with it.
+#include "kernel/output/widget_models.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "kernel/output/active_output.hpp"
+
+using namespace belljar;
+using nlohmann::json;
+
+namespace {
+
+json open_message(const std::string& id, json data, const std::string& target = "jupyter.widget") {
+  return {{"comm_id", id}, {"target_name", target}, {"target_module", nullptr}, {"data", data}};
+}
+
+json slider_state() {
+  return {{"_model_module", "jupyter-js-widgets"},
+          {"_model_name", "IntSliderModel"},
+          {"_view_module", "jupyter-js-widgets"},
+          {"_view_name", "IntSliderView"},
+          {"description", "Workload"},
+          {"value", 5}};
+}
+
+json update(const std::string& id, json state) {
+  return {{"comm_id", id},
+          {"data", {{"method", "update"}, {"state", state}, {"buffers", json::array()}}}};
+}
+
+}  // namespace
+
+TEST_CASE("a comm_open never carries a module for requirejs", "[widgets]") {
+  WidgetModels models(ActiveOutput::isolate);
+  json open = open_message("c1", json::object(), "anything");
+  open["target_module"] = "/files/evil.js";
+  CHECK(models.admit("comm_open", open).empty());
+  CHECK(open["target_module"].is_null());
+
+  WidgetModels allowing(ActiveOutput::allow);
+  json as_sent = open_message("c1", json::object(), "anything");
+  as_sent["target_module"] = "/files/evil.js";
+  CHECK(allowing.admit("comm_open", as_sent).empty());
+  CHECK(as_sent["target_module"] == "/files/evil.js");
+}
+
+TEST_CASE("a widget of another module or with a strange class name is withheld", "[widgets]") {
+  WidgetModels models(ActiveOutput::isolate);
+  for (json bad : {json{{"_model_module", "/files/x.js"}}, json{{"_view_module", "bqplot"}},
+                   json{{"_model_module", 7}}, json{{"_model_name", "../x"}},
+                   json{{"_view_name", "constructor.prototype"}},
+                   json{{"_model_module_version", "1.0\"; x"}}}) {
+    json state = slider_state();
+    state.update(bad);
+    json open_v6 = open_message("w6", state);
+    CHECK_FALSE(models.admit("comm_open", open_v6).empty());
+    json open_v7 = open_message("w7", {{"state", state}, {"buffer_paths", json::array()}});
+    CHECK_FALSE(models.admit("comm_open", open_v7).empty());
+  }
+  CHECK(models.target_of("w6").empty());  // the page was never told of them
+  json later = update("w6", {{"value", 1}});
+  CHECK_FALSE(models.admit("comm_msg", later).empty());
+}
+
+TEST_CASE("an update that names another module is withheld; the widget stays", "[widgets]") {
+  WidgetModels models(ActiveOutput::strip);
+  json open = open_message("s", slider_state());
+  REQUIRE(models.admit("comm_open", open).empty());
+  json evil = update("s", {{"_view_module", "/files/x.js"}});
+  CHECK_FALSE(models.admit("comm_msg", evil).empty());
+  json fine = update("s", {{"value", 6}});
+  CHECK(models.admit("comm_msg", fine).empty());
+  CHECK(fine["data"]["state"]["value"] == 6);
+}
+
+TEST_CASE("descriptions and HTML values are re-serialized without their active parts",
+          "[widgets]") {
+  WidgetModels models(ActiveOutput::isolate);
+  json state = slider_state();
+  state["description"] = "<b>a</b><img src=x onerror=alert(1)>";
+  json open = open_message("s", state);
+  REQUIRE(models.admit("comm_open", open).empty());
+  std::string description = open["data"]["description"];
+  CHECK(description.find("<b>a</b>") != std::string::npos);
+  CHECK(description.find("onerror") == std::string::npos);
+  CHECK(models.take_cleaned() == 1);
+  CHECK(models.take_cleaned() == 0);
+
+  json html = open_message("h", {{"_model_module", "jupyter-js-widgets"},
+                                 {"_model_name", "HTMLModel"},
+                                 {"value", "<script>x()</script>ok"}});
+  REQUIRE(models.admit("comm_open", html).empty());
+  CHECK(html["data"]["value"] == "ok");
+  // A later name can't turn the page's HTML model into one whose value is text.
+  json renamed = update("h", {{"_model_name", "TextModel"}, {"value", "<img src=x onerror=y>"}});
+  REQUIRE(models.admit("comm_msg", renamed).empty());
+  CHECK(renamed["data"]["state"]["value"].get<std::string>().find("onerror") == std::string::npos);
+}
+
+TEST_CASE("text values stay exactly as sent; typeset ones lose active TeX", "[widgets]") {
+  WidgetModels models(ActiveOutput::isolate);
+  json text = open_message("t", {{"_model_module", "jupyter-js-widgets"},
+                                 {"_model_name", "TextModel"},
+                                 {"value", "a < b & <i>c</i> url(x)"},
+                                 {"placeholder", "\\href"}});
+  REQUIRE(models.admit("comm_open", text).empty());
+  CHECK(text["data"]["value"] == "a < b & <i>c</i> url(x)");
+  CHECK(text["data"]["placeholder"] == "\\href");
+
+  json label = open_message("l", {{"_model_module", "jupyter-js-widgets"},
+                                  {"_model_name", "LabelModel"},
+                                  {"value", "$\\href{javascript:x()}{y}$"}});
+  REQUIRE(models.admit("comm_open", label).empty());
+  CHECK(label["data"]["value"] == "[belljar] withheld: active content");
+  json math = update("l", {{"value", "$\\alpha^2$"}});
+  REQUIRE(models.admit("comm_msg", math).empty());
+  CHECK(math["data"]["state"]["value"] == "$\\alpha^2$");
+}
+
+TEST_CASE("layout and style traits are inert CSS or dropped", "[widgets]") {
+  WidgetModels models(ActiveOutput::isolate);
+  json layout = open_message("L", {{"_model_module", "jupyter-js-widgets"},
+                                   {"_model_name", "LayoutModel"},
+                                   {"width", "calc(50% - 2px)"},
+                                   {"border", "1px solid url(https://example.com/leak)"},
+                                   {"height", "1em;background:url(x)"},
+                                   {"margin", "\\75 rl(x)"},
+                                   {"slider_color", "image-set(\"https://example.com\" 1x)"},
+                                   {"grid_template_areas", "\"a b\" \"c d\""}});
+  REQUIRE(models.admit("comm_open", layout).empty());
+  const json& state = layout["data"];
+  CHECK(state["width"] == "calc(50% - 2px)");
+  CHECK(state["grid_template_areas"] == "\"a b\" \"c d\"");
+  for (const char* gone : {"border", "height", "margin", "slider_color"})
+    CHECK_FALSE(state.contains(gone));
+  CHECK(models.take_cleaned() == 4);
+}
+
+TEST_CASE("newer ipywidgets: Output outputs are outputs, a url image is not fetched", "[widgets]") {
+  WidgetModels models(ActiveOutput::isolate);
+  json output = open_message(
+      "o", {{"state",
+             {{"_model_module", "@jupyter-widgets/output"},
+              {"_model_name", "OutputModel"},
+              {"outputs", json::array({{{"output_type", "display_data"},
+                                        {"data", {{"application/javascript", "x()"}}}}})}}}});
+  REQUIRE(models.admit("comm_open", output).empty());
+  const json& data = output["data"]["state"]["outputs"][0]["data"];
+  CHECK(data == apply_active_output({{"application/javascript", "x()"}}, ActiveOutput::isolate));
+
+  json image = open_message("i", {{"state",
+                                   {{"_model_module", "@jupyter-widgets/controls"},
+                                    {"_model_name", "ImageModel"},
+                                    {"format", "url"}}}});
+  REQUIRE(models.admit("comm_open", image).empty());
+  CHECK_FALSE(image["data"]["state"].contains("format"));
+}
+
+TEST_CASE("the page learns only of comms it was told of; views only of checked models",
+          "[widgets]") {
+  WidgetModels models(ActiveOutput::isolate);
+  json open = open_message("s", slider_state());
+  REQUIRE(models.admit("comm_open", open).empty());
+  json other = open_message("e", json::object(), "echo");
+  REQUIRE(models.admit("comm_open", other).empty());
+  models.opened_by_frontend("f", "jupyter.widget.version");
+
+  CHECK(models.target_of("s") == "jupyter.widget");
+  CHECK(models.target_of("e") == "echo");
+  CHECK(models.target_of("f") == "jupyter.widget.version");
+  CHECK(models.target_of("never").empty());
+  CHECK(models.view_is_checked({{"model_id", "s"}}));
+  CHECK_FALSE(models.view_is_checked({{"model_id", "e"}}));  // not a widget
+  CHECK_FALSE(models.view_is_checked({{"model_id", "never"}}));
+  CHECK_FALSE(models.view_is_checked("s"));
+
+  json bundle = {
+      {"application/vnd.jupyter.widget-view+json", {{"model_id", "s"}, {"extra", "<x>"}}},
+      {"text/plain", "IntSlider(value=5)"}};
+  json shown = apply_active_output(bundle, ActiveOutput::isolate, &models);
+  CHECK(shown["application/vnd.jupyter.widget-view+json"] == json{{"model_id", "s"}});
+  json unknown = {{"application/vnd.jupyter.widget-view+json", {{"model_id", "never"}}}};
+  CHECK_FALSE(apply_active_output(unknown, ActiveOutput::isolate, &models)
+                  .contains("application/vnd.jupyter.widget-view+json"));
+
+  json close = {{"comm_id", "s"}, {"data", json::object()}};
+  REQUIRE(models.admit("comm_close", close).empty());
+  CHECK(models.target_of("s").empty());
+  json stray = update("never", {{"value", 1}});
+  CHECK_FALSE(models.admit("comm_msg", stray).empty());
+}
+
+TEST_CASE("no more than kMaxComms comms are remembered", "[widgets]") {
+  WidgetModels models(ActiveOutput::isolate);
+  for (size_t i = 0; i < WidgetModels::kMaxComms; ++i) {
+    json open = open_message("c" + std::to_string(i), json::object(), "t");
+    REQUIRE(models.admit("comm_open", open).empty());
+  }
+  json one_more = open_message("last", json::object(), "t");
+  CHECK_FALSE(models.admit("comm_open", one_more).empty());
+  json close = {{"comm_id", "c0"}, {"data", json::object()}};
+  REQUIRE(models.admit("comm_close", close).empty());
+  CHECK(models.admit("comm_open", one_more).empty());
+}
