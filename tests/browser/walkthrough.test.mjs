@@ -4,7 +4,8 @@
 // demo runs it: the chat stand-in serves HTTPS with a demo CA (scripts/demo-ca.sh) the kernel
 // trusts through SSL_CERT_FILE, and wants the course's key, which the kernel binds to it.
 // Everything the server, the kernel and the browser write lives in one temporary directory;
-// a full-page screenshot is kept in BELLJAR_ARTIFACTS (printed at the end).
+// a full-page screenshot and one of the widget exercise after its slider was dragged are kept in
+// BELLJAR_ARTIFACTS (printed at the end).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -28,6 +29,7 @@ const NOTEBOOK_SERVER = '/usr/bin/jupyter-notebook';
 const PYTHON = '/usr/bin/python3';
 
 const RUN_ALL_TIMEOUT = 240_000;  // every cell, the 2 s limit and a cold kernel start included
+const WIDGET_RUN_TIMEOUT = 90_000;  // one re-run of the exercise: 10**8 squares on a busy machine
 const WORKSPACE_SECRET = 'sk-browser-workspace-secret-0123456789';
 const SERVER_SECRET = 'sk-browser-server-environment-secret-0123456789';  // the course's key
 const PLACEHOLDER = 'belljar-secret-OPENAI_API_KEY-[0-9a-f]{32}';
@@ -37,6 +39,7 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
   const dirs = Object.fromEntries(['home', 'runtime', 'config', 'data', 'prefix', 'notebooks', 'chromium', 'tls']
     .map((name) => [name, path.join(tmp, name)]));
   const screenshot = path.join(ARTIFACTS, 'walkthrough.png');
+  const widgetScreenshot = path.join(ARTIFACTS, 'walkthrough-widgets.png');
   const token = crypto.randomBytes(24).toString('hex');
   let chat, server, context, page, base, chatPort;
   let cells = [];      // per code cell: {source, tags, prompt, outputs: [{classes, text, html}]}
@@ -166,7 +169,7 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     await stop(server);
     await stop(chat);
     fs.rmSync(tmp, { recursive: true, force: true });
-    process.stdout.write(`screenshot: ${screenshot}\n`);
+    process.stdout.write(`screenshots: ${screenshot} ${widgetScreenshot}\n`);
   });
 
   const cellWith = (fragment) => {
@@ -255,5 +258,52 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     assert.ok(audit, 'an HTML output');
     assert.match(audit.html, /<th>limit hit<\/th>/);
     assert.match(audit.html, /<td>timeout<\/td>/, 'the %%limits cell\'s record');
+  });
+
+  // The exercise as a learner does it without editing code: drag the workload slider, pick a
+  // temperature; each change re-runs `experiment` in the sandbox and its output replaces the last.
+  it('drives the widget exercise: the slider and the dropdown re-run it in the sandbox', async () => {
+    const cell = page.locator('.code_cell', { hasText: 'widgets.interact(' });
+    const output = cell.locator('.output_wrapper').first();  // the Output widget nests its own
+    let last = '';  // what the output showed when last looked at, for the failure report
+    const shows = async (pattern, what) => {
+      try {
+        await waitFor(what, async () => pattern.test(last = await output.innerText()
+          .catch((error) => `(unreadable: ${error.message})`)), WIDGET_RUN_TIMEOUT);
+      } catch (error) {
+        error.message += `\n--- the exercise's output ---\n${last}`;
+        throw error;
+      } finally {
+        await cell.screenshot({ path: widgetScreenshot }).catch(() => {});
+      }
+      return output.innerText();
+    };
+    const answerIn = (text) => text.split('\n').find((line) => line.includes('(answered by'));
+    await shows(/workload 1,000,000: \d+\.\d\d s \(the kernel's cap: 30 s\)/, 'the first run, from Run All');
+    const firstAnswer = answerIn(await output.innerText());
+
+    // The handle starts at 10**6, the second of five stops; let go over the fourth (10**8).
+    const track = await cell.locator('.widget-hslider .slider').boundingBox();
+    const handle = await cell.locator('.widget-hslider .ui-slider-handle').boundingBox();
+    await page.mouse.move(handle.x + handle.width / 2, handle.y + handle.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(track.x + track.width * 0.75, track.y + track.height / 2, { steps: 12 });
+    await page.mouse.up();
+    assert.equal(await cell.locator('.widget-hslider .widget-readout').innerText(), '100000000');
+    const moved = await shows(/workload 100,000,000: \d+\.\d\d s/, 'the re-run after the drag');
+    assert.doesNotMatch(moved, /workload 1,000,000:/, 'the new output replaced the old');
+
+    // Temperature 1.0: the chat stand-in samples more of its facts, so the answer changes.
+    await cell.locator('select').selectOption({ label: '1.0' });
+    await waitFor('the re-run at temperature 1.0', async () => {
+      const answer = answerIn(await output.innerText());
+      return answer && answer !== firstAnswer;
+    }, WIDGET_RUN_TIMEOUT);
+    await cell.screenshot({ path: widgetScreenshot });
+    const text = await output.innerText();
+    assert.match(text, /workload 100,000,000: \d+\.\d\d s/);
+    assert.match(answerIn(text), /Limits stop runaway code/);
+    assert.ok(answerIn(text).length > firstAnswer.length, `${firstAnswer}\n${answerIn(text)}`);
+    assert.ok(!text.includes(SERVER_SECRET) && !text.includes(WORKSPACE_SECRET));
   });
 });

@@ -178,6 +178,27 @@ def test_a_raising_handler_shows_its_traceback_and_the_kernel_serves_on(kernel):
     assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "next\n"
 
 
+def test_a_handler_past_the_time_limit_is_interrupted_and_the_session_kept():
+    """A slider moved to a workload too big is what the walkthrough's exercise shows: the
+    handler is code like a cell and meets the kernel's --timeout the way a cell does."""
+    with running_kernel(flags=["--timeout", "2"]) as (_, kc):
+        execute(kc, "from IPython import get_ipython\n"
+                    "kept = 'still here'\n"
+                    "def spin(comm, msg):\n"
+                    "    def on_msg(m):\n"
+                    "        print('spinning')\n"
+                    "        while True: pass\n"
+                    "    comm.on_msg(on_msg)\n"
+                    "get_ipython().kernel.comm_manager.register_target('spin', spin)\n")
+        comm_round(kc, "comm_open", {"comm_id": "spin-1", "target_name": "spin", "data": {}})
+        outputs = comm_round(kc, "comm_msg", {"comm_id": "spin-1", "data": {}})
+        assert stdout_of(outputs) == "spinning\n"
+        assert "[belljar] a comm handler passed the timeout limit and was interrupted" in stderr_of(outputs)
+        reply, outputs = execute(kc, "print(kept)")
+        assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "still here\n"
+        assert "spin-1" in comm_info(kc)  # the comm itself is not closed by the interruption
+
+
 def test_comm_messages_sent_while_a_cell_runs_are_handled_after_it_in_order(kernel):
     _, kc = kernel
     execute(kc, "from IPython import get_ipython\n"

@@ -17,9 +17,11 @@ import urllib.request
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from belljar_testing import SOURCE, install_kernelspec
+
+sys.path.insert(0, str(SOURCE / "scripts"))
+from execute_notebook import NotebookClient  # noqa: E402  nbclient, reading ipywidgets 6's widgets too
 
 NOTEBOOKS = sorted((SOURCE / "notebooks").glob("*.ipynb"))
 KERNEL_KEY = "sk-kernel-env-secret-abcdef123456"  # the course's key: the kernel's environment only
@@ -97,6 +99,10 @@ def test_notebook_runs_without_unexpected_errors(path, chat_service, tmp_path):
         assert re.search(r"2\. echoed back: +Bearer %s\n" % PLACEHOLDER, text), text
         assert re.search(r"3\. written, read back: %s\n" % PLACEHOLDER, text), text
         assert re.fullmatch(PLACEHOLDER, (tmp_path / "stolen-key.txt").read_text())  # on the host too
+        # The widget exercise: interact's first run (workload 10**6, temperature 0) printed its time
+        # and the chat answer. (Its view is not kept: interact's clear_output, meant for its Output
+        # widget, clears the cell when no frontend routes it, as on ipykernel.)
+        assert re.search(r"workload 1,000,000: \d+\.\d\d s \(the kernel's cap: 30 s\)\n.*answered by", text), text
 
 
 def test_the_chat_standin_wants_the_real_key_over_https(chat_service):

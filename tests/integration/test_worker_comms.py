@@ -321,6 +321,21 @@ def test_the_frontend_validates_the_widget_version_through_its_comm(worker):
     assert worker.execute("ipywidgets.Widget._version_validated").result == {"text/plain": "True"}
 
 
+def test_the_version_check_at_connect_imports_ipywidgets_so_the_first_widget_is_validated(worker):
+    # Notebook 6's widget extension opens jupyter.widget.version when it connects, before any
+    # cell imported ipywidgets (ipykernel closes it: "No such comm target", and the first widget
+    # then warns "Widget Javascript not detected").
+    assert worker.execute("import sys; 'ipywidgets' in sys.modules").result == {"text/plain": "False"}
+    cell = comm_request(worker, "comm_open", {"comm_id": "ver0", "data": {},
+                                              "target_name": "jupyter.widget.version"})
+    assert cell.ok and not cell.of_type("comm_close")
+    [version] = cell.of_type("comm_msg")
+    assert version["comm_id"] == "ver0" and version["data"] == {"version": "~2.1.4"}
+    assert comm_request(worker, "comm_msg", {"comm_id": "ver0", "data": {"validated": True}}).ok
+    cell = worker.execute("import ipywidgets; ipywidgets.IntSlider()")
+    assert cell.ok and "Widget Javascript not detected" not in cell.stderr
+
+
 def test_moving_a_slider_from_the_frontend_updates_the_value_and_fires_observers(worker):
     cell = worker.execute("import ipywidgets\nw = ipywidgets.IntSlider(5)\n"
                           "def moved(change):\n"

@@ -24,6 +24,11 @@ from . import current
 
 PROTOCOL_VERSION = "5.3"
 
+# Targets a widget frontend opens when it connects, and the library whose import registers them:
+# Notebook 6's widget extension checks ipywidgets' version on jupyter.widget.version, and
+# JupyterLab's asks ipywidgets 8 for its live models on jupyter.widget.control.
+_LIBRARY_TARGETS = {"jupyter.widget.version": "ipywidgets", "jupyter.widget.control": "ipywidgets"}
+
 
 class Comm:
     """One end of a comm, with the API of ipykernel's Comm and the comm package's BaseComm.
@@ -178,7 +183,7 @@ class CommManager:
         target_name = content.get("target_name")
         comm = Comm(comm_id=content["comm_id"], primary=False, target_name=target_name)
         self.register_comm(comm)
-        handler = self.targets.get(target_name)
+        handler = self.targets.get(target_name) or self._library_target(target_name)
         if handler is not None:
             try:
                 handler(comm, msg)
@@ -187,6 +192,24 @@ class CommManager:
                 _report_handler_error(exc)
         # No such target, or it failed: close the frontend's end, as ipykernel does.
         comm.close()
+
+    def _library_target(self, target_name):
+        """The handler of a target that a widget frontend opens as soon as it connects, before
+        any cell imported the library that registers it: the library is imported now (it
+        registers its targets on import), else Notebook 6's version check fails and the first
+        widget shows "Widget Javascript not detected". None when there is no such library."""
+        library = _LIBRARY_TARGETS.get(target_name)
+        if library is None or library in sys.modules:
+            return None
+        import importlib
+        import importlib.util
+        try:
+            if importlib.util.find_spec(library) is None:
+                return None
+            importlib.import_module(library)
+        except Exception:
+            return None  # the cell that imports it shows why, with its traceback
+        return self.targets.get(target_name)
 
     def comm_msg(self, stream, ident, msg):
         comm = self.get_comm(msg["content"]["comm_id"])
