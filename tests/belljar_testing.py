@@ -98,21 +98,33 @@ def belljar(*args, **kwargs):
     return subprocess.run([BELLJAR, *args], **kwargs)
 
 
-def install_kernelspec(prefix, name="belljar-test", flags=()):
-    """Installs a kernelspec under prefix/share/jupyter/kernels and returns its directory."""
+# A seccomp filter refusing namespaces and mounts, as a default pod's profile does
+# (tests/tools/no_namespaces.cpp): the kernel under it runs degraded mode as a pod gets it.
+NO_NAMESPACES = os.environ.get("BELLJAR_NO_NAMESPACES",
+                               str(SOURCE / "build" / "tests" / "no_namespaces"))
+
+
+def install_kernelspec(prefix, name="belljar-test", flags=(), wrapper=()):
+    """Installs a kernelspec under prefix/share/jupyter/kernels and returns its directory;
+    `wrapper` is a command the kernel's argv runs under (NO_NAMESPACES)."""
     args = ["install", "--prefix", str(prefix), "--name", name, "--python", PYTHON]
     if not any(f == "--isolation" for f in flags):
         args += ["--isolation", ISOLATION]
     done = belljar(*args, *flags)
     assert done.returncode == 0, done.stderr
-    return pathlib.Path(prefix) / "share" / "jupyter" / "kernels" / name
+    spec_dir = pathlib.Path(prefix) / "share" / "jupyter" / "kernels" / name
+    if wrapper:
+        spec = json.loads((spec_dir / "kernel.json").read_text())
+        spec["argv"] = [*wrapper, *spec["argv"]]
+        (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return spec_dir
 
 
 @contextlib.contextmanager
-def running_kernel(flags=(), workspace=None, env=None, name="belljar-test"):
+def running_kernel(flags=(), workspace=None, env=None, name="belljar-test", wrapper=()):
     """A started belljar kernel and a ready blocking client; shut down afterwards."""
     with tempfile.TemporaryDirectory(prefix="belljar-spec-") as prefix:
-        spec_dir = install_kernelspec(prefix, name, flags)
+        spec_dir = install_kernelspec(prefix, name, flags, wrapper)
         ws = workspace or sandbox_writable_dir("belljar-ws-")
         launch_env = dict(os.environ)
         launch_env.update(env or {})

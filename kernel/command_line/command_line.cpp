@@ -5,11 +5,53 @@
 namespace belljar {
 
 namespace {
-const std::vector<std::string> kCommands = {"kernel", "install", "run", "mcp", "check"};
+const std::vector<std::string> kCommands = {"kernel", "install", "run", "mcp", "check", "launch"};
 
 std::string value_of(const std::vector<std::string>& args, size_t& i, const std::string& flag) {
   if (i + 1 >= args.size()) throw UsageError(flag + ": missing value");
   return args[++i];
+}
+// `belljar launch`'s own flags, in the gateways' spellings: the launchers they ship take
+// --kernel-id and the older --RemoteProcessProxy.kernel-id alike, as `--flag VALUE` or
+// `--flag=VALUE`. Returns how many arguments it used (0: not one of these).
+int take_launch_flag(const std::vector<std::string>& args, size_t i, GatewayLaunchArgs& launch) {
+  struct Flag {
+    const char* name;
+    std::optional<std::string>* slot;
+  };
+  std::optional<std::string> ignored;
+  const Flag flags[] = {{"kernel-id", &launch.kernel_id},
+                        {"port-range", &launch.port_range},
+                        {"response-address", &launch.response_address},
+                        {"public-key", &launch.public_key},
+                        {"ip", nullptr},
+                        // Spark and ipykernel's class are the gateways' other kernels' business.
+                        {"spark-context-initialization-mode", &ignored},
+                        {"cluster-type", &ignored},
+                        {"kernel-class-name", &ignored}};
+  std::string arg = args[i];
+  if (arg.rfind("--RemoteProcessProxy.", 0) == 0) arg = "--" + arg.substr(21);
+  for (const Flag& flag : flags) {
+    std::string name = std::string("--") + flag.name;
+    std::string value;
+    int used = 0;
+    if (arg == name) {
+      if (i + 1 >= args.size()) throw UsageError(name + ": missing value");
+      value = args[i + 1], used = 2;
+    } else if (arg.rfind(name + "=", 0) == 0) {
+      value = arg.substr(name.size() + 1), used = 1;
+    } else {
+      continue;
+    }
+    if (!flag.slot)
+      launch.ip = value;
+    else if (flag.slot != &ignored)
+      *flag.slot = value;
+    else if (name == "--spark-context-initialization-mode" && value != "none")
+      throw UsageError(name + " " + value + ": belljar runs no Spark context (use none)");
+    return used;
+  }
+  return 0;
 }
 }  // namespace
 
@@ -37,6 +79,12 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
       i += static_cast<size_t>(used) - 1;
       continue;
     }
+    if (cl.command == "launch") {
+      if (int used = take_launch_flag(args, i, cl.launch)) {
+        i += static_cast<size_t>(used) - 1;
+        continue;
+      }
+    }
     if (cl.command == "kernel" && (arg == "-f" || arg == "--connection-file")) {
       cl.connection_file = value_of(args, i, arg);
     } else if (cl.command == "kernel" && arg.rfind("--connection-file=", 0) == 0) {
@@ -57,6 +105,22 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
         throw UsageError("--name " + cl.name + ": use letters, digits, '-', '_' and '.'");
     } else if (cl.command == "install" && arg == "--display-name") {
       cl.display_name = value_of(args, i, arg);
+    } else if (cl.command == "install" && arg == "--kubernetes") {
+      cl.kubernetes_image = value_of(args, i, arg);
+      if (cl.kubernetes_image->empty() ||
+          cl.kubernetes_image->find_first_of(" \t\n\"'{}") != std::string::npos)
+        throw UsageError("--kubernetes " + *cl.kubernetes_image + ": not an image name");
+    } else if (cl.command == "install" && arg == "--gateway") {
+      std::string gateway = value_of(args, i, arg);
+      if (gateway == "enterprise-gateway")
+        cl.gateway = CommandLine::Gateway::enterprise_gateway;
+      else if (gateway == "gateway-provisioners")
+        cl.gateway = CommandLine::Gateway::gateway_provisioners;
+      else
+        throw UsageError("--gateway " + gateway +
+                         ": expected enterprise-gateway or gateway-provisioners");
+    } else if (cl.command == "install" && arg == "--launcher-scripts") {
+      cl.launcher_scripts = value_of(args, i, arg);
     } else if (cl.command == "run" && arg == "-c") {
       if (cl.run_file || cl.run_code)
         throw UsageError("belljar run takes one of FILE.py, -c CODE or -");
@@ -71,6 +135,8 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
       throw UsageError("unknown option " + arg + " for belljar " + cl.command);
     }
   }
+  if (!cl.kubernetes_image && (cl.launcher_scripts || cl.gateway))
+    throw UsageError("--gateway and --launcher-scripts go with --kubernetes IMAGE");
   if (cl.command == "kernel" && cl.connection_file.empty())
     throw UsageError("belljar kernel needs -f CONNECTION_FILE");
   if (cl.command == "run" && !cl.run_file && !cl.run_code)
@@ -86,9 +152,15 @@ std::string usage_text() {
       << "  belljar kernel -f CONNECTION_FILE [policy flags]   what kernel.json runs\n"
       << "  belljar install [--user | --sys-prefix | --prefix DIR] [--name NAME]\n"
       << "                  [--display-name TEXT] [policy flags]\n"
+      << "                  [--kubernetes IMAGE [--gateway "
+         "enterprise-gateway|gateway-provisioners]\n"
+      << "                   [--launcher-scripts DIR]]     a kernelspec whose kernels run in pods\n"
       << "  belljar run [policy flags] [--json] (FILE.py | -c CODE | -)\n"
       << "  belljar mcp [policy flags]                          MCP server on stdio\n"
       << "  belljar check [policy flags]                        what this host can enforce\n"
+      << "  belljar launch [policy flags] --kernel-id ID --port-range LO..HI\n"
+      << "                 --response-address IP:PORT --public-key KEY [--ip ADDR]\n"
+      << "                                                      a kernel a gateway launched\n"
       << "  belljar --help | --version\n\n"
       << "policy flags (later sources win: defaults < --policy FILE < flags):\n";
   for (auto& [flag, meaning] : policy_flag_help()) {

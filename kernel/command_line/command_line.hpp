@@ -1,26 +1,34 @@
 #pragma once
 // The command line contract (README.md, "Command line"): belljar kernel | install | run | mcp |
-// check.
+// check | launch.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kernel/launch/gateway_launch.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
 
 struct CommandLine {
-  std::string command;          // kernel, install, run, mcp, check, help, version, flags-markdown
+  std::string command;  // kernel, install, run, mcp, check, launch, help, version, flags-markdown
   std::string connection_file;  // kernel -f
   // install
   enum class Scope { default_, user, sys_prefix, prefix } scope = Scope::default_;
   std::string prefix;
   std::string name = "belljar";
   std::string display_name = "Python 3 (belljar)";
+  // install --kubernetes IMAGE: a kernelspec for a gateway that runs each kernel in a pod
+  enum class Gateway { enterprise_gateway, gateway_provisioners };
+  std::optional<std::string> kubernetes_image;
+  std::optional<Gateway> gateway;               // Enterprise Gateway unless told
+  std::optional<std::string> launcher_scripts;  // the gateway's scripts/ to copy into the spec
   // run
   std::optional<std::string> run_file;  // "-" is stdin
   std::optional<std::string> run_code;  // -c
   bool json_output = false;
+  // launch: what the gateway passed (its environment fills the gaps: resolve_gateway_launch)
+  GatewayLaunchArgs launch;
   PolicyBuilder policy;
 };
 

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <iterator>
@@ -14,7 +15,10 @@
 #include "kernel/command_line/kernelspec.hpp"
 #include "kernel/command_line/resources.hpp"
 #include "kernel/jupyter/jupyter_frontend.hpp"
+#include "kernel/launch/gateway_frontend.hpp"
+#include "kernel/launch/gateway_launch.hpp"
 #include "kernel/mcp/mcp_frontend.hpp"
+#include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/connection_file.hpp"
 #include "kernel/run/run_frontend.hpp"
 #include "kernel/session/kernel.hpp"
@@ -30,11 +34,61 @@ int run_kernel(const CommandLine& cl) {
   ConnectionInfo connection = read_connection_file(cl.connection_file);
   KernelOptions options;
   options.policy = cl.policy.build();
+  options.policy.kernel_files.push_back(std::filesystem::absolute(cl.connection_file));
   options.launch = {options.policy.python, worker_package_dir()};
   options.session_id = new_uuid();
   Kernel kernel(options);  // before the frontend: its ZMQ threads must inherit the signal mask
   JupyterFrontend frontend(connection, options.session_id);
   connection.key.assign(connection.key.size(), '\0');
+  return kernel.run(frontend);
+}
+
+// A pod's policy flags come from its kernelspec's env (install --kubernetes writes
+// BELLJAR_POLICY_FLAGS, a JSON list): before the command line's own, which win.
+void insert_pod_policy_flags(std::vector<std::string>& args) {
+  const char* text = std::getenv("BELLJAR_POLICY_FLAGS");
+  if (!text || !*text) return;
+  std::string why;
+  auto flags = parse_bounded_json(text, &why);
+  if (!flags || !flags->is_array())
+    throw UsageError("BELLJAR_POLICY_FLAGS: not a JSON list of policy flags");
+  std::vector<std::string> given;
+  for (auto& flag : *flags) {
+    if (!flag.is_string()) throw UsageError("BELLJAR_POLICY_FLAGS: not a JSON list of strings");
+    given.push_back(flag.get<std::string>());
+  }
+  // Only policy flags: the launch's own (--kernel-id, ...) are the gateway's to give.
+  PolicyBuilder check;
+  for (size_t i = 0; i < given.size();) {
+    int used = check.take(given, i);
+    if (used == 0) throw UsageError("BELLJAR_POLICY_FLAGS: " + given[i] + " is not a policy flag");
+    i += static_cast<size_t>(used);
+  }
+  args.insert(args.begin() + 1, given.begin(), given.end());
+}
+
+// `belljar launch`: a kernel a gateway (Enterprise Gateway, gateway_provisioners) started in a
+// pod. It makes its own key, binds within the gateway's port range, and once the sandbox stands
+// sends the sealed connection info back; then it serves like `belljar kernel`.
+int run_launch(const CommandLine& cl) {
+  GatewayLaunch launch =
+      resolve_gateway_launch(cl.launch, [](const char* name) { return std::getenv(name); });
+  KernelOptions options;
+  options.policy = cl.policy.build();
+  options.launch = {options.policy.python, worker_package_dir()};
+  options.session_id = new_uuid();
+  ConnectionInfo connection;
+  connection.transport = "tcp";
+  connection.ip = launch.ip;
+  connection.key = new_uuid();  // the gateway's own launchers use a uuid4 too
+  connection.signature_scheme = "hmac-sha256";
+  Kernel kernel(options);  // before the frontend: its ZMQ threads must inherit the signal mask
+  JupyterFrontend jupyter(connection, options.session_id, launch.ports);
+  CommPort comm_port(launch.ip, launch.ports);
+  std::string sealed = seal_connection_info(
+      gateway_connection_info(connection, comm_port.port(), launch.kernel_id), launch.public_key);
+  connection.key.assign(connection.key.size(), '\0');
+  GatewayFrontend frontend(jupyter, comm_port, launch.response, std::move(sealed));
   return kernel.run(frontend);
 }
 
@@ -112,6 +166,7 @@ int main(int argc, char** argv) {
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
+    if (!args.empty() && args[0] == "launch") insert_pod_policy_flags(args);
     CommandLine cl = parse_command_line(args);
     if (cl.command == "help") {
       std::cout << usage_text();
@@ -127,6 +182,7 @@ int main(int argc, char** argv) {
     }
     if (cl.command == "kernel") return run_kernel(cl);
     if (cl.command == "check") return run_check(cl);
+    if (cl.command == "launch") return run_launch(cl);
     if (cl.command == "install") {
       auto dir = install_kernelspec(cl);
       std::cout << "installed kernelspec " << cl.name << " in " << dir.string() << "\n";

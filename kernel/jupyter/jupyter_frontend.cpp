@@ -4,11 +4,12 @@
 
 namespace belljar {
 
-JupyterFrontend::JupyterFrontend(const ConnectionInfo& connection, std::string session_id)
+JupyterFrontend::JupyterFrontend(ConnectionInfo& connection, std::string session_id,
+                                 const PortRange& ports)
     : signer_(connection.key),
       wire_log_(10),
       session_id_(std::move(session_id)),
-      transport_(connection) {}
+      transport_(connection, ports) {}
 
 void JupyterFrontend::add_poll_items(std::vector<zmq::pollitem_t>& items) {
   items.push_back({transport_.socket(Channel::control).handle(), 0, ZMQ_POLLIN, 0});

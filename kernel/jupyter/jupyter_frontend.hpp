@@ -15,7 +15,8 @@ namespace belljar {
 
 class JupyterFrontend : public Frontend {
  public:
-  JupyterFrontend(const ConnectionInfo& connection, std::string session_id);
+  // Binds connection's ports; those that are 0 are picked within `ports` and written back.
+  JupyterFrontend(ConnectionInfo& connection, std::string session_id, const PortRange& ports = {});
 
   void add_poll_items(std::vector<zmq::pollitem_t>& items) override;
   void handle(const zmq::pollitem_t* items, Kernel& kernel) override;

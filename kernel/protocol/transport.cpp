@@ -1,5 +1,8 @@
 #include "kernel/protocol/transport.hpp"
 
+#include <cerrno>
+
+#include "sandbox/os/host_port.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
@@ -17,28 +20,47 @@ const char* channel_name(Channel channel) {
 }
 
 namespace {
-void bind_socket(zmq::socket_t& socket, const std::string& endpoint) {
+// Binds `port` as given, or (port 0) one of `range`'s, and writes back the port bound.
+void bind_socket(zmq::socket_t& socket, const ConnectionInfo& info, int& port,
+                 const PortRange& range, const char* channel) {
   socket.set(zmq::sockopt::linger, 1000);  // let the last replies out at shutdown
-  try {
-    socket.bind(endpoint);
-  } catch (const zmq::error_t& e) {
-    throw UsageError("cannot bind " + endpoint + ": " + e.what());
+  auto bind = [&](int candidate) {
+    std::string endpoint = candidate == 0 && info.transport == "tcp"
+                               ? "tcp://" + bracketed_host(info.ip) + ":*"
+                               : info.endpoint(candidate);
+    try {
+      socket.bind(endpoint);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EADDRINUSE && port == 0) return false;  // another port of the range
+      throw UsageError("cannot bind " + endpoint + ": " + e.what());
+    }
+    if (candidate == 0) {
+      std::string bound = socket.get(zmq::sockopt::last_endpoint);
+      candidate = std::stoi(bound.substr(bound.rfind(':') + 1));
+    }
+    port = candidate;
+    return true;
+  };
+  if (port != 0) {
+    bind(port);
+    return;
   }
+  bind_in_range(range, bind, std::string("the ") + channel + " channel");
 }
 }  // namespace
 
-Transport::Transport(const ConnectionInfo& info)
+Transport::Transport(ConnectionInfo& info, const PortRange& range)
     : context_(1),
       shell_(context_, zmq::socket_type::router),
       control_(context_, zmq::socket_type::router),
       stdin_(context_, zmq::socket_type::router),
       iopub_(context_, zmq::socket_type::pub),
       heartbeat_(context_, zmq::socket_type::router) {
-  bind_socket(shell_, info.endpoint(info.shell_port));
-  bind_socket(control_, info.endpoint(info.control_port));
-  bind_socket(stdin_, info.endpoint(info.stdin_port));
-  bind_socket(iopub_, info.endpoint(info.iopub_port));
-  bind_socket(heartbeat_, info.endpoint(info.hb_port));
+  bind_socket(shell_, info, info.shell_port, range, "shell");
+  bind_socket(control_, info, info.control_port, range, "control");
+  bind_socket(stdin_, info, info.stdin_port, range, "stdin");
+  bind_socket(iopub_, info, info.iopub_port, range, "iopub");
+  bind_socket(heartbeat_, info, info.hb_port, range, "heartbeat");
   heartbeat_.set(zmq::sockopt::linger, 0);
   heartbeat_thread_ = std::thread([this] {
     try {

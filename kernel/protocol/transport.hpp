@@ -8,13 +8,16 @@
 #include <zmq.hpp>
 
 #include "kernel/protocol/connection_file.hpp"
+#include "kernel/protocol/port_range.hpp"
 #include "kernel/protocol/wire_message.hpp"
 
 namespace belljar {
 
 class Transport {
  public:
-  explicit Transport(const ConnectionInfo& info);
+  // Binds the five channels at info's ports; a port of 0 is picked within `range` (any port
+  // when the range is 0..0) and written back into info, for a launcher to report.
+  explicit Transport(ConnectionInfo& info, const PortRange& range = {});
   ~Transport();
 
   zmq::socket_t& socket(Channel channel);

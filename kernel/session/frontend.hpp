@@ -29,6 +29,10 @@ class Frontend {
     return std::nullopt;
   }
 
+  // Called once, when the first sandbox stands and before the first request is read: a
+  // launcher tells its gateway where to connect only then. May throw: the kernel does not start.
+  virtual void serving() {}
+
   virtual void reply(Channel channel, const WireMessage& parent, const std::string& type,
                      nlohmann::json content, nlohmann::json metadata) = 0;
   virtual void publish(const std::string& type, nlohmann::json content,

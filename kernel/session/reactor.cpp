@@ -105,6 +105,7 @@ int Kernel::run(Frontend& frontend) {
   start["notes"] = sandbox_notes_;
   audit_.record("kernel_start", start);
   metrics_.flush(Clock::now(), true);
+  frontend.serving();
   publish_status("starting", nullptr);
   while (!shutting_down_) poll_once();
   drop_worker();

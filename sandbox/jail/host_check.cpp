@@ -252,13 +252,18 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
     }
   } else {
     plan.missing.push_back(
-        "no namespaces: the worker sees the host's filesystem and processes; secrets in the "
-        "workspace are not masked");
+        "no pid namespace: the worker sees the host's processes and their command lines "
+        "(/proc/PID/cmdline; their environments and memory stay closed to it)");
+    plan.missing.push_back(
+        "no mount namespace: secrets in the workspace cannot be masked, so a workspace holding "
+        "one (.env, .ssh, jupyter/runtime, --hide ...) is refused at start; one saved there "
+        "while the session runs is readable until the next start refuses it");
     if (host.landlock_abi > 0)
       plan.uses.push_back(
           "Landlock ABI " + std::to_string(host.landlock_abi) +
           ": reads limited to the system, the interpreter and --ro paths; writes to the workspace "
-          "and /tmp");
+          "and a private directory (HOME and TMPDIR, /tmp/belljar-session-*), never the host's "
+          "/tmp; no /dev/shm (POSIX shared memory and multiprocessing's locks fail)");
     else
       plan.missing.push_back("Landlock is unavailable: no filesystem restriction at all");
     plan.uses.push_back("network: seccomp refuses AF_INET/AF_INET6 sockets (no network namespace)");
@@ -283,23 +288,34 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
     plan.uses.push_back(std::string("limits: cgroup v1 ") +
                         (host.cgroups.memory() ? "memory " : "") +
                         (host.cgroups.pids() ? "pids " : "") + "for the session");
+  // Where /tmp and /dev/shm are the jail's own tmpfs (namespaces), --tmp-size bounds them.
+  const std::string tmpfs =
+      plan.namespaces ? "; POSIX shared memory and /tmp are the --tmp-size tmpfs" : "";
   if (host.cgroups.memory())
     plan.uses.push_back(
         "memory: the cgroup caps the session's total at --memory (its OOM killer ends the "
-        "largest process); POSIX shared memory and /tmp are the --tmp-size tmpfs");
+        "largest process)" +
+        tmpfs);
   else
     plan.uses.push_back(
         "memory: no writable memory cgroup here: RLIMIT_AS/RLIMIT_DATA cap each process, and "
         "the warden samples the session's total (anonymous and shared memory, PSS, over every "
         "process; every 20 ms while anything runs, 200 ms idle) and stops the sandbox past "
-        "--memory; memfds and SysV shared memory are refused; POSIX shared memory and /tmp are "
-        "the --tmp-size tmpfs");
+        "--memory; memfds and SysV shared memory are refused" +
+        tmpfs);
   if (!host.cgroups.pids())
     plan.uses.push_back(plan.namespaces
                             ? "processes: RLIMIT_NPROC, counted in the sandbox's user namespace"
                             : "processes: RLIMIT_NPROC of the worker's uid");
-  plan.uses.push_back(
-      "files: RLIMIT_FSIZE, RLIMIT_NOFILE; /tmp, /dev/shm and home share one --tmp-size tmpfs");
+  if (plan.namespaces)
+    plan.uses.push_back(
+        "files: RLIMIT_FSIZE, RLIMIT_NOFILE; /tmp, /dev/shm and home share one --tmp-size tmpfs");
+  else {
+    plan.uses.push_back("files: RLIMIT_FSIZE, RLIMIT_NOFILE");
+    plan.missing.push_back(
+        "--tmp-size: the private directory lies on the host's /tmp, so only --file-size bounds "
+        "what is written there");
+  }
 
   plan.enforceable = !strict || plan.refusal.empty();
   return plan;

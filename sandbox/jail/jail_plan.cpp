@@ -10,6 +10,7 @@
 #include "sandbox/jail/python_layout.hpp"
 #include "sandbox/jail/worker_process.hpp"
 #include "sandbox/layers/environment.hpp"
+#include "sandbox/layers/workspace_guard.hpp"
 
 namespace belljar {
 namespace fs = std::filesystem;
@@ -81,6 +82,45 @@ std::vector<std::string> worker_argv(const std::string& python, const std::strin
           "import sys; sys.path.insert(0, " + python_literal(package_dir) +
               "); from belljar_worker.main import serve; serve()"};
 }
+
+namespace {
+bool is_within(const fs::path& path, const fs::path& dir) {
+  auto rel = path.lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+// The kernel's own files (its connection file, and the runtime directory beside it) are never
+// the sandbox's to read: in the workspace, their directory is masked like a secret (anchored
+// at the workspace root); under anything else bound into the jail, the start is refused.
+void guard_kernel_files(const Policy& policy, JailSpec& spec) {
+  for (const auto& file : policy.kernel_files) {
+    std::error_code ec;
+    fs::path real = fs::weakly_canonical(file, ec);
+    if (ec) real = file;
+    if (is_within(real, spec.workspace)) {
+      spec.hide_patterns.push_back("/" +
+                                   real.parent_path().lexically_relative(spec.workspace).string());
+      continue;
+    }
+    for (const auto& bind : spec.binds)
+      if (bind.kind == JailBind::Kind::read_only && is_within(real, bind.source))
+        throw SandboxError(bind.source + " is bound into the sandbox and holds the kernel's own " +
+                           real.string() + ": keep the Jupyter runtime directory out of --ro");
+  }
+}
+
+// Without a mount namespace nothing can be mounted over a secret, and Landlock only grants
+// (it cannot carve a file out of the workspace it allows): a workspace holding one is refused.
+void refuse_unmaskable_secrets(const JailSpec& spec) {
+  auto secrets = find_secrets(spec.workspace, spec.hide_patterns);
+  if (secrets.empty()) return;
+  std::string named = secrets.front().relative + " (" + secrets.front().reason + ")";
+  if (secrets.size() > 1) named += " and " + std::to_string(secrets.size() - 1) + " more";
+  throw SandboxError("the workspace holds " + named +
+                     ", which --isolation degraded cannot mask without a mount namespace: move "
+                     "it out of the workspace, or run where namespaces are allowed");
+}
+}  // namespace
 
 JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSpec::Mode mode,
                         const char* const* host_env) {
@@ -187,6 +227,8 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
 
   spec.hide_patterns = default_hidden_patterns();
   spec.hide_patterns.insert(spec.hide_patterns.end(), policy.hide.begin(), policy.hide.end());
+  guard_kernel_files(policy, spec);
+  if (mode == JailSpec::Mode::landlock) refuse_unmaskable_secrets(spec);
   spec.protect_patterns = protected_patterns(policy);
   spec.workspace_quota_bytes = policy.workspace_quota_bytes;
 

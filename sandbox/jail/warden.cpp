@@ -252,14 +252,27 @@ class Warden {
   }
 
   void start_landlocked() {
-    // No namespaces: a private home on the host's /tmp instead of a tmpfs.
-    char home_template[] = "/tmp/belljar-home-XXXXXX";
-    if (!::mkdtemp(home_template)) throw_errno("mkdtemp(/tmp/belljar-home-XXXXXX)");
-    home_ = home_template;
-    if (spec_.host_root && ::chown(home_.c_str(), spec_.host_uid, spec_.host_gid) != 0)
-      throw_errno("chown(" + home_ + ")");
-    for (auto& entry : spec_.env)
-      if (entry.rfind("HOME=", 0) == 0) entry = "HOME=" + home_;
+    // No namespaces, so no tmpfs of its own: a private session directory on the host's /tmp,
+    // 0700 and the sandbox user's, holding its home and its temporary files. Landlock lets the
+    // worker write there and nowhere else in /tmp, so it neither reads the host's /tmp (where
+    // a home, a runtime directory, another user's files may be) nor leaves files in it.
+    char session_template[] = "/tmp/belljar-session-XXXXXX";
+    if (!::mkdtemp(session_template)) throw_errno("mkdtemp(/tmp/belljar-session-XXXXXX)");
+    session_dir_ = session_template;
+    for (const char* sub : {"/home", "/tmp"})
+      if (::mkdir((session_dir_ + sub).c_str(), 0700) != 0)
+        throw_errno("mkdir(" + session_dir_ + sub + ")");
+    if (spec_.host_root)
+      for (const char* sub : {"", "/home", "/tmp"})
+        if (::chown((session_dir_ + sub).c_str(), spec_.host_uid, spec_.host_gid) != 0)
+          throw_errno("chown(" + session_dir_ + sub + ")");
+    bool tmpdir_set = false;
+    for (auto& entry : spec_.env) {
+      if (entry.rfind("HOME=", 0) == 0) entry = "HOME=" + session_dir_ + "/home";
+      if (entry.rfind("TMPDIR=", 0) == 0)
+        entry = "TMPDIR=" + session_dir_ + "/tmp", tmpdir_set = true;
+    }
+    if (!tmpdir_set) spec_.env.push_back("TMPDIR=" + session_dir_ + "/tmp");
     if (spec_.host_root)
       make_cgroup();
     else
@@ -287,7 +300,8 @@ class Warden {
     for (const char* path : {"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf",
                              "/etc/hostname", "/proc", "/dev"})
       options.landlock_rules.read_only.push_back(path);
-    for (const char* path : {"/tmp", "/dev/shm"}) options.landlock_rules.read_write.push_back(path);
+    // Not /tmp nor /dev/shm: both are the host's, shared with every process on it.
+    options.landlock_rules.read_write.push_back(session_dir_);
 
     Pipe go, errors;
     pid_t pid = ::fork();
@@ -486,9 +500,9 @@ class Warden {
     if (!cgroup_.empty()) {
       cgroup_.remove_after_kill();
     }
-    if (!home_.empty()) {
+    if (!session_dir_.empty()) {
       std::error_code ec;
-      fs::remove_all(home_, ec);
+      fs::remove_all(session_dir_, ec);
     }
   }
 
@@ -503,7 +517,7 @@ class Warden {
   Fd from_init_;
   std::optional<StatusReader> reader_;
   std::optional<WorkspaceWatch> watch_;  // namespaces mode: the workspace's guards
-  std::string home_;
+  std::string session_dir_;              // landlock mode: the private home and temporary directory
   std::optional<SessionMemory> memory_;  // no memory cgroup: the session's total, sampled
   std::chrono::steady_clock::time_point next_sample_;
   bool memory_over_ = false;

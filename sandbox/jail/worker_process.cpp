@@ -174,6 +174,7 @@ WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
   exit_report_ = std::move(other.exit_report_);
   surveys_ = std::move(other.surveys_);
   guards_workspace_ = std::exchange(other.guards_workspace_, false);
+  landlocked_ = std::exchange(other.landlocked_, false);
   exit_ = std::move(other.exit_);
   last_cpu_ = other.last_cpu_;
   last_peak_ = other.last_peak_;
@@ -186,7 +187,22 @@ WorkerProcess::~WorkerProcess() {
 }
 
 void WorkerProcess::end() {
+  if (pid_ > 0 && landlocked_ && !exit_) {
+    // The warden ends the session on SIGTERM and removes its private directory; a warden that
+    // has not gone within a second is killed (and its directory stays behind).
+    kill();
+    for (int waited = 0; waited < 100; ++waited) {
+      int status = 0;
+      pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_ || (r < 0 && errno == ECHILD)) {
+        pid_ = -1;
+        break;
+      }
+      ::usleep(10'000);
+    }
+  }
   if (pid_ > 0) {
+    landlocked_ = false;  // past asking: SIGKILL
     kill();
     reap(pid_);
     pid_ = -1;
@@ -371,6 +387,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
         ::fcntl(control.get(), F_SETFL, O_NONBLOCK);
         wp.status_ = std::move(control);
         wp.guards_workspace_ = plan.namespaces;
+        wp.landlocked_ = !plan.namespaces;
         wp.status_buffer_ = buffer;
         return wp;
       }
@@ -394,6 +411,12 @@ void WorkerProcess::interrupt() {
 
 void WorkerProcess::kill() {
   if (pid_ <= 0) return;
+  if (landlocked_ && !exit_) {
+    // The warden kills the session at once on SIGTERM, then removes its private directory on
+    // the host's /tmp; end() kills it outright if it has not gone within a second.
+    ::kill(pid_, SIGTERM);
+    return;
+  }
   if (!status_) ::kill(-pid_, SIGKILL);
   ::kill(pid_, SIGKILL);  // the warden: init dies with it (PDEATHSIG), and the namespace with init
   if (!cgroup_released_) SandboxCgroup::from_json(cgroup_).kill_all();

@@ -112,6 +112,9 @@ class WorkerProcess {
   std::optional<nlohmann::json> exit_report_;
   std::vector<nlohmann::json> surveys_;
   bool guards_workspace_ = false;
+  // Landlock mode: the warden has a private directory on the host's /tmp to remove at the end,
+  // so it is asked to end (SIGTERM) before it is killed.
+  bool landlocked_ = false;
   std::optional<WorkerExit> exit_;
   mutable double last_cpu_ = 0;
   mutable uint64_t last_peak_ = 0;

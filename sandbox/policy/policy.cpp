@@ -84,11 +84,12 @@ std::string HostRule::text() const {
 }
 
 const std::vector<std::string>& default_hidden_patterns() {
-  static const std::vector<std::string> patterns = {".env",    ".env.*",     ".ssh",
-                                                    ".aws",    ".netrc",     ".git-credentials",
-                                                    ".pypirc", ".npmrc",     ".docker/config.json",
-                                                    ".kube",   "*.pem",      "*.key",
-                                                    "id_rsa*", "id_ed25519*"};
+  static const std::vector<std::string> patterns = {
+      ".env", ".env.*", ".ssh", ".aws", ".netrc", ".git-credentials", ".pypirc", ".npmrc",
+      ".docker/config.json", ".kube", "*.pem", "*.key", "id_rsa*", "id_ed25519*",
+      // Jupyter's runtime directory, in a workspace that holds a home: every kernel's connection
+      // file (its key) and the server's jpserver-*.json (its token: a terminal on the host)
+      "jupyter/runtime"};
   return patterns;
 }
 

@@ -47,7 +47,10 @@ struct SecretBinding {
 struct Policy {
   std::filesystem::path workspace;  // absolute; the one writable directory
   std::vector<std::filesystem::path> read_only;
-  std::vector<std::string> hide;      // extra globs, on top of the defaults
+  std::vector<std::string> hide;  // extra globs, on top of the defaults
+  // The kernel's own files (its connection file): never readable inside, masked where they lie
+  // in the workspace. Set by the command line, not a flag.
+  std::vector<std::filesystem::path> kernel_files;
   std::vector<std::string> protect;   // extra read-only globs, on top of the defaults
   std::vector<std::string> writable;  // default read-only globs lifted (--writable)
   std::vector<HostRule> allow_net;

@@ -268,3 +268,42 @@ SECRET_PROBES = [
           "result = f\"{r.status_code} {r.headers.get('X-Belljar-Denied')}\"",
           "403 secret-needs-tls", control="200 None"),
 ]
+
+
+# The same table in degraded mode without namespaces (what a default Kubernetes pod allows:
+# Landlock, seccomp and rlimits; tests/containment/test_degraded.py runs it under a filter that
+# refuses namespaces and mounts). A row not named here holds exactly as above. Each row named
+# here either HOLDS (the probe still fails, with the errno Landlock or seccomp gives) or is
+# GIVEN_UP (the probe succeeds: the reason says why, and README.md says so too).
+HOLDS, GIVEN_UP = "holds", "given up"
+RAISED_EACCES = "raised PermissionError [Errno 13]"
+RAISED_EPERM = "raised PermissionError [Errno 1]"
+DEGRADED_ROWS = {
+    "connection file": ("EACCES", HOLDS, "Landlock: outside what the worker may read"),
+    "file in the host home": ("EACCES", HOLDS, "Landlock"),
+    "/root": ("EACCES", HOLDS, "Landlock"),
+    "/home": (RAISED_EACCES, HOLDS, "Landlock: not even listed"),
+    "/run and /var": ("EACCES EACCES", HOLDS, "Landlock"),
+    "symlink out of the workspace": ("EACCES", HOLDS, "Landlock judges the link's target"),
+    "/etc/shadow": ("EACCES", HOLDS, "Landlock: only the /etc files the jail would bind"),
+    "write to /tmp is private": (RAISED_EACCES, HOLDS,
+                                 "the host's /tmp is closed; TMPDIR and HOME are a private directory"),
+    "no controlling terminal": ("EACCES", HOLDS, "Landlock: /dev is read-only"),
+    "block devices": ("EACCES", HOLDS, "Landlock"),
+    "host loopback TCP": (RAISED_EPERM, HOLDS, "seccomp refuses AF_INET sockets: no network at all"),
+    "host loopback IPv6": (RAISED_EPERM, HOLDS, "seccomp refuses AF_INET6 sockets"),
+    "UDP to host loopback": (RAISED_EPERM, HOLDS, "seccomp refuses AF_INET sockets"),
+    "host abstract unix socket": ("EPERM", HOLDS, "Landlock ABI 6 scopes abstract sockets"),
+    "no route out of the sandbox": ("raised PermissionError [Errno 13]", HOLDS,
+                                    "no sockets to route: /sys is closed, inet refused"),
+    "workspace .env is masked": ("ENOENT", GIVEN_UP,
+                                 "nothing can be mounted over it: a workspace holding one is "
+                                 "refused at start instead (this table's workspace has none)"),
+    "workspace .ssh is masked": ("ENOENT", GIVEN_UP, "as .env: refused at start instead"),
+    "host processes in /proc": ("visible", GIVEN_UP,
+                                "no pid namespace: the host's processes and their command lines "
+                                "are visible (their environments and memory are not)"),
+    "/dev has only the safe devices": (lambda out: out != "full null random urandom zero", GIVEN_UP,
+                                       "the host's /dev is listed (opened read-only at most, as "
+                                       "its permissions allow)"),
+}

@@ -26,15 +26,16 @@ SECRET = "sk-probe-0123456789abcdef"
 class HostBait:
     """Things on the host the sandbox must not reach: servers, files, a secret."""
 
-    def __init__(self):
+    def __init__(self, secrets_in_workspace=True):
         self.root = pathlib.Path(tempfile.mkdtemp(prefix="belljar-bait-"))
         os.chmod(self.root, 0o755)
         self.workspace = self.root / "workspace"
         self.workspace.mkdir()
         os.chmod(self.workspace, 0o777)
-        (self.workspace / ".env").write_text("OPENAI_API_KEY=sk-probe-dotenv-secret\n")
-        (self.workspace / ".ssh").mkdir()
-        (self.workspace / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+        if secrets_in_workspace:  # (degraded mode refuses such a workspace: test_degraded.py)
+            (self.workspace / ".env").write_text("OPENAI_API_KEY=sk-probe-dotenv-secret\n")
+            (self.workspace / ".ssh").mkdir()
+            (self.workspace / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
         home = pathlib.Path(os.environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)
         home.mkdir(parents=True, exist_ok=True)
         self.home_file = home / f"belljar-probe-{self.root.name}.txt"
@@ -75,12 +76,12 @@ class HostBait:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _kernel_with_bait(isolation):
-    bait = HostBait()
+def _kernel_with_bait(isolation, wrapper=(), secrets_in_workspace=True):
+    bait = HostBait(secrets_in_workspace)
     flags = ["--isolation", isolation, "--timeout", "20"]
     env = {"BELLJAR_PROBE_SECRET": SECRET}
     ctx = running_kernel(flags=flags, workspace=str(bait.workspace), env=env,
-                         name=f"belljar-probe-{isolation}")
+                         name=f"belljar-probe-{isolation}", wrapper=wrapper)
     km, kc = ctx.__enter__()
     reply, _ = execute(kc, PRELUDE + bait.constants(km))
     assert reply["content"]["status"] == "ok", reply["content"]

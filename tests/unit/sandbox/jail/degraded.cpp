@@ -76,7 +76,14 @@ TEST_CASE("strict refuses to start without a layer, in one line naming it and th
 TEST_CASE("degraded mode without namespaces: Landlock, seccomp without inet, rlimits, and notes",
           "[sandbox]") {
   TempDir ws;
-  // Outside /tmp (which degraded mode leaves writable): a host file the worker must not read.
+  // A host file the worker must not read, and one in the host's /tmp (where a home or Jupyter's
+  // runtime directory may be), which it must neither read nor add to.
+  char host_tmp_tmpl[] = "/tmp/belljar-host-tmp-XXXXXX";
+  REQUIRE(::mkdtemp(host_tmp_tmpl));
+  fs::path host_tmp = host_tmp_tmpl;
+  write_file(host_tmp / "key.json", "host tmp file");
+  fs::permissions(host_tmp, fs::perms::all);
+  fs::permissions(host_tmp / "key.json", fs::perms::all);
   char outside_tmpl[] = "/var/tmp/belljar-outside-XXXXXX";
   REQUIRE(::mkdtemp(outside_tmpl));
   fs::path outside = outside_tmpl;
@@ -101,6 +108,7 @@ TEST_CASE("degraded mode without namespaces: Landlock, seccomp without inet, rli
                                         abstract_name.size())) == 0);
   REQUIRE(::listen(host_socket.get(), 1) == 0);
   FakeWorker fake("OUTSIDE = " + nlohmann::json(outside.string()).dump() +
+                  "\nHOST_TMP = " + nlohmann::json(host_tmp.string()).dump() +
                   "\nABSTRACT = " + nlohmann::json(abstract_name).dump() + "\n" + R"PY(
 def write(path):
     with open(path, 'w') as f:
@@ -111,6 +119,10 @@ out['env'] = dict(os.environ)
 out['status'] = open('/proc/self/status').read()
 out['write_workspace'] = attempt(lambda: write('inside.txt'))
 out['write_tmp'] = attempt(lambda: write('/tmp/belljar-degraded-probe'))
+out['read_host_tmp'] = attempt(lambda: open(HOST_TMP + '/key.json').read())
+out['list_tmp'] = attempt(lambda: os.listdir('/tmp'))
+out['tmpdir_writable'] = attempt(lambda: write(os.environ['TMPDIR'] + '/x'))
+out['dev_shm'] = attempt(lambda: write('/dev/shm/belljar-degraded-probe'))
 out['write_outside'] = attempt(lambda: write(OUTSIDE + '/new.txt'))
 out['read_outside'] = attempt(lambda: open(OUTSIDE + '/host.txt').read())
 out['write_usr'] = attempt(lambda: write('/usr/x'))
@@ -140,9 +152,13 @@ report(out)
   WorkerProcess worker = WorkerProcess::start(policy, fake.launch(), without_user_namespaces());
   auto notes = worker.notes();
   auto run = collect(worker);
+  bool tmp_written = fs::exists("/tmp/belljar-degraded-probe");
+  bool shm_written = fs::exists("/dev/shm/belljar-degraded-probe");
   ::unlink("/tmp/belljar-degraded-probe");
+  ::unlink("/dev/shm/belljar-degraded-probe");
   std::error_code ec;
   fs::remove_all(outside, ec);
+  fs::remove_all(host_tmp, ec);
   INFO(run.err);
   auto r = run.result();
   INFO(r.dump(1));
@@ -150,12 +166,17 @@ report(out)
   std::string all_notes;
   for (const auto& n : notes) all_notes += n + "\n";
   INFO(all_notes);
-  CHECK(all_notes.find("no namespaces") != std::string::npos);
-  CHECK(all_notes.find("secrets in the workspace are not masked") != std::string::npos);
-  CHECK(all_notes.find("no pid namespace") != std::string::npos);
+  CHECK(all_notes.find("no mount namespace: secrets in the workspace cannot be masked") !=
+        std::string::npos);
+  CHECK(all_notes.find("no pid namespace: the worker sees the host's processes") !=
+        std::string::npos);
 
   CHECK_FALSE(r["env"].contains("BELLJAR_TEST_SECRET"));
-  CHECK(r["env"]["HOME"].get<std::string>().rfind("/tmp/belljar-home-", 0) == 0);
+  // A private session directory: home and TMPDIR in it, the host's /tmp and /dev/shm closed.
+  std::string home = r["env"]["HOME"].get<std::string>();
+  CHECK(home.rfind("/tmp/belljar-session-", 0) == 0);
+  CHECK(home.substr(home.size() - 5) == "/home");
+  CHECK(r["env"]["TMPDIR"] == home.substr(0, home.size() - 5) + "/tmp");
   auto status = r["status"].get<std::string>();
   CHECK(status.find("NoNewPrivs:\t1") != std::string::npos);
   CHECK(status.find("Seccomp:\t2") != std::string::npos);
@@ -165,7 +186,13 @@ report(out)
     CHECK(status.find("CapBnd:\t0000000000000000") != std::string::npos);
   }
   CHECK(r["write_workspace"]["ok"] == true);
-  CHECK(r["write_tmp"]["ok"] == true);
+  CHECK(r["write_tmp"]["errno"] == "EACCES");
+  CHECK_FALSE(tmp_written);
+  CHECK(r["read_host_tmp"]["errno"] == "EACCES");
+  CHECK(r["list_tmp"]["errno"] == "EACCES");
+  CHECK(r["dev_shm"]["ok"] == false);
+  CHECK_FALSE(shm_written);
+  CHECK(r["tmpdir_writable"]["ok"] == true);
   CHECK(r["home_writable"]["ok"] == true);
   CHECK(r["write_outside"]["errno"] == "EACCES");
   CHECK(r["read_outside"]["errno"] == "EACCES");
@@ -183,4 +210,38 @@ report(out)
     CHECK(r["as"] == nlohmann::json::array({512 << 20, 512 << 20}));
   }
   CHECK(run.exit.exit_code == 0);
+}
+
+TEST_CASE("degraded mode refuses a workspace holding a secret it could not mask", "[sandbox]") {
+  TempDir ws;
+  if (running_as_root()) REQUIRE(::chown(ws.path.c_str(), 65534, 65534) == 0);
+  FakeWorker fake("report('ran')\n");
+  SECTION("a .env file") {
+    write_file(ws.path / "notes" / ".env", "OPENAI_API_KEY=sk-x\n");
+    CHECK_THROWS_WITH(WorkerProcess::start(test_policy(ws.path, Isolation::degraded), fake.launch(),
+                                           without_user_namespaces()),
+                      Catch::StartsWith("the workspace holds notes/.env (.env), which "
+                                        "--isolation degraded cannot mask") &&
+                          Catch::EndsWith("or run where namespaces are allowed"));
+  }
+  SECTION("Jupyter's runtime directory, in a workspace that is a home") {
+    write_file(ws.path / ".local/share/jupyter/runtime/kernel-1.json", "{\"key\": \"k\"}");
+    CHECK_THROWS_WITH(WorkerProcess::start(test_policy(ws.path, Isolation::degraded), fake.launch(),
+                                           without_user_namespaces()),
+                      Catch::StartsWith("the workspace holds .local/share/jupyter/runtime "
+                                        "(jupyter/runtime)"));
+  }
+  SECTION("the kernel's connection file, wherever in the workspace it is") {
+    write_file(ws.path / "run" / "conn.json", "{\"key\": \"k\"}");
+    auto policy = test_policy(ws.path, Isolation::degraded);
+    policy.kernel_files.push_back(ws.path / "run" / "conn.json");
+    CHECK_THROWS_WITH(WorkerProcess::start(policy, fake.launch(), without_user_namespaces()),
+                      Catch::StartsWith("the workspace holds run (/run)"));
+  }
+  SECTION("the control: the same workspace without them starts") {
+    write_file(ws.path / "notes" / "readme.txt", "nothing secret\n");
+    WorkerProcess worker = WorkerProcess::start(test_policy(ws.path, Isolation::degraded),
+                                                fake.launch(), without_user_namespaces());
+    CHECK(collect(worker).exit.exit_code == 0);
+  }
 }
