@@ -24,6 +24,8 @@ packages=(
   # tests and tools: network namespaces, certificates (scripts/demo-ca.sh), a client the
   # secrets tests run inside the sandbox (curl), browser
   iproute2 openssl curl procps git chromium chromium-driver
+  # the kernel image (scripts/build-image.sh, tests/image): a Debian root file system, podman
+  mmdebstrap podman runc
 )
 
 missing=()

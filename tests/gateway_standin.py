@@ -49,7 +49,7 @@ class GatewayStandIn:
         self.private_key = rsa.generate_private_key(public_exponent=65537, key_size=key_bits)
         self.public_key = public_key_text(self.private_key)
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(120)
+        self.listener.settimeout(120)  # wait_for_connection_info waits as long
         self.response_address = "127.0.0.1:%d" % self.listener.getsockname()[1]
         self.raw = None
         self.info = None
@@ -81,6 +81,8 @@ class GatewayStandIn:
 
     def wait_for_connection_info(self, timeout=90):
         assert self._received.wait(timeout), "no connection info reached the gateway"
+        if isinstance(self.error, TimeoutError):
+            raise AssertionError("no connection info reached the gateway")
         if self.error:
             raise self.error
         return self.info

@@ -30,6 +30,7 @@ std::string read_first_line(const std::string& path) {
 struct NamespaceProbe {
   int user_errno = 0;
   int errnos[6] = {};  // mount, pid, net, ipc, uts, cgroup
+  int proc_errno = 0;  // mounting a fresh /proc in them, as the jail's init does
 };
 
 constexpr int kProbeFlags[6] = {CLONE_NEWNS,  CLONE_NEWPID, CLONE_NEWNET,
@@ -55,6 +56,22 @@ NamespaceProbe probe_namespaces() {
       probe.user_errno = errno;
     } else {
       for (int i = 0; i < 6; ++i) probe.errnos[i] = ::unshare(kProbeFlags[i]) == 0 ? 0 : errno;
+      // A container that masks parts of its /proc (kcore, sysrq-trigger, ...) lets no fresh
+      // procfs be mounted below it (the kernel's mount_too_revealing): the jail could not stand.
+      if (probe.errnos[0] == 0 && probe.errnos[1] == 0) {
+        pid_t first = ::fork();  // pid 1 of the new pid namespace
+        if (first == 0) {
+          int err = 0;
+          if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+              ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+            err = errno;
+          _exit(err);
+        }
+        int status = 0;
+        while (first > 0 && ::waitpid(first, &status, 0) < 0 && errno == EINTR) {
+        }
+        probe.proc_errno = first < 0 ? errno : WIFEXITED(status) ? WEXITSTATUS(status) : ECHILD;
+      }
     }
     ssize_t ignored = ::write(fds[1], &probe, sizeof probe);
     (void)ignored;
@@ -141,6 +158,13 @@ LayerReport probe_host_layers() {
         report.ns_problem =
             std::string("unshare(") + kProbeNames[i] + "): " + errno_text(ns.errnos[i]);
     }
+    report.fresh_proc = report.mount_ns && report.pid_ns && ns.proc_errno == 0;
+    if (report.mount_ns && report.pid_ns && !report.fresh_proc && report.ns_problem.empty())
+      report.ns_problem =
+          "mount(proc) in a new pid namespace: " + errno_text(ns.proc_errno) +
+          "; a container that masks parts of /proc allows no fresh one (Kubernetes: "
+          "procMount: Unmasked with hostUsers: false; podman: --security-opt "
+          "unmask=/proc/*)";
   }
   report.seccomp = seccomp_available();
   report.landlock_abi = landlock_abi();
@@ -165,6 +189,7 @@ std::vector<LayerReport::Line> LayerReport::lines() const {
   ns_line("ipc namespace", ipc_ns);
   ns_line("uts namespace", uts_ns);
   ns_line("cgroup namespace", cgroup_ns);
+  if (user_ns && mount_ns && pid_ns) ns_line("a fresh /proc", fresh_proc);
   out.push_back(
       {"seccomp", seccomp,
        seccomp ? "filters with errno actions" : "unavailable (no CONFIG_SECCOMP_FILTER)"});

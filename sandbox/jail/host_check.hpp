@@ -15,13 +15,14 @@ struct LayerReport {
   std::string user_ns_problem;  // why not, naming the switch that turns them off
   bool mount_ns = false, pid_ns = false, net_ns = false, ipc_ns = false, uts_ns = false,
        cgroup_ns = false;
-  std::string ns_problem;  // the first unshare() that failed after the user namespace
-  bool seccomp = false;    // seccomp filters with errno actions
-  int landlock_abi = 0;    // 0: no Landlock
-  CgroupParents cgroups;   // where a sandbox cgroup can go (empty: rlimits instead)
+  bool fresh_proc = false;  // a procfs can be mounted in them (not below a masked /proc)
+  std::string ns_problem;   // the first unshare() (or the /proc mount) that failed
+  bool seccomp = false;     // seccomp filters with errno actions
+  int landlock_abi = 0;     // 0: no Landlock
+  CgroupParents cgroups;    // where a sandbox cgroup can go (empty: rlimits instead)
 
   bool all_namespaces() const {
-    return user_ns && mount_ns && pid_ns && net_ns && ipc_ns && uts_ns && cgroup_ns;
+    return user_ns && mount_ns && pid_ns && net_ns && ipc_ns && uts_ns && cgroup_ns && fresh_proc;
   }
 
   struct Line {

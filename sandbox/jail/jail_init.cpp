@@ -146,7 +146,10 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
     if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) throw_errno("prctl(PR_SET_DUMPABLE, 0)");
     // Now that the warden has put us in the sandbox's cgroup, make it our cgroup root.
     if (::unshare(CLONE_NEWCGROUP) != 0) throw_errno("unshare(CLONE_NEWCGROUP)");
-    if (::sethostname(kSandboxHostname, std::string(kSandboxHostname).size()) != 0)
+    // Cosmetic: the UTS namespace is the sandbox's either way. A container runtime's default
+    // seccomp profile refuses sethostname (EPERM); the sandbox then keeps the pod's name.
+    if (::sethostname(kSandboxHostname, std::string(kSandboxHostname).size()) != 0 &&
+        errno != EPERM)
       throw_errno("sethostname");
     bring_up_loopback();
     // The proxy's port, taken before the worker exists (so the worker cannot bind it first).

@@ -19,6 +19,7 @@ LayerReport without_user_namespaces() {
   LayerReport host = host_layers();
   host.user_ns = false;
   host.mount_ns = host.pid_ns = host.net_ns = host.ipc_ns = host.uts_ns = host.cgroup_ns = false;
+  host.fresh_proc = false;
   host.user_ns_problem = "user namespaces are disabled (sysctl kernel.unprivileged_userns_clone=0)";
   return host;
 }
