@@ -225,3 +225,33 @@ def test_workspace_writes_stop_at_the_quota():
         assert reply["content"]["status"] == "ok", out
         assert stdout_of(out) == "1\n"
     shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.mark.parametrize("isolation", ["strict", "none"])
+def test_the_kernels_connection_file_and_jupyters_runtime_directory_are_masked(isolation):
+    """A workspace that is (or holds) a home holds Jupyter's runtime directory: this kernel's
+    connection file (its key) and the server's jpserver-*.json (its token). Both must be masked,
+    wherever the runtime directory is in the workspace. Control: --isolation none reads them."""
+    ws = sandbox_writable_dir("belljar-guard-runtime-")
+    try:
+        home_runtime = ws / ".local" / "share" / "jupyter" / "runtime"
+        home_runtime.mkdir(parents=True)
+        (home_runtime / "jpserver-1.json").write_text('{"token": "%s"}' % SECRET)
+        # This kernel's own connection file, in a runtime directory the default pattern misses.
+        custom = ws / "state" / "kernels"
+        custom.mkdir(parents=True)
+        for d in (ws / ".local", ws / ".local" / "share", ws / ".local" / "share" / "jupyter",
+                  home_runtime, ws / "state", custom):
+            os.chmod(d, 0o755)
+        with running_kernel(flags=["--isolation", isolation, "--timeout", "20"], workspace=str(ws),
+                            connection_file=custom / "kernel-guard.json") as (km, kc):
+            os.chmod(km.connection_file, 0o644)  # so only the mask can stop the sandbox user
+            os.chmod(home_runtime / "jpserver-1.json", 0o644)
+            for path in (km.connection_file, home_runtime / "jpserver-1.json"):
+                _, out = execute(kc, read_attempt(path))
+                if isolation == "none":
+                    assert "READ:" in stdout_of(out), stdout_of(out)
+                else:
+                    assert stdout_of(out) == "REFUSED:PermissionError\n", (path, stdout_of(out))
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)

@@ -43,6 +43,12 @@ SKIPPED = {
     "belljar mcp [policy flags]": "synopsis; `belljar mcp` below",
     "belljar check [policy flags]": "synopsis; `belljar check` below",
     "belljar run": "the command's name in prose; its forms (script.py, -c, -) are run below",
+    "belljar launch [policy flags] --kernel-id ID --port-range LO..HI --response-address IP:PORT --public-key KEY":
+        "synopsis; a gateway runs it in a pod: tests/integration/test_launch.py plays the gateway",
+    "belljar launch": "the command's name in prose; tests/integration/test_launch.py runs it",
+    "belljar kernel": "the command's name in prose; kernel.json runs it (`jupyter console` below)",
+    "./scripts/build-image.sh":
+        "builds the kernel image (root, podman, minutes): tests/image/test_kernel_image.py runs it",
     "/usr/bin/python3 bench/bench.py":
         "the benchmark: minutes of runs, and it rewrites bench/RESULTS.md in the source tree",
 }
@@ -124,6 +130,24 @@ def check_install_secret(reader):
     assert argv[1] == "kernel" and argv[argv.index("--secret") + 1] == "OPENAI_API_KEY@api.openai.com"
     assert "--pass-env" not in argv
     assert value not in spec_file.read_text()
+
+
+def check_install_kubernetes(reader):
+    _, _, home = reader
+    run(reader, "build/belljar install --user --name belljar-k8s --kubernetes "
+                "localhost/belljar-kernel:0.1.0 --timeout 30")
+    spec_dir = home / ".local" / "share" / "jupyter" / "kernels" / "belljar-k8s"
+    spec = json.loads((spec_dir / "kernel.json").read_text())
+    proxy = spec["metadata"]["process_proxy"]
+    assert proxy["class_name"] == "enterprise_gateway.services.processproxies.k8s.KubernetesProcessProxy"
+    assert proxy["config"]["image_name"] == "localhost/belljar-kernel:0.1.0"
+    assert spec["argv"][:2] == ["python", str(spec_dir / "scripts" / "launch_kubernetes.py")]
+    assert spec["argv"][2:] == ["--RemoteProcessProxy.kernel-id", "{kernel_id}",
+                                "--RemoteProcessProxy.port-range", "{port_range}",
+                                "--RemoteProcessProxy.response-address", "{response_address}",
+                                "--RemoteProcessProxy.public-key", "{public_key}"]
+    assert json.loads(spec["env"]["BELLJAR_POLICY_FLAGS"]) == ["--timeout", "30"]
+    assert spec["interrupt_mode"] == "signal"
 
 
 def check_kernelspec_list(reader):
@@ -222,6 +246,8 @@ COMMANDS = {
     "build/belljar install --user --name belljar --timeout 30 --memory 2G": [check_install],
     "build/belljar install --user --name belljar-openai --secret OPENAI_API_KEY@api.openai.com":
         [check_install_secret],
+    "build/belljar install --user --name belljar-k8s --kubernetes localhost/belljar-kernel:0.1.0 --timeout 30":
+        [check_install_kubernetes],
     "jupyter kernelspec list": [check_kernelspec_list],
     "jupyter console --kernel belljar": [check_console],
     "jupyter nbconvert --to notebook --execute --ExecutePreprocessor.kernel_name=belljar nb.ipynb":
