@@ -77,11 +77,14 @@ nlohmann::json kubernetes_spec(const CommandLine& cl, const fs::path& dir) {
 }
 
 // The gateway's pod launcher, copied from its own Kubernetes kernelspec's scripts/.
-void copy_launcher_scripts(const fs::path& from, const fs::path& dir) {
+void check_launcher_scripts(const fs::path& from) {
   if (!fs::exists(from / "launch_kubernetes.py"))
     throw UsageError("--launcher-scripts " + from.string() +
                      ": no launch_kubernetes.py there (the scripts/ folder of the gateway's own "
                      "Kubernetes kernelspec)");
+}
+
+void copy_launcher_scripts(const fs::path& from, const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir / "scripts", ec);
   fs::copy(from, dir / "scripts",
@@ -94,6 +97,7 @@ fs::path install_kernelspec(const CommandLine& cl) {
   // Validates everything before anything is written; a pod's paths are the image's, so a
   // Kubernetes spec's flags are checked one by one as they were read, not resolved here.
   Policy policy = cl.kubernetes_image ? Policy{} : cl.policy.build();
+  if (cl.launcher_scripts) check_launcher_scripts(fs::absolute(*cl.launcher_scripts));
   fs::path kernels;
   switch (cl.scope) {
     case CommandLine::Scope::user:
