@@ -10,6 +10,7 @@ input is one line, a non-zero exit and nothing left listening.
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -328,3 +329,67 @@ def test_a_gateway_that_never_answers_is_tried_a_bounded_number_of_times(tmp_pat
         with socket.socket() as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", p))
+
+
+@pytest.mark.parametrize("gateway", ["enterprise-gateway", "gateway-provisioners"])
+def test_kubernetes_kernelspecs_in_each_gateways_format(tmp_path, gateway):
+    scripts = tmp_path / "gateway-scripts"
+    scripts.mkdir()
+    (scripts / "launch_kubernetes.py").write_text("# the gateway's own pod launcher\n")
+    (scripts / "kernel-pod.yaml.j2").write_text("kind: Pod\n")
+    done = subprocess.run([BELLJAR, "install", "--prefix", str(tmp_path), "--name", "bj-k8s",
+                           "--kubernetes", "registry.example/belljar-kernel:1", "--gateway", gateway,
+                           "--launcher-scripts", str(scripts), "--timeout", "30", "--allow-net",
+                           "pypi.org"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "bj-k8s"
+    spec = json.loads((spec_dir / "kernel.json").read_text())
+    assert (spec_dir / "scripts" / "kernel-pod.yaml.j2").exists()
+    assert spec["argv"][:2] == ["python", str(spec_dir / "scripts" / "launch_kubernetes.py")]
+    prefix = "--RemoteProcessProxy." if gateway == "enterprise-gateway" else "--"
+    assert spec["argv"][2:] == [prefix + "kernel-id", "{kernel_id}", prefix + "port-range", "{port_range}",
+                                prefix + "response-address", "{response_address}",
+                                prefix + "public-key", "{public_key}"]
+    metadata = spec["metadata"]
+    if gateway == "enterprise-gateway":
+        assert metadata["process_proxy"] == {
+            "class_name": "enterprise_gateway.services.processproxies.k8s.KubernetesProcessProxy",
+            "config": {"image_name": "registry.example/belljar-kernel:1"}}
+        assert "kernel_provisioner" not in metadata
+    else:
+        assert metadata["kernel_provisioner"] == {
+            "provisioner_name": "kubernetes-provisioner",
+            "config": {"image_name": "registry.example/belljar-kernel:1", "launch_timeout": 30}}
+        assert "process_proxy" not in metadata
+    assert spec["interrupt_mode"] == "signal" and spec["language"] == "python"
+    # The policy reaches the pod through the launcher's environment, under a name clients can't set.
+    flags = json.loads(spec["env"]["BELLJAR_POLICY_FLAGS"])
+    assert flags == ["--timeout", "30", "--allow-net", "pypi.org"]
+    assert not any(name.startswith("KERNEL_") for name in spec["env"])
+
+
+def test_the_pods_policy_flags_apply_and_the_command_line_wins(tmp_path):
+    kernel_env = {"BELLJAR_POLICY_FLAGS": json.dumps(["--timeout", "7", "--set-env", "FROM_SPEC=yes"])}
+    gateway = GatewayStandIn()
+    workspace = sandbox_writable_dir("belljar-launch-flags-")
+    process = subprocess.Popen(
+        [BELLJAR, "launch", "--python", PYTHON, "--isolation", ISOLATION, "--workspace", str(workspace),
+         "--ip", "127.0.0.1", "--timeout", "9", *gateway.args("k-flags")],
+        env=dict(os.environ, **kernel_env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        gateway.wait_for_connection_info()
+        kc = gateway.client()
+        kc.wait_for_ready(timeout=TIMEOUT)
+        reply, outputs = execute(kc, "import os; print(os.environ.get('FROM_SPEC'))")
+        assert stdout_of(outputs) == "yes\n"
+        assert reply["metadata"]["belljar"]["limits"]["timeout_seconds"] == 9
+        kc.stop_channels()
+    finally:
+        gateway.shutdown()
+        process.wait(timeout=30)
+        gateway.close()
+        shutil.rmtree(workspace, ignore_errors=True)
+    bad = subprocess.run([BELLJAR, "launch", *gateway.args("k")], capture_output=True, text=True,
+                         env=dict(os.environ, BELLJAR_POLICY_FLAGS='["--kernel-id", "x"]'), timeout=60)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "belljar: BELLJAR_POLICY_FLAGS: --kernel-id is not a policy flag"
