@@ -43,6 +43,17 @@ int run_kernel(const CommandLine& cl) {
   return kernel.run(frontend);
 }
 
+KernelOptions session_options(const CommandLine& cl) {
+  KernelOptions options;
+  options.policy = cl.policy.build();
+  options.launch = {options.policy.python, worker_package_dir()};
+  options.session_id = new_uuid();
+  if (options.policy.isolation == Isolation::none)
+    std::cerr << "belljar: WARNING: --isolation none: the code runs with your privileges, "
+                 "environment and network\n";
+  return options;
+}
+
 // A pod's policy flags come from its kernelspec's env (install --kubernetes writes
 // BELLJAR_POLICY_FLAGS, a JSON list): before the command line's own, which win.
 void insert_pod_policy_flags(std::vector<std::string>& args) {
@@ -73,10 +84,7 @@ void insert_pod_policy_flags(std::vector<std::string>& args) {
 int run_launch(const CommandLine& cl) {
   GatewayLaunch launch =
       resolve_gateway_launch(cl.launch, [](const char* name) { return std::getenv(name); });
-  KernelOptions options;
-  options.policy = cl.policy.build();
-  options.launch = {options.policy.python, worker_package_dir()};
-  options.session_id = new_uuid();
+  KernelOptions options = session_options(cl);
   ConnectionInfo connection;
   connection.transport = "tcp";
   connection.ip = launch.ip;
@@ -90,17 +98,6 @@ int run_launch(const CommandLine& cl) {
   connection.key.assign(connection.key.size(), '\0');
   GatewayFrontend frontend(jupyter, comm_port, launch.response, std::move(sealed));
   return kernel.run(frontend);
-}
-
-KernelOptions session_options(const CommandLine& cl) {
-  KernelOptions options;
-  options.policy = cl.policy.build();
-  options.launch = {options.policy.python, worker_package_dir()};
-  options.session_id = new_uuid();
-  if (options.policy.isolation == Isolation::none)
-    std::cerr << "belljar: WARNING: --isolation none: the code runs with your privileges, "
-                 "environment and network\n";
-  return options;
 }
 
 // `belljar mcp`: a Model Context Protocol server on stdio; stdout carries protocol only.
