@@ -98,8 +98,11 @@ void guard_kernel_files(const Policy& policy, JailSpec& spec) {
     fs::path real = fs::weakly_canonical(file, ec);
     if (ec) real = file;
     if (is_within(real, spec.workspace)) {
-      spec.hide_patterns.push_back("/" +
-                                   real.parent_path().lexically_relative(spec.workspace).string());
+      // Its directory (the runtime directory, other kernels' files beside it), or the file
+      // alone when it lies at the workspace's top.
+      fs::path dir = real.parent_path();
+      fs::path guarded = dir == fs::path(spec.workspace) ? real : dir;
+      spec.hide_patterns.push_back("/" + guarded.lexically_relative(spec.workspace).string());
       continue;
     }
     for (const auto& bind : spec.binds)

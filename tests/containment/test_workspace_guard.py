@@ -255,3 +255,19 @@ def test_the_kernels_connection_file_and_jupyters_runtime_directory_are_masked(i
                     assert stdout_of(out) == "REFUSED:PermissionError\n", (path, stdout_of(out))
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_a_connection_file_at_the_workspaces_top_is_masked_alone():
+    ws = sandbox_writable_dir("belljar-guard-top-")
+    try:
+        (ws / "data.txt").write_text("the learner's own file\n")
+        os.chmod(ws / "data.txt", 0o644)
+        with running_kernel(flags=["--timeout", "20"], workspace=str(ws),
+                            connection_file=ws / "kernel-top.json") as (km, kc):
+            os.chmod(km.connection_file, 0o644)
+            _, out = execute(kc, read_attempt(km.connection_file))
+            assert stdout_of(out) == "REFUSED:PermissionError\n", stdout_of(out)
+            _, out = execute(kc, read_attempt(ws / "data.txt"))  # the rest of the workspace stays
+            assert stdout_of(out) == "READ:the learner's own file\n\n", stdout_of(out)
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
