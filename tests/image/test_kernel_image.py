@@ -148,6 +148,12 @@ print(json.dumps({{"found": found, "uid": os.getuid(), "tmpdir": os.environ.get(
     return got, first_result
 
 
+def record_launch(name, pod, first_result):
+    """A run's figures: container start -> connection info, and the first result."""
+    record(name, {"connection_info_seconds": round(pod.connection_seconds, 2),
+                  "first_result_seconds": round(first_result, 3)})
+
+
 def record(name, figures):
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     results[name] = figures
@@ -189,9 +195,7 @@ def test_with_the_runtimes_defaults(image, tmp_path):
     try:
         got, first = drive(pod, expect_isolation="degraded")
         assert got["tmpdir"].startswith("/tmp/belljar-session-") and not got["tmp"], got
-        record("runtime defaults, degraded", {
-            "connection_info_seconds": round(pod.connection_seconds, 2),
-            "first_result_seconds": round(first, 3)})
+        record_launch("runtime defaults, degraded", pod, first)
     finally:
         pod.close()
 
@@ -204,9 +208,7 @@ def test_under_a_namespace_refusing_profile_in_degraded_mode(image, tmp_path):
         got, first = drive(pod, expect_isolation="degraded")
         # Degraded mode's guarantees: a private temporary directory, never the pod's /tmp.
         assert got["tmpdir"].startswith("/tmp/belljar-session-") and not got["tmp"], got
-        record("namespaces refused, degraded", {
-            "connection_info_seconds": round(pod.connection_seconds, 2),
-            "first_result_seconds": round(first, 3)})
+        record_launch("namespaces refused, degraded", pod, first)
     finally:
         pod.close()
 
@@ -234,8 +236,6 @@ def test_with_belljars_own_profile_and_an_unmasked_proc_strict_holds(image, tmp_
         assert stdout_of(outputs) == "-1 1\n"
         got, first = drive(pod, expect_isolation="strict")
         assert got["uid"] == 1000 and got["tmp"], got  # the jail's own /tmp
-        record("belljar profile, strict", {
-            "connection_info_seconds": round(pod.connection_seconds, 2),
-            "first_result_seconds": round(first, 3)})
+        record_launch("belljar profile, strict", pod, first)
     finally:
         pod.close()
