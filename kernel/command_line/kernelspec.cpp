@@ -2,14 +2,14 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "kernel/command_line/resources.hpp"
-#include "sandbox/jail/python_layout.hpp"
-#include "sandbox/jail/worker_process.hpp"
+#include "sandbox/jail_client/python_layout.hpp"
+#include "sandbox/jail_client/worker_process.hpp"
 
 namespace belljar {
 namespace fs = std::filesystem;
@@ -141,10 +141,12 @@ fs::path install_kernelspec(const CommandLine& cl) {
   out << spec.dump(2) << "\n";
   if (!out) throw UsageError("cannot write " + (dir / "kernel.json").string());
   if (cl.kubernetes_image && !fs::exists(dir / kPodLauncher))
-    std::cerr << "belljar: " << (dir / kPodLauncher).string()
-              << " is not there yet: copy the scripts/ folder of your gateway's own Kubernetes "
-                 "kernelspec into "
-              << dir.string() << " (or pass --launcher-scripts DIR)\n";
+    std::fputs(("belljar: " + (dir / kPodLauncher).string() +
+                " is not there yet: copy the scripts/ folder of your gateway's own Kubernetes "
+                "kernelspec into " +
+                dir.string() + " (or pass --launcher-scripts DIR)\n")
+                   .c_str(),
+               stderr);
   fs::path logos = kernelspec_source_dir();
   for (const char* logo : {"logo-32x32.png", "logo-64x64.png", "logo-svg.svg"}) {
     if (!fs::exists(logos / logo)) continue;

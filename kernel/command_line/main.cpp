@@ -8,8 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
-#include <iterator>
 
 #include "kernel/command_line/command_line.hpp"
 #include "kernel/command_line/kernelspec.hpp"
@@ -22,20 +20,27 @@
 #include "kernel/protocol/connection_file.hpp"
 #include "kernel/run/run_frontend.hpp"
 #include "kernel/session/kernel.hpp"
-#include "sandbox/jail/host_check.hpp"
-#include "sandbox/jail/jail_entry.hpp"
+#include "sandbox/jail_client/host_check.hpp"
+#include "sandbox/jail_client/jail_helper.hpp"
 #include "sandbox/policy/policy_flags.hpp"
 
 using namespace belljar;
 
 namespace {
 
+// The command line's own text, through stdio: no iostreams in the supervisor (their locale
+// machinery alone keeps about half a megabyte of libstdc++ resident in every kernel).
+void say(FILE* stream, const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stream);
+  std::fflush(stream);
+}
+
 int run_kernel(const CommandLine& cl) {
   ConnectionInfo connection = read_connection_file(cl.connection_file);
   KernelOptions options;
   options.policy = cl.policy.build();
   options.policy.kernel_files.push_back(std::filesystem::absolute(cl.connection_file));
-  options.launch = {options.policy.python, worker_package_dir()};
+  options.launch = worker_launch(options.policy);
   options.session_id = new_uuid();
   Kernel kernel(options);  // before the frontend: its ZMQ threads must inherit the signal mask
   JupyterFrontend frontend(connection, options.session_id);
@@ -46,11 +51,12 @@ int run_kernel(const CommandLine& cl) {
 KernelOptions session_options(const CommandLine& cl) {
   KernelOptions options;
   options.policy = cl.policy.build();
-  options.launch = {options.policy.python, worker_package_dir()};
+  options.launch = worker_launch(options.policy);
   options.session_id = new_uuid();
   if (options.policy.isolation == Isolation::none)
-    std::cerr << "belljar: WARNING: --isolation none: the code runs with your privileges, "
-                 "environment and network\n";
+    say(stderr,
+        "belljar: WARNING: --isolation none: the code runs with your privileges, environment "
+        "and network\n");
   return options;
 }
 
@@ -110,7 +116,7 @@ int run_mcp(const CommandLine& cl) {
 
 std::string read_code(const CommandLine& cl) {
   if (cl.run_code) return *cl.run_code;
-  if (*cl.run_file == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  if (*cl.run_file == "-") return read_to_eof(STDIN_FILENO);
   auto unreadable = [&] {
     return UsageError(*cl.run_file + ": cannot read it: " + std::strerror(errno));
   };
@@ -150,14 +156,21 @@ int run_check(const CommandLine& cl) {
   Policy policy = cl.policy.build();
   const LayerReport& host = host_layers();
   EnforcementPlan plan = plan_enforcement(policy, host);
-  std::cout << describe_check(host, plan);
-  return plan.enforceable ? 0 : 1;
+  say(stdout, describe_check(host, plan));
+  // The sandbox's own processes: a kernel that can't start them refuses to start.
+  bool helper_ok = true;
+  try {
+    say(stdout, "jail helper: " + JailHelper::open(jail_helper_path())->path() + "\n");
+  } catch (const SandboxError& e) {
+    helper_ok = policy.isolation == Isolation::none;
+    say(stdout, std::string("jail helper: MISSING: ") + e.what() + "\n");
+  }
+  return plan.enforceable && helper_ok ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == kJailCommand) return jail_main(argc, argv);
   // The supervisor holds the connection key: no same-uid process (a degraded-mode worker,
   // say) may ptrace it or read its memory through /proc.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -166,15 +179,15 @@ int main(int argc, char** argv) {
     if (!args.empty() && args[0] == "launch") insert_pod_policy_flags(args);
     CommandLine cl = parse_command_line(args);
     if (cl.command == "help") {
-      std::cout << usage_text();
+      say(stdout, usage_text());
       return 0;
     }
     if (cl.command == "flags-markdown") {
-      std::cout << policy_flags_markdown();
+      say(stdout, policy_flags_markdown());
       return 0;
     }
     if (cl.command == "version") {
-      std::cout << "belljar " BELLJAR_VERSION "\n";
+      say(stdout, "belljar " BELLJAR_VERSION "\n");
       return 0;
     }
     if (cl.command == "kernel") return run_kernel(cl);
@@ -182,21 +195,21 @@ int main(int argc, char** argv) {
     if (cl.command == "launch") return run_launch(cl);
     if (cl.command == "install") {
       auto dir = install_kernelspec(cl);
-      std::cout << "installed kernelspec " << cl.name << " in " << dir.string() << "\n";
+      say(stdout, "installed kernelspec " + cl.name + " in " + dir.string() + "\n");
       return 0;
     }
     if (cl.command == "mcp") return run_mcp(cl);
     if (cl.command == "run") return run_once(cl);
-    std::cerr << "belljar " << cl.command << ": unknown command\n";
+    say(stderr, "belljar " + cl.command + ": unknown command\n");
     return 2;
   } catch (const UsageError& e) {
-    std::cerr << "belljar: " << e.what() << "\n";
+    say(stderr, std::string("belljar: ") + e.what() + "\n");
     return 2;
   } catch (const SandboxError& e) {
-    std::cerr << "belljar: refusing to start: " << e.what() << "\n";
+    say(stderr, std::string("belljar: refusing to start: ") + e.what() + "\n");
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "belljar: " << e.what() << "\n";
+    say(stderr, std::string("belljar: ") + e.what() + "\n");
     return 1;
   }
 }

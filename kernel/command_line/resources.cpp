@@ -1,5 +1,8 @@
 #include "kernel/command_line/resources.hpp"
 
+#include <unistd.h>
+
+#include "sandbox/jail_client/jail_helper.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
@@ -30,6 +33,24 @@ fs::path worker_package_dir() {
 
 fs::path kernelspec_source_dir() {
   return first_existing("kernelspec", "logo-64x64.png");
+}
+
+fs::path jail_helper_path() {
+  fs::path bin = executable_path().parent_path();
+  const fs::path candidates[] = {bin / "belljar-jail",
+                                 bin.parent_path() / "libexec/belljar/belljar-jail"};
+  for (const fs::path& candidate : candidates)
+    if (::access(candidate.c_str(), F_OK) == 0) return candidate;
+  throw SandboxError("the jail helper belljar-jail is neither at " + candidates[0].string() +
+                     " nor at " + candidates[1].string() +
+                     ": it is built and installed with belljar (cmake --install)");
+}
+
+WorkerLaunch worker_launch(const Policy& policy) {
+  WorkerLaunch launch{policy.python, worker_package_dir()};
+  if (policy.isolation != Isolation::none)
+    launch.jail_helper = JailHelper::open(jail_helper_path());
+  return launch;
 }
 
 }  // namespace belljar

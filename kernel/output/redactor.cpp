@@ -4,7 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 
-#include "sandbox/layers/environment.hpp"
+#include "sandbox/jail_client/environment.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
@@ -34,7 +34,7 @@ Redactor::Redactor(std::vector<std::string> secrets) : secrets_(std::move(secret
 
 Redactor Redactor::for_sandbox(const Policy& policy, char** environ,
                                std::vector<std::string> bound_values) {
-  // Which names are harmless is the sandbox's own rule (sandbox/layers/environment.hpp), not a
+  // Which names are harmless is the sandbox's own rule (sandbox/jail_client/environment.hpp), not a
   // second list here: a variable the sandbox hands over unasked, or builds itself, is no secret.
   std::vector<std::string> secrets;
   for (const auto& name : policy.pass_env)

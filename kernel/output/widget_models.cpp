@@ -6,7 +6,6 @@
 #include "kernel/output/widget_models.hpp"
 
 #include <algorithm>
-#include <regex>
 #include <set>
 #include <string_view>
 
@@ -39,14 +38,24 @@ const std::set<std::string, std::less<>> kTextTraits = {
 const std::set<std::string, std::less<>> kEnvelope = {"state", "method", "buffers", "buffer_paths",
                                                       "content"};
 
-bool is_class_name(const std::string& name) {
-  static const std::regex pattern("[A-Z][A-Za-z0-9]{0,63}");
-  return std::regex_match(name, pattern);
+// Plain ASCII classes, tested by hand rather than with std::regex, whose locale machinery
+// would stay resident in the supervisor for two character classes.
+bool ascii_alnum(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
+// [A-Z][A-Za-z0-9]{0,63}
+bool is_class_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && name[0] >= 'A' && name[0] <= 'Z' &&
+         std::all_of(name.begin(), name.end(), ascii_alnum);
+}
+
+// [0-9A-Za-z.*~^<>=| -]{0,40}
 bool is_version_range(const std::string& range) {
-  static const std::regex pattern("[0-9A-Za-z.*~^<>=| -]{0,40}");
-  return std::regex_match(range, pattern);
+  return range.size() <= 40 && std::all_of(range.begin(), range.end(), [](char c) {
+           return ascii_alnum(c) ||
+                  std::string_view(".*~^<>=| -").find(c) != std::string_view::npos;
+         });
 }
 
 bool markup_model(const std::string& name) {

@@ -1,10 +1,10 @@
 #include "kernel/protocol/connection_file.hpp"
 
-#include <fstream>
-#include <sstream>
+#include <unistd.h>
 
 #include "kernel/protocol/bounded_json.hpp"
 #include "sandbox/os/host_port.hpp"
+#include "sandbox/os/small_file.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
@@ -15,12 +15,11 @@ std::string ConnectionInfo::endpoint(int port) const {
 }
 
 ConnectionInfo read_connection_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("connection file " + path + ": cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > (1 << 20)) throw UsageError("connection file " + path + ": too large");
-  return parse_connection_info(text.str(), path);
+  if (::access(path.c_str(), R_OK) != 0)
+    throw UsageError("connection file " + path + ": cannot be read");
+  std::string text = read_small_file(path, (1 << 20) + 1);
+  if (text.size() > (1 << 20)) throw UsageError("connection file " + path + ": too large");
+  return parse_connection_info(text, path);
 }
 
 ConnectionInfo parse_connection_info(const std::string& text, const std::string& path) {

@@ -32,7 +32,7 @@
 #include "kernel/session/usage.hpp"
 #include "kernel/session/worker_frames.hpp"
 #include "sandbox/egress/egress_proxy.hpp"
-#include "sandbox/jail/worker_process.hpp"
+#include "sandbox/jail_client/worker_process.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/policy/policy.hpp"
 

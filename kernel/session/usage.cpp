@@ -4,19 +4,23 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "sandbox/os/small_file.hpp"
 
 namespace belljar {
 
 namespace {
-uint64_t resident_bytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+// The number after `key` in a "Key: value [kB]" file (/proc/PID/status, /proc/meminfo).
+uint64_t keyed_number(const std::string& text, std::string_view key) {
+  auto fields = words(text);
+  for (size_t i = 0; i + 1 < fields.size(); ++i)
+    if (fields[i] == key) return parse_unsigned(fields[i + 1]).value_or(0);
   return 0;
+}
+
+uint64_t resident_bytes(pid_t pid) {
+  return keyed_number(read_small_file("/proc/" + std::to_string(pid) + "/status"), "VmRSS:") * 1024;
 }
 
 // The supervisor's open descriptors (a leak shows here first; the supervisor is not dumpable,
@@ -37,19 +41,10 @@ double own_cpu_seconds() {
 }
 
 nlohmann::json host_memory() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  uint64_t value = 0, total = 0, available = 0, free = 0;
-  std::string unit;
-  while (meminfo >> key >> value) {
-    std::getline(meminfo, unit);
-    if (key == "MemTotal:")
-      total = value * 1024;
-    else if (key == "MemAvailable:")
-      available = value * 1024;
-    else if (key == "MemFree:")
-      free = value * 1024;
-  }
+  std::string meminfo = read_small_file("/proc/meminfo");
+  uint64_t total = keyed_number(meminfo, "MemTotal:") * 1024,
+           available = keyed_number(meminfo, "MemAvailable:") * 1024,
+           free = keyed_number(meminfo, "MemFree:") * 1024;
   double percent = total ? 100.0 * double(total - available) / double(total) : 0;
   return {{"total", total},
           {"available", available},
@@ -66,11 +61,14 @@ nlohmann::json UsageSampler::sample(pid_t worker_pid, double worker_cpu_seconds)
       last_ == decltype(last_){} ? 0 : std::chrono::duration<double>(now - last_).count();
   double kernel_percent = elapsed > 0 ? 100.0 * (kernel_cpu - last_kernel_cpu_) / elapsed : 0;
 
-  std::ifstream stat("/proc/stat");
-  std::string cpu;
-  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0,
-                     steal = 0;
-  stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  // The first line: "cpu  user nice system idle iowait irq softirq steal ...", in ticks.
+  std::string stat = read_small_file("/proc/stat", 4096);
+  auto fields = words(lines(stat).empty() ? std::string_view() : lines(stat).front());
+  auto tick = [&](size_t i) {
+    return i < fields.size() ? parse_unsigned(fields[i]).value_or(0) : 0;
+  };
+  unsigned long long user = tick(1), nice = tick(2), system = tick(3), idle = tick(4),
+                     iowait = tick(5), irq = tick(6), softirq = tick(7), steal = tick(8);
   unsigned long long busy = user + nice + system + irq + softirq + steal,
                      total = busy + idle + iowait;
   double host_percent =

@@ -336,6 +336,10 @@ void Kernel::handle_frame(const json& frame) {
       records.push_back(*it);
     send_to_worker({{"type", "audit_reply"}, {"records", records}});
   } else if (type == "done") {
+    // The proxy's decisions for this cell's requests were posted before their responses ended,
+    // so before this done was written; but read_frames may have read it past the poll that saw
+    // them. Take them now, or the cell's record and reply would miss its last requests.
+    handle_egress();
     // One or the other: finish_cell starts the next request, which this done is not for.
     if (executing)
       finish_cell(frame);

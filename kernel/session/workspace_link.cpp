@@ -1,4 +1,5 @@
-// The workspace guard's reports (sandbox/jail/workspace_watch.hpp), read on the reactor: before a
+// The workspace guard's reports (sandbox/jail/workspace_watch.hpp, as SurveyReport:
+// sandbox/jail_protocol/jail_reports.hpp), read on the reactor: before a
 // cell runs the warden surveys the workspace again (a secret saved on the host, a .git made by
 // the last cell) and the cell waits for that survey; while the session lives, surveys repeat on
 // a timer that keeps their cost to a few per cent of one core. Each new guard is audited and
@@ -58,10 +59,9 @@ void Kernel::handle_surveys() {
     ++surveys_answered_;
     // The session's starting point for --workspace-quota: the first survey it ever got (no
     // code has run before the first cell's), kept across restarts of the sandbox.
-    if (!workspace_baseline_ && survey->contains("bytes"))
-      workspace_baseline_ = survey->value("bytes", uint64_t{0});
-    double ms = survey->value("ms", 0.0);
-    uint64_t bytes = survey->value("bytes", survey_bytes_);
+    if (!workspace_baseline_ && survey->bytes) workspace_baseline_ = *survey->bytes;
+    double ms = survey->micros / 1000.0;
+    uint64_t bytes = survey->bytes.value_or(survey_bytes_);
     if (!executing())
       survey_period_ = kSurveyWhileIdle;
     else if (held_frame_ || bytes != survey_bytes_)
@@ -74,28 +74,29 @@ void Kernel::handle_surveys() {
     auto cost = std::chrono::milliseconds(static_cast<long>(ms * share));
     next_survey_ = Clock::now() + std::max<Clock::duration>(survey_period_, cost);
 
-    if (auto error = survey->find("error"); error != survey->end() && error->is_string()) {
-      log_line("workspace survey failed: " + error->get<std::string>());
-      audit_.record("workspace_guard", {{"error", *error}});
+    if (!survey->error.empty()) {
+      log_line("workspace survey failed: " + survey->error);
+      audit_.record("workspace_guard", {{"error", survey->error}});
       if (held_frame_ && surveys_answered_ >= survey_gate_) {
         // Fail closed: a cell never runs over a workspace the guard could not check.
         held_frame_.reset();
         fail_cell("WorkspaceGuardError",
                   "the workspace could not be checked for new secrets and host-run files (" +
-                      error->get<std::string>() + "); the cell was not run",
+                      survey->error + "); the cell was not run",
                   CellStatus::error);
       }
       continue;
     }
     size_t shown = 0, more = 0;
-    for (const auto& guard : survey->value("guarded", json::array())) {
-      std::string path = guard.value("path", ""), kind = guard.value("guard", "");
+    for (const auto& guard : survey->guarded) {
+      const std::string& path = guard.path;
       if (shown++ < kGuardsAudited)
-        audit_.record("workspace_guard",
-                      {{"path", path}, {"guard", kind}, {"reason", guard.value("reason", "")}});
+        audit_.record(
+            "workspace_guard",
+            {{"path", path}, {"guard", guard_kind_name(guard.kind)}, {"reason", guard.reason}});
       else
         ++more;
-      if (kind == "read-only")
+      if (guard.kind == GuardKind::read_only)
         workspace_notices_ += "[belljar] " + path +
                               " appeared in the workspace while this session ran. Host tools "
                               "(git, direnv, editors, shells) execute or obey it, so it is "
@@ -103,12 +104,12 @@ void Kernel::handle_surveys() {
                               "made it, inspect it before running those tools here.\n";
       else
         workspace_notices_ += "[belljar] " + path + " is masked inside the sandbox (" +
-                              guard.value("reason", "secret") + ").\n";
+                              (guard.reason.empty() ? "secret" : guard.reason) + ").\n";
     }
     if (more) audit_.record("workspace_guard", {{"more_paths", more}});
     if (workspace_notices_.size() > 16384) workspace_notices_.resize(16384);
 
-    bool over = survey->value("over_quota", false);
+    bool over = survey->over_quota;
     if (over && executing() && cell_->limit_hit == LimitHit::none && !cell_->kill_at &&
         !held_frame_) {
       // Like the time limits: KeyboardInterrupt inside, named for what it was, kill in 2 s.
@@ -116,8 +117,7 @@ void Kernel::handle_surveys() {
       cell_->kill_at = Clock::now() + std::chrono::seconds(2);
       worker_->interrupt();
     }
-    if (survey->contains("added_bytes"))
-      workspace_added_ = survey->value("added_bytes", uint64_t{0});
+    if (survey->added_bytes) workspace_added_ = *survey->added_bytes;
     // Said when the workspace turns read-only, and again to each cell that starts while it is.
     if (over && (!quota_told_ || held_frame_))
       workspace_notices_ +=

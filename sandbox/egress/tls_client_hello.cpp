@@ -139,8 +139,8 @@ ClientHelloScan scan_client_hello(std::string_view bytes, size_t max_bytes) {
     if (static_cast<uint8_t>(handshake[0]) != kClientHello)
       return malformed("the first handshake message is not a ClientHello");
     Reader header(handshake);
-    uint8_t ignored;
-    uint32_t body_length;
+    uint8_t ignored = 0;
+    uint32_t body_length = 0;  // four bytes are there: both reads succeed
     header.u8(ignored);
     header.u24(body_length);
     if (4 + size_t{body_length} > max_bytes)

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/egress/egress_forwarder.hpp"
+#include "sandbox/jail/egress_forwarder.hpp"
 #include "sandbox/jail/jail_memory.hpp"
-#include "sandbox/jail/status_channel.hpp"
 #include "sandbox/jail/worker_exec.hpp"
+#include "sandbox/jail_protocol/jail_reports.hpp"
 #include "sandbox/layers/loopback.hpp"
 #include "sandbox/layers/privileges.hpp"
 #include "sandbox/os/setup_error.hpp"
@@ -36,9 +36,13 @@ bool has_cap_sys_admin() {
   return data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32));
 }
 
-nlohmann::json exit_report(int status) {
-  if (WIFSIGNALED(status)) return {{"event", "exit"}, {"code", -1}, {"signal", WTERMSIG(status)}};
-  return {{"event", "exit"}, {"code", WEXITSTATUS(status)}, {"signal", 0}};
+ExitReport exit_report(int status) {
+  ExitReport report;
+  if (WIFSIGNALED(status))
+    report.signal = WTERMSIG(status);
+  else
+    report.code = WEXITSTATUS(status);
+  return report;
 }
 
 // Reaps until the worker is among the dead; returns its status then, -1 otherwise.
@@ -85,15 +89,14 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report) {
   for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&signals, sig);
   int sfd = ::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) {
-    send_status(report,
-                {{"event", "error"}, {"message", "jail init: signalfd: " + errno_text(errno)}});
+    send_report(report, ErrorReport{"jail init: signalfd: " + errno_text(errno)});
     ::kill(-1, SIGKILL);
     _exit(1);
   }
   for (;;) {
     int status = reap_all(worker);
     if (status != -1) {
-      send_status(report, exit_report(status));
+      send_report(report, exit_report(status));
       _exit(0);  // the kernel now kills whatever is left in the namespace
     }
     std::vector<pollfd> fds = {{sfd, POLLIN, 0}};
@@ -121,6 +124,7 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report) {
 void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
                    const std::vector<GuardedPath>& guards, InitChannels channels) noexcept {
   try {
+    ::prctl(PR_SET_NAME, "belljar-init", 0, 0, 0);
     unsigned char go = 0;
     ssize_t n;
     while ((n = ::read(channels.go, &go, 1)) < 0 && errno == EINTR) {
@@ -169,7 +173,7 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
     pid_t worker = start_worker(spec, go, channels.report);
     // Reaping and signalling its own uid's processes needs no capabilities: keep none.
     drop_capabilities();
-    send_status(channels.report, {{"event", "ready"}});
+    send_report(channels.report, ReadyReport{});
     // Init holds none of the session's pipes: their ends are the worker's alone.
     int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null_fd >= 0)
@@ -178,9 +182,9 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
   } catch (const std::exception& e) {
     std::string text = e.what();
     if (text.rfind("worker: ", 0) != 0) text = "jail init: " + text;
-    send_status(channels.report, {{"event", "error"}, {"message", text}});
+    send_report(channels.report, ErrorReport{text});
   } catch (...) {
-    send_status(channels.report, {{"event", "error"}, {"message", "jail init: unknown failure"}});
+    send_report(channels.report, ErrorReport{"jail init: unknown failure"});
   }
   _exit(1);
 }

@@ -4,9 +4,9 @@
 // and reports how the worker ended. When it exits, the kernel kills the whole namespace.
 #include <vector>
 
+#include "sandbox/jail_protocol/jail_spec.hpp"
 #include "sandbox/layers/mounts.hpp"
 #include "sandbox/layers/workspace_guard.hpp"
-#include "sandbox/policy/jail_spec.hpp"
 
 namespace belljar {
 
@@ -16,7 +16,7 @@ inline constexpr unsigned char kGoPidsCgroup = 2;
 
 struct InitChannels {
   int go = -1;      // read end; one byte of kGo* flags once the maps and cgroups are in place
-  int report = -1;  // write end; JSON lines to the warden: ready / error / exit
+  int report = -1;  // write end; reports (jail_reports.hpp) to the warden: ready / error / exit
 };
 
 // Runs in the child of the warden's clone(); never returns.

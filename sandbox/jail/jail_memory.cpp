@@ -13,26 +13,11 @@
 #include <unordered_set>
 #include <utility>
 
+#include "sandbox/os/small_file.hpp"
+
 namespace belljar {
 
 namespace {
-
-// A small /proc file (they are generated on read), up to `limit` bytes, without zero-filling a
-// buffer of that size first: this runs many times a second.
-std::string read_proc(const std::string& path, size_t limit = 16384) {
-  std::string text;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return text;
-  char buf[4096];
-  while (text.size() < limit) {
-    ssize_t n = ::read(fd, buf, std::min(sizeof buf, limit - text.size()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
 
 // The kB figure of a "Name:   123 kB" line, in bytes; 0 if absent.
 uint64_t kb_field(std::string_view text, std::string_view name) {
@@ -49,13 +34,13 @@ uint64_t kb_field(std::string_view text, std::string_view name) {
 
 // CPU time the process has run, in nanoseconds (/proc/PID/schedstat's first field); 0 if gone.
 uint64_t cpu_nanoseconds(pid_t pid) {
-  std::string text = read_proc("/proc/" + std::to_string(pid) + "/schedstat", 256);
+  std::string text = read_small_file("/proc/" + std::to_string(pid) + "/schedstat", 256);
   return std::strtoull(text.c_str(), nullptr, 10);
 }
 
 // RssAnon + RssShmem: the kernel's counters, never below the PSS of the same pages.
 uint64_t resident_bound(pid_t pid) {
-  std::string status = read_proc("/proc/" + std::to_string(pid) + "/status");
+  std::string status = read_small_file("/proc/" + std::to_string(pid) + "/status");
   return kb_field(status, "RssAnon:") + kb_field(status, "RssShmem:");
 }
 
@@ -74,7 +59,7 @@ std::vector<pid_t> jail_processes(pid_t root, bool include_root, size_t limit) {
     if (DIR* dir = ::opendir(base.c_str())) {
       while (dirent* entry = ::readdir(dir)) {
         if (entry->d_name[0] == '.') continue;
-        std::string children = read_proc(base + entry->d_name + "/children", 65536);
+        std::string children = read_small_file(base + entry->d_name + "/children", 65536);
         const char* p = children.c_str();
         char* end = nullptr;
         for (long child = std::strtol(p, &end, 10); end != p; child = std::strtol(p, &end, 10)) {
@@ -94,7 +79,7 @@ std::vector<pid_t> jail_processes(pid_t root, bool include_root, size_t limit) {
 
 uint64_t counted_memory(pid_t pid) {
   std::string dir = "/proc/" + std::to_string(pid);
-  std::string rollup = read_proc(dir + "/smaps_rollup");
+  std::string rollup = read_small_file(dir + "/smaps_rollup");
   if (rollup.find("\nPss_Anon:") != std::string::npos)
     return kb_field(rollup, "Pss_Anon:") + kb_field(rollup, "Pss_Shmem:");
   return resident_bound(pid);

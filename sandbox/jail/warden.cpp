@@ -1,8 +1,10 @@
-// The warden: `belljar __jail`, exec'd by the supervisor's fork so that no jail logic runs in
-// the multi-threaded supervisor. A fresh single-threaded process with the host's namespaces and
-// credentials, it does what only the outside can: uid/gid maps, cgroups, (as root) copies of
-// the bind sources and the workspace's idmapping. Then it clones the jail's init into new
-// namespaces, relays its reports to the supervisor, and forwards signals.
+// The warden: the jail helper `belljar-jail` (main.cpp), exec'd by the supervisor's fork so that
+// no jail logic runs in the multi-threaded supervisor. A fresh single-threaded process with the
+// host's namespaces and credentials, it does what only the outside can: uid/gid maps, cgroups,
+// (as root) copies of the bind sources and the workspace's idmapping. Then it clones the jail's
+// init into new namespaces, relays its reports to the supervisor, and forwards signals.
+#include "sandbox/jail/warden.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -17,28 +19,24 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <thread>
 
-#include "sandbox/jail/jail_entry.hpp"
 #include "sandbox/jail/jail_init.hpp"
 #include "sandbox/jail/jail_memory.hpp"
-#include "sandbox/jail/status_channel.hpp"
 #include "sandbox/jail/worker_exec.hpp"
 #include "sandbox/jail/workspace_watch.hpp"
+#include "sandbox/jail_protocol/jail_channel.hpp"
+#include "sandbox/jail_protocol/jail_reports.hpp"
+#include "sandbox/jail_protocol/jail_spec.hpp"
 #include "sandbox/layers/cgroup.hpp"
 #include "sandbox/layers/mounts.hpp"
 #include "sandbox/layers/user_namespace.hpp"
+#include "sandbox/os/path_parts.hpp"
 #include "sandbox/os/setup_error.hpp"
-#include "sandbox/policy/jail_spec.hpp"
-#include "sandbox/policy/json_field.hpp"
+#include "sandbox/os/small_file.hpp"
 
 namespace belljar {
-namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace {
 
@@ -54,29 +52,33 @@ struct Pipe {
   }
 };
 
-// The spec is the first line on the control socket; requests follow it, one line each.
-json read_spec(int control) {
-  std::string text;
-  char c;
-  for (;;) {
-    ssize_t n = ::read(control, &c, 1);  // byte by byte: what follows the line is not ours
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_errno("read(the jail's spec)");
-    if (n == 0 || c == '\n') break;
-    text.push_back(c);
-    if (text.size() > (64u << 20)) throw SetupError("the jail's spec is larger than 64 MiB");
+// The spec is the first frame on the control socket; requests follow it, a frame each.
+JailSpec read_spec(int control) {
+  std::string why;
+  auto frame = read_frame(control, kMaxSpecBytes, &why);
+  if (!frame) throw SetupError("reading the jail's spec: " + why);
+  try {
+    return JailSpec::decode(*frame);
+  } catch (const RecordError& e) {
+    throw SetupError("the jail's spec: " + e.message);
   }
-  auto doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded()) throw SetupError("the jail's spec is not valid JSON");
-  return doc;
+}
+
+// The pids listed in /proc/PID/task/TID/children: the children of one thread.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::string text = read_small_file("/proc/" + std::to_string(pid) + "/task/" +
+                                     std::to_string(pid) + "/children");
+  std::vector<pid_t> pids;
+  for (auto word : words(text))
+    if (auto child = parse_unsigned(word); child && *child > 0 && *child < 0x3fffffff)
+      pids.push_back(static_cast<pid_t>(*child));
+  return pids;
 }
 
 // The worker's host pid, as init's only child (init forks nothing else).
 pid_t child_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  pid_t child = -1;
-  in >> child;
-  return child;
+  auto pids = children_of(pid);
+  return pids.empty() ? -1 : pids.front();
 }
 
 void null_stdio() {
@@ -102,7 +104,7 @@ class Warden {
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     try {
       if (!signals_) throw_errno("signalfd");
-      spec_ = JailSpec::from_json(read_spec(control_.get()));
+      spec_ = read_spec(control_.get());
       if (spec_.mode == JailSpec::Mode::namespaces)
         start_namespaced();
       else
@@ -126,7 +128,7 @@ class Warden {
     cleanup();
     std::string text = message;
     if (text.rfind("jail init: ", 0) != 0 && text.rfind("worker: ", 0) != 0) text = "jail: " + text;
-    send_status(control_.get(), {{"event", "error"}, {"message", text}});
+    send_report(control_.get(), ErrorReport{text});
   }
 
   void make_cgroup() {
@@ -220,7 +222,7 @@ class Warden {
     null_stdio();
 
     // Setup runs until init says ready or error (or dies).
-    StatusReader reader(from_init_.get());
+    FrameReader reader(from_init_.get());
     for (;;) {
       pollfd fds[2] = {{from_init_.get(), POLLIN, 0}, {signals_.get(), POLLIN, 0}};
       if (::poll(fds, 2, -1) < 0) {
@@ -229,17 +231,17 @@ class Warden {
       }
       if (fds[0].revents) {
         bool closed = reader.fill();
-        while (auto message = reader.next()) {
-          std::string event = json_field(*message, "event", "");
-          if (event == "error")
-            throw SetupError(json_field(*message, "message", "jail init failed"));
-          if (event == "ready") {
+        while (auto frame = reader.next()) {
+          JailReport report = decode_from_init(*frame);
+          if (auto* error = std::get_if<ErrorReport>(&report)) throw SetupError(error->message);
+          if (std::holds_alternative<ReadyReport>(report)) {
             worker_host_pid_ = child_of(child_);
             ready();
             reader_ = std::move(reader);
             return;
           }
         }
+        if (reader.broken()) throw SetupError("the jail's init sent a report over the cap");
         if (closed) throw SetupError("the jail's init exited during setup without a word");
       }
       if (fds[1].revents) {
@@ -341,17 +343,14 @@ class Warden {
           "memory: the warden samples the session's total (anonymous and shared "
           "memory, PSS, over every process) and stops the sandbox past --memory");
     }
-    send_status(control_.get(), {{"event", "ready"},
-                                 {"worker_pid", worker_host_pid_},
-                                 {"cgroup", cgroup_.to_json()},
-                                 {"notes", notes_}});
+    send_report(control_.get(), ReadyReport{worker_host_pid_, cgroup_.paths(), notes_});
   }
 
   // After setup: relay the worker's end, forward signals, and go when the jail is gone.
   int serve() {
     bool landlocked = spec_.mode == JailSpec::Mode::landlock;
-    json exit_message;
-    StatusReader requests(control_.get());
+    std::optional<ExitReport> exit_report;
+    FrameReader requests(control_.get());
     bool requests_open = true;
     for (;;) {
       pollfd fds[3] = {{signals_.get(), POLLIN, 0},
@@ -360,13 +359,11 @@ class Warden {
       if (::poll(fds, 3, sample_timeout_ms()) < 0 && errno != EINTR) break;
       check_memory();
       if (fds[2].revents) {
-        requests_open = !requests.fill();
+        requests_open = !requests.fill() && !requests.broken();
         while (auto request = requests.next()) serve_request(*request);
       }
       if (fds[1].revents && reader_) {
-        bool closed = reader_->fill();
-        while (auto message = reader_->next())
-          if (json_field(*message, "event", "") == "exit") exit_message = *message;
+        bool closed = read_exit(exit_report);
         if (closed) from_init_.reset();
       }
       if (!(fds[0].revents & POLLIN)) continue;
@@ -389,7 +386,7 @@ class Warden {
               child_gone = true;
               child_status_ = status;
             }
-          if (child_gone) return finish(exit_message);
+          if (child_gone) return finish(exit_report);
           break;
         }
         default:  // SIGTERM, SIGHUP, SIGQUIT: end the session
@@ -403,19 +400,43 @@ class Warden {
           break;
       }
     }
-    return finish(exit_message);
+    return finish(exit_report);
+  }
+
+  // What init said after setup: only its exit report matters (anything garbled is dropped;
+  // the exit status the warden reaps stands in). Returns whether init's end has closed.
+  bool read_exit(std::optional<ExitReport>& exit_report) {
+    bool closed = reader_->fill();
+    while (auto frame = reader_->next()) {
+      JailReport report = decode_from_init(*frame);
+      if (auto* exit = std::get_if<ExitReport>(&report)) exit_report = *exit;
+    }
+    return closed || reader_->broken();
+  }
+
+  // Init's reports; one that won't decode is an error report naming why.
+  static JailReport decode_from_init(const std::string& frame) {
+    try {
+      return decode_report(frame);
+    } catch (const RecordError& e) {
+      return ErrorReport{"jail init: a garbled report (" + e.message + ")"};
+    }
   }
 
   // The supervisor's requests after setup. One kind: survey the workspace again.
-  void serve_request(const json& request) {
-    if (json_field(request, "op", "") != "survey") return;
-    std::optional<uint64_t> baseline;
-    if (auto b = request.find("baseline"); b != request.end() && b->is_number_unsigned())
-      baseline = b->get<uint64_t>();
-    json reply = watch_ ? watch_->survey(baseline, json_field(request, "measure", false))
-                        : json{{"event", "survey"},
-                               {"error", "no mount namespace to guard the workspace in"}};
-    send_status(control_.get(), reply);
+  void serve_request(const std::string& frame) {
+    SurveyRequest request;
+    try {
+      request = SurveyRequest::decode(frame);
+    } catch (const RecordError&) {
+      return;  // the supervisor is ours: a request it did not mean to send is dropped
+    }
+    SurveyReport reply;
+    if (watch_)
+      reply = watch_->survey(request.baseline, request.measure);
+    else
+      reply.error = "no mount namespace to guard the workspace in";
+    send_report(control_.get(), reply);
   }
 
   int sample_timeout_ms() const {
@@ -449,29 +470,25 @@ class Warden {
     }
   }
 
-  int finish(json exit_message) {
+  int finish(std::optional<ExitReport> exit_report) {
     // Drain what init wrote just before it exited.
-    if (reader_ && from_init_) {
-      for (;;) {
-        bool closed = reader_->fill();
-        while (auto message = reader_->next())
-          if (json_field(*message, "event", "") == "exit") exit_message = *message;
-        if (closed) break;
+    if (reader_ && from_init_)
+      while (!read_exit(exit_report)) {
       }
-    }
-    if (exit_message.is_null()) {
+    if (!exit_report) {
+      exit_report.emplace();
       if (WIFSIGNALED(child_status_))
-        exit_message = {{"event", "exit"}, {"code", -1}, {"signal", WTERMSIG(child_status_)}};
+        exit_report->signal = WTERMSIG(child_status_);
       else
-        exit_message = {{"event", "exit"}, {"code", WEXITSTATUS(child_status_)}, {"signal", 0}};
+        exit_report->code = WEXITSTATUS(child_status_);
     }
     if (spec_.mode == JailSpec::Mode::landlock) end_descendants();
-    exit_message["memory_limit"] = (!cgroup_.empty() && cgroup_.oom_kills() > 0) || memory_over_;
-    if (memory_over_) exit_message["memory_total_bytes"] = memory_total_;
+    exit_report->memory_limit = (!cgroup_.empty() && cgroup_.oom_kills() > 0) || memory_over_;
+    if (memory_over_) exit_report->memory_total_bytes = memory_total_;
     double cpu = cgroup_.empty() ? -1 : cgroup_.cpu_seconds();
-    exit_message["cpu_seconds"] = cpu;
-    exit_message["peak_memory_bytes"] = cgroup_.empty() ? 0 : cgroup_.peak_memory_bytes();
-    send_status(control_.get(), exit_message);
+    exit_report->cpu_ns = cpu < 0 ? -1 : static_cast<int64_t>(cpu * 1e9);
+    exit_report->peak_memory_bytes = cgroup_.empty() ? 0 : cgroup_.peak_memory_bytes();
+    send_report(control_.get(), *exit_report);
     cleanup();
     return 0;
   }
@@ -481,13 +498,9 @@ class Warden {
   void end_descendants() {
     if (!cgroup_.empty()) cgroup_.kill_all();
     for (int round = 0; round < 50; ++round) {
-      std::ifstream in("/proc/self/task/" + std::to_string(::getpid()) + "/children");
-      pid_t pid;
-      bool any = false;
-      while (in >> pid) {
-        any = true;
-        ::kill(pid, SIGKILL);
-      }
+      auto pids = children_of(::getpid());
+      for (pid_t pid : pids) ::kill(pid, SIGKILL);
+      bool any = !pids.empty();
       int status;
       while (::waitpid(-1, &status, WNOHANG) > 0) {
       }
@@ -500,10 +513,7 @@ class Warden {
     if (!cgroup_.empty()) {
       cgroup_.remove_after_kill();
     }
-    if (!session_dir_.empty()) {
-      std::error_code ec;
-      fs::remove_all(session_dir_, ec);
-    }
+    if (!session_dir_.empty()) remove_tree(session_dir_);
   }
 
   Fd control_;
@@ -515,7 +525,7 @@ class Warden {
   int child_status_ = 0;
   pid_t worker_host_pid_ = -1;
   Fd from_init_;
-  std::optional<StatusReader> reader_;
+  std::optional<FrameReader> reader_;
   std::optional<WorkspaceWatch> watch_;  // namespaces mode: the workspace's guards
   std::string session_dir_;              // landlock mode: the private home and temporary directory
   std::optional<SessionMemory> memory_;  // no memory cgroup: the session's total, sampled
@@ -526,13 +536,8 @@ class Warden {
 
 }  // namespace
 
-int jail_main(int argc, char** argv) {
-  struct stat st {};
-  if (argc != 2 || ::fstat(kControlFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-    std::fprintf(stderr, "belljar %s: internal command, started by the kernel\n", kJailCommand);
-    return 2;
-  }
-  return Warden(kControlFd).run();
+int run_warden(int control) {
+  return Warden(control).run();
 }
 
 }  // namespace belljar

@@ -3,10 +3,10 @@
 // identity, limits, (Landlock), no capabilities, no_new_privs, and seccomp last, right before exec.
 #include <sys/types.h>
 
+#include "sandbox/jail_protocol/jail_spec.hpp"
 #include "sandbox/layers/landlock.hpp"
 #include "sandbox/layers/rlimits.hpp"
 #include "sandbox/layers/seccomp_filter.hpp"
-#include "sandbox/policy/jail_spec.hpp"
 
 namespace belljar {
 

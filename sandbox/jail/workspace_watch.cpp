@@ -15,10 +15,6 @@
 namespace belljar {
 
 namespace {
-const char* kind_name(GuardKind kind) {
-  return kind == GuardKind::mask ? "masked" : "read-only";
-}
-
 unsigned long inode_of(const std::string& workspace, const std::string& relative) {
   struct stat st {};
   if (::lstat((workspace + "/" + relative).c_str(), &st) != 0) return 0;
@@ -110,9 +106,9 @@ void WorkspaceWatch::in_jail(const std::vector<GuardedPath>& guards, int read_on
     throw SetupError(failure.empty() ? "the workspace guard's child failed" : failure);
 }
 
-nlohmann::json WorkspaceWatch::survey(std::optional<uint64_t> baseline, bool measure) {
+SurveyReport WorkspaceWatch::survey(std::optional<uint64_t> baseline, bool measure) {
   auto started = std::chrono::steady_clock::now();
-  nlohmann::json reply = {{"event", "survey"}};
+  SurveyReport reply;
   try {
     WorkspaceSurvey now = survey_workspace(spec_.workspace, rules(measure));
     std::vector<GuardedPath> fresh;
@@ -136,26 +132,24 @@ nlohmann::json WorkspaceWatch::survey(std::optional<uint64_t> baseline, bool mea
       } catch (const SetupError& e) {
         // EBUSY: a file is open for writing. The supervisor stops the cell; the next survey
         // tries again, and a process that holds on is killed with the sandbox.
-        reply["busy"] = e.what();
+        reply.busy = e.what();
       }
     }
-    nlohmann::json added_guards = nlohmann::json::array();
     for (const auto& guard : fresh)
-      added_guards.push_back(
-          {{"path", guard.relative}, {"guard", kind_name(guard.kind)}, {"reason", guard.reason}});
-    reply["guarded"] = added_guards;
+      reply.guarded.push_back({guard.relative, guard.kind, guard.reason});
     if (measure) {
-      reply["bytes"] = now.bytes;
-      reply["added_bytes"] = added;
+      reply.bytes = now.bytes;
+      reply.added_bytes = added;
     }
-    reply["entries"] = now.entries;
-    reply["over_quota"] = over;
-    reply["read_only"] = read_only_;
+    reply.entries = now.entries;
+    reply.over_quota = over;
+    reply.read_only = read_only_;
   } catch (const std::exception& e) {
-    reply["error"] = e.what();
+    reply.error = e.what();
   }
-  reply["ms"] =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  reply.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                           std::chrono::steady_clock::now() - started)
+                                           .count());
   return reply;
 }
 

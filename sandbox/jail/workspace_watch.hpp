@@ -10,14 +10,14 @@
 #include <sys/types.h>
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sandbox/jail_protocol/jail_reports.hpp"
+#include "sandbox/jail_protocol/jail_spec.hpp"
 #include "sandbox/layers/workspace_guard.hpp"
 #include "sandbox/os/fd.hpp"
-#include "sandbox/policy/jail_spec.hpp"
 
 namespace belljar {
 
@@ -38,7 +38,7 @@ class WorkspaceWatch {
   // keeps it across restarts), the workspace is made read-only past --workspace-quota.
   // `measure`: also sum the workspace's bytes (a stat per file; the quick survey before a cell
   // skips it, the timer's surveys do it).
-  nlohmann::json survey(std::optional<uint64_t> baseline, bool measure);
+  SurveyReport survey(std::optional<uint64_t> baseline, bool measure);
 
  private:
   WorkspaceRules rules(bool measure) const;

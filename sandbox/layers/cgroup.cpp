@@ -8,23 +8,14 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "sandbox/os/setup_error.hpp"
-#include "sandbox/policy/json_field.hpp"
+#include "sandbox/os/small_file.hpp"
 
 namespace belljar {
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bool write_text(const std::string& path, const std::string& text, int* err = nullptr) {
   FILE* f = std::fopen(path.c_str(), "we");
@@ -40,31 +31,33 @@ bool write_text(const std::string& path, const std::string& text, int* err = nul
   return ok;
 }
 
-bool has_word(const std::string& text, const std::string& word) {
-  std::istringstream in(text);
-  std::string w;
-  while (in >> w)
+bool has_word(const std::string& text, std::string_view word) {
+  for (auto w : words(text))
     if (w == word) return true;
   return false;
 }
 
 // "key value" files (memory.events, cpu.stat, memory.oom_control).
-uint64_t keyed_value(const std::string& path, const std::string& key, bool* found = nullptr) {
-  std::istringstream in(read_text(path));
-  std::string k;
-  uint64_t v;
-  while (in >> k >> v)
-    if (k == key) {
-      if (found) *found = true;
-      return v;
+uint64_t keyed_value(const std::string& path, std::string_view key, bool* found = nullptr) {
+  std::string text = read_small_file(path);
+  auto fields = words(text);
+  for (size_t i = 0; i + 1 < fields.size(); i += 2)
+    if (fields[i] == key) {
+      if (auto value = parse_unsigned(fields[i + 1])) {
+        if (found) *found = true;
+        return *value;
+      }
     }
   if (found) *found = false;
   return 0;
 }
 
 bool single_value(const std::string& path, uint64_t& value) {
-  std::ifstream in(path);
-  return static_cast<bool>(in >> value);
+  std::string text = read_small_file(path, 64);
+  auto fields = words(text);
+  auto parsed = fields.empty() ? std::nullopt : parse_unsigned(fields.front());
+  if (parsed) value = *parsed;
+  return parsed.has_value();
 }
 
 struct Mount {
@@ -73,26 +66,26 @@ struct Mount {
 
 std::vector<Mount> cgroup_mounts() {
   std::vector<Mount> mounts;
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, dev, root, point, opts, word;
-    fields >> id >> parent >> dev >> root >> point >> opts;
-    while (fields >> word && word != "-") {
-    }
-    std::string fstype, source, super;
-    fields >> fstype >> source >> super;
-    if (fstype == "cgroup2" || fstype == "cgroup") mounts.push_back({point, fstype, super});
+  std::string mountinfo = read_small_file("/proc/self/mountinfo", 4u << 20);
+  for (auto line : lines(mountinfo)) {
+    // id parent dev root point options [optional fields...] - fstype source super-options
+    auto fields = words(line);
+    size_t dash = 6;
+    while (dash < fields.size() && fields[dash] != "-") ++dash;
+    if (dash + 3 >= fields.size()) continue;
+    std::string_view fstype = fields[dash + 1];
+    if (fstype == "cgroup2" || fstype == "cgroup")
+      mounts.push_back(
+          {std::string(fields[4]), std::string(fstype), std::string(fields[dash + 3])});
   }
   return mounts;
 }
 
 // Our own cgroup in the hierarchy that has `controller` ("" for v2).
 std::string own_path(const std::string& controller) {
-  std::ifstream in("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(in, line)) {
+  std::string cgroups = read_small_file("/proc/self/cgroup");
+  for (auto line_view : lines(cgroups)) {
+    std::string line(line_view);
     auto a = line.find(':'), b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
     std::string names = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
@@ -129,7 +122,7 @@ void sweep_stale(const std::string& parent) {
     struct stat st {};
     bool old_and_empty =
         ::stat(path.c_str(), &st) == 0 && ::time(nullptr) - st.st_ctime > 60 &&
-        read_text(path + "/cgroup.procs").find_first_not_of(" \n") == std::string::npos;
+        read_small_file(path + "/cgroup.procs").find_first_not_of(" \n") == std::string::npos;
     if (warden_dead || old_and_empty) ::rmdir(path.c_str());
   }
   ::closedir(dir);
@@ -151,8 +144,8 @@ CgroupParents find_cgroup_parents() {
       if (own != "/") candidates.push_back(self_dir.substr(0, self_dir.rfind('/')));
       std::string why;
       for (const auto& dir : candidates) {
-        std::string available = read_text(dir + "/cgroup.controllers");
-        std::string enabled = read_text(dir + "/cgroup.subtree_control");
+        std::string available = read_small_file(dir + "/cgroup.controllers");
+        std::string enabled = read_small_file(dir + "/cgroup.subtree_control");
         if (!has_word(available, "memory") || !has_word(available, "pids")) {
           why = "cgroup v2 at " + dir + " has no memory/pids controllers (available: " +
                 (available.empty() ? std::string("none")
@@ -220,23 +213,23 @@ SandboxCgroup SandboxCgroup::create(const CgroupParents& parents, const std::str
   };
   try {
     if (!parents.v2.empty()) {
-      cg.v2_ = make(parents.v2);
-      set(cg.v2_ + "/memory.max", std::to_string(memory_bytes));
-      set(cg.v2_ + "/memory.swap.max", "0", true);
-      set(cg.v2_ + "/pids.max", std::to_string(pids));
+      cg.paths_.v2 = make(parents.v2);
+      set(cg.paths_.v2 + "/memory.max", std::to_string(memory_bytes));
+      set(cg.paths_.v2 + "/memory.swap.max", "0", true);
+      set(cg.paths_.v2 + "/pids.max", std::to_string(pids));
       return cg;
     }
     if (!parents.v1_memory.empty()) {
-      cg.memory_ = make(parents.v1_memory);
-      set(cg.memory_ + "/memory.limit_in_bytes", std::to_string(memory_bytes));
+      cg.paths_.memory = make(parents.v1_memory);
+      set(cg.paths_.memory + "/memory.limit_in_bytes", std::to_string(memory_bytes));
       // With swap accounting on, also cap memory+swap, or the session could swap past its cap.
-      set(cg.memory_ + "/memory.memsw.limit_in_bytes", std::to_string(memory_bytes), true);
+      set(cg.paths_.memory + "/memory.memsw.limit_in_bytes", std::to_string(memory_bytes), true);
     }
     if (!parents.v1_pids.empty()) {
-      cg.pids_ = make(parents.v1_pids);
-      set(cg.pids_ + "/pids.max", std::to_string(pids));
+      cg.paths_.pids = make(parents.v1_pids);
+      set(cg.paths_.pids + "/pids.max", std::to_string(pids));
     }
-    if (!parents.v1_cpuacct.empty()) cg.cpuacct_ = make(parents.v1_cpuacct);
+    if (!parents.v1_cpuacct.empty()) cg.paths_.cpuacct = make(parents.v1_cpuacct);
   } catch (...) {
     cg.remove();
     throw;
@@ -245,7 +238,7 @@ SandboxCgroup SandboxCgroup::create(const CgroupParents& parents, const std::str
 }
 
 void SandboxCgroup::attach(pid_t pid) const {
-  for (const auto* dir : {&v2_, &memory_, &pids_, &cpuacct_}) {
+  for (const auto* dir : {&paths_.v2, &paths_.memory, &paths_.pids, &paths_.cpuacct}) {
     if (dir->empty()) continue;
     int err = 0;
     if (!write_text(*dir + "/cgroup.procs", std::to_string(pid), &err))
@@ -255,43 +248,45 @@ void SandboxCgroup::attach(pid_t pid) const {
 
 double SandboxCgroup::cpu_seconds() const {
   bool found = false;
-  if (!v2_.empty()) {
-    uint64_t usec = keyed_value(v2_ + "/cpu.stat", "usage_usec", &found);
+  if (!paths_.v2.empty()) {
+    uint64_t usec = keyed_value(paths_.v2 + "/cpu.stat", "usage_usec", &found);
     return found ? usec / 1e6 : -1;
   }
   uint64_t ns = 0;
-  if (!cpuacct_.empty() && single_value(cpuacct_ + "/cpuacct.usage", ns)) return ns / 1e9;
+  if (!paths_.cpuacct.empty() && single_value(paths_.cpuacct + "/cpuacct.usage", ns))
+    return ns / 1e9;
   return -1;
 }
 
 uint64_t SandboxCgroup::peak_memory_bytes() const {
   uint64_t value = 0;
-  if (!v2_.empty() && single_value(v2_ + "/memory.peak", value)) return value;
-  if (!memory_.empty() && single_value(memory_ + "/memory.max_usage_in_bytes", value)) return value;
+  if (!paths_.v2.empty() && single_value(paths_.v2 + "/memory.peak", value)) return value;
+  if (!paths_.memory.empty() && single_value(paths_.memory + "/memory.max_usage_in_bytes", value))
+    return value;
   return 0;
 }
 
 uint64_t SandboxCgroup::oom_kills() const {
-  if (!v2_.empty()) return keyed_value(v2_ + "/memory.events", "oom_kill");
-  if (!memory_.empty()) return keyed_value(memory_ + "/memory.oom_control", "oom_kill");
+  if (!paths_.v2.empty()) return keyed_value(paths_.v2 + "/memory.events", "oom_kill");
+  if (!paths_.memory.empty()) return keyed_value(paths_.memory + "/memory.oom_control", "oom_kill");
   return 0;
 }
 
 bool SandboxCgroup::set_memory_limit(uint64_t bytes, std::string* why) const {
   int err = 0;
   std::string value = std::to_string(bytes);
-  if (!v2_.empty()) {
-    if (write_text(v2_ + "/memory.max", value, &err)) return true;
+  if (!paths_.v2.empty()) {
+    if (write_text(paths_.v2 + "/memory.max", value, &err)) return true;
     if (why) *why = "memory.max: " + std::string(std::strerror(err));
     return false;
   }
-  if (memory_.empty()) {
+  if (paths_.memory.empty()) {
     if (why) *why = "this sandbox has no memory cgroup (only the session's rlimit)";
     return false;
   }
   // v1 keeps memsw >= memory: lower memory first, raise memsw first.
-  std::string memory = memory_ + "/memory.limit_in_bytes",
-              memsw = memory_ + "/memory.memsw.limit_in_bytes";
+  std::string memory = paths_.memory + "/memory.limit_in_bytes",
+              memsw = paths_.memory + "/memory.memsw.limit_in_bytes";
   int ignored = 0;
   bool ok = write_text(memory, value, &err);
   if (!ok) {
@@ -306,18 +301,19 @@ bool SandboxCgroup::set_memory_limit(uint64_t bytes, std::string* why) const {
 }
 
 void SandboxCgroup::kill_all() const {
-  if (!v2_.empty() && write_text(v2_ + "/cgroup.kill", "1")) return;
-  for (const auto* dir : {&v2_, &pids_, &memory_, &cpuacct_}) {
+  if (!paths_.v2.empty() && write_text(paths_.v2 + "/cgroup.kill", "1")) return;
+  for (const auto* dir : {&paths_.v2, &paths_.pids, &paths_.memory, &paths_.cpuacct}) {
     if (dir->empty()) continue;
-    std::istringstream in(read_text(*dir + "/cgroup.procs"));
-    pid_t pid;
-    while (in >> pid) ::kill(pid, SIGKILL);
+    std::string procs = read_small_file(*dir + "/cgroup.procs", 1u << 20);
+    for (auto word : words(procs))
+      if (auto pid = parse_unsigned(word); pid && *pid > 0 && *pid < 0x3fffffff)
+        ::kill(static_cast<pid_t>(*pid), SIGKILL);
   }
 }
 
 bool SandboxCgroup::remove() const {
   bool gone = true;
-  for (const auto* dir : {&v2_, &memory_, &pids_, &cpuacct_})
+  for (const auto* dir : {&paths_.v2, &paths_.memory, &paths_.pids, &paths_.cpuacct})
     if (!dir->empty() && ::rmdir(dir->c_str()) != 0 && errno != ENOENT) gone = false;
   return gone;
 }
@@ -331,28 +327,14 @@ bool SandboxCgroup::remove_after_kill() const {
 }
 
 std::string SandboxCgroup::describe() const {
-  if (!v2_.empty()) return "cgroup v2 " + v2_ + " (memory.max, pids.max)";
+  if (!paths_.v2.empty()) return "cgroup v2 " + paths_.v2 + " (memory.max, pids.max)";
   std::string text;
-  if (!memory_.empty()) text += "cgroup v1 " + memory_ + " (memory.limit_in_bytes)";
-  if (!pids_.empty())
-    text += std::string(text.empty() ? "" : ", ") + "cgroup v1 " + pids_ + " (pids.max)";
-  if (!cpuacct_.empty())
-    text += std::string(text.empty() ? "" : ", ") + "cgroup v1 " + cpuacct_ + " (cpuacct)";
+  if (!paths_.memory.empty()) text += "cgroup v1 " + paths_.memory + " (memory.limit_in_bytes)";
+  if (!paths_.pids.empty())
+    text += std::string(text.empty() ? "" : ", ") + "cgroup v1 " + paths_.pids + " (pids.max)";
+  if (!paths_.cpuacct.empty())
+    text += std::string(text.empty() ? "" : ", ") + "cgroup v1 " + paths_.cpuacct + " (cpuacct)";
   return text;
-}
-
-nlohmann::json SandboxCgroup::to_json() const {
-  return {{"v2", v2_}, {"memory", memory_}, {"pids", pids_}, {"cpuacct", cpuacct_}};
-}
-
-SandboxCgroup SandboxCgroup::from_json(const nlohmann::json& doc) {
-  SandboxCgroup cg;
-  if (!doc.is_object()) return cg;
-  cg.v2_ = json_field(doc, "v2", "");
-  cg.memory_ = json_field(doc, "memory", "");
-  cg.pids_ = json_field(doc, "pids", "");
-  cg.cpuacct_ = json_field(doc, "cpuacct", "");
-  return cg;
 }
 
 }  // namespace belljar

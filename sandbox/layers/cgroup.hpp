@@ -5,9 +5,11 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "sandbox/jail_protocol/jail_reports.hpp"
 
 namespace belljar {
 
@@ -27,14 +29,17 @@ CgroupParents find_cgroup_parents();
 class SandboxCgroup {
  public:
   SandboxCgroup() = default;
+  // The cgroup the warden made, as its ready report names it (the supervisor's handle).
+  explicit SandboxCgroup(CgroupPaths paths) : paths_(std::move(paths)) {}
   // Creates `name` under every usable parent and writes the limits. Throws SetupError.
   static SandboxCgroup create(const CgroupParents& parents, const std::string& name,
                               uint64_t memory_bytes, uint64_t pids);
   void attach(pid_t pid) const;  // throws SetupError
 
-  bool limits_memory() const { return !v2_.empty() || !memory_.empty(); }
-  bool limits_pids() const { return !v2_.empty() || !pids_.empty(); }
-  bool empty() const { return v2_.empty() && memory_.empty() && pids_.empty() && cpuacct_.empty(); }
+  bool limits_memory() const { return !paths_.v2.empty() || !paths_.memory.empty(); }
+  bool limits_pids() const { return !paths_.v2.empty() || !paths_.pids.empty(); }
+  bool empty() const { return paths_.empty(); }
+  const CgroupPaths& paths() const { return paths_; }
 
   double cpu_seconds() const;          // < 0 when unknown
   uint64_t peak_memory_bytes() const;  // 0 when unknown
@@ -49,11 +54,8 @@ class SandboxCgroup {
   bool remove_after_kill() const;
   std::string describe() const;
 
-  nlohmann::json to_json() const;
-  static SandboxCgroup from_json(const nlohmann::json& doc);
-
  private:
-  std::string v2_, memory_, pids_, cpuacct_;
+  CgroupPaths paths_;
 };
 
 }  // namespace belljar

@@ -9,13 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
+#include <charconv>
 #include <functional>
 
+#include "sandbox/os/path_parts.hpp"
 #include "sandbox/os/setup_error.hpp"
 
 namespace belljar {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -28,15 +28,8 @@ int openat2_fd(int dirfd, const std::string& path, uint64_t flags, uint64_t reso
   return static_cast<int>(::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how));
 }
 
-std::vector<std::string> components(const std::string& path) {
-  std::vector<std::string> parts;
-  for (const auto& part : fs::path(path))
-    if (!part.empty() && part != "/" && part != ".") parts.push_back(part.string());
-  return parts;
-}
-
 size_t depth(const std::string& path) {
-  return components(path).size();
+  return path_components(path).size();
 }
 
 // Walks `dir` below `root` one component at a time, never through a symlink, creating missing
@@ -59,7 +52,7 @@ Fd make_dirs(int root, const std::vector<std::string>& parts, const std::string&
 
 // An existing or new directory or empty file at `target` (inside the root) to mount on.
 Fd mount_point(int root, const std::string& target, bool directory) {
-  auto parts = components(target);
+  auto parts = path_components(target);
   if (parts.empty()) throw SetupError("mount point " + target + ": not a path below the root");
   std::string name = parts.back();
   parts.pop_back();
@@ -118,7 +111,7 @@ Fd clone_tree(int dirfd, const std::string& path, bool recursive, const std::str
 }
 
 void write_file_at(int root, const std::string& path, const std::string& text) {
-  auto parts = components(path);
+  auto parts = path_components(path);
   std::string name = parts.back();
   parts.pop_back();
   Fd parent = make_dirs(root, parts, path);
@@ -130,7 +123,7 @@ void write_file_at(int root, const std::string& path, const std::string& text) {
 }
 
 void make_link(int root, const std::string& path, const std::string& points_to) {
-  auto parts = components(path);
+  auto parts = path_components(path);
   std::string name = parts.back();
   parts.pop_back();
   Fd parent = make_dirs(root, parts, path);
@@ -159,8 +152,9 @@ std::string fs_type_of(const std::string& path) {
     default:
       return "filesystem type 0x" + [&] {
         char buf[32];
-        std::snprintf(buf, sizeof buf, "%lx", static_cast<unsigned long>(st.f_type));
-        return std::string(buf);
+        auto [end, error] =
+            std::to_chars(buf, buf + sizeof buf, static_cast<unsigned long>(st.f_type), 16);
+        return std::string(buf, end);
       }();
   }
 }
@@ -422,7 +416,7 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
 
   // Secrets masked, host-run files read-only (workspace_guard.hpp).
   if (!guards.empty()) {
-    Fd workspace = make_dirs(root.get(), components(spec.workspace), spec.workspace);
+    Fd workspace = make_dirs(root.get(), path_components(spec.workspace), spec.workspace);
     apply_guards(workspace.get(), scratch.get(), guards, spec.workspace);
   }
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/jail_protocol/jail_spec.hpp"
 #include "sandbox/layers/workspace_guard.hpp"
 #include "sandbox/os/fd.hpp"
-#include "sandbox/policy/jail_spec.hpp"
 
 namespace belljar {
 

@@ -6,20 +6,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <string>
 
 #include "sandbox/os/setup_error.hpp"
+#include "sandbox/os/small_file.hpp"
 
 namespace belljar {
 
 namespace {
 
 int last_capability() {
-  std::ifstream in("/proc/sys/kernel/cap_last_cap");
-  int last = CAP_LAST_CAP;
-  if (!(in >> last)) last = CAP_LAST_CAP;
-  return last;
+  std::string text = read_small_file("/proc/sys/kernel/cap_last_cap", 16);
+  auto fields = words(text);
+  auto last = fields.empty() ? std::nullopt : parse_unsigned(fields.front());
+  return last && *last < 64 ? static_cast<int>(*last) : CAP_LAST_CAP;
 }
 
 bool have_setpcap() {

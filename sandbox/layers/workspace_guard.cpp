@@ -10,35 +10,19 @@
 #include <map>
 #include <set>
 
+#include "sandbox/os/path_parts.hpp"
 #include "sandbox/os/setup_error.hpp"
 
 namespace belljar {
-namespace fs = std::filesystem;
 
-namespace {
-
-std::vector<std::string> components(const fs::path& path) {
-  std::vector<std::string> parts;
-  for (const auto& part : path)
-    if (!part.empty() && part != "/" && part != ".") parts.push_back(part.string());
-  return parts;
-}
-
-bool inside(const fs::path& path, const fs::path& dir) {
-  auto rel = path.lexically_relative(dir);
-  return !rel.empty() && *rel.begin() != ".." && rel != ".";
-}
-
-}  // namespace
-
-bool matches_hide_pattern(const std::string& pattern, const fs::path& relative) {
+bool matches_hide_pattern(const std::string& pattern, const std::string& relative) {
   if (pattern.empty()) return false;
-  auto path = components(relative);
+  auto path = path_components(relative);
   if (path.empty()) return false;
   bool anchored = pattern[0] == '/';
   std::string trimmed = pattern;
   while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
-  auto pat = components(trimmed);
+  auto pat = path_components(trimmed);
   if (pat.empty() || pat.size() > path.size()) return false;
   if (anchored && pat.size() != path.size()) return false;
   size_t offset = path.size() - pat.size();
@@ -91,7 +75,7 @@ std::vector<CompiledPattern> compile(const std::vector<std::string>& patterns) {
     CompiledPattern one;
     one.anchored = !pattern.empty() && pattern[0] == '/';
     one.text = pattern;
-    for (const auto& part : components(trimmed)) one.parts.emplace_back(part);
+    for (const auto& part : path_components(trimmed)) one.parts.emplace_back(part);
     if (!one.parts.empty()) compiled.push_back(std::move(one));
   }
   return compiled;
@@ -106,7 +90,7 @@ size_t depth_of(const std::string& relative) {
 // at most kMaxDepth of them.
 class Survey {
  public:
-  Survey(const fs::path& workspace, const WorkspaceRules& rules)
+  Survey(const std::string& workspace, const WorkspaceRules& rules)
       : workspace_(workspace),
         hide_(compile(rules.hide)),
         protect_(compile(rules.protect)),
@@ -114,7 +98,7 @@ class Survey {
 
   WorkspaceSurvey run() {
     int fd = ::open(workspace_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) throw_errno("open(" + workspace_.string() + ") to survey it");
+    if (fd < 0) throw_errno("open(" + workspace_ + ") to survey it");
     walk(fd);
     bound();
     // Parents before children: a read-only .git goes on before a mask inside it.
@@ -170,7 +154,7 @@ class Survey {
       if (!fresh && coarse.kind == GuardKind::mask) it->second.kind = GuardKind::mask;
     }
     if (top.size() > kMaxGuards)
-      throw SetupError("the workspace " + workspace_.string() + " holds more than " +
+      throw SetupError("the workspace " + workspace_ + " holds more than " +
                        std::to_string(kMaxGuards) +
                        " secret or protected entries at its top level; remove some");
     result_.guards.clear();
@@ -182,7 +166,7 @@ class Survey {
     DIR* dir = ::fdopendir(fd);
     if (!dir) {
       ::close(fd);
-      throw_errno("fdopendir(" + workspace_.string() + "/" + relative() + ")");
+      throw_errno("fdopendir(" + workspace_ + "/" + relative() + ")");
     }
     while (dirent* entry = ::readdir(dir)) {
       std::string name = entry->d_name;
@@ -209,11 +193,12 @@ class Survey {
       GuardKind kind = secret ? GuardKind::mask : GuardKind::read_only;
       if (guarded) {
         if (type == DT_LNK) {
-          std::error_code ec;
-          fs::path target = fs::canonical(workspace_ / relative(), ec);
-          if (!ec && inside(target, workspace_))
-            add(target.lexically_relative(workspace_).string(), fs::is_directory(target, ec), kind,
-                guarded->text);
+          auto target = canonical_path(workspace_ + "/" + relative());
+          auto below = target ? path_below(*target, workspace_) : std::nullopt;
+          struct stat target_st {};
+          if (below)
+            add(*below, ::stat(target->c_str(), &target_st) == 0 && S_ISDIR(target_st.st_mode),
+                kind, guarded->text);
         } else {
           add(relative(), type == DT_DIR, kind, guarded->text);  // a directory is guarded whole
         }
@@ -246,7 +231,7 @@ class Survey {
     }
   }
 
-  fs::path workspace_;
+  std::string workspace_;
   std::vector<CompiledPattern> hide_, protect_;
   bool measure_ = false;
   std::vector<std::string> stack_;
@@ -256,11 +241,11 @@ class Survey {
 
 }  // namespace
 
-WorkspaceSurvey survey_workspace(const fs::path& workspace, const WorkspaceRules& rules) {
+WorkspaceSurvey survey_workspace(const std::string& workspace, const WorkspaceRules& rules) {
   return Survey(workspace, rules).run();
 }
 
-std::vector<GuardedPath> find_secrets(const fs::path& workspace,
+std::vector<GuardedPath> find_secrets(const std::string& workspace,
                                       const std::vector<std::string>& patterns) {
   WorkspaceRules rules;
   rules.hide = patterns;

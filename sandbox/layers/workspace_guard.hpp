@@ -13,9 +13,10 @@
 // top-level directories rather than failing every start. It runs at every start and, through
 // the warden, before every cell and on a timer (files appear on the host while a kernel runs).
 #include <cstdint>
-#include <filesystem>
 #include <string>
 #include <vector>
+
+#include "sandbox/jail_protocol/jail_reports.hpp"
 
 namespace belljar {
 
@@ -25,9 +26,7 @@ inline constexpr size_t kMaxGuards = 2048;  // mounts one survey may ask for
 // Pattern rules: "NAME-GLOB" matches an entry of that name anywhere ("*.pem", ".env.*");
 // "a/b" matches entries whose last path components match ("docker/config.json" inside any
 // ".docker"); a leading "/" anchors at the workspace root ("/data/private").
-bool matches_hide_pattern(const std::string& pattern, const std::filesystem::path& relative);
-
-enum class GuardKind { mask, read_only };
+bool matches_hide_pattern(const std::string& pattern, const std::string& relative);
 
 struct GuardedPath {
   std::string relative;  // path inside the workspace
@@ -52,11 +51,10 @@ struct WorkspaceSurvey {
 // when it points inside the workspace, its target is guarded (outside, it resolves inside the
 // jail's root, where host files do not exist). Throws SetupError only when the workspace
 // itself can't be read or the guards can't be bounded.
-WorkspaceSurvey survey_workspace(const std::filesystem::path& workspace,
-                                 const WorkspaceRules& rules);
+WorkspaceSurvey survey_workspace(const std::string& workspace, const WorkspaceRules& rules);
 
 // The secrets alone (the hide patterns), as the start of a jail masks them.
-std::vector<GuardedPath> find_secrets(const std::filesystem::path& workspace,
+std::vector<GuardedPath> find_secrets(const std::string& workspace,
                                       const std::vector<std::string>& patterns);
 
 }  // namespace belljar

@@ -5,24 +5,16 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "sandbox/os/search_path.hpp"
+#include "sandbox/os/small_file.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool is_script(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[2] = {0, 0};
-  in.read(magic, 2);
-  return magic[0] == '#' && magic[1] == '!';
-}
 
 bool is_interpreter(const fs::path& path) {
   struct stat st {};
@@ -32,14 +24,11 @@ bool is_interpreter(const fs::path& path) {
 
 // The version names a pyenv version file lists: words, one or more per line, `#` comments.
 std::vector<std::string> version_words(const fs::path& file) {
-  std::ifstream in(file);
-  std::vector<std::string> words;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line.substr(0, line.find('#')));
-    for (std::string word; fields >> word;) words.push_back(word);
-  }
-  return words;
+  std::string text = read_small_file(file);
+  std::vector<std::string> found;
+  for (auto line : lines(text))
+    for (auto word : words(line.substr(0, line.find('#')))) found.emplace_back(word);
+  return found;
 }
 
 // pyenv's own order: PYENV_VERSION, then .python-version from the working directory up, then
@@ -62,6 +51,10 @@ void refuse_script(const std::string& flag, const std::string& path) {
 }
 
 }  // namespace
+
+bool is_script(const std::string& path) {
+  return read_small_file(path, 2) == "#!";
+}
 
 std::optional<std::string> pyenv_interpreter(const std::string& shim) {
   fs::path path(shim);

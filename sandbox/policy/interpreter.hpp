@@ -23,4 +23,7 @@ std::string resolve_python(const std::string& flag, const std::string& text);
 // named is not installed.
 std::optional<std::string> pyenv_interpreter(const std::string& shim);
 
+// A file that starts with "#!": a script, never run on the host in place of an interpreter.
+bool is_script(const std::string& path);
+
 }  // namespace belljar

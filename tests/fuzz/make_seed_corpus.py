@@ -149,3 +149,29 @@ responses = (b"HTTP/1.1 200 OK\r\nX-Echo: " + VALUE + b"\r\nTransfer-Encoding: c
 write("brokered_http", "keep_alive_echo", b"\x06" + requests + b"\xff\xfe" + responses)
 write("brokered_http", "head_then_close", b"\x00GET / HTTP/1.1\r\n\r\n\xff\xfeHTTP/1.0 200 OK\r\n\r\n" + VALUE)
 write("brokered_http", "interim", b"\x02HEAD / HTTP/1.1\r\n\r\n\xff\xfeHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No\r\n\r\n")
+
+# Jail records (sandbox/jail_protocol/record.hpp): name length, name, 4-byte value length, value.
+def record(*fields):
+    out = b""
+    for name, value in fields:
+        name, value = name.encode(), value if isinstance(value, bytes) else str(value).encode()
+        out += bytes([len(name)]) + name + struct.pack(">I", len(value)) + value
+    return out
+
+
+write("jail_records", "ready", record(("event", "ready"), ("worker_pid", 42), ("cgroup_v2", "/sys/fs/cgroup/b"),
+                                      ("note", "memory: rlimits")))
+write("jail_records", "exit", record(("event", "exit"), ("code", -1), ("signal", 9), ("memory_limit", 1),
+                                     ("cpu_ns", 1500000)))
+write("jail_records", "survey", record(("event", "survey"),
+                                       ("guarded", record(("path", ".git"), ("guard", "read-only"), ("reason", ".git"))),
+                                       ("bytes", 10), ("entries", 3), ("micros", 70)))
+write("jail_records", "request", record(("op", "survey"), ("measure", 1), ("baseline", 4096)))
+write("jail_records", "spec", record(("protocol", 1), ("mode", "namespaces"), ("strict", 1), ("host_root", 0),
+                                     ("host_uid", 1000), ("host_gid", 1000), ("workspace", "/w"),
+                                     ("bind", record(("source", "/usr"), ("target", "/usr"), ("kind", "ro"))),
+                                     ("link", record(("path", "/lib"), ("points_to", "usr/lib"))),
+                                     ("hide", ".env"), ("protect", ".git"), ("workspace_quota_bytes", 0),
+                                     ("exec_path", "/usr/bin/python3"), ("argv", "python3"), ("env", "A=b"),
+                                     ("memory_bytes", 1 << 30), ("pids", 256), ("file_size_bytes", 1 << 30),
+                                     ("tmp_size_bytes", 1 << 28), ("open_files", 4096), ("egress_port", 0)))

@@ -19,14 +19,26 @@
 #include <sstream>
 #include <string>
 
-#include "sandbox/jail/host_check.hpp"
-#include "sandbox/jail/worker_process.hpp"
+#include "sandbox/jail_client/host_check.hpp"
+#include "sandbox/jail_client/jail_helper.hpp"
+#include "sandbox/jail_client/worker_process.hpp"
 
 namespace belljar::testing {
 
 namespace fs = std::filesystem;
 
 inline const char* kTestPython = "/usr/bin/python3";
+
+// The jail helper of this build, opened once for every test that starts a sandbox.
+inline std::shared_ptr<const JailHelper> test_jail_helper() {
+  static std::shared_ptr<const JailHelper> helper = JailHelper::open(BELLJAR_JAIL_HELPER);
+  return helper;
+}
+
+// What a test's sandbox runs: `python` with the worker package in `package`.
+inline WorkerLaunch test_launch(const std::string& python, const fs::path& package) {
+  return {python, package, test_jail_helper()};
+}
 
 struct TempDir {
   fs::path path;
@@ -99,7 +111,7 @@ struct FakeWorker {
     write_file(package / "belljar_worker/__init__.py", "");
     write_file(package / "belljar_worker/main.py", worker_module(body));
   }
-  WorkerLaunch launch() const { return {kTestPython, package.path}; }
+  WorkerLaunch launch() const { return test_launch(kTestPython, package.path); }
 };
 
 inline Policy test_policy(const fs::path& workspace, Isolation isolation = Isolation::strict) {

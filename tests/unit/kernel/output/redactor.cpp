@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "kernel/output/output_stream.hpp"
-#include "sandbox/layers/environment.hpp"
+#include "sandbox/jail_client/environment.hpp"
 #include "sandbox/policy/policy.hpp"
 
 using namespace belljar;
@@ -182,7 +182,7 @@ TEST_CASE("a secret written across the hold-back deadline is never published",
 }
 
 // The redactor and the sandbox share one rule for which variables are harmless
-// (sandbox/layers/environment.hpp): this fails if they drift apart again.
+// (sandbox/jail_client/environment.hpp): this fails if they drift apart again.
 TEST_CASE("the redactor treats the sandbox's harmless variables as the sandbox does",
           "[redactor][environment]") {
   const std::string value = "sk-looks-like-a-secret-0123";  // secret-looking by the redactor

@@ -9,7 +9,7 @@
 
 #include "egress_harness.hpp"
 #include "sandbox/egress/egress_proxy.hpp"
-#include "sandbox/policy/jail_spec.hpp"
+#include "sandbox/jail_protocol/jail_spec.hpp"
 #include "sandbox_harness.hpp"
 
 using namespace belljar;

@@ -196,7 +196,7 @@ TEST_CASE("a failed start names the step and leaves nothing running", "[sandbox]
   auto policy = test_policy(ws.path);
   policy.python = (bin / "bin/python3").string();
   try {
-    WorkerProcess::start(policy, {policy.python, fake.package.path});
+    WorkerProcess::start(policy, test_launch(policy.python, fake.package.path));
     FAIL("start() should have thrown");
   } catch (const SandboxError& e) {
     std::string message = e.what();
@@ -215,8 +215,9 @@ TEST_CASE("a failed start names the step and leaves nothing running", "[sandbox]
 TEST_CASE("a missing package or workspace is refused before anything starts", "[sandbox]") {
   TempDir ws;
   TempDir empty("belljar-empty");
-  CHECK_THROWS_WITH(WorkerProcess::start(test_policy(ws.path), {kTestPython, empty.path}),
-                    Catch::Contains("no belljar_worker directory"));
+  CHECK_THROWS_WITH(
+      WorkerProcess::start(test_policy(ws.path), test_launch(kTestPython, empty.path)),
+      Catch::Contains("no belljar_worker directory"));
   FakeWorker fake("pass\n");
   CHECK_THROWS_WITH(WorkerProcess::start(test_policy(ws / "missing"), fake.launch()),
                     Catch::Contains("--workspace"));

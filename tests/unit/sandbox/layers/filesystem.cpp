@@ -208,7 +208,8 @@ TEST_CASE("the sandbox has its own pid and network namespaces", "[sandbox]") {
 out = {}
 out['ppid'] = os.getppid()
 out['pids'] = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())
-out['init'] = open('/proc/1/cmdline', 'rb').read().split(b'\0')[1].decode()
+out['init'] = open('/proc/1/cmdline', 'rb').read().split(b'\0')[0].decode()
+out['init_name'] = open('/proc/1/comm').read().strip()
 out['init_caps'] = [l.split()[1] for l in open('/proc/1/status') if l.startswith(('CapEff', 'CapPrm', 'CapBnd'))]
 out['interfaces'] = [name for _, name in socket.if_nameindex()]
 s = socket.socket(); s.settimeout(2)
@@ -225,8 +226,9 @@ report(out)
   auto r = run.result();
   INFO(r.dump(1));
   CHECK(r["ppid"] == 1);
-  CHECK(r["pids"].size() <= 2);  // init and the worker
-  CHECK(r["init"] == "__jail");
+  CHECK(r["pids"].size() <= 2);        // init and the worker
+  CHECK(r["init"] == "belljar-jail");  // the jail helper, not a copy of the supervisor
+  CHECK(r["init_name"] == "belljar-init");
   CHECK(r["init_caps"] ==
         nlohmann::json::array({"0000000000000000", "0000000000000000", "0000000000000000"}));
   CHECK(r["interfaces"] == nlohmann::json::array({"lo"}));
@@ -271,7 +273,7 @@ report({'prefix': sys.prefix, 'root': sorted(os.listdir('/root')), 'version': sy
 )PY");
   auto policy = test_policy(ws.path);
   policy.python = pyenv_python;
-  WorkerProcess worker = WorkerProcess::start(policy, {pyenv_python, fake.package.path});
+  WorkerProcess worker = WorkerProcess::start(policy, test_launch(pyenv_python, fake.package.path));
   auto run = collect(worker);
   INFO(run.err);
   auto r = run.result();

@@ -1,4 +1,4 @@
-#include "sandbox/jail/worker_process.hpp"
+#include "sandbox/jail_client/worker_process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,16 +10,13 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
-#include "sandbox/jail/host_check.hpp"
-#include "sandbox/jail/jail_entry.hpp"
-#include "sandbox/jail/jail_plan.hpp"
-#include "sandbox/layers/cgroup.hpp"
+#include "sandbox/jail_client/host_check.hpp"
+#include "sandbox/jail_client/jail_helper.hpp"
+#include "sandbox/jail_client/jail_plan.hpp"
+#include "sandbox/jail_protocol/jail_spec.hpp"
 #include "sandbox/os/setup_error.hpp"
-#include "sandbox/policy/jail_spec.hpp"
-#include "sandbox/policy/json_field.hpp"
+#include "sandbox/os/small_file.hpp"
 
 extern char** environ;
 
@@ -98,18 +95,20 @@ struct ProcStat {
 
 ProcStat read_stat(pid_t pid) {
   ProcStat st;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = read_small_file("/proc/" + std::to_string(pid) + "/stat", 4096);
+  // After the command name (which may hold spaces and parentheses): state, ppid, ... utime is
+  // the 12th field from there, stime, cutime and cstime follow.
   auto close = text.rfind(')');
   if (close == std::string::npos) return st;
-  std::istringstream fields(text.substr(close + 2));
-  std::vector<std::string> f;
-  std::string word;
-  while (fields >> word && f.size() < 20) f.push_back(word);
+  auto f = words(std::string_view(text).substr(close + 1));
   if (f.size() < 15) return st;
   static const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  st.ppid = static_cast<pid_t>(std::stol(f[1]));
-  st.cpu = (std::stod(f[11]) + std::stod(f[12]) + std::stod(f[13]) + std::stod(f[14])) / ticks;
+  auto ppid = parse_unsigned(f[1]);
+  if (!ppid) return st;
+  st.ppid = static_cast<pid_t>(*ppid);
+  uint64_t ticks_used = 0;
+  for (size_t i = 11; i <= 14; ++i) ticks_used += parse_unsigned(f[i]).value_or(0);
+  st.cpu = static_cast<double>(ticks_used) / ticks;
   st.ok = true;
   return st;
 }
@@ -123,18 +122,21 @@ double tree_cpu(pid_t root, int depth = 0) {
   fs::path tasks = "/proc/" + std::to_string(root) + "/task";
   std::error_code ec;
   for (fs::directory_iterator it(tasks, ec), end; !ec && it != end; it.increment(ec)) {
-    std::ifstream in(it->path() / "children");
-    pid_t child;
-    while (in >> child) total += tree_cpu(child, depth + 1);
+    std::string children = read_small_file(it->path() / "children", 1u << 20);
+    for (auto word : words(children))
+      if (auto child = parse_unsigned(word); child && *child > 0 && *child < 0x3fffffff)
+        total += tree_cpu(static_cast<pid_t>(*child), depth + 1);
   }
   return total;
 }
 
 uint64_t vm_hwm(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  std::string status = read_small_file("/proc/" + std::to_string(pid) + "/status");
+  for (auto line : lines(status))
+    if (line.substr(0, 6) == "VmHWM:") {
+      auto fields = words(line);
+      return fields.size() > 1 ? parse_unsigned(fields[1]).value_or(0) * 1024 : 0;
+    }
   return 0;
 }
 
@@ -166,8 +168,8 @@ WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
   stdout_ = std::move(other.stdout_);
   stderr_ = std::move(other.stderr_);
   status_ = std::move(other.status_);
+  status_reader_ = std::move(other.status_reader_);
   egress_channel_ = std::move(other.egress_channel_);
-  status_buffer_ = std::move(other.status_buffer_);
   cgroup_ = std::move(other.cgroup_);
   cgroup_released_ = std::exchange(other.cgroup_released_, true);
   notes_ = std::move(other.notes_);
@@ -208,9 +210,8 @@ void WorkerProcess::end() {
     pid_ = -1;
   }
   if (!cgroup_released_) {
-    SandboxCgroup cg = SandboxCgroup::from_json(cgroup_);
-    cg.kill_all();
-    cg.remove_after_kill();
+    cgroup_.kill_all();
+    cgroup_.remove_after_kill();
     cgroup_released_ = true;
   }
 }
@@ -292,7 +293,9 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
       policy, launch, plan.namespaces ? JailSpec::Mode::namespaces : JailSpec::Mode::landlock,
       environ);
   if (policy.isolation == Isolation::degraded) wp.notes_ = plan.missing;
-  const std::string payload = spec.to_json().dump() + "\n";  // one line; requests follow
+  if (!launch.jail_helper) throw SandboxError("no jail helper (belljar-jail) to build the sandbox");
+  const int helper = launch.jail_helper->fd();
+  const std::string spec_record = spec.encode();  // the first frame; requests follow
 
   // One connection per message, each carrying its socket (SCM_RIGHTS): SOCK_SEQPACKET keeps the
   // boundaries, so a descriptor can never arrive with another connection's message.
@@ -310,7 +313,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     throw SandboxError("socketpair(control): " + errno_text(errno));
   Fd control = lifted(cp[0], "control socket"), control_child = lifted(cp[1], "control socket");
 
-  std::vector<std::string> args = {"belljar", kJailCommand};
+  std::vector<std::string> args = {"belljar-jail"};
   std::vector<char*> argv = c_strings(args);
   char* empty_env[] = {nullptr};
   const pid_t supervisor = ::getpid();
@@ -326,9 +329,10 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     ::dup2(ch.frames_child.get(), 3);
     ::dup2(control_child.get(), kControlFd);
     if (egress_child) ::dup2(egress_child.get(), kEgressChannelFd);
-    ::close_range(egress_child ? kEgressChannelFd + 1 : kEgressChannelFd, ~0U, 0);
-    // A fresh single-threaded copy of ourselves, with an empty environment.
-    ::execve("/proc/self/exe", argv.data(), empty_env);
+    // Everything else closes at the exec; the helper's own descriptor must live until then.
+    ::close_range(egress_child ? kEgressChannelFd + 1 : kEgressChannelFd, ~0U, CLOSE_RANGE_CLOEXEC);
+    // A fresh single-threaded process, with an empty environment.
+    ::execveat(helper, "", argv.data(), empty_env, AT_EMPTY_PATH);
     _exit(127);
   }
   wp.pid_ = pid;
@@ -341,13 +345,8 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
   wp.stdout_ = std::move(ch.out);
   wp.stderr_ = std::move(ch.err);
 
-  size_t sent = 0;
-  while (sent < payload.size()) {
-    ssize_t n = ::send(control.get(), payload.data() + sent, payload.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the warden is gone; its status says why
-    sent += static_cast<size_t>(n);
-  }
+  // A warden that is already gone says why below (or its exit does).
+  (void)send_frame(control.get(), spec_record);
 
   auto fail = [&](const std::string& message) -> SandboxError {
     ::kill(wp.pid_, SIGKILL);
@@ -356,7 +355,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     return SandboxError(message);
   };
   const auto deadline = std::chrono::steady_clock::now() + kSetupTimeout;
-  std::string buffer;
+  FrameReader reader(control.get());
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -365,34 +364,31 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     int r = ::poll(&p, 1, static_cast<int>(left.count()));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) continue;
-    char buf[4096];
-    ssize_t n = ::read(control.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n > 0) buffer.append(buf, static_cast<size_t>(n));
-    size_t end;
-    while ((end = buffer.find('\n')) != std::string::npos) {
-      auto message = nlohmann::json::parse(buffer.substr(0, end), nullptr, false);
-      buffer.erase(0, end + 1);
-      if (!message.is_object()) continue;
-      std::string event = json_field(message, "event", "");
-      if (event == "error")
-        throw fail(json_field(message, "message", "the sandbox could not be set up"));
-      if (event == "ready") {
-        wp.worker_pid_ = json_field<int>(message, "worker_pid", -1);
-        wp.cgroup_ = message.value("cgroup", nlohmann::json::object());
-        wp.cgroup_released_ = SandboxCgroup::from_json(wp.cgroup_).empty();
-        for (const auto& note : message.value("notes", std::vector<std::string>()))
-          wp.notes_.push_back(note);
+    bool closed = reader.fill();
+    while (auto frame = reader.next()) {
+      JailReport report;
+      try {
+        report = decode_report(*frame);
+      } catch (const RecordError& e) {
+        throw fail("the jail helper sent a garbled report during setup (" + e.message + ")");
+      }
+      if (auto* error = std::get_if<ErrorReport>(&report)) throw fail(error->message);
+      if (auto* ready = std::get_if<ReadyReport>(&report)) {
+        wp.worker_pid_ = ready->worker_pid;
+        wp.cgroup_ = SandboxCgroup(ready->cgroup);
+        wp.cgroup_released_ = wp.cgroup_.empty();
+        wp.notes_.insert(wp.notes_.end(), ready->notes.begin(), ready->notes.end());
         if (plan.namespaces && wp.worker_pid_ > 0) wp.init_pid_ = read_stat(wp.worker_pid_).ppid;
         ::fcntl(control.get(), F_SETFL, O_NONBLOCK);
         wp.status_ = std::move(control);
+        wp.status_reader_ = std::move(reader);  // holds whatever followed the ready report
         wp.guards_workspace_ = plan.namespaces;
         wp.landlocked_ = !plan.namespaces;
-        wp.status_buffer_ = buffer;
         return wp;
       }
     }
-    if (n == 0) {
+    if (reader.broken()) throw fail("the jail helper sent a report over the cap during setup");
+    if (closed) {
       std::string said = drain(wp.stderr_.get(), 2000);
       while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
       throw fail("the sandbox exited during setup" + (said.empty() ? std::string() : ": " + said));
@@ -419,44 +415,46 @@ void WorkerProcess::kill() {
   }
   if (!status_) ::kill(-pid_, SIGKILL);
   ::kill(pid_, SIGKILL);  // the warden: init dies with it (PDEATHSIG), and the namespace with init
-  if (!cgroup_released_) SandboxCgroup::from_json(cgroup_).kill_all();
+  if (!cgroup_released_) cgroup_.kill_all();
 }
 
 void WorkerProcess::read_status() {
-  if (!status_) return;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(status_.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (status_buffer_.size() < (1u << 20)) status_buffer_.append(buf, static_cast<size_t>(n));
+  if (!status_ || !status_reader_) return;
+  status_reader_->fill();
+  while (auto frame = status_reader_->next()) {
+    JailReport report;
+    try {
+      report = decode_report(*frame);
+    } catch (const RecordError& e) {
+      // The warden is ours and outside the jail: a report it garbled is a broken jail.
+      SurveyReport failed;
+      failed.error = "a garbled report: " + e.message;
+      if (surveys_.size() < 16) surveys_.push_back(std::move(failed));
+      kill();
+      continue;
+    }
+    if (auto* exit = std::get_if<ExitReport>(&report))
+      exit_report_ = *exit;
+    else if (auto* survey = std::get_if<SurveyReport>(&report); survey && surveys_.size() < 16)
+      surveys_.push_back(std::move(*survey));
   }
-  size_t end;
-  while ((end = status_buffer_.find('\n')) != std::string::npos) {
-    auto message = nlohmann::json::parse(status_buffer_.substr(0, end), nullptr, false);
-    status_buffer_.erase(0, end + 1);
-    if (!message.is_object()) continue;
-    std::string event = json_field(message, "event", "");
-    if (event == "exit")
-      exit_report_ = message;
-    else if (event == "survey" && surveys_.size() < 16)
-      surveys_.push_back(std::move(message));
-  }
+  if (status_reader_->broken()) kill();
 }
 
 void WorkerProcess::request_survey(std::optional<uint64_t> baseline, bool measure) {
   if (!status_ || !guards_workspace_ || exit_) return;
-  nlohmann::json request = {{"op", "survey"}, {"measure", measure}};
-  if (baseline) request["baseline"] = *baseline;
-  std::string line = request.dump() + "\n";
-  (void)::send(status_.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  std::string frame = frame_of(SurveyRequest{baseline, measure}.encode());
+  // Never blocks the reactor. A request that does not fit whole would desynchronise the
+  // channel: the warden stopped reading, so the sandbox is stopped (its exit tells the cell).
+  ssize_t n = ::send(status_.get(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n >= 0 && static_cast<size_t>(n) != frame.size()) kill();
 }
 
-std::optional<nlohmann::json> WorkerProcess::take_survey() {
+std::optional<SurveyReport> WorkerProcess::take_survey() {
   read_status();
   if (surveys_.empty()) return std::nullopt;
-  nlohmann::json first = std::move(surveys_.front());
-  surveys_.erase(surveys_.begin());
+  SurveyReport first = std::move(surveys_.front());
+  surveys_.pop_front();
   return first;
 }
 
@@ -473,28 +471,24 @@ std::optional<WorkerExit> WorkerProcess::poll_exit() {
   read_status();
   WorkerExit exit;
   if (exit_report_) {
-    exit.exit_code = json_field<int>(*exit_report_, "code", -1);
-    exit.signal = json_field<int>(*exit_report_, "signal", 0);
-    exit.memory_limit = json_field(*exit_report_, "memory_limit", false);
-    exit.memory_total_bytes = json_field<uint64_t>(*exit_report_, "memory_total_bytes", 0);
+    exit.exit_code = exit_report_->code;
+    exit.signal = exit_report_->signal;
+    exit.memory_limit = exit_report_->memory_limit;
+    exit.memory_total_bytes = exit_report_->memory_total_bytes;
     last_peak_ = std::max(last_peak_, exit.memory_total_bytes);
-    double cpu = json_field(*exit_report_, "cpu_seconds", -1.0);
-    if (cpu >= 0) last_cpu_ = std::max(last_cpu_, cpu);
-    last_peak_ =
-        std::max<uint64_t>(last_peak_, json_field<uint64_t>(*exit_report_, "peak_memory_bytes", 0));
+    if (exit_report_->cpu_ns >= 0) last_cpu_ = std::max(last_cpu_, exit_report_->cpu_ns / 1e9);
+    last_peak_ = std::max(last_peak_, exit_report_->peak_memory_bytes);
   } else if (r > 0 && WIFSIGNALED(status)) {
     exit.signal = WTERMSIG(status);
   } else if (r > 0) {
     exit.exit_code = WEXITSTATUS(status);
   }
-  if (!exit_report_ && !cgroup_released_)
-    exit.memory_limit = SandboxCgroup::from_json(cgroup_).oom_kills() > 0;
+  if (!exit_report_ && !cgroup_released_) exit.memory_limit = cgroup_.oom_kills() > 0;
   if (!cgroup_released_) {
     // The warden removes it on a normal end; after a SIGKILL it is ours to clean (one try
     // here, the destructor retries).
-    SandboxCgroup cg = SandboxCgroup::from_json(cgroup_);
-    cg.kill_all();
-    if (cg.remove()) cgroup_released_ = true;
+    cgroup_.kill_all();
+    if (cgroup_.remove()) cgroup_released_ = true;
   }
   exit_ = exit;
   return exit_;
@@ -502,7 +496,7 @@ std::optional<WorkerExit> WorkerProcess::poll_exit() {
 
 double WorkerProcess::cpu_seconds() const {
   if (!cgroup_released_) {
-    double cpu = SandboxCgroup::from_json(cgroup_).cpu_seconds();
+    double cpu = cgroup_.cpu_seconds();
     if (cpu >= 0) return last_cpu_ = std::max(last_cpu_, cpu);
   }
   if (!exit_ && pid_ > 0) {
@@ -520,12 +514,12 @@ bool WorkerProcess::set_memory_limit(uint64_t bytes, std::string* why) {
       *why = "this host gives the sandbox no memory cgroup (the session's --memory still applies)";
     return false;
   }
-  return SandboxCgroup::from_json(cgroup_).set_memory_limit(bytes, why);
+  return cgroup_.set_memory_limit(bytes, why);
 }
 
 uint64_t WorkerProcess::peak_memory_bytes() const {
   if (!cgroup_released_) {
-    uint64_t peak = SandboxCgroup::from_json(cgroup_).peak_memory_bytes();
+    uint64_t peak = cgroup_.peak_memory_bytes();
     if (peak > 0) return last_peak_ = std::max(last_peak_, peak);
   }
   if (!exit_ && pid_ > 0 && worker_pid_ > 0) last_peak_ = std::max(last_peak_, vm_hwm(worker_pid_));

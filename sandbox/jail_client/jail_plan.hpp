@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/policy/jail_spec.hpp"
+#include "sandbox/jail_protocol/jail_spec.hpp"
+#include "sandbox/policy/policy.hpp"
 
 namespace belljar {
 

@@ -1,4 +1,4 @@
-#include "sandbox/layers/environment.hpp"
+#include "sandbox/jail_client/environment.hpp"
 
 #include <algorithm>
 #include <cctype>

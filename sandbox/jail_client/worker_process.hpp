@@ -4,13 +4,17 @@
 // waits for the jail to be built, typically tens of milliseconds).
 #include <sys/types.h>
 
+#include <deque>
 #include <filesystem>
-#include <nlohmann/json.hpp>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "sandbox/jail_protocol/jail_channel.hpp"
+#include "sandbox/jail_protocol/jail_reports.hpp"
+#include "sandbox/layers/cgroup.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/policy/policy.hpp"
 
@@ -33,10 +37,13 @@ struct WorkerExit {
 };
 
 struct LayerReport;  // host_check.hpp
+class JailHelper;    // jail_helper.hpp
 
 struct WorkerLaunch {
   std::string python;                        // absolute path of the interpreter
   std::filesystem::path worker_package_dir;  // host directory holding belljar_worker/
+  // The jail helper, opened when the kernel started (strict and degraded; unused by none).
+  std::shared_ptr<const JailHelper> jail_helper = {};
   // Bound secrets (--secret): what the sandbox holds instead of each value, NAME=placeholder,
   // and the CA bundle (PEM) it trusts so the egress proxy can terminate those hosts' TLS.
   std::vector<std::pair<std::string, std::string>> secret_placeholders = {};
@@ -49,9 +56,9 @@ class WorkerProcess {
   // is the one line to show: the failing step, its path and errno, or the missing layer and
   // its fix). Nothing is left running when it throws.
   //
-  // strict/degraded: the jail is `/proc/self/exe __jail` (see jail_entry.hpp), so the
-  // executable's main() must call jail_main() for that argv[1]. The thread calling start()
-  // must outlive the worker: the jail gets SIGKILL when it exits (PR_SET_PDEATHSIG).
+  // strict/degraded: the jail is launch.jail_helper (`belljar-jail`, sandbox/jail/main.cpp),
+  // exec'd from the descriptor the kernel opened at start. The thread calling start() must
+  // outlive the worker: the jail gets SIGKILL when it exits (PR_SET_PDEATHSIG).
   static WorkerProcess start(const Policy& policy, const WorkerLaunch& launch);
   // The same, planned against a given host report instead of this host's probed one (tests
   // use it to see what a host without, say, user namespaces gets).
@@ -82,7 +89,7 @@ class WorkerProcess {
   // workspace again; its reply arrives on status_fd() and is taken with take_survey().
   bool guards_workspace() const { return guards_workspace_; }
   void request_survey(std::optional<uint64_t> baseline, bool measure);
-  std::optional<nlohmann::json> take_survey();
+  std::optional<SurveyReport> take_survey();
 
   void interrupt();  // SIGINT to the Python process (its process group)
   void kill();       // SIGKILL to everything in the sandbox
@@ -104,13 +111,13 @@ class WorkerProcess {
   pid_t init_pid_ = -1;  // the jail's init as the host sees it (namespaces mode)
   Fd frames_, stdout_, stderr_;
   Fd status_;  // jail: the warden's control socket (setup result, then the exit report)
+  std::optional<FrameReader> status_reader_;
   Fd egress_channel_;
-  std::string status_buffer_;
-  nlohmann::json cgroup_;  // SandboxCgroup::to_json() of the sandbox's cgroup, if any
+  SandboxCgroup cgroup_;  // the sandbox's cgroup, as the warden's ready report names it
   bool cgroup_released_ = true;
   std::vector<std::string> notes_;
-  std::optional<nlohmann::json> exit_report_;
-  std::vector<nlohmann::json> surveys_;
+  std::optional<ExitReport> exit_report_;
+  std::deque<SurveyReport> surveys_;
   bool guards_workspace_ = false;
   // Landlock mode: the warden has a private directory on the host's /tmp to remove at the end,
   // so it is asked to end (SIGTERM) before it is killed.

@@ -1,4 +1,4 @@
-#include "sandbox/egress/egress_forwarder.hpp"
+#include "sandbox/jail/egress_forwarder.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

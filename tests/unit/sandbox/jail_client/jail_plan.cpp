@@ -1,14 +1,14 @@
 // The jail's pieces that need no process: patterns, secrets scan, environment, argv, the
 // interpreter's layout and the seccomp filter's text.
-#include "sandbox/jail/jail_plan.hpp"
+#include "sandbox/jail_client/jail_plan.hpp"
 
 #include <catch2/catch.hpp>
 
-#include "sandbox/jail/python_layout.hpp"
-#include "sandbox/layers/environment.hpp"
+#include "sandbox/jail_client/environment.hpp"
+#include "sandbox/jail_client/python_layout.hpp"
+#include "sandbox/jail_protocol/jail_spec.hpp"
 #include "sandbox/layers/seccomp_filter.hpp"
 #include "sandbox/layers/workspace_guard.hpp"
-#include "sandbox/policy/jail_spec.hpp"
 #include "sandbox_harness.hpp"
 
 using namespace belljar;

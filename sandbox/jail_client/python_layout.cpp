@@ -1,11 +1,11 @@
-#include "sandbox/jail/python_layout.hpp"
+#include "sandbox/jail_client/python_layout.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
-
-#include "sandbox/jail/worker_process.hpp"
+#include "sandbox/jail_client/worker_process.hpp"
+#include "sandbox/os/small_file.hpp"
+#include "sandbox/policy/interpreter.hpp"
 
 namespace belljar {
 namespace fs = std::filesystem;
@@ -32,9 +32,9 @@ bool is_prefix(const fs::path& dir) {
 }
 
 std::string venv_home(const fs::path& cfg) {
-  std::ifstream in(cfg);
-  std::string line;
-  while (std::getline(in, line)) {
+  std::string text = read_small_file(cfg);
+  for (auto line_view : lines(text)) {
+    std::string line(line_view);
     auto eq = line.find('=');
     if (eq == std::string::npos) continue;
     std::string key = line.substr(0, eq);
@@ -71,16 +71,11 @@ PythonLayout locate_python(const std::string& python) {
   if (ec) throw SandboxError("--python " + python + ": " + ec.message());
   if (::access(real.c_str(), X_OK) != 0)
     throw SandboxError("--python " + python + ": not executable");
-  {
-    std::ifstream in(real, std::ios::binary);
-    char magic[2] = {};
-    in.read(magic, 2);
-    if (magic[0] == '#' && magic[1] == '!')
-      throw SandboxError("--python " + python +
-                         " is a script (a pyenv shim?), which cannot run inside the "
-                         "sandbox: pass the interpreter itself, as printed by "
-                         "python3 -c 'import sys; print(sys.executable)'");
-  }
+  if (is_script(real))
+    throw SandboxError("--python " + python +
+                       " is a script (a pyenv shim?), which cannot run inside the sandbox: pass "
+                       "the interpreter itself, as printed by "
+                       "python3 -c 'import sys; print(sys.executable)'");
 
   PythonLayout layout;
   fs::path given(python);

@@ -1,4 +1,4 @@
-#include "sandbox/jail/host_check.hpp"
+#include "sandbox/jail_client/host_check.hpp"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -9,22 +9,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "sandbox/layers/landlock.hpp"
 #include "sandbox/layers/user_namespace.hpp"
 #include "sandbox/os/setup_error.hpp"
+#include "sandbox/os/small_file.hpp"
 
 namespace belljar {
 
 namespace {
 
 std::string read_first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+  std::string text = read_small_file(path, 4096);
+  return text.substr(0, text.find('\n'));
 }
 
 struct NamespaceProbe {
@@ -347,25 +343,22 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
 }
 
 std::string EnforcementPlan::text() const {
-  std::ostringstream out;
-  out << "policy (isolation " << isolation_name(isolation)
-      << "): " << (enforceable ? "enforceable" : "NOT enforceable") << "\n";
-  if (!refusal.empty()) out << "  refused: " << refusal << "\n";
-  for (const auto& line : uses) out << "  uses     " << line << "\n";
-  for (const auto& line : missing) out << "  missing  " << line << "\n";
-  return out.str();
+  std::string out = std::string("policy (isolation ") + isolation_name(isolation) +
+                    "): " + (enforceable ? "enforceable" : "NOT enforceable") + "\n";
+  if (!refusal.empty()) out += "  refused: " + refusal + "\n";
+  for (const auto& line : uses) out += "  uses     " + line + "\n";
+  for (const auto& line : missing) out += "  missing  " + line + "\n";
+  return out;
 }
 
 std::string describe_check(const LayerReport& host, const EnforcementPlan& plan) {
-  std::ostringstream out;
-  out << "host layers:\n";
+  std::string out = "host layers:\n";
   for (const auto& line : host.lines()) {
     std::string name = line.layer;
     name.resize(20, ' ');
-    out << "  " << name << (line.available ? "ok    " : "NO    ") << line.detail << "\n";
+    out += "  " + name + (line.available ? "ok    " : "NO    ") + line.detail + "\n";
   }
-  out << plan.text();
-  return out.str();
+  return out + plan.text();
 }
 
 }  // namespace belljar

@@ -1,4 +1,4 @@
-#include "sandbox/jail/jail_plan.hpp"
+#include "sandbox/jail_client/jail_plan.hpp"
 
 #include <pwd.h>
 #include <sys/stat.h>
@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "sandbox/jail/python_layout.hpp"
-#include "sandbox/jail/worker_process.hpp"
-#include "sandbox/layers/environment.hpp"
+#include "sandbox/jail_client/environment.hpp"
+#include "sandbox/jail_client/python_layout.hpp"
+#include "sandbox/jail_client/worker_process.hpp"
 #include "sandbox/layers/workspace_guard.hpp"
 
 namespace belljar {

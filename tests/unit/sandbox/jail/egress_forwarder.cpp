@@ -1,7 +1,7 @@
 // The jail init's forwarder outside a jail: it listens on a loopback port, passes connections
 // over a SOCK_SEQPACKET pair to a real proxy, and must neither drop a burst nor block when the
 // proxy is slow (the channel full) or gone.
-#include "sandbox/egress/egress_forwarder.hpp"
+#include "sandbox/jail/egress_forwarder.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -1,15 +1,17 @@
 #pragma once
 // Everything the jail's own processes (warden, init, worker) need, worked out by the
-// supervisor and sent to the warden over its control socket (never argv: --set-env values
-// may be secrets, and argv is world-readable in /proc).
+// supervisor (sandbox/jail_client/jail_plan.cpp) and sent to the jail helper as the first frame
+// on its control socket (never argv: --set-env values may be secrets, and argv is
+// world-readable in /proc). Encoded as a record (record.hpp): the helper links no JSON library.
 #include <sys/types.h>
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "sandbox/policy/policy.hpp"
+#include "sandbox/jail_protocol/record.hpp"
 
 namespace belljar {
 
@@ -82,8 +84,16 @@ struct JailSpec {
   // 0: loopback only (no --allow-net, or no network namespace to listen in).
   uint16_t egress_port = 0;
 
-  nlohmann::json to_json() const;
-  static JailSpec from_json(const nlohmann::json& doc);
+  std::string encode() const;
+  // Throws RecordError naming the field that is missing or malformed.
+  static JailSpec decode(std::string_view bytes);
 };
+
+// The spec is sent once; a few thousand binds and a CA bundle stay far below this.
+inline constexpr size_t kMaxSpecBytes = 64u << 20;
+
+// The supervisor and the helper are built and installed together; the spec carries this so a
+// helper from another build refuses it in one line instead of misreading it.
+inline constexpr uint64_t kJailProtocolVersion = 1;
 
 }  // namespace belljar
