@@ -112,10 +112,13 @@ def _bench_download(url, direct):
 
 
 class Client:
-    def __init__(self, km, ctx, channels=("shell", "iopub", "control")):
-        self.km = km
-        self.session = Session(key=km.session.key, signature_scheme=km.session.signature_scheme,
-                               username="bench")
+    def __init__(self, conn, ctx, channels=("shell", "iopub", "control")):
+        """conn: a started KernelManager, or a connection-info dict (a connection file's
+        contents, as jupyter_client's write_connection_file returns it)."""
+        info = conn.get_connection_info() if hasattr(conn, "get_connection_info") else conn
+        key = info["key"]
+        self.session = Session(key=key.encode() if isinstance(key, str) else key,
+                               signature_scheme=info["signature_scheme"], username="bench")
         self.sockets = {}
         for name in channels:
             kind = {"shell": zmq.DEALER, "control": zmq.DEALER, "iopub": zmq.SUB}[name]
@@ -127,8 +130,7 @@ class Client:
             else:
                 sock.setsockopt(zmq.SUBSCRIBE, b"")
                 sock.setsockopt(zmq.RCVHWM, 0)
-            port = getattr(km, name + "_port")
-            sock.connect("%s://%s:%d" % (km.transport, km.ip, port))
+            sock.connect("%s://%s:%d" % (info["transport"], info["ip"], info[name + "_port"]))
             self.sockets[name] = sock
 
     def close(self):
@@ -219,14 +221,19 @@ class Client:
                     s.recv_multipart()
 
 
-def check_two(reply):
+def check_value(reply, expected, what="1+1"):
+    """The execute_reply is ok and its user_expressions["r"] shows as `expected`."""
     content = reply["content"]
     if content.get("status") != "ok":
-        raise RuntimeError("1+1 failed: %s: %s" % (content.get("ename"), content.get("evalue")))
+        raise RuntimeError("%s failed: %s: %s" % (what, content.get("ename"), content.get("evalue")))
     value = content.get("user_expressions", {}).get("r", {})
     text = value.get("data", {}).get("text/plain")
-    if text != "2":
-        raise RuntimeError("user_expressions r = %r, expected '2'" % (value,))
+    if text != expected:
+        raise RuntimeError("user_expressions r = %r, expected %r" % (value, expected))
+
+
+def check_two(reply):
+    check_value(reply, "2")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,6 +317,10 @@ class Bench:
         if total != DOWNLOAD_BYTES:
             raise RuntimeError("the download was %d bytes, not %d" % (total, DOWNLOAD_BYTES))
         return seconds
+
+    def kernelspec(self, name):
+        """The installed kernel.json of one of our kernels, as a dict."""
+        return json.loads((self.spec_dirs / self.names[name] / "kernel.json").read_text())
 
     def manager(self, name):
         km = KernelManager(kernel_name=self.names[name])
@@ -491,6 +502,10 @@ def memory_of(procs):
             continue
         entry = {"pid": p.pid, "name": name, "rss": rss}
         try:
+            entry["ppid"] = p.ppid()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+        try:
             full = p.memory_full_info()
             entry["pss"], entry["uss"] = full.pss, full.uss
         except (psutil.NoSuchProcess, psutil.AccessDenied) as e:
@@ -504,6 +519,62 @@ def memory_of(procs):
             total[key] += entry[key]
         total["procs"].append(entry)
     return total
+
+
+# What each process of a kernel's tree is, by its depth under the kernel process (belljar's jail
+# processes are all the one executable, `belljar __jail`, so their names don't tell them apart).
+ROLES = {"belljar": ("supervisor", "warden", "init", "worker"), "ipykernel": ("kernel",)}
+
+
+def label_roles(entries, kernel):
+    """Sets entry["role"] on memory_of()'s entries of one tree (entries[0] is the kernel process):
+    the role at that depth, or "<deepest role>'s child" below it."""
+    names = ROLES.get("belljar" if kernel.startswith("belljar") else kernel, ("kernel",))
+    depth = {}
+    for e in entries:
+        depth[e["pid"]] = 0 if not depth else None
+    for _ in entries:  # parents may come after their children: settle in a few passes
+        for e in entries:
+            if depth[e["pid"]] is None and depth.get(e.get("ppid")) is not None:
+                depth[e["pid"]] = depth[e["ppid"]] + 1
+    for e in entries:
+        d = depth[e["pid"]]
+        e["role"] = (names[d] if d is not None and d < len(names)
+                     else "%s's child" % names[-1])
+    return entries
+
+
+def mappings(pid):
+    """RSS and PSS of one process per mapped file, from /proc/PID/smaps (anonymous mappings as
+    [anon], plus [heap], [stack], ...), largest PSS first: where a process's memory is."""
+    by_name = {}
+    name = None
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            field, _, rest = line.partition(" ")
+            if not field.endswith(":") or "-" in field:  # a mapping's header line
+                parts = line.split(None, 5)
+                name = parts[5].strip() if len(parts) > 5 else "[anon]"
+                by_name.setdefault(name, {"mapping": name, "rss": 0, "pss": 0, "count": 0})
+                by_name[name]["count"] += 1
+            elif field in ("Rss:", "Pss:"):
+                by_name[name][field[:-1].lower()] += int(rest.split()[0]) * 1024
+    return sorted(by_name.values(), key=lambda m: -m["pss"])
+
+
+def mapping_lines(maps, top=12):
+    """mappings() as report lines: the largest by PSS, the rest summed."""
+    lines = ["%s: RSS %s, PSS %s%s" % (os.path.basename(m["mapping"]) or m["mapping"],
+                                      fmt_mb(m["rss"]), fmt_mb(m["pss"]),
+                                      " (%d mappings)" % m["count"] if m["count"] > 1 else "")
+             for m in maps[:top]]
+    rest = maps[top:]
+    if rest:
+        lines.append("%d others: RSS %s, PSS %s" % (len(rest), fmt_mb(sum(m["rss"] for m in rest)),
+                                                   fmt_mb(sum(m["pss"] for m in rest))))
+    lines.append("total: RSS %s, PSS %s" % (fmt_mb(sum(m["rss"] for m in maps)),
+                                            fmt_mb(sum(m["pss"] for m in maps))))
+    return lines
 
 
 class Sampler(threading.Thread):
@@ -860,7 +931,11 @@ def main():
                     record(k, "tree_uss", mem["uss"])
                     record(k, "kernel_proc_rss", sup["rss"])
                     record(k, "kernel_proc_pss", sup["pss"])
-                    samples[k]["tree"] = mem["procs"]
+                    samples[k]["tree"] = label_roles(mem["procs"], k)
+                    try:
+                        samples[k]["kernel_proc_mappings"] = mappings(km.provisioner.pid)
+                    except OSError as e:
+                        notes.append("%s: could not read the kernel process's smaps: %s" % (k, e))
                     if mem["unreadable"]:
                         notes.append("%s: could not read %s" % (k, ", ".join(mem["unreadable"])))
             if "stream" not in skip:
@@ -965,6 +1040,21 @@ def main():
         log("wrote", args.json)
 
 
+def header_lines(info):
+    """The report's header: date, machine, load, versions, repetition counts (info: versions()
+    plus "date" and "N"; "load_start" if the caller took the load average at the start too)."""
+    load = "load average at the end: %(load)s" % info
+    if info.get("load_start"):
+        load = "load average at the start: %s, at the end: %s" % (info["load_start"], info["load"])
+    return ["date: %(date)s" % info,
+            "nproc: %s (%s), Linux %s, %s" % (info["nproc"], info["cpu"], info["kernel"], load),
+            "belljar: %s (source %s)" % (info.get("belljar", "not measured"),
+                                         info.get("commit", "?")),
+            "ipykernel %(ipykernel)s, jupyter_client %(jupyter_client)s, pyzmq %(pyzmq)s "
+            "(libzmq %(libzmq)s), Python %(python)s (/usr/bin/python3)" % info,
+            "repetitions: %(N)s" % info]
+
+
 def build_report(samples, info, notes, quick):
     def get(kernel, figure, stat=median):
         xs = samples.get(kernel, {}).get(figure)
@@ -1004,13 +1094,16 @@ def build_report(samples, info, notes, quick):
                                                  "/".join(enames[ipk]) or "—")),
         Row("6", "memory of the kernel's process tree after warm-up (PSS)", get(bj, "tree_pss"),
             get(ipk, "tree_pss"), fmt_mb, 0.4),
-        Row("6b", "same, summed RSS (counts shared pages once per process)", get(bj, "tree_rss"),
-            get(ipk, "tree_rss"), fmt_mb, None),
+        Row("6b", "same, summed RSS: the kernel tree resident (counts shared pages once per "
+            "process)", get(bj, "tree_rss"), get(ipk, "tree_rss"), fmt_mb, 0.35),
         Row("7", "the kernel process alone (RSS; belljar: the supervisor)",
             get(bj, "kernel_proc_rss"), get(ipk, "kernel_proc_rss"), fmt_mb, None,
-            "PSS: belljar %s, ipykernel %s" % (fmt_mb(get(bj, "kernel_proc_pss")),
-                                               fmt_mb(get(ipk, "kernel_proc_pss"))),
+            "per mapping: see \"The kernel process, mapping by mapping\"",
             absolute=(10e6, "≤ 10 MB")),
+        Row("7b", "the kernel process alone (PSS; belljar: the supervisor)",
+            get(bj, "kernel_proc_pss"), get(ipk, "kernel_proc_pss"), fmt_mb, None,
+            "shared libraries split between the processes mapping them",
+            absolute=(4e6, "≤ 4 MB")),
         Row("8", "%d kernels at once: start all, `1+1` each, shut down all (wall)" % info["n_scale"],
             get(bj, "scale_total_s"), get(ipk, "scale_total_s"), fmt_s, None,
             "all answered after: belljar %s, ipykernel %s; shutdown: belljar %s, ipykernel %s" % (
@@ -1063,24 +1156,23 @@ def build_report(samples, info, notes, quick):
     tree_lines = []
     for k in (bj, ipk):
         for p in samples.get(k, {}).get("tree", []):
-            tree_lines.append("%s: pid %d %s (uid %s): RSS %s, PSS %s, USS %s" % (
-                k, p["pid"], p["name"], p.get("uids", "?"), fmt_mb(p["rss"]), fmt_mb(p["pss"]),
-                fmt_mb(p["uss"])))
+            tree_lines.append("%s %s: pid %d %s (uid %s): RSS %s, PSS %s, USS %s" % (
+                k, p.get("role", "?"), p["pid"], p["name"], p.get("uids", "?"), fmt_mb(p["rss"]),
+                fmt_mb(p["pss"]), fmt_mb(p["uss"])))
+    map_lines = {k: mapping_lines(samples[k]["kernel_proc_mappings"])
+                 for k in (bj, ipk) if samples.get(k, {}).get("kernel_proc_mappings")}
 
     banner = "QUICK RUN (low repetition counts: indicative only)\n" if quick else ""
-    info_lines = ["date: %(date)s" % info, "nproc: %(nproc)s (%(cpu)s), Linux %(kernel)s, "
-                  "load average at the end: %(load)s" % info,
-                  "belljar: %s (source %s)" % (info.get("belljar", "not measured"),
-                                               info.get("commit", "?")),
-                  "ipykernel %(ipykernel)s, jupyter_client %(jupyter_client)s, pyzmq %(pyzmq)s "
-                  "(libzmq %(libzmq)s), Python %(python)s (/usr/bin/python3)" % info,
-                  "repetitions: %(N)s" % info]
+    info_lines = header_lines(info)
     text = [banner + "\n".join(info_lines), "", text_table(header, main_rows)]
     if cost_rows:
         text += ["", "cost of the sandbox and of the audit log (Δ: what the layer costs; "
                      "medians):", text_table(cost_header, cost_rows)]
     if tree_lines:
         text += ["", "process trees after warm-up:"] + ["  " + t for t in tree_lines]
+    for k, lines in map_lines.items():
+        text += ["", "%s: the kernel process by mapping (/proc/PID/smaps):" % k] + \
+            ["  " + l for l in lines]
     if brokered_lines:
         text += ["", "bound secrets (belljar alone, both paths in one kernel):"] + \
             ["  " + l for l in brokered_lines]
@@ -1109,6 +1201,13 @@ def build_report(samples, info, notes, quick):
             ["- " + l for l in brokered_lines] + [""]
     if tree_lines:
         md += ["## Process trees after warm-up", ""] + ["- " + t for t in tree_lines] + [""]
+    if map_lines:
+        md += ["## The kernel process, mapping by mapping", "",
+               "Rows 7 and 7b taken apart: RSS and PSS of the kernel process (belljar: the "
+               "supervisor) per mapped file, from `/proc/PID/smaps` after the warm-up; anonymous "
+               "memory is `[anon]` and `[heap]`.", ""]
+        for k, lines in map_lines.items():
+            md += ["%s:" % k, ""] + ["- " + l for l in lines] + [""]
     if notes:
         md += ["## Notes", ""] + ["- " + n for n in notes] + [""]
     return {"text": "\n".join(text), "markdown": "\n".join(md)}
