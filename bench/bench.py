@@ -521,8 +521,9 @@ def memory_of(procs):
     return total
 
 
-# What each process of a kernel's tree is, by its depth under the kernel process (belljar's jail
-# processes are all the one executable, `belljar __jail`, so their names don't tell them apart).
+# What each process of a kernel's tree is, by its depth under the kernel process (belljar's warden
+# and init name themselves belljar-warden and belljar-init, but a worker's subprocess may be
+# called anything: depth is what tells them apart).
 ROLES = {"belljar": ("supervisor", "warden", "init", "worker"), "ipykernel": ("kernel",)}
 
 
