@@ -251,29 +251,29 @@ def timeline(kernels, isolation, reps):
     audit = kernels.tmp / ("audit-%s.jsonl" % isolation)
     name = kernels.install(isolation, audit)
     kernels.first_result(name)  # warm-up
-    phases = {k: [] for k in ("launch", "bind", "sandbox", "python", "cell", "total")}
+    phases = {k: [] for k in ("launch", "sandbox", "python", "cell", "total")}
     for _ in range(reps):
         audit.write_text("")
         w0, t_started, t_reply = kernels.first_result(name)
         recs = {r.get("event"): r for r in audit_records(audit)}
+        # worker_start is written once the sandbox stands and the worker is spawned; kernel_start
+        # right after it (it carries the sandbox's notes), so it marks no phase of its own.
         try:
-            k_start = parse_ts(recs["kernel_start"]["ts"]) - w0
             w_start = parse_ts(recs["worker_start"]["ts"]) - w0
             c_start = parse_ts(recs["cell"]["start"]) - w0
         except KeyError as e:
             print("  audit log lacks %s; records: %s" % (e, sorted(recs)))
             return
         phases["launch"].append(t_started)
-        phases["bind"].append(k_start)
-        phases["sandbox"].append(w_start - k_start)
+        phases["sandbox"].append(w_start)
         phases["python"].append(c_start - w_start)
         phases["cell"].append(t_reply - c_start)
         phases["total"].append(t_reply)
     m = {k: med(v) for k, v in phases.items()}
     print("  isolation %s (median of %d):" % (isolation, reps))
     print("    start_kernel() returns (connection file, Popen)         %s" % ms(m["launch"]))
-    print("    start_kernel() -> kernel_start (exec, flags, ZMQ bound)  %s" % ms(m["bind"]))
-    print("    kernel_start -> worker_start (sandbox built, spawned)   %s" % ms(m["sandbox"]))
+    print("    start_kernel() -> worker_start (exec, flags, ZMQ bound,")
+    print("      host probed, sandbox built, worker spawned)            %s" % ms(m["sandbox"]))
     print("    worker_start -> cell start (Python up, hello received)  %s" % ms(m["python"]))
     print("    cell start -> execute_reply at the client               %s" % ms(m["cell"]))
     print("      (the worker builds its session after hello, so the first cell waits for it)")
