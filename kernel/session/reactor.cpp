@@ -62,7 +62,8 @@ Kernel::Kernel(KernelOptions options)
                                                 : std::vector<std::string>{})),
       request_log_(10),
       frame_log_(10),
-      widget_models_(options_.policy.active_output) {
+      widget_models_(options_.policy.active_output),
+      history_(options_.policy.history_size) {
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
   // interest arrives on the signalfd instead.
   sigset_t set = handled_signals();

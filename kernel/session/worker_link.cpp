@@ -332,8 +332,8 @@ void Kernel::handle_frame(const json& frame) {
       last = std::min<size_t>(n->get<size_t>(), recent_cells_.size());
     last = std::min(last, recent_cells_.size());
     json records = json::array();
-    for (auto it = recent_cells_.end() - static_cast<long>(last); it != recent_cells_.end(); ++it)
-      records.push_back(*it);
+    for (size_t i = recent_cells_.size() - last; i < recent_cells_.size(); ++i)
+      records.push_back(json::parse(recent_cells_[i], nullptr, false));  // our own dump_json
     send_to_worker({{"type", "audit_reply"}, {"records", records}});
   } else if (type == "done") {
     // One or the other: finish_cell starts the next request, which this done is not for.
