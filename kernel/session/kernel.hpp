@@ -230,7 +230,7 @@ class Kernel {
 
   std::deque<QueuedRequest> queue_;
   std::optional<Cell> cell_;
-  std::optional<WireMessage> last_parent_;  // where output between cells is attributed
+  std::optional<WireMessage> last_parent_;  // where output between cells goes: a header alone
   int execution_count_ = 0;
   uint64_t requests_started_ = 0;  // source of the frame ids of requests
   // The `cell` audit records %audit may show, newest last: kept as text (about 500 bytes a

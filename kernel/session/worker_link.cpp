@@ -10,6 +10,7 @@
 #include "kernel/output/active_output.hpp"
 #include "kernel/output/bundle_check.hpp"
 #include "kernel/protocol/bounded_json.hpp"
+#include "kernel/protocol/buffer_room.hpp"
 #include "kernel/protocol/replies.hpp"
 #include "kernel/protocol/signer.hpp"
 #include "kernel/session/cell_budget.hpp"
@@ -102,6 +103,7 @@ void Kernel::flush_outbox() {
     ssize_t n = ::write(worker_->frames_fd(), outbox_.data(), outbox_.size());
     if (n > 0) {
       outbox_.erase(0, static_cast<size_t>(n));
+      give_back_room(outbox_);  // a cell's megabytes of code are not kept once sent
     } else {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno != EAGAIN) outbox_.clear();  // the worker is gone; its exit reports it
