@@ -8,6 +8,7 @@
 
 #include "kernel/mcp/mcp_tools.hpp"
 #include "kernel/protocol/bounded_json.hpp"
+#include "kernel/protocol/buffer_room.hpp"
 #include "kernel/session/kernel.hpp"
 
 namespace belljar {
@@ -93,6 +94,7 @@ void McpFrontend::read_input() {
         nullptr, JsonRpcError::parse_error,
         "parse error: message larger than " + std::to_string(kMaxLine >> 20) + " MiB"));
   }
+  give_back_room(inbox_);  // a write_file call's megabytes are not kept for the session
 }
 
 void McpFrontend::handle_line(std::string_view line) {
@@ -351,6 +353,7 @@ void McpFrontend::flush_output() {
     return;
   }
   outbox_.erase(0, sent);
+  give_back_room(outbox_);
 }
 
 void McpFrontend::stop_if_done() {

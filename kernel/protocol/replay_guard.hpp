@@ -1,23 +1,41 @@
 #pragma once
 // Remembers recent signatures so a captured message can't be sent again (jupyter_client keeps
-// the same kind of digest history). Bounded: the oldest signatures are forgotten first.
-#include <deque>
-#include <string>
-#include <unordered_set>
+// the same kind of digest history, 2^16 of them). Bounded: the oldest signatures are forgotten
+// first.
+// Every message a client sends passes here, so what it keeps is what a long session pays per
+// cell: the 64-hex-digit strings in a set and a queue cost about 215 bytes a message (14 MB at
+// the capacity). It keeps a 64-bit fingerprint of each signature instead: in a ring, oldest
+// first (8 bytes a message, 512 KiB at the capacity), and in an open-addressed table of ring
+// positions made at the start (512 KiB); nothing is allocated per message. A replay has the
+// same fingerprint, so it is always caught; a new signature is refused only if its fingerprint
+// equals a remembered one, a chance of 2^16 in 2^64. Only signatures the Signer verified reach
+// the guard, and choosing one would take the key, so nobody can aim for that chance (or crowd
+// one slot of the table).
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
 
 namespace belljar {
 
 class ReplayGuard {
  public:
-  explicit ReplayGuard(size_t capacity = 1 << 16) : capacity_(capacity) {}
+  explicit ReplayGuard(size_t capacity = 1 << 16);
   // True the first time a signature is seen; false for a replay.
-  bool admit(const std::string& signature);
-  size_t size() const { return seen_.size(); }
+  bool admit(std::string_view signature);
+  size_t size() const { return order_.size(); }
 
  private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  // The slot holding the ring position of `fingerprint`, or the empty slot where it would go.
+  size_t find(uint64_t fingerprint) const;
+  void erase_slot(size_t slot);
+
   size_t capacity_;
-  std::unordered_set<std::string> seen_;
-  std::deque<std::string> order_;
+  std::vector<uint64_t> order_;  // fingerprints, a ring once full: the oldest at oldest_
+  size_t oldest_ = 0;
+  std::vector<uint32_t> slots_;  // positions in order_, linear probing; kEmpty: free
+  size_t mask_;
 };
 
 }  // namespace belljar

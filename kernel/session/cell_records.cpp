@@ -118,9 +118,11 @@ void Kernel::finish_cell(const json& done) {
   if (facts.contains("secrets")) record["secrets"] = facts["secrets"];
   if (cell.error) record["ename"] = (*cell.error)["ename"];
   if (options_.policy.audit_code) record["code"] = redactor_.redact(cell.code);
-  audit_.record("cell", record);
-  recent_cells_.push_back(record);
-  if (recent_cells_.size() > 1000) recent_cells_.pop_front();
+  std::string recorded = dump_json(record);
+  recorded.shrink_to_fit();  // kept for 1000 cells: not with the slack of its last append
+  size_t recorded_bytes = recorded.size();
+  recent_cells_.push(std::move(recorded), recorded_bytes);
+  audit_.record("cell", std::move(record));
   metrics_.cell(audit_status, facts["wall_ms"].get<double>() / 1000, budget_.dropped() > 0,
                 cell.limit_hit);
   metrics_.flush(Clock::now(), true);  // the reply's facts are in the file when the client has it

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "kernel/session/cell_budget.hpp"
+
 namespace belljar {
 
 bool glob_match(const std::string& pattern, const std::string& text) {
@@ -11,8 +13,17 @@ bool glob_match(const std::string& pattern, const std::string& text) {
 }
 
 void History::add(int execution_count, const std::string& source, const std::string& output) {
-  entries_.push_back({execution_count, source, output});
-  if (entries_.size() > capacity_) entries_.pop_front();
+  Entry entry{execution_count, source, {}};
+  if (output.size() <= kOutputBytes) {
+    entry.output = output;
+  } else {
+    const std::string_view ellipsis = "\u2026";
+    entry.output = utf8_prefix(output, kOutputBytes - ellipsis.size());
+    entry.output += ellipsis;
+    entry.output.shrink_to_fit();  // the bound counts sizes: no slack kept beyond them
+  }
+  size_t bytes = entry.source.size() + entry.output.size();
+  entries_.push(std::move(entry), bytes);
 }
 
 nlohmann::json History::query(const nlohmann::json& request) const {
@@ -39,17 +50,19 @@ nlohmann::json History::query(const nlohmann::json& request) const {
     long long session = number("session", 0);
     if (session != 0 && session != kSession && session >= 0) return out;
     long long start = number("start", 1), stop = number("stop", 0);
-    for (auto& e : entries_)
-      if (e.line >= start && (stop <= 0 || e.line < stop)) out.push_back(row(e));
+    for (size_t i = 0; i < entries_.size(); ++i)
+      if (const Entry& e = entries_[i]; e.line >= start && (stop <= 0 || e.line < stop))
+        out.push_back(row(e));
   } else if (access == "search") {
     std::string pattern = request.value("pattern", "*");
     long long n = number("n", 0);
     bool unique = request.value("unique", false);
     std::set<std::string> seen;
-    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-      if (!glob_match(pattern, it->source)) continue;
-      if (unique && !seen.insert(it->source).second) continue;
-      out.insert(out.begin(), row(*it));
+    for (size_t i = entries_.size(); i-- > 0;) {
+      const Entry& e = entries_[i];
+      if (!glob_match(pattern, e.source)) continue;
+      if (unique && !seen.insert(e.source).second) continue;
+      out.insert(out.begin(), row(e));
       if (n > 0 && static_cast<long long>(out.size()) >= n) break;
     }
   }

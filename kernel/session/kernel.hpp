@@ -28,6 +28,7 @@
 #include "kernel/session/background_cpu.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
+#include "kernel/session/newest_entries.hpp"
 #include "kernel/session/request_kind.hpp"
 #include "kernel/session/usage.hpp"
 #include "kernel/session/worker_frames.hpp"
@@ -229,10 +230,13 @@ class Kernel {
 
   std::deque<QueuedRequest> queue_;
   std::optional<Cell> cell_;
-  std::optional<WireMessage> last_parent_;  // where output between cells is attributed
+  std::optional<WireMessage> last_parent_;  // where output between cells goes: a header alone
   int execution_count_ = 0;
   uint64_t requests_started_ = 0;  // source of the frame ids of requests
-  std::deque<json> recent_cells_;  // audit records the %audit magic may show
+  // The `cell` audit records %audit may show, newest last: kept as text (about 500 bytes a
+  // cell, where parsed records took 1.8 KiB), the last 1000 and within 1 MiB, since with
+  // --audit-code or many displays one record can be large.
+  NewestEntries<std::string> recent_cells_{1000, 1u << 20};
   OutputBudget budget_;
   StreamBuffer streams_[2];  // stdout, stderr
   bool shutting_down_ = false;

@@ -1,5 +1,6 @@
 // The reactor loop: one poll over the Jupyter sockets, the worker's frame socket and pipes,
 // and a signalfd; timers are the poll timeout.
+#include <malloc.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -62,7 +63,13 @@ Kernel::Kernel(KernelOptions options)
                                                 : std::vector<std::string>{})),
       request_log_(10),
       frame_log_(10),
-      widget_models_(options_.policy.active_output) {
+      widget_models_(options_.policy.active_output),
+      history_(options_.policy.history_size) {
+  // glibc raises its mmap threshold to the largest block freed (up to 32 MiB) and its trim
+  // threshold to twice that, so after one cell with a 4 MB result the heap kept 11 MB of free
+  // memory for the rest of the session. Set (to glibc's starting value) it stays fixed: blocks
+  // that large are mapped on their own and unmapped when freed.
+  ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
   // interest arrives on the signalfd instead.
   sigset_t set = handled_signals();

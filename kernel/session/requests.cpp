@@ -145,7 +145,9 @@ void Kernel::start_request(const WireMessage& message) {
     budget_.reset(options_.policy.output_limit_bytes);
     for (auto& stream : streams_) stream.reset_totals();
     comm_budget_filled_.reset();  // a cell refills the comms' budget too
-    last_parent_ = message;
+    // Only the header: output between cells names it as its parent, and the code (megabytes,
+    // maybe) is not kept once the cell is over.
+    last_parent_.emplace().header = message.header;
     // A key pasted into the cell is redacted in the echo other clients see, like any output.
     if (!cell.silent)
       publish("execute_input",

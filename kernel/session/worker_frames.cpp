@@ -1,6 +1,7 @@
 #include "kernel/session/worker_frames.hpp"
 
 #include "kernel/protocol/bounded_json.hpp"
+#include "kernel/protocol/buffer_room.hpp"
 
 namespace belljar {
 
@@ -32,10 +33,12 @@ std::optional<nlohmann::json> WorkerFrameDecoder::next() {
   std::string why;
   auto value = parse_bounded_json(body, &why);
   offset_ += 4 + length;
-  // Compact once the consumed prefix dominates, so a long session doesn't grow the buffer.
-  if (offset_ > (1u << 16) && offset_ * 2 > buffer_.size()) {
+  // Compact once all is read or the consumed prefix dominates, so a long session doesn't grow
+  // the buffer; the room one large frame needed is given back once it is read.
+  if (offset_ == buffer_.size() || (offset_ > (1u << 16) && offset_ * 2 > buffer_.size())) {
     buffer_.erase(0, offset_);
     offset_ = 0;
+    give_back_room(buffer_);
   }
   if (!value) {
     fault_ = "unparsable frame: " + why;

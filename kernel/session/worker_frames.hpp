@@ -24,6 +24,8 @@ class WorkerFrameDecoder {
   const std::string& fault() const { return fault_; }
   // Bytes a frame still needs before next() can return it (for bounded reads).
   size_t buffered() const { return buffer_.size() - offset_; }
+  // Bytes the buffer holds room for: no more than kKeptRoom once large frames are read.
+  size_t room() const { return buffer_.capacity(); }
 
  private:
   uint32_t max_frame_;

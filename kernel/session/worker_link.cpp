@@ -10,6 +10,7 @@
 #include "kernel/output/active_output.hpp"
 #include "kernel/output/bundle_check.hpp"
 #include "kernel/protocol/bounded_json.hpp"
+#include "kernel/protocol/buffer_room.hpp"
 #include "kernel/protocol/replies.hpp"
 #include "kernel/protocol/signer.hpp"
 #include "kernel/session/cell_budget.hpp"
@@ -102,6 +103,7 @@ void Kernel::flush_outbox() {
     ssize_t n = ::write(worker_->frames_fd(), outbox_.data(), outbox_.size());
     if (n > 0) {
       outbox_.erase(0, static_cast<size_t>(n));
+      give_back_room(outbox_);  // a cell's megabytes of code are not kept once sent
     } else {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno != EAGAIN) outbox_.clear();  // the worker is gone; its exit reports it
@@ -332,8 +334,8 @@ void Kernel::handle_frame(const json& frame) {
       last = std::min<size_t>(n->get<size_t>(), recent_cells_.size());
     last = std::min(last, recent_cells_.size());
     json records = json::array();
-    for (auto it = recent_cells_.end() - static_cast<long>(last); it != recent_cells_.end(); ++it)
-      records.push_back(*it);
+    for (size_t i = recent_cells_.size() - last; i < recent_cells_.size(); ++i)
+      records.push_back(json::parse(recent_cells_[i], nullptr, false));  // our own dump_json
     send_to_worker({{"type", "audit_reply"}, {"records", records}});
   } else if (type == "done") {
     // The proxy's decisions for this cell's requests were posted before their responses ended,

@@ -284,6 +284,7 @@ nlohmann::json Policy::summary() const {
           {"tmp_size_bytes", tmp_size_bytes},
           {"output_limit_bytes", output_limit_bytes},
           {"workspace_quota_bytes", workspace_quota_bytes},
+          {"history_size", history_size},
           {"python", python}};
 }
 

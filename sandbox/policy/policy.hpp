@@ -70,6 +70,7 @@ struct Policy {
   std::string audit_log;                        // empty: stderr
   bool audit_code = false;                      // log the code itself, not only its hash
   std::string metrics_file;                     // Prometheus textfile; empty: none
+  uint64_t history_size = 1000;                 // cells history requests reach (history.hpp)
   Isolation isolation = Isolation::strict;
   ActiveOutput active_output = ActiveOutput::isolate;
 

@@ -66,12 +66,15 @@ std::string sandbox_user(const std::string& flag, const std::string& value) {
   return value;
 }
 
-uint64_t process_count(const std::string& flag, const std::string& value) {
+// A whole number from `low` to `high`; `what` names what it counts, for the error.
+uint64_t count_within(const std::string& flag, const std::string& value, uint64_t low,
+                      uint64_t high, const std::string& what) {
   char* end = nullptr;
   errno = 0;
   unsigned long long n = std::strtoull(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || errno || n < 8 || n > 1000000 || value[0] == '-')
-    throw UsageError(flag + " " + value + ": expected a number of processes from 8 to 1000000");
+  if (value.empty() || *end != '\0' || errno || n < low || n > high || value[0] == '-')
+    throw UsageError(flag + " " + value + ": expected a number of " + what + " from " +
+                     std::to_string(low) + " to " + std::to_string(high));
   return n;
 }
 
@@ -272,8 +275,10 @@ const std::array kFlags = {
                .fallback = "256",
                .meaning = "processes and threads, 8 to 1000000",
                .file_key = "pids",
-               .apply = [](Policy& p, const std::string& f,
-                           const std::string& v) { p.pids = process_count(f, v); }},
+               .apply =
+                   [](Policy& p, const std::string& f, const std::string& v) {
+                     p.pids = count_within(f, v, 8, 1000000, "processes");
+                   }},
     PolicyFlag{.name = "--file-size",
                .placeholder = "SIZE",
                .kind = FlagValue::size,
@@ -354,6 +359,18 @@ const std::array kFlags = {
         .file_key = "metrics",
         .apply = [](Policy& p, const std::string& f,
                     const std::string& v) { p.metrics_file = written_file(f, v); }},
+    PolicyFlag{
+        .name = "--history-size",
+        .placeholder = "N",
+        .kind = FlagValue::count,
+        .fallback = "1000",
+        .meaning = "cells a history request (tail, range, search) reaches, the oldest dropped "
+                   "first, and fewer once their code and results pass 4M; 0 to 1000000",
+        .file_key = "history-size",
+        .apply =
+            [](Policy& p, const std::string& f, const std::string& v) {
+              p.history_size = count_within(f, v, 0, 1000000, "cells");
+            }},
     PolicyFlag{
         .name = "--isolation",
         .placeholder = "MODE",

@@ -89,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)message.type();
     (void)message.id();
     std::vector<std::string> out = serialize_wire_message(message, signer());
-    ReplayGuard fresh;
+    ReplayGuard fresh(8);
     WireMessage back;
     check(parse_wire_message(out, signer(), fresh, back) == WireFault::none);
     check(back.identities == message.identities);

@@ -203,6 +203,31 @@ def test_history_tail_and_range(kernel):
     assert [entry[1] for entry in ranged] == [1, 2]
 
 
+def _history(kc, **request):
+    msg_id = kc.history(**request)
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    return reply["content"]["history"]
+
+
+def test_history_size_keeps_the_newest_cells_for_tail_range_and_search():
+    # A long session's history is bounded: past --history-size cells, the oldest are dropped
+    # and every kind of request answers from the newest ones, at their own line numbers.
+    with running_kernel(flags=["--history-size", "3"]) as (_, kc):
+        for n in range(1, 6):
+            reply, _ = execute(kc, "cell_%d = %d" % (n, n))
+            assert reply["content"]["execution_count"] == n
+        newest = [[1, 3, "cell_3 = 3"], [1, 4, "cell_4 = 4"], [1, 5, "cell_5 = 5"]]
+        assert _history(kc, hist_access_type="tail", n=10) == newest
+        assert _history(kc, hist_access_type="range", session=0, start=1, stop=0) == newest
+        assert _history(kc, hist_access_type="range", session=0, start=2, stop=5) == newest[:2]
+        assert _history(kc, hist_access_type="search", pattern="cell_*") == newest
+        assert _history(kc, hist_access_type="search", pattern="cell_1*") == []
+        execute(kc, "40 + 2")
+        assert _history(kc, hist_access_type="tail", n=1, output=True) == [[1, 6, ["40 + 2", "42"]]]
+
+
 def _raw_send(kc, msg_type, content, key):
     session = Session(key=key)
     msg = session.msg(msg_type, content)

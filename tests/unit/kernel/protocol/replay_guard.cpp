@@ -2,6 +2,12 @@
 #include "kernel/protocol/replay_guard.hpp"
 
 #include <catch2/catch.hpp>
+#include <deque>
+#include <random>
+#include <set>
+#include <string>
+
+#include "kernel/protocol/signer.hpp"
 
 using belljar::ReplayGuard;
 
@@ -48,4 +54,43 @@ TEST_CASE("replay guard refusing a duplicate does not evict anything", "[replay]
   REQUIRE(guard.admit("b"));
   for (int i = 0; i < 5; ++i) CHECK_FALSE(guard.admit("b"));
   CHECK_FALSE(guard.admit("a"));
+}
+
+// The guard's table is its own (open addressing, entries moved back as others are forgotten):
+// checked against the plainest model of the promise, a set and a queue, over a long mix of new
+// signatures, replays and signatures forgotten and seen again.
+TEST_CASE("replay guard answers as a set of the last N signatures would", "[replay]") {
+  for (size_t capacity : {1u, 2u, 7u, 64u, 1000u}) {
+    INFO("capacity " << capacity);
+    ReplayGuard guard(capacity);
+    std::set<std::string> model;
+    std::deque<std::string> order;
+    std::mt19937 random(static_cast<unsigned>(capacity));
+    // Drawn from a pool a few times the capacity, so each kind of answer comes up often.
+    std::uniform_int_distribution<size_t> pick(0, 3 * capacity + 2);
+    for (int i = 0; i < 20000; ++i) {
+      std::string signature = "sig-" + std::to_string(pick(random));
+      bool fresh = !model.count(signature);
+      REQUIRE(guard.admit(signature) == fresh);
+      if (fresh) {
+        model.insert(signature);
+        order.push_back(signature);
+        if (order.size() > capacity) {
+          model.erase(order.front());
+          order.pop_front();
+        }
+      }
+      REQUIRE(guard.size() == order.size());
+    }
+  }
+}
+
+TEST_CASE("replay guard holds real signatures over many times its capacity", "[replay]") {
+  ReplayGuard guard(1000);
+  belljar::Signer signer("key");
+  auto signature = [&](int n) { return signer.sign({"message " + std::to_string(n)}); };
+  for (int n = 0; n < 50000; ++n) REQUIRE(guard.admit(signature(n)));
+  CHECK(guard.size() == 1000);
+  for (int n = 49000; n < 50000; n += 37) CHECK_FALSE(guard.admit(signature(n)));
+  CHECK(guard.admit(signature(48999)));  // the newest one forgotten
 }

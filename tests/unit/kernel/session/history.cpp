@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "sandbox/policy/policy_flags.hpp"
+
 using namespace belljar;
 using nlohmann::json;
 
@@ -118,4 +120,93 @@ TEST_CASE("glob_match supports * and ?", "[history]") {
   CHECK_FALSE(glob_match("abc", "ABC"));
   CHECK(glob_match("*/*", "a/b"));
   CHECK(glob_match("*", ".hidden"));
+}
+
+TEST_CASE("history over its size answers tail, range and search from the cells kept",
+          "[history][bound]") {
+  History history(100);
+  for (int n = 1; n <= 250; ++n) history.add(n, "x = " + std::to_string(n));
+  auto ask = [&](json request) { return lines(history.query(request)); };
+  auto from_to = [](int first, int last) {
+    std::vector<int> out;
+    for (int n = first; n <= last; ++n) out.push_back(n);
+    return out;
+  };
+  // tail: the newest n, and no more than are kept.
+  CHECK(ask({{"hist_access_type", "tail"}, {"n", 3}}) == from_to(248, 250));
+  CHECK(ask({{"hist_access_type", "tail"}, {"n", 1000}}) == from_to(151, 250));
+  // range: line numbers stay the execution counts; the dropped lines are simply absent.
+  CHECK(ask({{"hist_access_type", "range"}, {"start", 1}}) == from_to(151, 250));
+  CHECK(ask({{"hist_access_type", "range"}, {"start", 140}, {"stop", 156}}) == from_to(151, 155));
+  CHECK(ask({{"hist_access_type", "range"}, {"start", 1}, {"stop", 151}}).empty());
+  // search: the newest matches among the kept cells.
+  CHECK(ask({{"hist_access_type", "search"}, {"pattern", "x = 1??"}}) == from_to(151, 199));
+  CHECK(ask({{"hist_access_type", "search"}, {"pattern", "x = 1??"}, {"n", 2}}) ==
+        from_to(198, 199));
+  CHECK(ask({{"hist_access_type", "search"}, {"pattern", "x = 15"}}).empty());  // dropped
+}
+
+TEST_CASE("history search with unique keeps the newest of each source, within the bound",
+          "[history][bound]") {
+  History history(4);
+  for (int n = 1; n <= 6; ++n) history.add(n, n % 2 ? "odd" : "even");
+  auto rows = history.query({{"hist_access_type", "search"}, {"unique", true}});
+  CHECK(lines(rows) == std::vector<int>{5, 6});
+}
+
+TEST_CASE("history keeps fewer cells once their code passes its byte bound", "[history][bound]") {
+  History history(1000);
+  std::string big(100 << 10, 'x');  // 100 KiB of code per cell
+  for (int n = 1; n <= 100; ++n) history.add(n, big);
+  auto kept = lines(history.query({{"hist_access_type", "tail"}, {"n", 1000}}));
+  size_t fit = History::kBytes / big.size();
+  REQUIRE(kept.size() == fit);
+  CHECK(kept.back() == 100);
+  CHECK(kept.front() == 100 - static_cast<int>(fit) + 1);
+}
+
+TEST_CASE("history keeps the newest cell even when it alone passes the byte bound",
+          "[history][bound]") {
+  History history;
+  history.add(1, "small");
+  history.add(2, std::string(History::kBytes + 1, 'x'));
+  auto rows = history.query({{"hist_access_type", "tail"}, {"n", 10}});
+  REQUIRE(lines(rows) == std::vector<int>{2});
+  CHECK(rows[0][2].get<std::string>().size() == History::kBytes + 1);  // whole, never cut
+  history.add(3, "after");
+  CHECK(lines(history.query({{"hist_access_type", "tail"}, {"n", 10}})) == std::vector<int>{3});
+}
+
+TEST_CASE("history keeps a long result cut, on a character boundary", "[history][bound]") {
+  History history;
+  std::string accented;
+  while (accented.size() < 3 * History::kOutputBytes) accented += "\xc3\xa9";  // é
+  history.add(1, "s", accented);
+  history.add(2, "t", "short");
+  auto rows = history.query({{"hist_access_type", "tail"}, {"n", 2}, {"output", true}});
+  std::string kept = rows[0][2][1];
+  const std::string ellipsis = "\xe2\x80\xa6";
+  CHECK(kept.size() <= History::kOutputBytes);
+  REQUIRE(kept.size() > ellipsis.size());
+  CHECK(kept.substr(kept.size() - ellipsis.size()) == ellipsis);
+  std::string text = kept.substr(0, kept.size() - ellipsis.size());
+  CHECK(text.size() % 2 == 0);  // whole two-byte characters only
+  CHECK(accented.rfind(text, 0) == 0);
+  CHECK(rows[1][2] == json::array({"t", "short"}));
+}
+
+TEST_CASE("history size 0 keeps nothing", "[history][bound]") {
+  History history(0);
+  history.add(1, "x = 1");
+  CHECK(history.query({{"hist_access_type", "tail"}, {"n", 10}}).empty());
+  CHECK(history.query({{"hist_access_type", "search"}}).empty());
+}
+
+TEST_CASE("history's default and byte bound are what --history-size says", "[history][flags]") {
+  CHECK(History::kDefaultEntries == Policy{}.history_size);
+  const PolicyFlag* flag = find_policy_flag("--history-size");
+  REQUIRE(flag);
+  CHECK(flag->fallback == std::to_string(History::kDefaultEntries));
+  CHECK(History::kBytes == 4u << 20);
+  CHECK_THAT(std::string(flag->meaning), Catch::Contains("pass 4M"));
 }

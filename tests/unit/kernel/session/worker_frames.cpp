@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "kernel/protocol/buffer_room.hpp"
+
 using namespace belljar;
 using nlohmann::json;
 
@@ -97,6 +99,29 @@ TEST_CASE("worker frames keep decoding across buffer compaction", "[worker_frame
   }
   CHECK(seen == count);
   CHECK(decoder.buffered() == 0);
+}
+
+TEST_CASE("the room a large worker frame needed is given back once it is read",
+          "[worker_frames][bound]") {
+  // One 8 MB display used to leave its room in the buffer for the rest of the session.
+  std::string large =
+      encode_worker_frame({{"type", "display"}, {"text", std::string(8 << 20, 'd')}});
+  std::string small = encode_worker_frame({{"type", "done"}});
+  WorkerFrameDecoder decoder;
+  for (size_t at = 0; at < large.size(); at += 65536)  // as read_frames feeds it
+    decoder.feed(std::string_view(large).substr(at, 65536));
+  REQUIRE(decoder.room() >= large.size());
+  auto out = decoder.next();
+  REQUIRE(out);
+  CHECK((*out)["text"].get<std::string>().size() == 8u << 20);
+  CHECK(decoder.buffered() == 0);
+  CHECK(decoder.room() <= kKeptRoom);
+  // A frame split across reads keeps the room it is filling, and decodes whole.
+  decoder.feed(small.substr(0, 3));
+  decoder.feed(small.substr(3));
+  auto next = decoder.next();
+  REQUIRE(next);
+  CHECK((*next)["type"] == "done");
 }
 
 TEST_CASE("worker frame longer than the cap is a fault", "[worker_frames]") {

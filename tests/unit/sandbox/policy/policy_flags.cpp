@@ -48,6 +48,7 @@ const std::map<std::string, std::string>& good_values() {
       {"--audit-log", "/tmp/belljar-audit.jsonl"},
       {"--audit-code", "true"},
       {"--metrics", "/tmp/belljar.prom"},
+      {"--history-size", "50"},
       {"--isolation", "degraded"},
       {"--active-output", "strip"}};
   return values;
@@ -140,6 +141,19 @@ TEST_CASE("flag --workspace-quota 0 means no limit, as its help says", "[policy]
                collect({"--workspace-quota", "-1"});
              }),
              Catch::StartsWith("--workspace-quota -1:"));
+}
+
+TEST_CASE("flag --history-size takes a count of cells, 0 included", "[policy][flags]") {
+  CHECK(collect({"--history-size", "0", "--python", "/usr/bin/python3"}).build().history_size == 0);
+  CHECK(collect({"--history-size=1000000", "--python", "/usr/bin/python3"}).build().history_size ==
+        1000000);
+  for (const char* bad : {"-1", "1000001", "10k", "", "1.5"})
+    CHECK_THAT(usage_error([&] {
+                 collect({"--history-size", bad});
+               }),
+               Catch::StartsWith(std::string("--history-size ") + bad +
+                                 ": expected a number of "
+                                 "cells from 0 to 1000000"));
 }
 
 TEST_CASE("a single-valued setting in a policy file takes one value, not a list",
