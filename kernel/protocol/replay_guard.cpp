@@ -7,6 +7,8 @@
 namespace belljar {
 
 namespace {
+constexpr size_t kFirstSlots = 64;
+
 uint64_t fingerprint(std::string_view signature) {
   return std::hash<std::string_view>{}(signature);
 }
@@ -14,9 +16,17 @@ uint64_t fingerprint(std::string_view signature) {
 
 ReplayGuard::ReplayGuard(size_t capacity)
     : capacity_(std::clamp<size_t>(capacity, 1, kEmpty - 1)),  // positions fit 32 bits
-      slots_(std::bit_ceil(2 * capacity_), kEmpty),            // at most half full: short probes
-      mask_(slots_.size() - 1) {
+      slots_(kFirstSlots, kEmpty),
+      mask_(kFirstSlots - 1),
+      max_slots_(std::max(kFirstSlots, std::bit_ceil(2 * capacity_))) {
   order_.reserve(capacity_);  // pages are touched as the ring fills, not now
+}
+
+void ReplayGuard::grow() {
+  slots_.assign(slots_.size() * 2, kEmpty);
+  mask_ = slots_.size() - 1;
+  for (size_t position = 0; position < order_.size(); ++position)
+    slots_[find(order_[position])] = static_cast<uint32_t>(position);
 }
 
 size_t ReplayGuard::find(uint64_t fingerprint) const {
@@ -45,6 +55,10 @@ bool ReplayGuard::admit(std::string_view signature) {
   if (slots_[slot] != kEmpty) return false;
   size_t position = order_.size();
   if (position < capacity_) {
+    if (2 * (position + 1) > slots_.size() && slots_.size() < max_slots_) {
+      grow();
+      slot = find(print);
+    }
     order_.push_back(print);
   } else {
     // Full: the oldest fingerprint is forgotten and its place in the ring reused.

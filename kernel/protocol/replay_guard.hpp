@@ -6,8 +6,9 @@
 // cell: the 64-hex-digit strings in a set and a queue cost about 215 bytes a message (14 MB at
 // the capacity). It keeps a 64-bit fingerprint of each signature instead: in a ring, oldest
 // first (8 bytes a message, 512 KiB at the capacity), and in an open-addressed table of ring
-// positions made at the start (512 KiB); nothing is allocated per message. A replay has the
-// same fingerprint, so it is always caught; a new signature is refused only if its fingerprint
+// positions that doubles as the ring fills (512 KiB at the capacity), so an idle session, of
+// which a host runs hundreds, holds a few kilobytes; nothing is allocated per message. A replay has
+// the same fingerprint, so it is always caught; a new signature is refused only if its fingerprint
 // equals a remembered one, a chance of 2^16 in 2^64. Only signatures the Signer verified reach
 // the guard, and choosing one would take the key, so nobody can aim for that chance (or crowd
 // one slot of the table).
@@ -30,12 +31,15 @@ class ReplayGuard {
   // The slot holding the ring position of `fingerprint`, or the empty slot where it would go.
   size_t find(uint64_t fingerprint) const;
   void erase_slot(size_t slot);
+  // Twice the slots, every remembered fingerprint placed again.
+  void grow();
 
   size_t capacity_;
   std::vector<uint64_t> order_;  // fingerprints, a ring once full: the oldest at oldest_
   size_t oldest_ = 0;
   std::vector<uint32_t> slots_;  // positions in order_, linear probing; kEmpty: free
   size_t mask_;
+  size_t max_slots_;  // at most half full at the capacity: short probes
 };
 
 }  // namespace belljar
