@@ -1030,14 +1030,18 @@ def main():
     info["N"] = ("starts %d, round trips %d (stock client %d), restart/stream/interrupt %d, "
                  "scaling %d kernels" % (n_start, n_rt, n_stock, n_rep, n_scale))
     info["n_scale"] = n_scale
-    report = build_report(samples, info, notes, quick)
+    write_outputs(build_report(samples, info, notes, quick), args,
+                  {"info": info, "samples": samples, "notes": notes})
+
+
+def write_outputs(report, args, raw):
+    """The report to stdout and to --output (unless "-"), every raw sample to --json if asked."""
     print(report["text"])
     if args.output != "-":
         pathlib.Path(args.output).write_text(report["markdown"])
         log("wrote", args.output)
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps({"info": info, "samples": samples,
-                                                       "notes": notes}, indent=1, default=str))
+        pathlib.Path(args.json).write_text(json.dumps(raw, indent=1, default=str))
         log("wrote", args.json)
 
 

@@ -783,15 +783,8 @@ def main():
     if spawn:
         notes.append("harness cost per session (connection file, launch_kernel, client, send; "
                      "median): " + ", ".join("%s %s" % (k, fmt_s(v)) for k, v in spawn.items()))
-    report = build_report(result, info, notes, quick)
-    print(report["text"])
-    if args.output != "-":
-        pathlib.Path(args.output).write_text(report["markdown"])
-        log("wrote", args.output)
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps({"info": info, "result": result,
-                                                       "notes": notes}, indent=1, default=str))
-        log("wrote", args.json)
+    bench.write_outputs(build_report(result, info, notes, quick), args,
+                  {"info": info, "result": result, "notes": notes})
 
 
 if __name__ == "__main__":

@@ -234,9 +234,10 @@ class Kernel {
   int execution_count_ = 0;
   uint64_t requests_started_ = 0;  // source of the frame ids of requests
   // The `cell` audit records %audit may show, newest last: kept as text (about 500 bytes a
-  // cell, where parsed records took 1.8 KiB), the last 1000 and within 1 MiB, since with
-  // --audit-code or many displays one record can be large.
-  NewestEntries<std::string> recent_cells_{1000, 1u << 20};
+  // cell, where parsed records took 1.8 KiB), the last 100 and within 256 KiB, since with
+  // --audit-code or many displays one record can be large. %audit shows 10 by default; the
+  // audit log has every record, and each kernel of a host's hundreds holds these.
+  NewestEntries<std::string> recent_cells_{100, 256u << 10};
   OutputBudget budget_;
   StreamBuffer streams_[2];  // stdout, stderr
   bool shutting_down_ = false;
