@@ -51,6 +51,8 @@ SKIPPED = {
         "builds the kernel image (root, podman, minutes): tests/image/test_kernel_image.py runs it",
     "/usr/bin/python3 bench/bench.py":
         "the benchmark: minutes of runs, and it rewrites bench/RESULTS.md in the source tree",
+    "/usr/bin/python3 bench/density.py":
+        "the density benchmark: 150 kernels at once, and it rewrites bench/DENSITY.md",
 }
 
 
