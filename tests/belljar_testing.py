@@ -98,6 +98,52 @@ def belljar(*args, **kwargs):
     return subprocess.run([BELLJAR, *args], **kwargs)
 
 
+# belljar's own files beside it in the build tree: the jail helper it execs for every sandbox,
+# and the modules it loads when a policy needs them (kernel/command_line/resources.cpp).
+HELPER_NAME = "belljar-jail"
+MODULE_NAMES = ("belljar-egress.so", "belljar-gateway.so")
+
+
+def copied_build(files=(HELPER_NAME, *MODULE_NAMES)):
+    """belljar, its worker package and kernelspec files, and those of `files` asked for, copied
+    into a fresh directory readable by all: a build tree's layout somewhere else."""
+    build = pathlib.Path(BELLJAR).resolve().parent
+    root = pathlib.Path(tempfile.mkdtemp(prefix="belljar-copy-"))
+    os.chmod(root, 0o755)
+    shutil.copy2(BELLJAR, root / "belljar")
+    shutil.copytree(build / "worker", root / "worker")
+    shutil.copytree(build / "kernelspec", root / "kernelspec")
+    for name in files:
+        shutil.copy2(build / name, root / name)
+    return root
+
+
+def installed_prefix():
+    """The layout `cmake --install` makes (CMakeLists.txt's install rules; tests/image runs the
+    real install) in a fresh prefix readable by all: bin/belljar, libexec/belljar/ (the helper
+    and the modules), share/belljar/worker."""
+    build = pathlib.Path(BELLJAR).resolve().parent
+    prefix = pathlib.Path(tempfile.mkdtemp(prefix="belljar-prefix-"))
+    os.chmod(prefix, 0o755)
+    for sub in ("bin", "libexec/belljar", "share/belljar"):
+        (prefix / sub).mkdir(parents=True)
+    shutil.copy2(BELLJAR, prefix / "bin" / "belljar")
+    for name in (HELPER_NAME, *MODULE_NAMES):
+        shutil.copy2(build / name, prefix / "libexec" / "belljar" / name)
+    shutil.copytree(build / "worker", prefix / "share" / "belljar" / "worker")
+    return prefix
+
+
+def run_once(binary, *flags, code="print(6 * 7)"):
+    """`belljar run` of one cell with `binary`, in a fresh workspace; the CompletedProcess."""
+    workspace = sandbox_writable_dir("belljar-ws-")
+    try:
+        return subprocess.run([str(binary), "run", "--python", PYTHON, "--workspace", workspace,
+                               *flags, "-c", code], capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
 # A seccomp filter refusing namespaces and mounts, as a default pod's profile does
 # (tests/tools/no_namespaces.cpp): the kernel under it runs degraded mode as a pod gets it.
 NO_NAMESPACES = os.environ.get("BELLJAR_NO_NAMESPACES",

@@ -22,6 +22,8 @@
 #include "kernel/session/kernel.hpp"
 #include "sandbox/jail_client/host_check.hpp"
 #include "sandbox/jail_client/jail_helper.hpp"
+#include "sandbox/os/installed_file.hpp"
+#include "sandbox/os/setup_error.hpp"
 #include "sandbox/policy/policy_flags.hpp"
 
 using namespace belljar;
@@ -41,6 +43,7 @@ int run_kernel(const CommandLine& cl) {
   options.policy = cl.policy.build();
   options.policy.kernel_files.push_back(std::filesystem::absolute(cl.connection_file));
   options.launch = worker_launch(options.policy);
+  options.egress_module = egress_module_path();
   options.session_id = new_uuid();
   Kernel kernel(options);  // before the frontend: its ZMQ threads must inherit the signal mask
   JupyterFrontend frontend(connection, options.session_id);
@@ -52,6 +55,7 @@ KernelOptions session_options(const CommandLine& cl) {
   KernelOptions options;
   options.policy = cl.policy.build();
   options.launch = worker_launch(options.policy);
+  options.egress_module = egress_module_path();
   options.session_id = new_uuid();
   if (options.policy.isolation == Isolation::none)
     say(stderr,
@@ -88,8 +92,8 @@ void insert_pod_policy_flags(std::vector<std::string>& args) {
 // pod. It makes its own key, binds within the gateway's port range, and once the sandbox stands
 // sends the sealed connection info back; then it serves like `belljar kernel`.
 int run_launch(const CommandLine& cl) {
-  GatewayLaunch launch =
-      resolve_gateway_launch(cl.launch, [](const char* name) { return std::getenv(name); });
+  GatewayLaunch launch = resolve_gateway_launch(
+      cl.launch, [](const char* name) { return std::getenv(name); }, gateway_module_path());
   KernelOptions options = session_options(cl);
   ConnectionInfo connection;
   connection.transport = "tcp";
@@ -99,8 +103,8 @@ int run_launch(const CommandLine& cl) {
   Kernel kernel(options);  // before the frontend: its ZMQ threads must inherit the signal mask
   JupyterFrontend jupyter(connection, options.session_id, launch.ports);
   CommPort comm_port(launch.ip, launch.ports);
-  std::string sealed = seal_connection_info(
-      gateway_connection_info(connection, comm_port.port(), launch.kernel_id), launch.public_key);
+  std::string sealed = launch.sealer->seal(
+      gateway_connection_info(connection, comm_port.port(), launch.kernel_id).dump());
   connection.key.assign(connection.key.size(), '\0');
   GatewayFrontend frontend(jupyter, comm_port, launch.response, std::move(sealed));
   return kernel.run(frontend);
@@ -151,6 +155,19 @@ int run_once(const CommandLine& cl) {
   return frontend.exit_status();
 }
 
+// One line for a module: its path, or MISSING and why. False when this policy needs it.
+bool report_module(const std::string& label, const std::filesystem::path& path, bool needed) {
+  try {
+    open_installed_file(path.string(), "the " + label, InstalledKind::module);
+    say(stdout, label + ": " + path.string() + "\n");
+    return true;
+  } catch (const SetupError& e) {
+    say(stdout,
+        label + ": MISSING: " + e.what() + (needed ? "\n" : " (this policy does not need it)\n"));
+    return !needed;
+  }
+}
+
 // `belljar check`: what this host offers and what the policy would use; 0 only if enforceable.
 int run_check(const CommandLine& cl) {
   Policy policy = cl.policy.build();
@@ -165,7 +182,11 @@ int run_check(const CommandLine& cl) {
     helper_ok = policy.isolation == Isolation::none;
     say(stdout, std::string("jail helper: MISSING: ") + e.what() + "\n");
   }
-  return plan.enforceable && helper_ok ? 0 : 1;
+  // The modules loaded on demand: missing, they fail only the kernels that need them.
+  bool egress_ok = report_module("egress module", egress_module_path(),
+                                 !policy.allow_net.empty() && policy.isolation != Isolation::none);
+  report_module("gateway module (belljar launch)", gateway_module_path(), false);
+  return plan.enforceable && helper_ok && egress_ok ? 0 : 1;
 }
 
 }  // namespace

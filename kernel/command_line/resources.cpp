@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <array>
+
 #include "sandbox/jail_client/jail_helper.hpp"
 #include "sandbox/policy/policy.hpp"
 
@@ -35,15 +37,44 @@ fs::path kernelspec_source_dir() {
   return first_existing("kernelspec", "logo-64x64.png");
 }
 
-fs::path jail_helper_path() {
+namespace {
+// belljar's own executables and modules: beside the binary in a build tree, in
+// <prefix>/libexec/belljar once installed.
+std::array<fs::path, 2> libexec_candidates(const std::string& name) {
   fs::path bin = executable_path().parent_path();
-  const fs::path candidates[] = {bin / "belljar-jail",
-                                 bin.parent_path() / "libexec/belljar/belljar-jail"};
+  return {bin / name, bin.parent_path() / "libexec/belljar" / name};
+}
+fs::path first_present(const std::array<fs::path, 2>& candidates) {
   for (const fs::path& candidate : candidates)
     if (::access(candidate.c_str(), F_OK) == 0) return candidate;
-  throw SandboxError("the jail helper belljar-jail is neither at " + candidates[0].string() +
-                     " nor at " + candidates[1].string() +
-                     ": it is built and installed with belljar (cmake --install)");
+  return {};
+}
+}  // namespace
+
+fs::path jail_helper_path() {
+  auto candidates = libexec_candidates("belljar-jail");
+  fs::path found = first_present(candidates);
+  if (found.empty())
+    throw SandboxError("the jail helper belljar-jail is neither at " + candidates[0].string() +
+                       " nor at " + candidates[1].string() +
+                       ": it is built and installed with belljar (cmake --install)");
+  return found;
+}
+
+namespace {
+fs::path module_path(const std::string& name) {
+  auto candidates = libexec_candidates(name);
+  fs::path found = first_present(candidates);
+  return found.empty() ? candidates[1] : found;
+}
+}  // namespace
+
+fs::path egress_module_path() {
+  return module_path("belljar-egress.so");
+}
+
+fs::path gateway_module_path() {
+  return module_path("belljar-gateway.so");
 }
 
 WorkerLaunch worker_launch(const Policy& policy) {

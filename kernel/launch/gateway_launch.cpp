@@ -19,7 +19,8 @@ std::optional<std::string> flag_or_env(const std::optional<std::string>& flag,
 }  // namespace
 
 GatewayLaunch resolve_gateway_launch(const GatewayLaunchArgs& args,
-                                     const std::function<const char*(const char*)>& getenv) {
+                                     const std::function<const char*(const char*)>& getenv,
+                                     const std::string& gateway_module) {
   GatewayLaunch launch;
   auto kernel_id = flag_or_env(args.kernel_id, {"KERNEL_ID"}, getenv);
   if (!kernel_id || kernel_id->empty())
@@ -46,7 +47,7 @@ GatewayLaunch resolve_gateway_launch(const GatewayLaunchArgs& args,
   if (!key)
     throw UsageError(
         "belljar launch needs --public-key KEY (or PUBLIC_KEY): the gateway's RSA public key");
-  launch.public_key = parse_gateway_public_key(*key);
+  launch.sealer = load_gateway_sealer(gateway_module, *key);
   launch.ip = args.ip;
   return launch;
 }

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "kernel/launch/gateway_payload.hpp"
+#include "kernel/launch/gateway_sealer.hpp"
 #include "kernel/launch/response_address.hpp"
 #include "kernel/protocol/connection_file.hpp"
 #include "kernel/protocol/port_range.hpp"
@@ -27,14 +27,16 @@ struct GatewayLaunch {
   std::string kernel_id;
   PortRange ports;
   ResponseAddress response;
-  GatewayPublicKey public_key;
+  std::shared_ptr<const PayloadSealer> sealer;  // for the gateway's public key
   std::string ip;
 };
 
 // Flags first, then the environment (`getenv`); throws UsageError naming what is missing or
-// wrong, before anything is bound or started.
+// wrong, before anything is bound or started. The key is checked by the sealing module, loaded
+// from `gateway_module` (gateway_sealer.hpp).
 GatewayLaunch resolve_gateway_launch(const GatewayLaunchArgs& args,
-                                     const std::function<const char*(const char*)>& getenv);
+                                     const std::function<const char*(const char*)>& getenv,
+                                     const std::string& gateway_module);
 
 // The connection info as the gateway reads it: the five ports, ip, key, transport, signature
 // scheme, kernel_name, and pid, pgid, comm_port and kernel_id.

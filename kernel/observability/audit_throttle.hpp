@@ -31,7 +31,7 @@ class EgressAuditThrottle {
 
   // Counts the decision; true when its full record should be written.
   bool admit(const std::string& decision, const std::string& destination, Clock::time_point now);
-  // Decisions the proxy could not queue (EgressProxy::Decisions::dropped), counted too.
+  // Decisions the proxy could not queue (DecisionQueue::Taken::dropped), counted too.
   void dropped(uint64_t count, Clock::time_point now);
   // When the current interval's summary is due, if one is open.
   std::optional<Clock::time_point> due() const;

@@ -1,7 +1,7 @@
 #pragma once
 // Base64 (standard alphabet, padded) for the binary buffers of comm messages, which cross the
 // worker's JSON frames as text (worker/PROTOCOL.md). Decoding is strict: anything that is not
-// canonical base64 is refused, never half-decoded. OpenSSL's EVP_EncodeBlock does the work.
+// canonical base64 is refused, never half-decoded. libsodium does the work (signer.hpp).
 #include <optional>
 #include <string>
 #include <string_view>

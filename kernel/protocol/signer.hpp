@@ -1,10 +1,11 @@
 #pragma once
 // HMAC-SHA256 over the four JSON parts of a wire message, as jupyter_client's Session does.
-// Built on OpenSSL's SHA-256 compression directly: the EVP/provider machinery would load
-// and touch megabytes of libcrypto in a process whose budget is 10 MB resident.
-#include <openssl/sha.h>
+// Built on libsodium (which libzmq loads anyway for CURVE): OpenSSL's libcrypto would cost
+// every kernel about 1 MB more resident, most of it its load-time relocations, in a process
+// whose budget is 10 MB resident and 4 MB proportional. OpenSSL is loaded only by the modules
+// that need TLS or RSA (sandbox/egress, kernel/gateway_payload).
+#include <sodium.h>
 
-#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,8 +25,8 @@ class Signer {
   bool verify(std::string_view signature, const std::vector<std::string_view>& parts) const;
 
  private:
-  // SHA-256 states after absorbing (key ^ ipad) and (key ^ opad): each message resumes them.
-  SHA256_CTX inner_{}, outer_{};
+  // The HMAC state after absorbing the key (its inner and outer pads): each message resumes it.
+  crypto_auth_hmacsha256_state keyed_{};
 };
 
 // Lower-case hex SHA-256 of data (the audit log's code hash).

@@ -1,7 +1,6 @@
 #include "kernel/run/run_frontend.hpp"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include <cstring>
 
 #include "kernel/observability/diagnostics.hpp"
+#include "kernel/protocol/base64.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/session/kernel.hpp"
 
@@ -31,21 +31,13 @@ void write_all(FILE* stream, const std::string& text) {
   std::fflush(stream);
 }
 
+// Image data as Jupyter sends it may be wrapped in lines (nbformat writes it so).
 std::optional<std::string> decode_base64(const std::string& text) {
   std::string clean;
   clean.reserve(text.size());
   for (char c : text)
     if (c != '\n' && c != '\r' && c != ' ') clean += c;
-  if (clean.size() % 4 != 0) return std::nullopt;
-  std::string bytes(clean.size() / 4 * 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(bytes.data()),
-                          reinterpret_cast<const unsigned char*>(clean.data()),
-                          static_cast<int>(clean.size()));
-  if (n < 0) return std::nullopt;
-  size_t padding = 0;
-  for (size_t i = clean.size(); i > 0 && clean[i - 1] == '=' && padding < 2; --i) ++padding;
-  bytes.resize(static_cast<size_t>(n) - padding);  // EVP_DecodeBlock counts the padding too
-  return bytes;
+  return base64_decode(clean);
 }
 }  // namespace
 

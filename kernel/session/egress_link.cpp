@@ -41,7 +41,7 @@ void Kernel::record_secret_use(const SecretUse& use, json& record) {
 
 void Kernel::handle_egress() {
   if (!egress_) return;
-  EgressProxy::Decisions taken = egress_->take_decisions();
+  DecisionQueue::Taken taken = egress_->take_decisions();
   auto now = Clock::now();
   for (const auto& d : taken.items) {
     auto or_null = [](const std::string& text) {

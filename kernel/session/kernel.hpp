@@ -32,7 +32,7 @@
 #include "kernel/session/request_kind.hpp"
 #include "kernel/session/usage.hpp"
 #include "kernel/session/worker_frames.hpp"
-#include "sandbox/egress/egress_proxy.hpp"
+#include "sandbox/egress_api/egress_module.hpp"
 #include "sandbox/jail_client/worker_process.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/policy/policy.hpp"
@@ -46,8 +46,10 @@ struct KernelOptions {
   Policy policy;
   WorkerLaunch launch;
   std::string session_id;  // this kernel's identity in headers and the audit log
-  // Bound secrets (--secret): set by the Kernel itself when it starts (with_bound_secrets).
-  SecretBroker broker;
+  // belljar-egress.so (resources.cpp), loaded only when the policy allows a host.
+  std::string egress_module;
+  // Bound secrets (--secret): read by the Kernel itself when it starts (with_bound_secrets).
+  std::shared_ptr<const BoundSecrets> secrets;
 };
 
 class Kernel {
@@ -209,7 +211,7 @@ class Kernel {
 
   // The egress proxy (its own thread), when the policy allows any host; each new sandbox's
   // channel is attached to it.
-  std::unique_ptr<EgressProxy> egress_;
+  std::unique_ptr<EgressService> egress_;
   std::optional<WorkerProcess> worker_;
   WorkerFrameDecoder decoder_;
   std::string outbox_;
@@ -225,6 +227,11 @@ class Kernel {
   // kernel_info_reply (belljar.notes) and the audit log.
   std::vector<std::string> sandbox_notes_;
   std::optional<Clock::time_point> restart_at_;
+  // When the kernel has been idle this long its free heap goes back to the system (malloc_trim):
+  // a request's buffers, a large message's room. A host's many idle kernels then hold what they
+  // use, not what their busiest moment needed. Later than a client's next request in a burst.
+  static constexpr auto kTrimWhenIdleFor = std::chrono::milliseconds(250);
+  std::optional<Clock::time_point> trim_at_;
   int failed_starts_ = 0;
   std::string start_error_;
 

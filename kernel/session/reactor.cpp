@@ -29,8 +29,8 @@ sigset_t handled_signals() {
   return set;
 }
 // Bound secrets (--secret): each value read now, from this process's environment or its file
-// (UsageError naming the binding: the kernel refuses to start), the session's CA made, and the
-// sandbox's side of it (placeholders, the CA bundle) put in the launch.
+// (UsageError naming the binding: the kernel refuses to start), and the placeholders the sandbox
+// holds instead put in the launch. The proxy makes the session's CA (the Kernel's constructor).
 KernelOptions with_bound_secrets(KernelOptions options) {
   const Policy& policy = options.policy;
   if (policy.secrets.empty()) return options;
@@ -38,12 +38,8 @@ KernelOptions with_bound_secrets(KernelOptions options) {
     throw UsageError(policy.secrets.front().flag_text() +
                      ": --isolation none runs the code with the kernel's own environment, value "
                      "included; a bound secret needs the sandbox");
-  options.broker.secrets = BoundSecrets::load(policy.secrets, environ);
-  std::vector<HostRule> hosts;
-  for (const auto& binding : policy.secrets) hosts.push_back(binding.host);
-  options.broker.ca = std::make_shared<SessionCa>(hosts);
-  options.launch.secret_placeholders = options.broker.secrets->placeholders();
-  options.launch.ca_bundle = options.broker.ca->bundle_pem();
+  options.secrets = BoundSecrets::load(policy.secrets, environ);
+  options.launch.secret_placeholders = options.secrets->placeholders();
   return options;
 }
 
@@ -58,9 +54,8 @@ Kernel::Kernel(KernelOptions options)
       redactor_(options_.policy.isolation == Isolation::none
                     ? Redactor()
                     : Redactor::for_sandbox(options_.policy, environ,
-                                            options_.broker.secrets
-                                                ? options_.broker.secrets->values()
-                                                : std::vector<std::string>{})),
+                                            options_.secrets ? options_.secrets->values()
+                                                             : std::vector<std::string>{})),
       request_log_(10),
       frame_log_(10),
       widget_models_(options_.policy.active_output),
@@ -79,10 +74,17 @@ Kernel::Kernel(KernelOptions options)
   for (auto& stream : streams_) stream.set_hold_back(redactor_.hold_back());
   if (!signals_) throw SandboxError(std::string("signalfd: ") + std::strerror(errno));
   // The egress proxy runs on its own thread (all signals blocked there); with no allowlist, or
-  // no sandbox, there is nothing for it to do.
-  if (!options_.policy.allow_net.empty() && options_.policy.isolation != Isolation::none)
-    egress_ = std::make_unique<EgressProxy>(options_.policy.allow_net, EgressLimits{},
-                                            system_resolve, options_.broker);
+  // no sandbox, there is nothing for it to do, and its module (and OpenSSL) is never loaded.
+  // With bound secrets it terminates their TLS with a CA the sandbox is given to trust.
+  if (!options_.policy.allow_net.empty() && options_.policy.isolation != Isolation::none) {
+    try {
+      egress_ = start_egress(options_.egress_module,
+                             {options_.policy.allow_net, EgressLimits{}, options_.secrets});
+    } catch (const std::exception& e) {
+      throw SandboxError(e.what());  // the kernel refuses to start: no proxy, no way out
+    }
+    options_.launch.ca_bundle = egress_->ca_bundle_pem();
+  }
 }
 
 Kernel::~Kernel() {
@@ -140,6 +142,7 @@ Clock::time_point Kernel::next_deadline() const {
     }
   }
   if (restart_at_) next = std::min(next, *restart_at_);
+  if (trim_at_) next = std::min(next, *trim_at_);
   if (next_survey_ && surveys_workspace()) next = std::min(next, *next_survey_);
   if (frames_eof_at_) next = std::min(next, *frames_eof_at_);
   if (auto due = metrics_.due()) next = std::min(next, *due);
@@ -206,6 +209,10 @@ void Kernel::poll_once() {
   if (restart_at_ && now >= *restart_at_) {
     restart_at_.reset();
     start_worker();
+  }
+  if (trim_at_ && now >= *trim_at_) {
+    trim_at_.reset();
+    if (!executing()) ::malloc_trim(0);
   }
 }
 

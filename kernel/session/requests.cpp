@@ -243,6 +243,8 @@ void Kernel::publish(const std::string& type, json content, const WireMessage* p
 
 void Kernel::publish_status(const std::string& state, const WireMessage* parent) {
   publish("status", create_status(state), parent);
+  // Idle: the heap is given back once the kernel stays so a moment (reactor.cpp).
+  if (state == "idle") trim_at_ = Clock::now() + kTrimWhenIdleFor;
 }
 
 void Kernel::interrupt_cell() {

@@ -28,11 +28,11 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/egress/bound_secrets.hpp"
 #include "sandbox/egress/chunked_body.hpp"
-#include "sandbox/egress/egress_decision.hpp"
 #include "sandbox/egress/model_usage.hpp"
 #include "sandbox/egress/stream_scrubber.hpp"
+#include "sandbox/egress_api/bound_secrets.hpp"
+#include "sandbox/egress_api/egress_decision.hpp"
 
 namespace belljar {
 

@@ -14,8 +14,8 @@
 #include <cstring>
 #include <optional>
 
-#include "sandbox/egress/address_policy.hpp"
 #include "sandbox/egress/tls_client_hello.hpp"
+#include "sandbox/egress_api/address_policy.hpp"
 #include "sandbox/os/host_port.hpp"
 #include "sandbox/os/setup_error.hpp"
 

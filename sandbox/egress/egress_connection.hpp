@@ -19,13 +19,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sandbox/egress/allowlist.hpp"
 #include "sandbox/egress/brokered_tunnel.hpp"
-#include "sandbox/egress/egress_decision.hpp"
-#include "sandbox/egress/egress_limits.hpp"
 #include "sandbox/egress/egress_relay.hpp"
 #include "sandbox/egress/egress_resolver.hpp"
 #include "sandbox/egress/http_head.hpp"
+#include "sandbox/egress_api/allowlist.hpp"
+#include "sandbox/egress_api/egress_decision.hpp"
+#include "sandbox/egress_api/egress_limits.hpp"
 #include "sandbox/os/fd.hpp"
 
 namespace belljar {

@@ -1,6 +1,8 @@
 #pragma once
 // The egress proxy: the sandbox's only way out. It runs in the supervisor, on a thread of its
-// own, outside the sandbox: nothing here is reachable from inside except through the inbox.
+// own, outside the sandbox: nothing here is reachable from inside except through the inbox. It
+// is built into belljar-egress.so (main_module.cpp), which a kernel loads only when its policy
+// allows a host (sandbox/egress_api/egress_service.hpp is the supervisor's view of it).
 //
 // Inside, the jail's init listens on 127.0.0.1:3128 (kEgressPort, and [::1]) and passes every
 // connection it accepts to us over a SOCK_SEQPACKET socket (SCM_RIGHTS, see fd_passing.hpp);
@@ -40,9 +42,9 @@
 #include <vector>
 
 #include "sandbox/egress/egress_connection.hpp"
-#include "sandbox/egress/egress_decision.hpp"
-#include "sandbox/egress/egress_limits.hpp"
 #include "sandbox/egress/egress_resolver.hpp"
+#include "sandbox/egress_api/egress_decision.hpp"
+#include "sandbox/egress_api/egress_limits.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/policy/policy.hpp"
 

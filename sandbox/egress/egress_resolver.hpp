@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/egress/address_policy.hpp"
+#include "sandbox/egress_api/address_policy.hpp"
 
 namespace belljar {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/egress/allowlist.hpp"
+#include "sandbox/egress_api/allowlist.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {

@@ -1,13 +1,9 @@
 #pragma once
 // The jail helper (`belljar-jail`, sandbox/jail/main.cpp) as the supervisor holds it. Where it
-// is comes from the supervisor's own executable (kernel/command_line/resources.cpp: beside it
-// in a build tree, <prefix>/libexec/belljar/ once installed), never from PATH or the working
-// directory. It is opened once, when the kernel starts, and checked: a regular file, owned by
-// root or by the kernel's own user, writable by no one else — the helper runs with the
-// kernel's identity (as root, with root's), so a file another user could replace would be
-// their code in our place. Every sandbox is then exec'd from that descriptor (execveat), so a
-// file replaced while a kernel runs (an upgrade) never mixes a helper of one build into a
-// session of another.
+// is comes from the supervisor's own executable (kernel/command_line/resources.cpp); it is
+// opened once, when the kernel starts, and checked (sandbox/os/installed_file.hpp). Every
+// sandbox is then exec'd from that descriptor (execveat), so a file replaced while a kernel
+// runs (an upgrade) never mixes a helper of one build into a session of another.
 #include <filesystem>
 #include <memory>
 #include <string>

@@ -35,7 +35,7 @@ struct HostRule {
 
 // --secret NAME@HOST[:PORT] or --secret-file NAME=PATH@HOST[:PORT]: a value the sandbox never
 // holds. Inside, NAME is a placeholder; the egress proxy puts the value into requests to HOST
-// (sandbox/egress/bound_secrets.hpp). The binding implies --allow-net HOST:PORT.
+// (sandbox/egress_api/bound_secrets.hpp). The binding implies --allow-net HOST:PORT.
 struct SecretBinding {
   std::string name;
   std::string file;          // absolute; empty: the value is the kernel's environment variable NAME

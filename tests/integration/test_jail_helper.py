@@ -7,12 +7,12 @@ import os
 import pathlib
 import shutil
 import subprocess
-import tempfile
 
 import psutil
 import pytest
 
-from belljar_testing import BELLJAR, PYTHON, belljar, running_kernel, execute, sandbox_writable_dir
+from belljar_testing import (BELLJAR, PYTHON, belljar, copied_build, installed_prefix,
+                             running_kernel, execute, run_once)
 
 BUILD = pathlib.Path(BELLJAR).resolve().parent
 HELPER = BUILD / "belljar-jail"
@@ -28,28 +28,6 @@ def tree_below(pid):
             return chain
         process = children[0]
         chain.append((process.pid, pathlib.Path(f"/proc/{process.pid}/comm").read_text().strip()))
-
-
-def copied_install(with_helper=True):
-    """belljar, its worker package and kernelspec files copied into a fresh directory (and the
-    helper beside them, when asked): a build tree's layout somewhere else."""
-    root = pathlib.Path(tempfile.mkdtemp(prefix="belljar-copy-"))
-    os.chmod(root, 0o755)
-    shutil.copy2(BELLJAR, root / "belljar")
-    shutil.copytree(BUILD / "worker", root / "worker")
-    shutil.copytree(BUILD / "kernelspec", root / "kernelspec")
-    if with_helper:
-        shutil.copy2(HELPER, root / "belljar-jail")
-    return root
-
-
-def run_once(binary, *flags, code="print(6 * 7)"):
-    workspace = sandbox_writable_dir("belljar-ws-")
-    try:
-        return subprocess.run([str(binary), "run", "--python", PYTHON, "--workspace", workspace,
-                               *flags, "-c", code], capture_output=True, text=True, timeout=120)
-    finally:
-        shutil.rmtree(workspace, ignore_errors=True)
 
 
 def test_the_sandbox_processes_are_the_jail_helper_and_named_so():
@@ -74,11 +52,11 @@ def test_the_sandbox_processes_are_the_jail_helper_and_named_so():
                 assert library not in maps, f"{library} mapped in {pid}:\n{maps}"
         # The control: the supervisor does map them.
         supervisor_maps = pathlib.Path(f"/proc/{km.provisioner.pid}/maps").read_text()
-        assert "libzmq" in supervisor_maps and "libcrypto" in supervisor_maps
+        assert "libzmq" in supervisor_maps and "libstdc++" in supervisor_maps
 
 
 def test_a_kernel_without_its_helper_refuses_to_start_naming_it():
-    root = copied_install(with_helper=False)
+    root = copied_build(files=())
     try:
         done = run_once(root / "belljar")
         assert done.returncode == 1, (done.stdout, done.stderr)
@@ -107,7 +85,7 @@ def test_a_kernel_without_its_helper_refuses_to_start_naming_it():
 
 
 def test_a_helper_others_could_replace_is_refused():
-    root = copied_install()
+    root = copied_build()
     helper = root / "belljar-jail"
     try:
         done = run_once(root / "belljar")
@@ -125,16 +103,8 @@ def test_a_helper_others_could_replace_is_refused():
 
 
 def test_an_installed_belljar_finds_its_helper_in_libexec():
-    # The layout `cmake --install` makes (CMakeLists.txt's install rules; tests/image runs the
-    # real install): bin/belljar, libexec/belljar/belljar-jail, share/belljar/worker.
-    prefix = pathlib.Path(tempfile.mkdtemp(prefix="belljar-prefix-"))
-    os.chmod(prefix, 0o755)
+    prefix = installed_prefix()
     try:
-        for sub in ("bin", "libexec/belljar", "share/belljar"):
-            (prefix / sub).mkdir(parents=True)
-        shutil.copy2(BELLJAR, prefix / "bin" / "belljar")
-        shutil.copy2(HELPER, prefix / "libexec" / "belljar" / "belljar-jail")
-        shutil.copytree(BUILD / "worker", prefix / "share" / "belljar" / "worker")
         done = run_once(prefix / "bin" / "belljar")
         assert done.returncode == 0 and done.stdout.strip() == "42", done.stderr
         check = subprocess.run([str(prefix / "bin" / "belljar"), "check"], capture_output=True,

@@ -1,6 +1,6 @@
 // Bound secrets as the supervisor loads them: values from its environment or a file, the
 // refusals that keep a bad value from ever being used, and the placeholders the sandbox gets.
-#include "sandbox/egress/bound_secrets.hpp"
+#include "sandbox/egress_api/bound_secrets.hpp"
 
 #include <unistd.h>
 

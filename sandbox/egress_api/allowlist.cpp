@@ -1,4 +1,4 @@
-#include "sandbox/egress/allowlist.hpp"
+#include "sandbox/egress_api/allowlist.hpp"
 
 #include <algorithm>
 #include <cctype>

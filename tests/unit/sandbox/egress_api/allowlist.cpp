@@ -1,11 +1,11 @@
 // The egress proxy's pure parts: allowlist matching (wildcards, ports, literal addresses),
 // which resolved addresses count as inside, and the HTTP heads it reads and rewrites.
-#include "sandbox/egress/allowlist.hpp"
+#include "sandbox/egress_api/allowlist.hpp"
 
 #include <catch2/catch.hpp>
 
-#include "sandbox/egress/address_policy.hpp"
 #include "sandbox/egress/http_head.hpp"
+#include "sandbox/egress_api/address_policy.hpp"
 #include "sandbox/policy/policy.hpp"
 
 using namespace belljar;

@@ -1,5 +1,5 @@
 // The bounded queue of the egress proxy's decisions (egress_decision.hpp).
-#include "sandbox/egress/egress_decision.hpp"
+#include "sandbox/egress_api/egress_decision.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

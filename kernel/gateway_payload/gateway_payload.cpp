@@ -1,4 +1,4 @@
-#include "kernel/launch/gateway_payload.hpp"
+#include "kernel/gateway_payload/gateway_payload.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>

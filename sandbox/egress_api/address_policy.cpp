@@ -1,4 +1,4 @@
-#include "sandbox/egress/address_policy.hpp"
+#include "sandbox/egress_api/address_policy.hpp"
 
 #include <arpa/inet.h>
 

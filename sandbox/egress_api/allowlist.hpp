@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/egress/address_policy.hpp"
+#include "sandbox/egress_api/address_policy.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {

@@ -1,7 +1,7 @@
 // The connection info sealed for the gateway: only the private half of the gateway's key opens
 // it, and what comes out is the JSON that went in. Decoded here step by step as the gateways'
 // response managers do (base64 JSON envelope, RSA PKCS#1 v1.5, AES-128-ECB, PKCS#7).
-#include "kernel/launch/gateway_payload.hpp"
+#include "kernel/gateway_payload/gateway_payload.hpp"
 
 #include <openssl/pem.h>
 #include <openssl/rsa.h>

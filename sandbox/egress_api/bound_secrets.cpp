@@ -1,7 +1,7 @@
-#include "sandbox/egress/bound_secrets.hpp"
+#include "sandbox/egress_api/bound_secrets.hpp"
 
-#include <openssl/crypto.h>
-#include <openssl/rand.h>
+#include <string.h>
+#include <sys/random.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,8 +15,10 @@ namespace {
 
 std::string random_hex(size_t bytes) {
   std::vector<unsigned char> raw(bytes);
-  if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1)
-    throw std::runtime_error("RAND_bytes failed: no randomness for a secret's placeholder");
+  // The kernel's CSPRNG; a short read of 16 bytes does not happen once it is seeded.
+  if (::getrandom(raw.data(), raw.size(), 0) != static_cast<ssize_t>(raw.size()))
+    throw std::runtime_error(std::string("getrandom: ") + std::strerror(errno) +
+                             ": no randomness for a secret's placeholder");
   static const char* digits = "0123456789abcdef";
   std::string text;
   for (unsigned char b : raw) {
@@ -86,7 +88,7 @@ std::shared_ptr<const BoundSecrets> BoundSecrets::load(const std::vector<SecretB
 
 BoundSecrets::~BoundSecrets() {
   for (auto& secret : secrets_)
-    if (!secret.value.empty()) OPENSSL_cleanse(secret.value.data(), secret.value.size());
+    if (!secret.value.empty()) ::explicit_bzero(secret.value.data(), secret.value.size());
 }
 
 std::vector<const BoundSecret*> BoundSecrets::bound_to(const RequestHost& host,

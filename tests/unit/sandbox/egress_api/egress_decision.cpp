@@ -1,6 +1,6 @@
 // The egress proxy's reasons: one enum, one name each on the wire and in the audit log, and one
-// verdict each (sandbox/egress/egress_decision.hpp).
-#include "sandbox/egress/egress_decision.hpp"
+// verdict each (sandbox/egress_api/egress_decision.hpp).
+#include "sandbox/egress_api/egress_decision.hpp"
 
 #include <catch2/catch.hpp>
 #include <set>
