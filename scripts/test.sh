@@ -5,6 +5,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# Each stage's start, in time since this script began: CI's budget is 90 minutes, ours 45.
+stage() { echo "== $1 (at $((SECONDS / 60))m$((SECONDS % 60))s)"; }
 
 "$root/scripts/install-deps.sh"
 
@@ -18,14 +20,15 @@ if [ "$(id -u)" = 0 ] && [ "${BELLJAR_SKIP_NOBODY:-}" != 1 ]; then
     (cd "$root" && xargs -0 cp --parents -t "$work")
 fi
 
+stage "build"
 BUILD_DIR="$work/build" "$work/scripts/build.sh"
 
 status=0
-echo "== ctest as $(id -un)"
+stage "ctest as $(id -un)"
 ctest --test-dir "$work/build" --output-on-failure --timeout 900 -E '^fuzz:' || status=1
 
 if [ "$work" != "$root" ]; then
-  echo "== ctest as nobody"
+  stage "ctest as nobody"
   mkdir -p "$work/home"
   chown -R nobody:nogroup "$work"
   runuser -u nobody -- env HOME="$work/home" \
@@ -34,12 +37,12 @@ if [ "$work" != "$root" ]; then
 fi
 
 if [ "${BELLJAR_SKIP_SANITIZERS:-}" != 1 ]; then
-  echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+  stage "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   cmake -S "$root" -B "$root/build-asan" -DBELLJAR_SANITIZE=ON >/dev/null &&
     cmake --build "$root/build-asan" --target unit_tests -j"$(nproc)" || status=1
   ctest --test-dir "$root/build-asan" --output-on-failure -R '^unit:' || status=1
 
-  echo "== fuzzers (bounded time)"
+  stage "fuzzers (bounded time)"
   # 25 s a target (seven of them) keeps CI within its budget; BELLJAR_FUZZ_TIME=600 for a
   # longer search.
   CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -DBELLJAR_FUZZ=ON \
@@ -48,4 +51,5 @@ if [ "${BELLJAR_SKIP_SANITIZERS:-}" != 1 ]; then
       fuzz_http_head fuzz_json_rpc fuzz_brokered_http fuzz_jail_records -j"$(nproc)" || status=1
   ctest --test-dir "$root/build-fuzz" --output-on-failure -R '^fuzz:' || status=1
 fi
+stage "done, status $status"
 exit $status
