@@ -235,8 +235,12 @@ void McpFrontend::start_next() {
     // Answered once the fresh worker has run an empty cell: then it is really ready.
     submit_execute(call, "", true, json::object());
   } else {
-    submit_execute(call, "", true,
-                   {{"files", file_tool_expression(call.tool, call.arguments, policy_)}});
+    // The workspace as the host holds it, answered here: never by code in the session.
+    ToolCall done = std::move(*running_);
+    running_.reset();
+    start_due_ = true;
+    send(
+        json_rpc_result(done.id, for_client(file_tool_result(done.tool, done.arguments, policy_))));
   }
 }
 
@@ -283,10 +287,8 @@ void McpFrontend::finish_call(const json& reply_content, const json& reply_metad
   try {
     if (call.tool == "run_python")
       result = run_python_result(call.record);
-    else if (call.tool == "reset_session")
-      result = reset_session_result(call.record);
     else
-      result = file_tool_result(call.tool, reply_content, policy_);
+      result = reset_session_result(call.record);
   } catch (const std::exception& e) {
     log_line(std::string("mcp: building the result of ") + call.tool + ": " + e.what());
     result = tool_error_result(call.tool + " failed: internal error");

@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "kernel/protocol/base64.hpp"
 #include "kernel/protocol/bounded_json.hpp"
+#include "sandbox/jail_client/workspace_files.hpp"
 #include "sandbox/policy/json_field.hpp"
 
 namespace belljar {
@@ -11,7 +13,8 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr long long kMaxReadBytes = 8ll << 20;  // files.py's MAX_READ_BYTES
+constexpr long long kMaxReadBytes = WorkspaceFiles::kMaxReadBytes;
+constexpr long long kDefaultReadBytes = WorkspaceFiles::kDefaultReadBytes;
 
 std::string seconds_text(double seconds) {
   char text[32];
@@ -295,19 +298,6 @@ std::optional<std::string> check_tool_arguments(const std::string& tool, const j
   return "unknown tool " + tool;
 }
 
-std::string file_tool_expression(const std::string& tool, const json& arguments,
-                                 const Policy& policy) {
-  json hide = json::array();
-  for (auto& pattern : default_hidden_patterns()) hide.push_back(pattern);
-  for (auto& pattern : policy.hide) hide.push_back(pattern);
-  json request = {
-      {"op", tool}, {"workspace", policy.workspace.string()}, {"hide", hide}, {"args", arguments}};
-  // Twice JSON-encoded with ASCII escapes: the outer dump is a valid Python string literal.
-  std::string request_text = request.dump(-1, ' ', true, json::error_handler_t::replace);
-  return "__import__('belljar_worker.files', fromlist=['call']).call(" +
-         json(request_text).dump(-1, ' ', true, json::error_handler_t::replace) + ")";
-}
-
 json tool_error_result(const std::string& text) {
   return {{"content", json::array({text_block(text)})}, {"isError", true}};
 }
@@ -375,103 +365,148 @@ json reset_session_result(const RunRecord& record) {
       {"isError", false}};
 }
 
-json file_tool_result(const std::string& tool, const json& reply, const Policy& policy) {
-  // Everything here comes from the sandbox: checked field by field, never trusted.
-  if (!reply.is_object()) return tool_error_result(tool + " failed: no answer from the session");
-  if (string_field(reply, "status") != "ok")
-    return tool_error_result(tool + " failed: " + string_field(reply, "ename") + ": " +
-                             string_field(reply, "evalue"));
-  json expressions = reply.value("user_expressions", json::object());
-  json answer_entry = expressions.is_object() ? expressions.value("files", json()) : json();
-  if (!answer_entry.is_object())
-    return tool_error_result(tool + " failed: no answer from the session");
-  if (string_field(answer_entry, "status") != "ok")
-    return tool_error_result(tool + " failed: " + string_field(answer_entry, "ename") + ": " +
-                             string_field(answer_entry, "evalue"));
-  json data = answer_entry.value("data", json::object());
-  std::string text = data.is_object() ? string_field(data, "text/plain") : std::string();
-  std::string why;
-  auto parsed = parse_bounded_json(text, &why);
-  if (!parsed || !parsed->is_object())
-    return tool_error_result(tool + " failed: the session's answer was not understood");
-  json answer = std::move(*parsed);
-  if (!flag_field(answer, "ok")) {
-    std::string error = string_field(answer, "error");
-    return tool_error_result(error.empty() ? tool + " failed" : error);
-  }
-  answer.erase("ok");
-  std::string path = string_field(answer, "path");
+namespace {
 
-  if (tool == "write_file") {
-    long long written = integer_field(answer, "bytes_written"),
-              size = integer_field(answer, "size");
-    return {
-        {"content", json::array({text_block("wrote " + std::to_string(written) + " bytes to " +
-                                            path + " (now " + std::to_string(size) + " bytes)")})},
-        {"structuredContent", answer},
-        {"isError", false}};
-  }
-
-  if (tool == "list_files") {
-    json entries = answer.value("entries", json::array());
-    if (!entries.is_array()) entries = json::array();
-    std::string listing;
-    json clean = json::array();
-    for (auto& entry : entries) {
-      if (!entry.is_object()) continue;
-      std::string name = string_field(entry, "path"), type = string_field(entry, "type");
-      if (name.empty()) continue;
-      if (flag_field(entry, "masked"))
-        listing += name + "  (masked secret)\n";
-      else if (type == "directory")
-        listing += name + "/\n";
-      else if (type == "symlink")
-        listing += name + " -> " + string_field(entry, "target") + "\n";
-      else if (type == "file")
-        listing += name + "  (" + std::to_string(integer_field(entry, "size")) + " bytes)\n";
-      else
-        listing += name + "  (" + type + ")\n";
-      clean.push_back(entry);
+// Text that is whole UTF-8 and holds no NUL (a binary file may be valid UTF-8 all the same);
+// a read cut short may end inside a character, which is left out of the text.
+std::optional<std::string> utf8_text(const std::string& bytes, bool truncated) {
+  if (bytes.find('\0') != std::string::npos) return std::nullopt;
+  size_t at = 0;
+  while (at < bytes.size()) {
+    auto c = static_cast<unsigned char>(bytes[at]);
+    size_t length = c < 0x80           ? 1
+                    : (c >> 5) == 0x6  ? 2
+                    : (c >> 4) == 0xE  ? 3
+                    : (c >> 3) == 0x1E ? 4
+                                       : 0;
+    if (length == 0 || (length == 2 && c < 0xC2) || (length == 4 && c > 0xF4)) return std::nullopt;
+    if (at + length > bytes.size()) {
+      if (truncated) return bytes.substr(0, at);  // a character split by the read's end
+      return std::nullopt;
     }
-    bool truncated = flag_field(answer, "truncated");
-    std::string header = std::to_string(clean.size()) +
-                         (clean.size() == 1 ? " entry" : " entries") + " in " +
-                         (path.empty() || path == "." ? "the workspace" : path) +
-                         (truncated ? " (truncated)" : "") + "\n";
-    return {{"content", json::array({text_block(header + listing)})},
-            {"structuredContent", {{"path", path}, {"entries", clean}, {"truncated", truncated}}},
-            {"isError", false}};
+    for (size_t i = 1; i < length; ++i)
+      if ((static_cast<unsigned char>(bytes[at + i]) >> 6) != 0x2) return std::nullopt;
+    uint32_t point = length == 1 ? c : c & (0x7F >> length);
+    for (size_t i = 1; i < length; ++i) point = (point << 6) | (bytes[at + i] & 0x3F);
+    if ((length == 3 && point < 0x800) || (length == 4 && point < 0x10000) ||
+        (point >= 0xD800 && point <= 0xDFFF) || point > 0x10FFFF)
+      return std::nullopt;
+    at += length;
   }
+  return bytes;
+}
 
-  // read_file
-  std::string encoding = string_field(answer, "encoding"), body = string_field(answer, "content");
-  answer.erase("content");
+json listing_result(const WorkspaceListing& listing) {
+  std::string text;
+  json entries = json::array();
+  for (const auto& entry : listing.entries) {
+    std::string kind(entry_kind_name(entry.kind));
+    json described = {{"path", entry.path}, {"type", kind}, {"masked", entry.masked}};
+    described["size"] = entry.size ? json(*entry.size) : json();
+    if (entry.kind == WorkspaceEntry::Kind::symlink) described["target"] = entry.target;
+    entries.push_back(std::move(described));
+    if (entry.masked)
+      text += entry.path + "  (masked secret)\n";
+    else if (entry.kind == WorkspaceEntry::Kind::directory)
+      text += entry.path + "/\n";
+    else if (entry.kind == WorkspaceEntry::Kind::symlink)
+      text += entry.path + " -> " + entry.target + "\n";
+    else if (entry.kind == WorkspaceEntry::Kind::file)
+      text += entry.path + "  (" + std::to_string(entry.size.value_or(0)) + " bytes)\n";
+    else
+      text += entry.path + "  (" + kind + ")\n";
+  }
+  size_t count = listing.entries.size();
+  std::string header = std::to_string(count) + (count == 1 ? " entry" : " entries") + " in " +
+                       (listing.path == "." ? "the workspace" : listing.path) +
+                       (listing.truncated ? " (truncated)" : "") + "\n";
+  return {
+      {"content", json::array({text_block(header + text)})},
+      {"structuredContent",
+       {{"path", listing.path}, {"entries", std::move(entries)}, {"truncated", listing.truncated}}},
+      {"isError", false}};
+}
+
+json read_result(const WorkspaceRead& read, const Policy& policy) {
+  json structured = {{"path", read.path},
+                     {"size", read.size},
+                     {"offset", read.offset},
+                     {"bytes", read.bytes.size()},
+                     {"truncated", read.truncated}};
   json content = json::array();
-  if (encoding == "utf-8") {
-    content.push_back(text_block(body));
-  } else if (encoding == "base64" && looks_like_base64(body)) {
-    std::string mime = image_mime_for(path);
-    std::string absolute = (policy.workspace / path).lexically_normal().string();
+  uint64_t shown = read.bytes.size();
+  if (auto text = utf8_text(read.bytes, read.truncated)) {
+    structured["encoding"] = "utf-8";
+    shown = text->size();
+    structured["bytes"] = shown;
+    content.push_back(text_block(std::move(*text)));
+  } else {
+    structured["encoding"] = "base64";
+    std::string body = base64_encode(read.bytes);
+    std::string mime = image_mime_for(read.path);
+    std::string absolute = (policy.workspace / read.path).lexically_normal().string();
     if (!mime.empty())
-      content.push_back({{"type", "image"}, {"data", body}, {"mimeType", mime}});
+      content.push_back({{"type", "image"}, {"data", std::move(body)}, {"mimeType", mime}});
     else
       content.push_back({{"type", "resource"},
                          {"resource",
                           {{"uri", "file://" + absolute},
                            {"mimeType", "application/octet-stream"},
-                           {"blob", body}}}});
-  } else {
-    return tool_error_result("read_file failed: the session's answer was not understood");
+                           {"blob", std::move(body)}}}});
   }
-  if (flag_field(answer, "truncated")) {
-    long long offset = integer_field(answer, "offset"), bytes = integer_field(answer, "bytes"),
-              size = integer_field(answer, "size");
-    content.push_back(text_block("[read " + std::to_string(bytes) + " of " + std::to_string(size) +
-                                 " bytes from offset " + std::to_string(offset) +
+  bool truncated = read.offset + shown < read.size;
+  structured["truncated"] = truncated;
+  if (truncated)
+    content.push_back(text_block("[read " + std::to_string(shown) + " of " +
+                                 std::to_string(read.size) + " bytes from offset " +
+                                 std::to_string(read.offset) +
                                  "; call read_file again with offset " +
-                                 std::to_string(offset + bytes) + " for more]"));
+                                 std::to_string(read.offset + shown) + " for more]"));
+  return {{"content", std::move(content)},
+          {"structuredContent", std::move(structured)},
+          {"isError", false}};
+}
+
+}  // namespace
+
+json file_tool_result(const std::string& tool, const json& arguments, const Policy& policy) {
+  try {
+    WorkspaceFiles files(policy);
+    std::string path = json_field(arguments, "path", "");
+    if (tool == "list_files")
+      return listing_result(
+          files.list(path.empty() ? "." : path, json_field(arguments, "recursive", false)));
+    if (tool == "read_file") {
+      auto offset = static_cast<uint64_t>(json_field(arguments, "offset", 0ll));
+      auto most = static_cast<uint64_t>(
+          json_field(arguments, "max_bytes", static_cast<long long>(kDefaultReadBytes)));
+      return read_result(files.read(path, offset, most), policy);
+    }
+    // write_file
+    std::string content = json_field(arguments, "content", "");
+    std::string data;
+    if (json_field(arguments, "encoding", "utf-8") == "base64") {
+      auto decoded = base64_decode(content);
+      if (!decoded) return tool_error_result("write_file: content is not valid base64");
+      data = std::move(*decoded);
+    } else {
+      data = std::move(content);
+    }
+    WorkspaceWrite written = files.write(path, data, json_field(arguments, "append", false),
+                                         json_field(arguments, "create_dirs", true));
+    return {{"content", json::array({text_block("wrote " + std::to_string(written.bytes_written) +
+                                                " bytes to " + written.path + " (now " +
+                                                std::to_string(written.size) + " bytes)")})},
+            {"structuredContent",
+             {{"path", written.path},
+              {"bytes_written", written.bytes_written},
+              {"size", written.size}}},
+            {"isError", false}};
+  } catch (const WorkspaceRefusal& refusal) {
+    return tool_error_result(refusal.what());
+  } catch (const std::exception& e) {  // SandboxError: no --sandbox-user to write as
+    return tool_error_result(tool + " failed: " + e.what());
   }
-  return {{"content", std::move(content)}, {"structuredContent", answer}, {"isError", false}};
 }
 
 }  // namespace belljar

@@ -3,8 +3,9 @@
 // checks of their arguments, and their results built from what the session answered.
 //   run_python      code in the persistent session; outputs, images, the run's facts
 //   reset_session   a fresh Python session; workspace files kept
-//   list_files, read_file, write_file   the workspace, done inside the sandbox
-//                   (worker/belljar_worker/files.py), so the jail's confinement applies
+//   list_files, read_file, write_file   the workspace, done by the supervisor itself
+//                   (sandbox/jail_client/workspace_files.hpp): the kernel's word, never the
+//                   session's, under the jail's masks and read-only rules
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -27,14 +28,10 @@ std::optional<std::string> check_tool_arguments(const std::string& tool,
                                                 const nlohmann::json& arguments);
 bool is_mcp_tool(const std::string& tool);
 
-// The user expression that performs a file tool inside the sandbox.
-std::string file_tool_expression(const std::string& tool, const nlohmann::json& arguments,
-                                 const Policy& policy);
-
 // CallToolResult of run_python: text and image content, structuredContent, isError.
 nlohmann::json run_python_result(const RunRecord& record);
-// CallToolResult of a file tool from the execute_reply of its silent execute.
-nlohmann::json file_tool_result(const std::string& tool, const nlohmann::json& reply_content,
+// CallToolResult of a file tool, performed on the host's workspace with checked arguments.
+nlohmann::json file_tool_result(const std::string& tool, const nlohmann::json& arguments,
                                 const Policy& policy);
 nlohmann::json reset_session_result(const RunRecord& record);
 nlohmann::json tool_error_result(const std::string& text);

@@ -117,17 +117,50 @@ json language_info_from_worker(const json& hello_info) {
           {"nbconvert_exporter", "python"}};
 }
 
-bool markdown_is_inert(const std::string& markdown) {
-  if (markdown.find('<') != std::string::npos || markdown.find('\0') != std::string::npos)
-    return false;
-  bool unknown_named = false;
-  std::string decoded = decode_character_references(markdown, &unknown_named);
-  // An entity we don't decode could be a backslash or '<' to the browser that shows it.
-  if (unknown_named || decoded.find('<') != std::string::npos || !tex_is_inert(decoded))
-    return false;
-  // Every link and image destination ("](" inline, "]:" a definition), read as a renderer
-  // would: after spaces and line breaks, up to white space or ')', escapes and entities
-  // resolved. Over-reading (a "](" that isn't a link) only refuses more.
+namespace {
+
+// A fence's info string as Notebook 6 and JupyterLab hand it to a syntax highlighter that
+// loads a mode by that name (Notebook 6: requirejs, where "x.js?y" is a URL relative to the
+// page, so a workspace file would run as script): [A-Za-z0-9_+-]{0,32}, nothing else.
+bool is_fence_language(std::string_view info) {
+  while (!info.empty() && (info.front() == ' ' || info.front() == '\t')) info.remove_prefix(1);
+  while (!info.empty() && (info.back() == ' ' || info.back() == '\t' || info.back() == '\r'))
+    info.remove_suffix(1);
+  return info.size() <= 32 && std::all_of(info.begin(), info.end(), [](char c) {
+           return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '+' || c == '-';
+         });
+}
+
+// Every run of three or more backticks or tildes, wherever it stands on its line (in a quote,
+// a list item, after text), is read as a fence opener: what follows it on the line must be a
+// fence language. Reading too much as a fence only refuses more.
+bool fences_are_plain(std::string_view markdown) {
+  for (size_t at = 0; at < markdown.size();) {
+    char mark = markdown[at];
+    if (mark != '`' && mark != '~') {
+      ++at;
+      continue;
+    }
+    size_t run = at;
+    while (run < markdown.size() && markdown[run] == mark) ++run;
+    if (run - at >= 3) {
+      size_t line_end = markdown.find('\n', run);
+      if (line_end == std::string_view::npos) line_end = markdown.size();
+      if (!is_fence_language(markdown.substr(run, line_end - run))) return false;
+      at = line_end;
+    } else {
+      at = run;
+    }
+  }
+  return true;
+}
+
+// Every link and image destination ("](" inline, "]:" a definition), read as a renderer
+// would: after spaces and line breaks, up to white space or ')', escapes and entities
+// resolved. Over-reading (a "](" that isn't a link) only refuses more.
+std::vector<std::string> link_destinations(const std::string& markdown) {
+  std::vector<std::string> found;
   for (size_t at = 0; (at = markdown.find(']', at)) != std::string::npos; ++at) {
     if (at + 1 >= markdown.size() || (markdown[at + 1] != '(' && markdown[at + 1] != ':')) continue;
     size_t p = at + 2;
@@ -147,8 +180,31 @@ bool markdown_is_inert(const std::string& markdown) {
       destination += raw[i];
     }
     if (destination.empty() && markdown[at + 1] == ':') continue;  // "[x]:" in prose
-    if (!link_url_is_inert(destination)) return false;
+    found.push_back(std::move(destination));
   }
+  return found;
+}
+
+}  // namespace
+
+bool markdown_is_inert(const std::string& markdown) {
+  if (markdown.find('<') != std::string::npos || markdown.find('\0') != std::string::npos)
+    return false;
+  bool unknown_named = false;
+  std::string decoded = decode_character_references(markdown, &unknown_named);
+  // An entity we don't decode could be a backslash or '<' to the browser that shows it.
+  if (unknown_named || decoded.find('<') != std::string::npos || !tex_is_inert(decoded))
+    return false;
+  if (!fences_are_plain(markdown) || !fences_are_plain(decoded)) return false;
+  // An image is fetched as the page renders it, with the server's cookies: a GET that acts
+  // (/terminals/new opens a shell). With any image in the text, every destination is held to
+  // the resource rule (an image's may come from a definition shared with links); without, a
+  // link must still be clicked, and http(s), mailto and fragments may be.
+  bool has_image =
+      markdown.find("![") != std::string::npos || decoded.find("![") != std::string::npos;
+  for (const std::string& destination : link_destinations(markdown))
+    if (!(has_image ? resource_url_is_inert(destination) : link_url_is_inert(destination)))
+      return false;
   return true;
 }
 

@@ -38,23 +38,174 @@ const std::set<std::string, std::less<>> kTextTraits = {
 const std::set<std::string, std::less<>> kEnvelope = {"state", "method", "buffers", "buffer_paths",
                                                       "content"};
 
-// Plain ASCII classes, tested by hand rather than with std::regex, whose locale machinery
-// would stay resident in the supervisor for two character classes.
-bool ascii_alnum(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+// The class names ipywidgets 6, 7 and 8 register (`_model_name` / `_view_name` of every widget
+// in their Python packages, less test classes): the page looks a name up in the module's own
+// registry, and anything else reaches its "could not create model" path, which puts names and
+// versions into the page as markup. So a name is one of these or the message is withheld.
+const std::set<std::string, std::less<>> kModelNames = {"AccordionModel",
+                                                        "AudioModel",
+                                                        "BoolModel",
+                                                        "BoundedFloatTextModel",
+                                                        "BoundedIntTextModel",
+                                                        "BoxModel",
+                                                        "ButtonModel",
+                                                        "ButtonStyleModel",
+                                                        "CheckboxModel",
+                                                        "CheckboxStyleModel",
+                                                        "ColorPickerModel",
+                                                        "ColorsInputModel",
+                                                        "ComboboxModel",
+                                                        "ControllerAxisModel",
+                                                        "ControllerButtonModel",
+                                                        "ControllerModel",
+                                                        "DOMWidgetModel",
+                                                        "DatePickerModel",
+                                                        "DatetimeModel",
+                                                        "DescriptionModel",
+                                                        "DescriptionStyleModel",
+                                                        "DirectionalLinkModel",
+                                                        "DropdownModel",
+                                                        "FileUploadModel",
+                                                        "FloatLogSliderModel",
+                                                        "FloatProgressModel",
+                                                        "FloatRangeSliderModel",
+                                                        "FloatSliderModel",
+                                                        "FloatTextModel",
+                                                        "FloatsInputModel",
+                                                        "GridBoxModel",
+                                                        "HBoxModel",
+                                                        "HTMLMathModel",
+                                                        "HTMLMathStyleModel",
+                                                        "HTMLModel",
+                                                        "HTMLStyleModel",
+                                                        "ImageModel",
+                                                        "IntProgressModel",
+                                                        "IntRangeSliderModel",
+                                                        "IntSliderModel",
+                                                        "IntTextModel",
+                                                        "IntsInputModel",
+                                                        "LabelModel",
+                                                        "LabelStyleModel",
+                                                        "LabeledWidgetModel",
+                                                        "LayoutModel",
+                                                        "LinkModel",
+                                                        "MultipleSelectionModel",
+                                                        "NaiveDatetimeModel",
+                                                        "NumbersInputBaseModel",
+                                                        "OutputModel",
+                                                        "PasswordModel",
+                                                        "PlayModel",
+                                                        "ProgressModel",
+                                                        "ProgressStyleModel",
+                                                        "RadioButtonsModel",
+                                                        "SelectModel",
+                                                        "SelectMultipleModel",
+                                                        "SelectionRangeSliderModel",
+                                                        "SelectionSliderModel",
+                                                        "SliderStyleModel",
+                                                        "StackModel",
+                                                        "StringModel",
+                                                        "StringStyleModel",
+                                                        "StyleModel",
+                                                        "TabModel",
+                                                        "TagsInputBaseModel",
+                                                        "TagsInputModel",
+                                                        "TextModel",
+                                                        "TextStyleModel",
+                                                        "TextareaModel",
+                                                        "TimeModel",
+                                                        "ToggleButtonModel",
+                                                        "ToggleButtonStyleModel",
+                                                        "ToggleButtonsModel",
+                                                        "ToggleButtonsStyleModel",
+                                                        "VBoxModel",
+                                                        "ValidModel",
+                                                        "VideoModel",
+                                                        "WidgetModel"};
+const std::set<std::string, std::less<>> kViewNames = {"AccordionView",
+                                                       "AudioView",
+                                                       "BoxView",
+                                                       "ButtonView",
+                                                       "CheckboxView",
+                                                       "ColorPickerView",
+                                                       "ColorsInputView",
+                                                       "ComboboxView",
+                                                       "ControllerAxisView",
+                                                       "ControllerButtonView",
+                                                       "ControllerView",
+                                                       "DatePickerView",
+                                                       "DatetimeView",
+                                                       "DropdownView",
+                                                       "FileUploadView",
+                                                       "FloatLogSliderView",
+                                                       "FloatRangeSliderView",
+                                                       "FloatSliderView",
+                                                       "FloatTextView",
+                                                       "FloatsInputView",
+                                                       "GridBoxView",
+                                                       "HBoxView",
+                                                       "HTMLMathView",
+                                                       "HTMLView",
+                                                       "ImageView",
+                                                       "IntRangeSliderView",
+                                                       "IntSliderView",
+                                                       "IntTextView",
+                                                       "IntsInputView",
+                                                       "LabelView",
+                                                       "LayoutView",
+                                                       "OutputView",
+                                                       "PasswordView",
+                                                       "PlayView",
+                                                       "ProgressView",
+                                                       "RadioButtonsView",
+                                                       "SelectMultipleView",
+                                                       "SelectView",
+                                                       "SelectionRangeSliderView",
+                                                       "SelectionSliderView",
+                                                       "StackView",
+                                                       "StyleView",
+                                                       "TabView",
+                                                       "TagsInputView",
+                                                       "TextView",
+                                                       "TextareaView",
+                                                       "TimeView",
+                                                       "ToggleButtonView",
+                                                       "ToggleButtonsView",
+                                                       "VBoxView",
+                                                       "ValidView",
+                                                       "VideoView"};
+
+// Tested by hand rather than with std::regex, whose locale machinery would stay resident in
+// the supervisor for a few character classes.
+bool ascii_digit(char c) {
+  return c >= '0' && c <= '9';
 }
 
-// [A-Z][A-Za-z0-9]{0,63}
-bool is_class_name(const std::string& name) {
-  return !name.empty() && name.size() <= 64 && name[0] >= 'A' && name[0] <= 'Z' &&
-         std::all_of(name.begin(), name.end(), ascii_alnum);
+// A module version as ipywidgets writes one: "", "*" or ^[~^]?\d{1,9}(\.\d{1,9}){0,2}(\.\*)?$
+// ("~2.1.4", "1.5.0", "^2.0.0", "2.*"). Nothing else: the page may show the string as markup.
+bool is_widget_version(std::string_view version) {
+  if (version.empty() || version == "*") return true;
+  if (version.front() == '~' || version.front() == '^') version.remove_prefix(1);
+  if (version.ends_with(".*")) version.remove_suffix(2);
+  size_t parts = 0;
+  while (true) {
+    size_t digits = 0;
+    while (digits < version.size() && ascii_digit(version[digits])) ++digits;
+    if (digits == 0 || digits > 9 || ++parts > 3) return false;
+    version.remove_prefix(digits);
+    if (version.empty()) return true;
+    if (version.front() != '.') return false;
+    version.remove_prefix(1);
+  }
 }
 
-// [0-9A-Za-z.*~^<>=| -]{0,40}
-bool is_version_range(const std::string& range) {
-  return range.size() <= 40 && std::all_of(range.begin(), range.end(), [](char c) {
-           return ascii_alnum(c) ||
-                  std::string_view(".*~^<>=| -").find(c) != std::string_view::npos;
+// A comm target as libraries name them ("jupyter.widget", "plotly.comm"): the page looks it up
+// and may name it in a message, so [A-Za-z0-9_.:-]{1,128} and nothing else.
+bool is_comm_target(std::string_view target) {
+  return !target.empty() && target.size() <= 128 &&
+         std::all_of(target.begin(), target.end(), [](char c) {
+           return ascii_digit(c) || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+                  c == '.' || c == ':' || c == '-';
          });
 }
 
@@ -99,16 +250,17 @@ std::string WidgetModels::check_state(json& state, Comm& comm) {
              ": only ipywidgets' own widgets are shown, another library's code would run in the "
              "notebook page";
   }
-  for (const char* key : {"_model_name", "_view_name"}) {
+  for (auto [key, registry] :
+       {std::pair{"_model_name", &kModelNames}, std::pair{"_view_name", &kViewNames}}) {
     auto it = state.find(key);
     if (it == state.end() || it->is_null()) continue;
-    if (!it->is_string() || !is_class_name(it->get_ref<const std::string&>()))
-      return std::string("a widget whose ") + key + " is not a class name";
+    if (!it->is_string() || !registry->count(it->get_ref<const std::string&>()))
+      return std::string("a widget whose ") + key + " is not one of ipywidgets' own classes";
   }
   for (const char* key : {"_model_module_version", "_view_module_version"}) {
     auto it = state.find(key);
     if (it != state.end() && !it->is_null() &&
-        (!it->is_string() || !is_version_range(it->get_ref<const std::string&>())))
+        (!it->is_string() || !is_widget_version(it->get_ref<const std::string&>())))
       return std::string("a widget whose ") + key + " is not a version";
   }
   if (auto name = state.find("_model_name"); name != state.end() && name->is_string()) {
@@ -161,6 +313,8 @@ std::string WidgetModels::admit(const std::string& type, json& content) {
   auto known = comms_.find(comm_id);
   if (type == "comm_open") {
     const std::string& target = content["target_name"].get_ref<const std::string&>();
+    if (mode_ != ActiveOutput::allow && !is_comm_target(target))
+      return "a comm whose target name is not a plain name";
     if (known == comms_.end() && comms_.size() >= kMaxComms)
       return "more than " + std::to_string(kMaxComms) + " comms open";
     Comm comm{target, target == kWidgetTarget};

@@ -12,9 +12,11 @@
 // network). An ipywidgets 7/8 Output model carries whole outputs, and an Image with format
 // "url" makes the browser fetch its value.
 //
-// So under isolate and strip (allow passes everything): target_module is always null; a
-// widget's module must be ipywidgets' own and its class names plain names (else the message is
-// withheld: that library's code would run in the page); markup is re-serialized by
+// So under isolate and strip (allow passes everything): target_module is always null and a
+// target name is a plain name; a widget's module must be ipywidgets' own, its class names ones
+// ipywidgets registers and its versions of the exact form ipywidgets writes (else the message
+// is withheld: another library's code would run in the page, and a name the page can't find
+// goes into its "could not create model" markup as it was sent); markup is re-serialized by
 // html_sanitizer with its active parts removed; typeset text with active TeX and CSS that is
 // not inert are replaced or dropped; an Output's outputs pass apply_active_output. The guard
 // also remembers which comms the page has as widgets, so that a widget view

@@ -125,6 +125,23 @@ void refuse_unmaskable_secrets(const JailSpec& spec) {
 }
 }  // namespace
 
+std::pair<uid_t, gid_t> sandbox_host_ids(const Policy& policy) {
+  if (::geteuid() != 0) return {::getuid(), ::getgid()};
+  std::string user = policy.sandbox_user.empty() ? "nobody" : policy.sandbox_user;
+  std::pair<uid_t, gid_t> ids;
+  if (const passwd* pw = ::getpwnam(user.c_str())) {
+    ids = {pw->pw_uid, pw->pw_gid};
+  } else {
+    char* end = nullptr;
+    unsigned long uid = std::strtoul(user.c_str(), &end, 10);
+    if (user.empty() || *end != '\0')
+      throw SandboxError("--sandbox-user " + user + ": no such user");
+    ids = {static_cast<uid_t>(uid), static_cast<gid_t>(uid)};
+  }
+  if (ids.first == 0) throw SandboxError("--sandbox-user " + user + ": code never runs as root");
+  return ids;
+}
+
 JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSpec::Mode mode,
                         const char* const* host_env) {
   JailSpec spec;
@@ -148,25 +165,9 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
   }
   spec.workspace = workspace.string();
 
-  if (spec.host_root) {
-    std::string user = policy.sandbox_user.empty() ? "nobody" : policy.sandbox_user;
-    if (const passwd* pw = ::getpwnam(user.c_str())) {
-      spec.host_uid = pw->pw_uid;
-      spec.host_gid = pw->pw_gid;
-    } else {
-      char* end = nullptr;
-      unsigned long uid = std::strtoul(user.c_str(), &end, 10);
-      if (user.empty() || *end != '\0')
-        throw SandboxError("--sandbox-user " + user + ": no such user");
-      spec.host_uid = static_cast<uid_t>(uid);
-      spec.host_gid = static_cast<gid_t>(uid);
-    }
-    if (spec.host_uid == 0)
-      throw SandboxError("--sandbox-user " + user + ": code never runs as root");
-  } else {
-    spec.host_uid = ::getuid();
-    spec.host_gid = ::getgid();
-  }
+  auto [uid, gid] = sandbox_host_ids(policy);
+  spec.host_uid = uid;
+  spec.host_gid = gid;
 
   // The system: /usr read-only, the /lib* and /bin links mirrored, a minimal /etc.
   for (const char* dir : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"})

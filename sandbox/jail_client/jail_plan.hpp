@@ -2,7 +2,10 @@
 // The supervisor's plan for a jail: the policy worked out against this host (the workspace and
 // --ro paths resolved, the interpreter's prefixes found, the system directories mirrored, the
 // environment built) into the JailSpec the warden receives.
+#include <sys/types.h>
+
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sandbox/jail_protocol/jail_spec.hpp"
@@ -16,6 +19,11 @@ struct WorkerLaunch;  // worker_process.hpp
 // SandboxError for what cannot work (no interpreter, a workspace of "/", ...).
 JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSpec::Mode mode,
                         const char* const* host_env);
+
+// The host uid and gid the sandbox's code runs and writes as: the kernel's own, or, for a kernel
+// run as root, --sandbox-user's (nobody by default). Throws SandboxError for an unknown user or
+// root.
+std::pair<uid_t, gid_t> sandbox_host_ids(const Policy& policy);
 
 // `python -s -E -c "import sys; sys.path.insert(0, '<dir>'); from belljar_worker.main import
 // serve; serve()"`, with <dir> quoted as a Python string literal.

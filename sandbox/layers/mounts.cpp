@@ -21,13 +21,6 @@ namespace {
 
 constexpr uint64_t kNoSymlinks = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
-int openat2_fd(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve) {
-  open_how how{};
-  how.flags = flags | O_CLOEXEC;
-  how.resolve = resolve;
-  return static_cast<int>(::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how));
-}
-
 size_t depth(const std::string& path) {
   return path_components(path).size();
 }

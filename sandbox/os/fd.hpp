@@ -1,8 +1,12 @@
 #pragma once
 // An owning file descriptor: every descriptor belljar opens is closed on every path.
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -33,6 +37,15 @@ class Fd {
  private:
   int fd_ = -1;
 };
+
+// openat2(2) with RESOLVE_* flags in `resolve` (glibc has no wrapper); O_CLOEXEC is always added.
+// A descriptor, or -1 with errno.
+inline int openat2_fd(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = resolve;
+  return static_cast<int>(::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how));
+}
 
 // Everything written to `fd` until the writer closes it (a child's error pipe: empty means it
 // went on without a word, as exec does on success).

@@ -84,6 +84,24 @@ function vectorCells(origin, prefix) {
     'widget-description': `import ipywidgets as w\nw.IntSlider(description=${py(`<img src="x" onerror="${e('widget-description')}">`)})`,
     'widget-html': `import ipywidgets as w\nw.HTML(value=${py(`<img src="x" onerror="${e('widget-html')}">`)})`,
     'widget-label-href': `import ipywidgets as w\nw.Label(value=${py(`$\\href{javascript:${e('widget-label-href')}}{click}$`)})`,
+    // Round two. An unknown widget class: the widget manager's "could not create model" table
+    // puts the version into the page as markup. The version holds no quote or parenthesis: it
+    // sends the page to a javascript: URL kept in an earlier, inert output's title.
+    'widget-version': (() => {
+      const anchor = `bjv${prefix.replace(/\W/g, '')}`;
+      return show(`{'text/html': ${py(`<a id="${anchor}" title="javascript:${e('widget-version')}">t</a>`)}}`) +
+        "\nfrom comm import create_comm\nc = create_comm(target_name='jupyter.widget', data={'_model_module': 'jupyter-js-widgets'," +
+        ` '_model_name': 'NoSuchModel', '_model_module_version': ${py(`<img src=x onerror=location=${anchor}.title>`)}})` +
+        "\nc.send({'method': 'display'})";
+    })(),
+    // A fence's language: Notebook 6 asks requirejs for the highlighting mode, and "x.js?y" is
+    // a URL relative to the page, which the server redirects to the workspace file.
+    'markdown-fence-language': "import os\nos.makedirs('codemirror/mode', exist_ok=True)\n" +
+      `open('codemirror/mode/${prefix}evil.js', 'w').write(${py(amd(js('markdown-fence-language'), 'x'))})\n` +
+      show(`{'text/markdown': ${py(`\`\`\`${prefix}evil.js?x\nprint(1)\n\`\`\``)}}`),
+    // A markdown image: a zero-click GET with the page's cookies (this one opens a terminal).
+    'markdown-image': show(`{'text/markdown': ${py(`![x](${origin}/terminals/new/bjimg${prefix.replace(/\W/g, '')})`)}}`),
+    // Last: an error stops Run All.
     'error-traceback': `raise ValueError(${py(`<img src="x" onerror="${e('error-traceback')}">`)})`,
   };
 }
@@ -112,7 +130,8 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     try {
       await setUp();
       isolated = await runNotebook('vectors.ipynb', 'belljar', vectorCells(base, ''));
-      const controlled = ['application-javascript', 'html-script', 'widget-html', 'comm-target-module'];
+      const controlled = ['application-javascript', 'html-script', 'widget-html', 'comm-target-module',
+        'widget-version', 'markdown-fence-language', 'markdown-image'];
       const all = vectorCells(base, 'control-');
       control = await runNotebook('control.ipynb', 'belljar-allow', Object.fromEntries(controlled.map((id) => [id, all[id]])));
     } catch (error) {
@@ -225,16 +244,20 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     assert.match(isolated.outputs['widget-html'].text, /widget value\(s\) held active content/);
     assert.match(isolated.outputs['widget-label-href'].text, /\[belljar\] withheld: active content/);
     assert.match(isolated.outputs['widget-model-module'].text, /comm message\(s\) from the sandbox were withheld/);
+    assert.match(isolated.outputs['widget-version'].text, /comm message\(s\) from the sandbox were withheld/);
   });
 
   it('showed the markdown and LaTeX vectors as text with a notice', () => {
-    for (const id of ['markdown-raw-html', 'markdown-javascript-link', 'latex-mathjax-href'])
+    for (const id of ['markdown-raw-html', 'markdown-javascript-link', 'latex-mathjax-href',
+      'markdown-fence-language', 'markdown-image'])
       assert.match(isolated.outputs[id].text, /not rendered \(active output, --active-output isolate\)/, id);
   });
 
   it('control: with --active-output allow the same probes do create their files', () => {
     assert.deepEqual(control.files, ['pwned-control-application-javascript.txt', 'pwned-control-comm-target-module.txt',
-      'pwned-control-html-script.txt', 'pwned-control-widget-html.txt']);
+      'pwned-control-html-script.txt', 'pwned-control-markdown-fence-language.txt', 'pwned-control-widget-html.txt',
+      'pwned-control-widget-version.txt']);
     assert.ok(control.terminals.length >= 1, 'a terminal was opened');
+    assert.ok(control.terminals.includes('bjimgcontrol'), `the markdown image opened its terminal: ${control.terminals}`);
   });
 });

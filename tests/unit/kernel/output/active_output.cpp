@@ -291,6 +291,34 @@ TEST_CASE("markdown with raw HTML or an unsafe link is active", "[active_output]
   }
 }
 
+TEST_CASE("markdown fences name a plain language; images are data: images (round two)",
+          "[active_output]") {
+  for (const char* md : {
+           "```evil.js?x\ncode\n```",  // Notebook 6 requirejs'd the mode as a URL
+           "~~~ ../files/x\ncode\n~~~",
+           "> ```a/b\n> x\n> ```",                          // in a quote
+           "- item\n\n  ```js?\n  x\n  ```",                // in a list item
+           "text\n   ````x.js`\n",                          // a run anywhere on its line
+           "```aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nx\n```",  // 33 characters
+           "![x](http://127.0.0.1:8888/terminals/new)",     // zero-click GET with cookies
+           "![x](https://example.com/a.png)",
+           "![x](a.png)",
+           "![x][r]\n\n[r]: http://127.0.0.1/terminals/new",
+           "![x]\n\n[x]: https://example.com/x.png",
+           "[![x](data:image/png;base64,AA)](https://example.com)",
+       }) {
+    INFO(md);
+    CHECK_FALSE(markdown_is_inert(md));
+  }
+  for (const char* md :
+       {"```python\nprint(1)\n```", "~~~\nplain\n~~~", "```c++\nx\n```", "``` objective-c \nx\n```",
+        "`inline` and ``two``", "![plot](data:image/png;base64,AAAA)",
+        "![a](data:image/png;base64,AA) ![b](data:image/gif;base64,AA)"}) {
+    INFO(md);
+    CHECK(markdown_is_inert(md));
+  }
+}
+
 TEST_CASE("isolate puts active output in a sandboxed frame without same-origin",
           "[active_output]") {
   json data = {{"text/html", "<b>x</b><script>fetch('/api/terminals',{method:'POST'})</script>"},

@@ -203,3 +203,57 @@ TEST_CASE("no more than kMaxComms comms are remembered", "[widgets]") {
   REQUIRE(models.admit("comm_close", close).empty());
   CHECK(models.admit("comm_open", one_more).empty());
 }
+
+TEST_CASE("names and versions outside ipywidgets' own grammar are withheld (round two)",
+          "[widgets]") {
+  // The red team's message: an unknown class whose version the page's "could not create
+  // model" table put into the page as markup.
+  WidgetModels models(ActiveOutput::strip);
+  json attack = open_message("v", {{"_model_module", "@jupyter-widgets/controls"},
+                                   {"_model_name", "NoSuchModel"},
+                                   {"_model_module_version", "<img src=x onerror=alert(1)>"}});
+  CHECK_FALSE(models.admit("comm_open", attack).empty());
+  for (json bad :
+       {json{{"_model_name", "EvilModel"}}, json{{"_view_name", "ScriptView"}},
+        json{{"_model_module_version", "<img src=x>"}}, json{{"_model_module_version", ">=1.0 <2"}},
+        json{{"_view_module_version", "1.2.3.4"}}, json{{"_model_module_version", "~1.0.0-beta"}},
+        json{{"_model_module_version", "1..2"}}, json{{"_view_module_version", "1234567890.0"}}}) {
+    INFO(bad.dump());
+    json state = slider_state();
+    state.update(bad);
+    json open_v7 = open_message("w", {{"state", state}, {"buffer_paths", json::array()}});
+    CHECK_FALSE(models.admit("comm_open", open_v7).empty());
+  }
+  // What ipywidgets 6, 7 and 8 send passes.
+  for (const char* version : {"~2.1.4", "*", "", "1.5.0", "2.0.0", "^2.0.0", "2.*", "1"}) {
+    INFO(version);
+    json state = slider_state();
+    state["_model_module_version"] = version;
+    state["_view_module_version"] = version;
+    json open = open_message(std::string("ok") + version, state);
+    CHECK(models.admit("comm_open", open).empty());
+  }
+  json v8 = open_message("eight", {{"state",
+                                    {{"_model_module", "@jupyter-widgets/controls"},
+                                     {"_model_name", "TagsInputModel"},
+                                     {"_model_module_version", "2.0.0"},
+                                     {"_view_module", "@jupyter-widgets/controls"},
+                                     {"_view_name", "TagsInputView"},
+                                     {"_view_module_version", "2.0.0"}}}});
+  CHECK(models.admit("comm_open", v8).empty());
+}
+
+TEST_CASE("a comm's target name is a plain name", "[widgets]") {
+  WidgetModels models(ActiveOutput::isolate);
+  for (const char* target : {"jupyter.widget", "plotly.comm", "belljar-probe", "a:b_c"}) {
+    json open = open_message(target, json::object(), target);
+    CHECK(models.admit("comm_open", open).empty());
+  }
+  for (const char* target : {"", "<img src=x onerror=alert(1)>", "../files/x.js", "a b"}) {
+    json open = open_message(std::string("bad") + target, json::object(), target);
+    CHECK_FALSE(models.admit("comm_open", open).empty());
+  }
+  WidgetModels allowing(ActiveOutput::allow);
+  json open = open_message("any", json::object(), "a b");
+  CHECK(allowing.admit("comm_open", open).empty());
+}
