@@ -58,6 +58,8 @@ std::string_view failure_name(EgressFailure failure) {
       return "upstream-response";
     case EgressFailure::compressed_response:
       return "compressed-response";
+    case EgressFailure::refusals_rate_limited:
+      return "refusals-rate-limited";
   }
   return "";
 }
@@ -74,6 +76,7 @@ EgressVerdict verdict_of(EgressFailure failure) {
     case EgressFailure::sni_missing:
     case EgressFailure::secret_needs_tls:
     case EgressFailure::secret_unsupported:
+    case EgressFailure::refusals_rate_limited:
       return EgressVerdict::denied;
     case EgressFailure::resolve_failed:
     case EgressFailure::connect_failed:
@@ -106,6 +109,16 @@ void DecisionQueue::post(EgressDecision decision) {
   (void)ignored;
 }
 
+void DecisionQueue::count_unread() {
+  {
+    std::lock_guard lock(mutex_);
+    if (refused_unread_++ != 0) return;
+  }
+  uint64_t one = 1;
+  ssize_t ignored = ::write(event_.get(), &one, sizeof one);
+  (void)ignored;
+}
+
 DecisionQueue::Taken DecisionQueue::take() {
   uint64_t count;
   ssize_t ignored = ::read(event_.get(), &count, sizeof count);
@@ -116,6 +129,7 @@ DecisionQueue::Taken DecisionQueue::take() {
                    std::make_move_iterator(queued_.end()));
   queued_.clear();
   out.dropped = std::exchange(dropped_, 0);
+  out.refused_unread = std::exchange(refused_unread_, 0);
   return out;
 }
 
