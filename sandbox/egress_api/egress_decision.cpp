@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <iterator>
 #include <utility>
@@ -110,13 +111,27 @@ void DecisionQueue::post(EgressDecision decision) {
 }
 
 void DecisionQueue::count_unread() {
+  std::lock_guard lock(mutex_);
+  ++refused_unread_;
+}
+
+void DecisionQueue::flush_unread(Clock::time_point now) {
   {
     std::lock_guard lock(mutex_);
-    if (refused_unread_++ != 0) return;
+    if (refused_unread_ == 0 || unread_woken_ || now < next_unread_wake_) return;
+    unread_woken_ = true;
+    next_unread_wake_ = now + kUnreadWake;
   }
   uint64_t one = 1;
   ssize_t ignored = ::write(event_.get(), &one, sizeof one);
   (void)ignored;
+}
+
+int DecisionQueue::unread_flush_ms(Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  if (refused_unread_ == 0 || unread_woken_) return -1;
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(next_unread_wake_ - now).count();
+  return static_cast<int>(std::max<long long>(ms, 0));
 }
 
 DecisionQueue::Taken DecisionQueue::take() {
@@ -130,6 +145,7 @@ DecisionQueue::Taken DecisionQueue::take() {
   queued_.clear();
   out.dropped = std::exchange(dropped_, 0);
   out.refused_unread = std::exchange(refused_unread_, 0);
+  unread_woken_ = false;
   return out;
 }
 

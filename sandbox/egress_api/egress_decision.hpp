@@ -3,6 +3,7 @@
 // supervisor's reactor (kernel/session/egress_link.cpp), which writes the audit log and the
 // metrics from them. The queue between the two is bounded: a sandbox that opens connections
 // in a loop can make the proxy drop decisions (it counts them), never grow without bound.
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -89,15 +90,23 @@ class DecisionQueue {
     uint64_t refused_unread = 0;  // connections answered unread since the last take
   };
   Taken take();
-  // A connection answered unread (refusal_budget.hpp): counted, never queued one by one; the
-  // kernel is woken only when the count was zero, so a flood costs it one wakeup per take.
+  // A connection answered unread (refusal_budget.hpp): counted, never queued one by one. The
+  // kernel is woken for the count at most every kUnreadWake (flush_unread, from the proxy's
+  // loop), so a flood costs it a few wakeups a second, not one per connection.
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kUnreadWake{100};
   void count_unread();
+  void flush_unread(Clock::time_point now);
+  // Until flush_unread has something to do; -1 when nothing waits.
+  int unread_flush_ms(Clock::time_point now);
 
  private:
   std::mutex mutex_;
   std::deque<EgressDecision> queued_;
   uint64_t dropped_ = 0;
   uint64_t refused_unread_ = 0;
+  bool unread_woken_ = false;  // a wake for the count is out, not yet taken
+  Clock::time_point next_unread_wake_{};
   size_t max_queued_;
   Fd event_;
 };
