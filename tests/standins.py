@@ -16,6 +16,11 @@ Routes (any method; `?case=NAME` tags what a test sent, so each test reads its o
   /leak?which=N         a body holding the value of the stand-in's secret N, split across two
                         writes 0.3 s apart, in a 1 MiB body when &big=1
   /gzip                 a gzip-compressed body, whatever the request asked for
+  /reflect?into=NAME    the X-Api-Key header received, put into the response's NAME header
+                        (Transfer-Encoding, Content-Encoding: what the proxy refuses)
+  /slice                "the key is " and the Authorization received, honouring Range (206);
+                        &status=204 or 304: that status, with the Content-Length the body
+                        would have had (as HEAD always gives)
   anything else         {"ok": true}
 """
 import gzip
@@ -145,7 +150,7 @@ class StandInHandler(BaseHTTPRequestHandler):
         route = getattr(self, "route_" + target.path.strip("/").replace("/", "_"), self.route_default)
         route(query, headers, body)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_request
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_request
 
     def send(self, status, body, content_type="application/json", extra=()):
         self.send_response(status)
@@ -154,7 +159,8 @@ class StandInHandler(BaseHTTPRequestHandler):
         for name, value in extra:
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def route_default(self, query, headers, body):
         self.send(200, b'{"ok": true}')
@@ -226,6 +232,27 @@ class StandInHandler(BaseHTTPRequestHandler):
 
     def route_gzip(self, query, headers, body):
         self.send(200, gzip.compress(b'{"compressed": true}'), extra=[("Content-Encoding", "gzip")])
+
+    def route_reflect(self, query, headers, body):
+        reflected = headers.get("x-api-key", [""])[0]
+        self.send(200, b"reflected", extra=[(query["into"], reflected)])
+
+    def route_slice(self, query, headers, body):
+        whole = ("the key is " + headers.get("authorization", [""])[0]).encode()
+        status = int(query.get("status", 200))
+        if status in (204, 304):
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(whole)))
+            self.end_headers()
+            return
+        ranged = headers.get("range", [""])[0]
+        if ranged.startswith("bytes=") and self.command != "HEAD":
+            first, last = (int(n) for n in ranged[len("bytes="):].split("-"))
+            part = whole[first:last + 1]
+            self.send(206, part, content_type="text/plain",
+                      extra=[("Content-Range", f"bytes {first}-{first + len(part) - 1}/{len(whole)}")])
+            return
+        self.send(200, whole, content_type="text/plain")
 
     def log_message(self, *args):
         pass

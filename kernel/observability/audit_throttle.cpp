@@ -36,6 +36,11 @@ void EgressAuditThrottle::dropped(uint64_t count, Clock::time_point now) {
   dropped_ += count;
 }
 
+void EgressAuditThrottle::refused_unread(uint64_t count, Clock::time_point now) {
+  dropped(count, now);
+  refused_unread_ += count;
+}
+
 std::optional<EgressAuditThrottle::Clock::time_point> EgressAuditThrottle::due() const {
   if (!started_) return std::nullopt;
   return *started_ + limits_.interval;
@@ -57,12 +62,13 @@ std::optional<nlohmann::json> EgressAuditThrottle::take_summary(Clock::time_poin
                             {"recorded", recorded_},
                             {"not_recorded", total_ - recorded_},
                             {"not_queued", dropped_},
+                            {"refused_unread", refused_unread_},
                             {"by_destination", std::move(destinations)},
                             {"other_destinations", std::move(other)}};
   started_.reset();
   counts_.clear();
   other_.clear();
-  total_ = recorded_ = dropped_ = 0;
+  total_ = recorded_ = dropped_ = refused_unread_ = 0;
   return summary;
 }
 

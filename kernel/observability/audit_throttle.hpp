@@ -33,6 +33,9 @@ class EgressAuditThrottle {
   bool admit(const std::string& decision, const std::string& destination, Clock::time_point now);
   // Decisions the proxy could not queue (DecisionQueue::Taken::dropped), counted too.
   void dropped(uint64_t count, Clock::time_point now);
+  // Connections the proxy answered unread, past its refusal budget (refusal_budget.hpp): each
+  // is a decision not queued, counted in `not_queued`, and of those in `refused_unread`.
+  void refused_unread(uint64_t count, Clock::time_point now);
   // When the current interval's summary is due, if one is open.
   std::optional<Clock::time_point> due() const;
   // The summary of the interval once it is over (or now, when `final`: at shutdown); the
@@ -49,7 +52,7 @@ class EgressAuditThrottle {
   };
   std::map<std::pair<std::string, std::string>, Tally> counts_;  // (decision, destination)
   std::map<std::string, Tally> other_;  // per decision, past the destinations bound
-  uint64_t total_ = 0, recorded_ = 0, dropped_ = 0;
+  uint64_t total_ = 0, recorded_ = 0, dropped_ = 0, refused_unread_ = 0;
 };
 
 }  // namespace belljar

@@ -33,6 +33,11 @@ void Metrics::egress(bool allowed) {
   dirty_ = true;
 }
 
+void Metrics::egress_refused_unread(uint64_t count) {
+  egress_refused_unread_ += count;
+  dirty_ = count > 0 || dirty_;
+}
+
 void Metrics::limit_hit(LimitHit limit) {
   ++limit_hits_[static_cast<size_t>(limit)];
   dirty_ = true;
@@ -75,6 +80,10 @@ std::string Metrics::render() const {
       << "# TYPE belljar_egress_requests_total counter\n"
       << "belljar_egress_requests_total{decision=\"allowed\"} " << egress_allowed_ << "\n"
       << "belljar_egress_requests_total{decision=\"denied\"} " << egress_denied_ << "\n"
+      << "# HELP belljar_egress_refused_unread_total Connections the egress proxy answered "
+         "unread, past its budget of refusals.\n"
+      << "# TYPE belljar_egress_refused_unread_total counter\n"
+      << "belljar_egress_refused_unread_total " << egress_refused_unread_ << "\n"
       << "# HELP belljar_secret_requests_total Requests to hosts with a bound secret, by "
          "secret and whether its value was put in.\n"
       << "# TYPE belljar_secret_requests_total counter\n";

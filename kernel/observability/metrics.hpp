@@ -28,6 +28,8 @@ class Metrics {
 
   void cell(CellStatus status, double seconds, bool truncated, LimitHit limit);
   void egress(bool allowed);
+  // Connections the egress proxy answered unread, past its refusal budget.
+  void egress_refused_unread(uint64_t count);
   // A request to a host with a bound secret (NAME, never the value), and a model's tokens.
   void secret_use(const std::string& secret, bool injected);
   void model_tokens(uint64_t input, uint64_t output);
@@ -52,6 +54,7 @@ class Metrics {
   uint64_t duration_count_ = 0;
   double duration_sum_ = 0;
   uint64_t egress_allowed_ = 0, egress_denied_ = 0, restarts_ = 0, truncations_ = 0;
+  uint64_t egress_refused_unread_ = 0;
   std::map<std::pair<std::string, bool>, uint64_t> secret_uses_;  // (NAME, injected)
   uint64_t input_tokens_ = 0, output_tokens_ = 0;
 };

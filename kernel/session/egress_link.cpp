@@ -2,7 +2,9 @@
 // and recorded here, on the reactor's: an audit record each up to a rate (audit_throttle.hpp: the
 // rest are counted in a per-interval egress_summary), the metrics, and the running cell's
 // list of denied hosts (execute_reply metadata belljar.egress_denied) and its requests to hosts
-// with bound secrets (belljar.secrets).
+// with bound secrets (belljar.secrets). Connections the proxy answered unread, past its refusal
+// budget (sandbox/egress/refusal_budget.hpp), arrive as a count: in the interval's summary, the
+// metrics, and one rate-limited diagnostic line.
 #include <algorithm>
 #include <cmath>
 
@@ -70,6 +72,13 @@ void Kernel::handle_egress() {
     }
   }
   egress_audit_.dropped(taken.dropped, now);  // in the interval's summary, as not_queued
+  if (taken.refused_unread > 0) {
+    egress_audit_.refused_unread(taken.refused_unread, now);
+    metrics_.egress_refused_unread(taken.refused_unread);
+    frame_log_.log("egress-refused-unread",
+                   "the egress proxy answered " + std::to_string(taken.refused_unread) +
+                       " connection(s) unread: the sandbox was refused too many in a short time");
+  }
 }
 
 }  // namespace belljar

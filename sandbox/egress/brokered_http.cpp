@@ -8,6 +8,8 @@
 
 namespace belljar {
 
+static_assert(BrokeredHttp::kMaxHead == 64 * 1024, "broker_refusal.cpp spells the limit");
+
 namespace {
 
 std::string lower(std::string_view text) {
@@ -51,8 +53,14 @@ void append_chunk(std::string& out, std::string_view data) {
   out += "\r\n";
 }
 
-BrokerRefusal refusal(int status, const char* phrase, EgressFailure failure, std::string why) {
-  return {status, phrase, failure, std::move(why)};
+// Headers that describe upstream's bytes as they were, before the scrubber changed them: a length
+// or a range would give away a value's length (an echo's, on a HEAD), a digest would let the
+// sandbox test guesses. The body is re-framed as chunked; a bodiless response needs none.
+bool measures_upstream_bytes(std::string_view lowered_name) {
+  for (std::string_view name : {"content-length", "content-range", "content-md5", "digest",
+                                "content-digest", "repr-digest"})
+    if (lowered_name == name) return true;
+  return false;
 }
 
 }  // namespace
@@ -88,8 +96,7 @@ std::optional<BrokerRefusal> BrokeredHttp::from_client(std::string& in, std::str
       try {
         used = request_chunks_.feed(in, nullptr);
       } catch (const HttpHeadError& e) {
-        return refusal(400, "Bad Request", EgressFailure::secret_unsupported,
-                       std::string("a malformed chunked request body: ") + e.what());
+        return BrokerRefusal(BrokerReason::malformed_request_body);
       }
       out.append(in, 0, used);
       in.erase(0, used);
@@ -99,9 +106,7 @@ std::optional<BrokerRefusal> BrokeredHttp::from_client(std::string& in, std::str
     if (client_paused() || closing_) return std::nullopt;  // the rest waits (or is never sent)
     auto end = find_head_end(in);
     if (!end) {
-      if (in.size() > kMaxHead)
-        return refusal(431, "Request Header Fields Too Large", EgressFailure::secret_unsupported,
-                       "a request head larger than " + std::to_string(kMaxHead) + " bytes");
+      if (in.size() > kMaxHead) return BrokerRefusal(BrokerReason::request_head_too_large);
       return std::nullopt;
     }
     if (auto refused = start_request(in, *end, out)) return refused;
@@ -114,18 +119,15 @@ std::optional<BrokerRefusal> BrokeredHttp::start_request(std::string& in, size_t
   RequestHead head;
   try {
     head = parse_origin_request_head(std::string_view(in).substr(0, head_length));
-  } catch (const HttpHeadError& e) {
-    return refusal(400, "Bad Request", EgressFailure::secret_unsupported,
-                   std::string("a malformed request: ") + e.what());
+  } catch (const HttpHeadError&) {
+    return BrokerRefusal(BrokerReason::malformed_request);
   }
-  if (head.version != "HTTP/1.1")
-    return refusal(505, "HTTP Version Not Supported", EgressFailure::secret_unsupported,
-                   "only HTTP/1.1 requests carry a bound secret (this is " + head.version + ")");
-  for (const auto& h : head.headers)
-    if (lower(h.name) == "upgrade")
-      return refusal(
-          501, "Not Implemented", EgressFailure::secret_unsupported,
-          "Upgrade (" + h.value.substr(0, 64) + ") is not brokered on a host with a bound secret");
+  if (head.version != "HTTP/1.1") return BrokerRefusal(BrokerReason::not_http11);
+  for (const auto& h : head.headers) {
+    std::string name = lower(h.name);
+    if (name == "upgrade") return BrokerRefusal(BrokerReason::upgrade);
+    if (name == "range" || name == "if-range") return BrokerRefusal(BrokerReason::range_request);
+  }
   in.erase(0, head_length);
 
   bool injected = false;
@@ -169,11 +171,8 @@ std::optional<BrokerRefusal> BrokeredHttp::from_upstream(std::string& in, std::s
       if (in.empty()) return std::nullopt;
       auto end = find_head_end(in);
       if (!end) {
-        if (in.size() > kMaxHead || upstream_done)
-          return refusal(
-              502, "Bad Gateway", EgressFailure::upstream_response,
-              upstream_done ? "the upstream closed inside a response head"
-                            : "a response head larger than " + std::to_string(kMaxHead) + " bytes");
+        if (upstream_done) return BrokerRefusal(BrokerReason::closed_in_head);
+        if (in.size() > kMaxHead) return BrokerRefusal(BrokerReason::response_head_too_large);
         return std::nullopt;
       }
       if (auto refused = start_response(in, *end, out)) return refused;
@@ -199,11 +198,10 @@ std::optional<BrokerRefusal> BrokeredHttp::from_upstream(std::string& in, std::s
         size_t used;
         try {
           used = response_chunks_.feed(in, &data);
-        } catch (const HttpHeadError& e) {
+        } catch (const HttpHeadError&) {
           // Part of the response may be out already: the connection just ends.
           closing_ = true;
-          return refusal(502, "Bad Gateway", EgressFailure::upstream_response,
-                         std::string("a malformed chunked response: ") + e.what());
+          return BrokerRefusal(BrokerReason::malformed_chunked_response);
         }
         in.erase(0, used);
         body_data(data, out);
@@ -222,9 +220,7 @@ std::optional<BrokerRefusal> BrokeredHttp::from_upstream(std::string& in, std::s
         }
         break;
     }
-    if (upstream_done && in_response_)
-      return refusal(502, "Bad Gateway", EgressFailure::upstream_response,
-                     "the upstream closed inside a response body");
+    if (upstream_done && in_response_) return BrokerRefusal(BrokerReason::closed_in_body);
     return std::nullopt;
   }
 }
@@ -234,16 +230,11 @@ std::optional<BrokerRefusal> BrokeredHttp::start_response(std::string& in, size_
   ResponseHead head;
   try {
     head = parse_response_head(std::string_view(in).substr(0, head_length));
-  } catch (const HttpHeadError& e) {
-    return refusal(502, "Bad Gateway", EgressFailure::upstream_response,
-                   std::string("a malformed response head: ") + e.what());
+  } catch (const HttpHeadError&) {
+    return BrokerRefusal(BrokerReason::malformed_response);
   }
-  if (exchanges_.empty())
-    return refusal(502, "Bad Gateway", EgressFailure::upstream_response,
-                   "a response to no request");
-  if (head.status == 101)
-    return refusal(502, "Bad Gateway", EgressFailure::upstream_response,
-                   "a protocol switch that was never asked for");
+  if (exchanges_.empty()) return BrokerRefusal(BrokerReason::unasked_response);
+  if (head.status == 101) return BrokerRefusal(BrokerReason::protocol_switch);
   in.erase(0, head_length);
   StreamScrubber scrub(value_to_placeholder_);
   bool interim = head.status < 200;
@@ -255,15 +246,12 @@ std::optional<BrokerRefusal> BrokeredHttp::start_response(std::string& in, size_
   for (const auto& h : head.headers) {
     std::string name = lower(h.name);
     if (name == "transfer-encoding") {
-      if (lower(h.value) != "chunked")
-        return refusal(502, "Bad Gateway", EgressFailure::upstream_response,
-                       "a Transfer-Encoding other than chunked (" + h.value.substr(0, 64) + ")");
+      if (lower(h.value) != "chunked") return BrokerRefusal(BrokerReason::transfer_coding);
       body = Body::chunked;
     } else if (name == "content-length" && body != Body::chunked) {
       if (h.value.empty() || h.value.size() > 18 ||
           !std::all_of(h.value.begin(), h.value.end(), ::isdigit))
-        return refusal(502, "Bad Gateway", EgressFailure::upstream_response,
-                       "a malformed Content-Length");
+        return BrokerRefusal(BrokerReason::malformed_content_length);
       body = Body::length;
       response_left_ = std::stoull(h.value);
     } else if (name == "content-encoding") {
@@ -276,26 +264,24 @@ std::optional<BrokerRefusal> BrokeredHttp::start_response(std::string& in, size_
     }
   }
   bool upstream_closes = close_asked || (head.version == "HTTP/1.0" && !keep_alive_asked);
-  if (interim || exchange.method == "HEAD" || head.status == 204 || head.status == 304 ||
-      (body == Body::length && response_left_ == 0))
-    body = Body::none;
+  bool bodiless = interim || exchange.method == "HEAD" || head.status == 204 || head.status == 304;
+  if (bodiless || (body == Body::length && response_left_ == 0)) body = Body::none;
   if (body != Body::none && !coding.empty() && coding != "identity")
-    return refusal(502, "Bad Gateway", EgressFailure::compressed_response,
-                   "a " + coding.substr(0, 32) +
-                       "-encoded body, which could hide a secret's value; the proxy asked for "
-                       "identity");
+    return BrokerRefusal(BrokerReason::compressed_body);
 
   std::string rewritten = "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
   for (const auto& h : head.headers) {
     std::string name = lower(h.name);
     if (name == "trailer" || name == "transfer-encoding") continue;
-    if (name == "content-length" && body != Body::none) continue;
+    if (measures_upstream_bytes(name)) continue;
     if (name == "connection" && upstream_closes) continue;
     rewritten += h.name + ": " + h.value + "\r\n";
   }
   if (body == Body::until_close) upstream_closes = true;
   if (!interim && upstream_closes) rewritten += "Connection: close\r\n";
   if (body != Body::none) rewritten += "Transfer-Encoding: chunked\r\n";
+  // An empty body still needs its framing; ours, not upstream's (which was dropped above).
+  if (body == Body::none && !bodiless) rewritten += "Content-Length: 0\r\n";
   rewritten += "\r\n";
   // The whole head, names included: a value holds no control character and its placeholder
   // only [A-Za-z0-9_-], so the lines stay what they were.

@@ -10,13 +10,17 @@
 // bound host, whatever the client wrote; Accept-Encoding is identity, so responses can be read.
 // Bodies go through unchanged, framed by their one Content-Length or chunked encoding
 // (chunked_body.hpp), so both ends agree where the next request starts (keep-alive,
-// pipelining). HTTP/1.0 and Upgrade are refused.
+// pipelining). HTTP/1.0, Upgrade, Range and If-Range are refused: a host that reflects a header
+// would give back a range of it, each slice too short for the scrubber to recognise.
 //
 // Responses: every secret's value is replaced by its placeholder in the head and the body,
 // even split across reads (stream_scrubber.hpp). The body is re-framed as chunked, since its
-// length changes; trailers are dropped. A compressed body could hide a value, so one is
-// refused (502) rather than passed. Each exchange is measured: latency, status, token usage
-// (model_usage.hpp).
+// length changes; trailers are dropped. Headers that measure or hash upstream's bytes
+// (Content-Length, Content-Range, digests) never pass, a bodiless response's (HEAD, 204, 304)
+// included: the length of an echo would give away the length of a value. A compressed body could
+// hide a value, so one is refused (502) rather than passed. Refusals say only what
+// broker_refusal.hpp spells, never what upstream sent. Each exchange is measured: latency,
+// status, token usage (model_usage.hpp).
 //
 // The threat is the sandbox on one side and anything upstream on the other: the sandbox
 // smuggling a second request past the rewrite, or getting a value echoed back.
@@ -28,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/egress/broker_refusal.hpp"
 #include "sandbox/egress/chunked_body.hpp"
 #include "sandbox/egress/model_usage.hpp"
 #include "sandbox/egress/stream_scrubber.hpp"
@@ -35,14 +40,6 @@
 #include "sandbox/egress_api/egress_decision.hpp"
 
 namespace belljar {
-
-// The proxy's own answer instead of a message it will not forward; the connection closes after.
-struct BrokerRefusal {
-  int status = 400;
-  const char* reason_phrase = "Bad Request";
-  EgressFailure failure = EgressFailure::secret_unsupported;
-  std::string why;
-};
 
 struct BrokeredExchange {
   std::string method;

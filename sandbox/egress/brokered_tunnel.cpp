@@ -137,15 +137,19 @@ void BrokeredTunnel::write_plain(Side& side, std::string& from, TunnelStep& step
 }
 
 void BrokeredTunnel::answer(const BrokerRefusal& refusal, TunnelStep& step) {
-  bool denied = verdict_of(refusal.failure) == EgressVerdict::denied;
-  down_ready_ =
-      proxy_response(refusal.status, refusal.reason_phrase, "belljar: " + refusal.why + "\n",
-                     {{denied ? "X-Belljar-Denied" : "X-Belljar-Error",
-                       std::string(failure_name(refusal.failure))}});
+  answer(refusal.status, refusal.reason_phrase, refusal.failure, std::string(refusal.why()), step);
+}
+
+void BrokeredTunnel::answer(int status, const char* phrase, EgressFailure failure,
+                            const std::string& why, TunnelStep& step) {
+  bool denied = verdict_of(failure) == EgressVerdict::denied;
+  down_ready_ = proxy_response(
+      status, phrase, "belljar: " + why + "\n",
+      {{denied ? "X-Belljar-Denied" : "X-Belljar-Error", std::string(failure_name(failure))}});
   up_plain_.clear();
   up_ready_.clear();
   answering_ = true;
-  step.failure = TunnelFailure{refusal.failure, refusal.why};
+  step.failure = TunnelFailure{failure, why};
 }
 
 TunnelStep BrokeredTunnel::step(Endpoint client, Endpoint upstream) {
@@ -159,7 +163,7 @@ TunnelStep BrokeredTunnel::step(Endpoint client, Endpoint upstream) {
     if (!upstream_.ready && !upstream_failed_) handshake(upstream_, true, step);
     if (step.over) break;
     if (client_.ready && upstream_failed_ && !answering_)
-      answer({502, "Bad Gateway", EgressFailure::upstream_certificate, *upstream_failed_}, step);
+      answer(502, "Bad Gateway", EgressFailure::upstream_certificate, *upstream_failed_, step);
 
     if (client_.ready && upstream_.ready && !answering_) {
       // Backpressure: what waits for upstream is capped, not only what waits to be parsed.
@@ -174,7 +178,7 @@ TunnelStep BrokeredTunnel::step(Endpoint client, Endpoint upstream) {
           upstream_.closed || (upstream.eof && BIO_ctrl_pending(upstream_.in) == 0);
       if (auto refused = http_.from_upstream(down_plain_, down_ready_, upstream_done)) {
         if (http_.mid_response()) {
-          step.failure = TunnelFailure{refused->failure, refused->why};
+          step.failure = TunnelFailure{refused->failure, std::string(refused->why())};
           answering_ = true;  // what is out goes; then the connection ends
         } else {
           answer(*refused, step);
@@ -183,9 +187,7 @@ TunnelStep BrokeredTunnel::step(Endpoint client, Endpoint upstream) {
       for (auto& exchange : http_.take_finished()) step.exchanges.push_back(std::move(exchange));
       if (upstream_done && !answering_) {
         if (http_.in_flight())
-          answer({502, "Bad Gateway", EgressFailure::upstream_response,
-                  "the upstream closed the connection without answering"},
-                 step);
+          answer(BrokerRefusal(BrokerReason::closed_without_answer), step);
         else
           answering_ = true;  // nothing more comes: close once the client has it all
       }

@@ -53,6 +53,10 @@ class BrokeredTunnel {
   void read_plain(Side& side, std::string& into, size_t cap, TunnelStep& step);
   void write_plain(Side& side, std::string& from, TunnelStep& step);
   void answer(const BrokerRefusal& refusal, TunnelStep& step);
+  // Only for the handshakes, which end before any request (so before any value went out): their
+  // text is ours and OpenSSL's. Everything after speaks through a BrokerRefusal.
+  void answer(int status, const char* phrase, EgressFailure failure, const std::string& why,
+              TunnelStep& step);
 
   Side client_, upstream_;
   BrokeredHttp http_;

@@ -40,9 +40,12 @@ Connections::Connections(const std::vector<HostRule>& rules, const EgressLimits&
       resolver_(resolver),
       decisions_(decisions),
       broker_(broker),
-      pipes_(limits.max_spliced) {}
+      pipes_(limits.max_spliced),
+      refusals_(limits.refusal_burst, limits.refusals_per_second) {}
 
 void Connections::adopt(Fd client) {
+  // Out of refusals: this one costs a send and a close, and no byte of it is read.
+  if (!refusals_.available(EgressClock::now())) return answer_unread(std::move(client));
   // Whatever arrives is checked: a connected stream socket, or nothing.
   struct stat st {};
   int type = 0;
@@ -61,7 +64,7 @@ void Connections::adopt(Fd client) {
     ssize_t ignored =
         ::send(client.get(), response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
-    decisions_.post(
+    post_refusal(
         {"", "", 0, EgressVerdict::failed, "", EgressFailure::too_many_connections, why, ""});
     return;
   }
@@ -482,11 +485,11 @@ void Connections::read_hello(Connection& c) {
 
 // The client already has its 200: a TLS alert tells its library why the tunnel closes.
 void Connections::refuse_tunnel(Connection& c, EgressFailure reason, const std::string& why) {
-  decisions_.post({c.request.method, c.host.name, c.request.port, verdict_of(reason),
-                   rule_flag_text(*c.rule), reason, why,
-                   c.next_address > 0 && c.next_address <= c.addresses.size()
-                       ? c.addresses[c.next_address - 1].text()
-                       : ""});
+  post_refusal({c.request.method, c.host.name, c.request.port, verdict_of(reason),
+                rule_flag_text(*c.rule), reason, why,
+                c.next_address > 0 && c.next_address <= c.addresses.size()
+                    ? c.addresses[c.next_address - 1].text()
+                    : ""});
   respond(c, std::string(tls_access_denied_alert()));
 }
 
@@ -553,7 +556,7 @@ void Connections::broker(Connection& c) {
                             c.request.port,          verdict_of(step.failure->reason),
                             rule_flag_text(*c.rule), step.failure->reason,
                             step.failure->why,       address};
-    decisions_.post(std::move(decision));
+    post_refusal(std::move(decision));
   }
   if (step.over) return close(c);
   if (step.moved) {
@@ -657,22 +660,45 @@ void Connections::deny(Connection& c, int status, const char* reason_phrase, Egr
   std::string body = subject.empty() ? "belljar: egress proxy: " + why + "\n"
                                      : "belljar: egress to " + host_port(subject, c.request.port) +
                                            " refused: " + why + "\n";
-  decisions_.post({c.request.method, subject, c.request.port, verdict_of(reason),
-                   c.rule ? rule_flag_text(*c.rule) : "", reason, why,
-                   c.addresses.empty() ? "" : c.addresses.front().text()});
+  post_refusal({c.request.method, subject, c.request.port, verdict_of(reason),
+                c.rule ? rule_flag_text(*c.rule) : "", reason, why,
+                c.addresses.empty() ? "" : c.addresses.front().text()});
   respond(c, proxy_response(status, reason_phrase, body,
                             {{"X-Belljar-Denied", std::string(failure_name(reason))}}));
 }
 
 void Connections::fail(Connection& c, int status, const char* reason_phrase, EgressFailure reason,
                        const std::string& why) {
-  decisions_.post({c.request.method, c.host.name, c.request.port, verdict_of(reason),
-                   c.rule ? rule_flag_text(*c.rule) : "", reason, why,
-                   c.next_address > 0 && c.next_address <= c.addresses.size()
-                       ? c.addresses[c.next_address - 1].text()
-                       : ""});
+  post_refusal({c.request.method, c.host.name, c.request.port, verdict_of(reason),
+                c.rule ? rule_flag_text(*c.rule) : "", reason, why,
+                c.next_address > 0 && c.next_address <= c.addresses.size()
+                    ? c.addresses[c.next_address - 1].text()
+                    : ""});
   respond(c, proxy_response(status, reason_phrase, "belljar: " + why + "\n",
                             {{"X-Belljar-Error", std::string(failure_name(reason))}}));
+}
+
+void Connections::post_refusal(EgressDecision decision) {
+  refusals_.spend(EgressClock::now());
+  decisions_.post(std::move(decision));
+}
+
+// The same bytes for every connection past the refusal budget: nothing of the request is read
+// or parsed, nothing is queued but a count. What the client already sent is read once and
+// dropped, so that closing rarely resets the connection before the answer is read.
+void Connections::answer_unread(Fd client) {
+  static const std::string response = proxy_response(
+      403, "Forbidden",
+      "belljar: egress proxy: this session was refused too many connections in a short time; "
+      "this one was answered unread. Stop asking for hosts the policy does not allow, and "
+      "connections are served again within seconds.\n",
+      {{"X-Belljar-Denied", std::string(failure_name(EgressFailure::refusals_rate_limited))}});
+  decisions_.count_unread();
+  ssize_t ignored =
+      ::send(client.get(), response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  char sink[4096];
+  ignored = ::recv(client.get(), sink, sizeof sink, MSG_DONTWAIT);
+  (void)ignored;
 }
 
 void Connections::respond(Connection& c, const std::string& response) {

@@ -7,8 +7,9 @@
 // connects, trying the addresses in turn; for a tunnel to a name, holds the client's first
 // bytes until they make a TLS ClientHello naming that host (tls_client_hello.hpp); then relays
 // (egress_relay.hpp). A refusal or failure is the proxy's own answer (403, 502, ... or a TLS
-// alert), delivered before the connection closes. The threat is the sandbox as client: every
-// phase has a deadline, what goes upstream is what the allowlist judged (the request line's
+// alert), delivered before the connection closes; refusals draw on a budget, past which a new
+// connection gets a fixed 403 unread (refusal_budget.hpp). The threat is the sandbox as client:
+// every phase has a deadline, what goes upstream is what the allowlist judged (the request line's
 // host, one declared body), and every outcome is posted as a decision (egress_decision.hpp).
 #include <atomic>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "sandbox/egress/egress_relay.hpp"
 #include "sandbox/egress/egress_resolver.hpp"
 #include "sandbox/egress/http_head.hpp"
+#include "sandbox/egress/refusal_budget.hpp"
 #include "sandbox/egress_api/allowlist.hpp"
 #include "sandbox/egress_api/egress_decision.hpp"
 #include "sandbox/egress_api/egress_limits.hpp"
@@ -126,6 +128,8 @@ class Connections {
   void fail(Connection& c, int status, const char* reason_phrase, EgressFailure reason,
             const std::string& why);
   void respond(Connection& c, const std::string& response);
+  void answer_unread(Fd client);
+  void post_refusal(EgressDecision decision);
   void answer(Connection& c);
   bool watch(int fd, uint64_t data);
   void drop_upstream(Connection& c);
@@ -139,6 +143,7 @@ class Connections {
   const SecretBroker& broker_;
   std::optional<UpstreamTls> upstream_tls_;  // made on first use
   SpliceBudget pipes_;
+  RefusalBudget refusals_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   std::vector<uint64_t> again_;  // relays cut short for fairness, to go on after this round
   std::atomic<size_t> open_count_{0};

@@ -90,6 +90,8 @@ struct EgressProxy::Loop {
     epoll_event events[64];
     for (;;) {
       int timeout = connections->resumable() ? 0 : connections->next_timeout_ms();
+      int unread = decisions.unread_flush_ms(EgressClock::now());
+      if (unread >= 0 && (timeout < 0 || unread < timeout)) timeout = unread;
       int n = ::epoll_wait(epoll.get(), events, 64, timeout);
       if (n < 0 && errno != EINTR) return;  // cannot happen with a valid epoll fd
       for (int i = 0; i < std::max(n, 0); ++i) {
@@ -111,6 +113,7 @@ struct EgressProxy::Loop {
       }
       connections->resume();
       connections->expire(EgressClock::now());
+      decisions.flush_unread(EgressClock::now());
     }
   }
 

@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <iterator>
 #include <utility>
@@ -58,6 +59,8 @@ std::string_view failure_name(EgressFailure failure) {
       return "upstream-response";
     case EgressFailure::compressed_response:
       return "compressed-response";
+    case EgressFailure::refusals_rate_limited:
+      return "refusals-rate-limited";
   }
   return "";
 }
@@ -74,6 +77,7 @@ EgressVerdict verdict_of(EgressFailure failure) {
     case EgressFailure::sni_missing:
     case EgressFailure::secret_needs_tls:
     case EgressFailure::secret_unsupported:
+    case EgressFailure::refusals_rate_limited:
       return EgressVerdict::denied;
     case EgressFailure::resolve_failed:
     case EgressFailure::connect_failed:
@@ -106,6 +110,30 @@ void DecisionQueue::post(EgressDecision decision) {
   (void)ignored;
 }
 
+void DecisionQueue::count_unread() {
+  std::lock_guard lock(mutex_);
+  ++refused_unread_;
+}
+
+void DecisionQueue::flush_unread(Clock::time_point now) {
+  {
+    std::lock_guard lock(mutex_);
+    if (refused_unread_ == 0 || unread_woken_ || now < next_unread_wake_) return;
+    unread_woken_ = true;
+    next_unread_wake_ = now + kUnreadWake;
+  }
+  uint64_t one = 1;
+  ssize_t ignored = ::write(event_.get(), &one, sizeof one);
+  (void)ignored;
+}
+
+int DecisionQueue::unread_flush_ms(Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  if (refused_unread_ == 0 || unread_woken_) return -1;
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(next_unread_wake_ - now).count();
+  return static_cast<int>(std::max<long long>(ms, 0));
+}
+
 DecisionQueue::Taken DecisionQueue::take() {
   uint64_t count;
   ssize_t ignored = ::read(event_.get(), &count, sizeof count);
@@ -116,6 +144,8 @@ DecisionQueue::Taken DecisionQueue::take() {
                    std::make_move_iterator(queued_.end()));
   queued_.clear();
   out.dropped = std::exchange(dropped_, 0);
+  out.refused_unread = std::exchange(refused_unread_, 0);
+  unread_woken_ = false;
   return out;
 }
 

@@ -3,6 +3,7 @@
 // supervisor's reactor (kernel/session/egress_link.cpp), which writes the audit log and the
 // metrics from them. The queue between the two is bounded: a sandbox that opens connections
 // in a loop can make the proxy drop decisions (it counts them), never grow without bound.
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -21,23 +22,24 @@ enum class EgressVerdict { allowed, denied, failed };
 
 // Why a request did not go through; each reason belongs to one verdict (verdict_of).
 enum class EgressFailure {
-  none,                  // allowed
-  not_allowlisted,       // denied: the host is on no --allow-net rule
-  port_not_allowed,      // denied: the host is, that port is not
-  private_address,       // denied: the name resolves inside and the rule is not local
-  bad_request,           // denied: a malformed, oversized or unframed request
-  sni_mismatch,          // denied: the tunnel's ClientHello names another host
-  sni_missing,           // denied: no usable ClientHello, or one without a name
-  resolve_failed,        // failed: the name does not resolve
-  connect_failed,        // failed: no address accepted the connection
-  timeout,               // failed: resolving or connecting took too long
-  too_many_connections,  // failed: the proxy is at its limit
-  secret_needs_tls,      // denied: plain HTTP to a host with a bound secret (--secret)
-  secret_unsupported,    // denied: a request the secret broker does not forward (HTTP/1.0,
-                         //   Upgrade, a malformed or oversized head)
-  upstream_certificate,  // failed: a bound host's TLS handshake or certificate did not verify
-  upstream_response,     // failed: a bound host's response could not be read (malformed)
-  compressed_response,   // failed: a bound host's body was compressed, where a value could hide
+  none,                   // allowed
+  not_allowlisted,        // denied: the host is on no --allow-net rule
+  port_not_allowed,       // denied: the host is, that port is not
+  private_address,        // denied: the name resolves inside and the rule is not local
+  bad_request,            // denied: a malformed, oversized or unframed request
+  sni_mismatch,           // denied: the tunnel's ClientHello names another host
+  sni_missing,            // denied: no usable ClientHello, or one without a name
+  resolve_failed,         // failed: the name does not resolve
+  connect_failed,         // failed: no address accepted the connection
+  timeout,                // failed: resolving or connecting took too long
+  too_many_connections,   // failed: the proxy is at its limit
+  secret_needs_tls,       // denied: plain HTTP to a host with a bound secret (--secret)
+  secret_unsupported,     // denied: a request the secret broker does not forward (HTTP/1.0,
+                          //   Upgrade, a malformed or oversized head)
+  upstream_certificate,   // failed: a bound host's TLS handshake or certificate did not verify
+  upstream_response,      // failed: a bound host's response could not be read (malformed)
+  compressed_response,    // failed: a bound host's body was compressed, where a value could hide
+  refusals_rate_limited,  // denied: too many refusals from the session; answered unread
 };
 
 // The names on the wire (X-Belljar-Denied / X-Belljar-Error) and in the audit log.
@@ -84,14 +86,27 @@ class DecisionQueue {
   int fd() const { return event_.get(); }
   struct Taken {
     std::vector<EgressDecision> items;
-    uint64_t dropped = 0;  // decisions that found the queue full since the last take
+    uint64_t dropped = 0;         // decisions that found the queue full since the last take
+    uint64_t refused_unread = 0;  // connections answered unread since the last take
   };
   Taken take();
+  // A connection answered unread (refusal_budget.hpp): counted, never queued one by one. The
+  // kernel is woken for the count at most every kUnreadWake (flush_unread, from the proxy's
+  // loop), so a flood costs it a few wakeups a second, not one per connection.
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kUnreadWake{100};
+  void count_unread();
+  void flush_unread(Clock::time_point now);
+  // Until flush_unread has something to do; -1 when nothing waits.
+  int unread_flush_ms(Clock::time_point now);
 
  private:
   std::mutex mutex_;
   std::deque<EgressDecision> queued_;
   uint64_t dropped_ = 0;
+  uint64_t refused_unread_ = 0;
+  bool unread_woken_ = false;  // a wake for the count is out, not yet taken
+  Clock::time_point next_unread_wake_{};
   size_t max_queued_;
   Fd event_;
 };

@@ -22,6 +22,11 @@ struct EgressLimits {
   size_t max_spliced = 128;  // bulk directions moved by splice(), two descriptors each
   size_t resolver_threads = 4;
   size_t max_queued_decisions = 10'000;  // the kernel drains them; past this they are counted
+  // Refusals (the proxy's own 403/502/..., each a parsed head, a decision, an audit record)
+  // cost the supervisor more than the sandbox's connect costs the cell. Past this burst, at
+  // this rate, a connection gets a fixed 403 unread and is only counted (refusal_budget.hpp).
+  double refusal_burst = 200;
+  double refusals_per_second = 20;
 };
 
 }  // namespace belljar

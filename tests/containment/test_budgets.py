@@ -335,6 +335,26 @@ def test_denied_egress_in_a_loop_is_aggregated_with_exact_totals(host):
     assert f'belljar_egress_requests_total{{decision="denied"}} {counted}' in metrics
 
 
+def test_past_the_refusal_budget_denied_connections_are_answered_unread_and_counted(host):
+    # Each refusal cost the supervisor more CPU than the connection cost the cell (20,000 denied
+    # CONNECTs: 1.7 times). Past a burst the proxy answers unread, so most of these cost it a
+    # send and a close, and only their count reaches the log and the metrics.
+    workspace, logs, _ = host
+    requests = 3000
+    records, metrics, seen, _ = egress_flood(workspace, logs, requests)
+    assert seen == requests  # every one still got its 403
+    summaries = [r for r in records if r["event"] == "egress_summary"]
+    full = [r for r in records if r["event"] == "egress"]
+    counted = sum(entry["count"] for s in summaries for entry in s["by_destination"]
+                  if entry["destination"] == "flood.example.com:80" and entry["decision"] == "denied")
+    unread = sum(s["refused_unread"] for s in summaries)
+    not_queued = sum(s["not_queued"] for s in summaries)
+    assert unread > 0 and unread <= not_queued, (unread, not_queued)
+    assert counted + not_queued == requests, (counted, not_queued)
+    assert len(full) <= counted < requests - unread + 1
+    assert f"belljar_egress_refused_unread_total {unread}\n" in metrics
+
+
 # -- 11. CPU between cells is charged and enforced -----------------------------------------------
 
 def wait_for_stream(kc, parent_id, needle, timeout):

@@ -513,6 +513,57 @@ def test_a_compressed_reply_is_refused_and_identity_was_asked(bound, world):
     assert only(world, "api", "gzip")["headers"]["accept-encoding"] == "identity"
 
 
+@pytest.mark.parametrize("into", ["Transfer-Encoding", "Content-Encoding"])
+def test_a_refusal_never_quotes_the_value_the_host_reflected(bound, world, into):
+    # The host puts the X-Api-Key it received (the real value) into the header the proxy refuses.
+    km, kc = bound
+    case = "reflect-" + into.lower()
+    got, _ = run(kc, f"r = requests.get(f'https://localhost:{{API}}/reflect?into={into}&case={case}',\n"
+                     "                 headers={'X-Api-Key': PH}, timeout=20)\n"
+                     "seen = r.text + json.dumps(dict(r.headers))\n"
+                     "emit([r.status_code, r.headers.get('X-Belljar-Error'), VALUE['head'] in seen,\n"
+                     "      VALUE['head'][:12] in seen])")
+    assert only(world, "api", case)["headers"]["x-api-key"] == VALUE  # the attack was live
+    status, error, leaked, leaked_part = got
+    assert status == 502 and error in ("upstream-response", "compressed-response"), got
+    assert not leaked and not leaked_part, got
+    assert wait_for(lambda: any(r.get("reason") == error and r.get("port") == world["ports"]["api"]
+                                for r in egress_records(km)))
+    logged = km.audit.read_text()
+    assert VALUE not in logged and VALUE[: len(VALUE) // 2] not in logged
+
+
+def test_range_requests_to_a_bound_host_are_refused_and_never_sent(bound, world):
+    # Slices of a reflected header, each shorter than the value, would each pass the scrubber.
+    km, kc = bound
+    got, _ = run(kc, "url = f'https://localhost:{API}/slice?case=range'\n"
+                     "pieces, answers = b'', []\n"
+                     "for at in range(0, 80, 4):\n"
+                     "    r = requests.get(url, headers={**AUTH, 'Range': f'bytes={at}-{at + 3}'}, timeout=20)\n"
+                     "    answers.append([r.status_code, r.headers.get('X-Belljar-Denied')])\n"
+                     "    pieces += r.content if r.status_code == 206 else b''\n"
+                     "r = requests.get(url, headers={**AUTH, 'If-Range': 'x'}, timeout=20)\n"
+                     "answers.append([r.status_code, r.headers.get('X-Belljar-Denied')])\n"
+                     "emit({'answers': answers, 'rebuilt': VALUE['head'] in pieces.decode(errors='replace')})")
+    assert not got["rebuilt"], got
+    assert all(answer == [403, "secret-unsupported-request"] for answer in got["answers"]), got
+    assert received(world, "api", "range") == []
+
+
+def test_a_bodiless_response_gives_no_length_of_what_the_host_echoed(bound, world):
+    # HEAD (and a 204 or 304 with a length) would measure an echo of the value.
+    km, kc = bound
+    got, _ = run(kc, "base = f'https://localhost:{API}/slice'\n"
+                     "h = requests.head(base + '?case=head', headers=AUTH, timeout=20)\n"
+                     "n = requests.get(base + '?status=204&case=s204', headers=AUTH, timeout=20)\n"
+                     "m = requests.get(base + '?status=304&case=s304', headers=AUTH, timeout=20)\n"
+                     "emit([[r.status_code, r.headers.get('Content-Length'), r.headers.get('Content-Range')]\n"
+                     "      for r in (h, n, m)])")
+    assert got == [[200, None, None], [204, None, None], [304, None, None]], got
+    for case in ("head", "s204", "s304"):
+        assert only(world, "api", case)["headers"]["authorization"] == bearer(VALUE)
+
+
 @pytest.mark.parametrize("server", ["untrusted", "misnamed"])
 def test_a_bound_host_whose_certificate_fails_verification_gets_nothing(bound, world, server):
     km, kc = bound

@@ -159,7 +159,9 @@ TEST_CASE("bodiless responses, interim heads and a body that ends when upstream 
       "HTTP/1.1 200 OK\r\n\r\nuntil close " +
           std::string(kValue),
       SIZE_MAX, true);
-  CHECK(out.find("Content-Length: 99\r\n") != std::string::npos);
+  // A HEAD's length is the length of the body it would have had: never passed (an echo's would
+  // give away a value's length).
+  CHECK(out.find("Content-Length") == std::string::npos);
   CHECK(out.find("HTTP/1.1 100 Continue\r\n") != std::string::npos);
   CHECK(out.find("HTTP/1.1 204 No Content\r\n") != std::string::npos);
   CHECK(out.find("Connection: close\r\n") != std::string::npos);
@@ -271,4 +273,70 @@ TEST_CASE("a large JSON body's usage is still read, from its end, without keepin
   UsageReader plain("text/html");
   plain.feed(R"({"usage": {"prompt_tokens": 1}})");
   CHECK_FALSE(plain.finish().any());
+}
+
+TEST_CASE("a refusal never quotes what upstream sent, wherever it put the value") {
+  // A bound host that reflects the request's headers into the very headers the broker refuses.
+  std::string v(kValue);
+  for (std::string head :
+       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: " + v + "\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Encoding: " + v + "\r\nContent-Length: 3\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: " + v + "\r\n\r\n",
+        "HTTP/1.1 200 " + v + "\r\nX\r\n\r\n", "HTTP/1.1 101 " + v + "\r\n\r\n"}) {
+    Broker b;
+    b.request("GET / HTTP/1.1\r\nAuthorization: " + b.placeholder() + "\r\n\r\n");
+    std::string in = head + "abc", out;
+    auto r = b.http.from_upstream(in, out, false);
+    INFO(head);
+    REQUIRE(r);
+    CHECK(r->status == 502);
+    CHECK(std::string(r->why()).find(v.substr(0, 8)) == std::string::npos);
+    CHECK(r->why() == BrokerRefusal(r->reason).why());  // the one spelling of its reason
+    CHECK(out.empty());
+  }
+}
+
+TEST_CASE("Range and If-Range never reach a bound host: slices would each pass the scrubber") {
+  for (std::string header : {"Range: bytes=20-23", "If-Range: \"x\"", "range: bytes=-4"}) {
+    Broker b;
+    std::string in = "GET /echo HTTP/1.1\r\nAuthorization: " + b.placeholder() + "\r\n" + header +
+                     "\r\n\r\n",
+                out;
+    auto r = b.http.from_client(in, out);
+    INFO(header);
+    REQUIRE(r);
+    CHECK(r->status == 403);
+    CHECK(r->reason == BrokerReason::range_request);
+    CHECK(r->failure == EgressFailure::secret_unsupported);
+    CHECK(std::string(r->why()).find("Range") != std::string::npos);
+    CHECK(out.empty());
+    CHECK_FALSE(b.http.in_flight());
+  }
+}
+
+TEST_CASE("bodiless responses carry no length, range or digest of what upstream would send") {
+  std::string v(kValue);
+  Broker b;
+  b.request(
+      "HEAD /echo HTTP/1.1\r\n\r\nGET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n"
+      "GET /c HTTP/1.1\r\n\r\n");
+  std::string out = b.response(
+      "HTTP/1.1 200 OK\r\nContent-Length: 9876543\r\nContent-Range: bytes 0-9876542/9876543\r\n"
+      "Digest: sha-256=abc\r\nContent-MD5: abc\r\nX-Echo: " +
+      v +
+      "\r\n\r\n"
+      "HTTP/1.1 204 No Content\r\nContent-Length: 7654321\r\n\r\n"
+      "HTTP/1.1 304 Not Modified\r\nContent-Length: 8765432\r\nRepr-Digest: sha-256=:x:\r\n\r\n"
+      "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nContent-Digest: sha-256=:y:\r\n\r\n");
+  CHECK(out.find("987654") == std::string::npos);
+  CHECK(out.find("7654321") == std::string::npos);
+  CHECK(out.find("8765432") == std::string::npos);
+  CHECK(out.find("Content-Range") == std::string::npos);
+  CHECK(out.find("igest") == std::string::npos);
+  CHECK(out.find("Content-MD5") == std::string::npos);
+  CHECK(out.find(kValue) == std::string::npos);
+  CHECK(out.find("X-Echo: " + b.placeholder()) != std::string::npos);
+  // An empty body that is not bodiless keeps its framing: the proxy's own zero.
+  CHECK(out.substr(out.rfind("HTTP/1.1 200 OK")) == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+  CHECK(b.http.take_finished().size() == 4);
 }

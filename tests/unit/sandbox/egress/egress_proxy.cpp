@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -405,4 +406,51 @@ TEST_CASE("what arrives on the channel is checked: only stream sockets become co
   ours.reset();                              // that sandbox is gone: the proxy lets its channel go
   send_all(channel_probe.get(), "GET http://example.com/ HTTP/1.1\r\n\r\n");
   CHECK(status_line(read_all(channel_probe.get())) == "HTTP/1.1 502 Bad Gateway");
+}
+
+TEST_CASE("past its refusal budget the proxy answers new connections unread, counted only",
+          "[egress]") {
+  // The red team's flood, scaled down: 20,000 denied CONNECTs cost the supervisor 1.7 times the
+  // CPU they cost the cell. With no refill, the count is exact whatever the timing.
+  EgressLimits limits;
+  limits.refusal_burst = 5;
+  limits.refusals_per_second = 0;
+  Harness h({rule("example.com")}, limits);
+  std::vector<std::string> denied_as;
+  for (int i = 0; i < 40; ++i) {
+    std::string response = h.request(i % 2 ? "CONNECT flood.example:443 HTTP/1.1\r\n\r\n"
+                                           : "GET http://flood.example/ HTTP/1.1\r\n\r\n");
+    REQUIRE(status_line(response) == "HTTP/1.1 403 Forbidden");
+    auto at = response.find("X-Belljar-Denied: ");
+    REQUIRE(at != std::string::npos);
+    denied_as.push_back(response.substr(at + 18, response.find('\r', at) - at - 18));
+  }
+  // The first five were refused one by one (decision, audit, metrics); the rest unread.
+  CHECK(std::count(denied_as.begin(), denied_as.begin() + 5, "not-allowlisted") == 5);
+  CHECK(std::count(denied_as.begin() + 5, denied_as.end(), "refusals-rate-limited") == 35);
+  REQUIRE(h.settles());
+  auto taken = h.proxy().take_decisions();
+  CHECK(taken.items.size() == 5);
+  CHECK(taken.refused_unread == 35);
+  // An allowed request too, while the budget is spent: the session brought it on itself.
+  CHECK(h.request("GET http://example.com/ HTTP/1.1\r\n\r\n").find("refusals-rate-limited") !=
+        std::string::npos);
+  CHECK(h.proxy().take_decisions().refused_unread == 1);
+}
+
+TEST_CASE("the refusal budget refills at its rate, up to its burst", "[egress]") {
+  RefusalBudget budget(2, 10);
+  auto t = RefusalBudget::Clock::now();
+  CHECK(budget.available(t));
+  budget.spend(t);
+  budget.spend(t);
+  CHECK_FALSE(budget.available(t));
+  CHECK_FALSE(budget.available(t + 50ms));  // half a token
+  CHECK(budget.available(t + 100ms));
+  budget.spend(t + 100ms);
+  CHECK_FALSE(budget.available(t + 100ms));
+  CHECK(budget.available(t + 10s));  // and no more than the burst after a long pause
+  budget.spend(t + 10s);
+  budget.spend(t + 10s);
+  CHECK_FALSE(budget.available(t + 10s));
 }
