@@ -48,7 +48,7 @@ if [ "${BELLJAR_SKIP_SANITIZERS:-}" != 1 ]; then
   CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -DBELLJAR_FUZZ=ON \
     -DFUZZ_TIME="${BELLJAR_FUZZ_TIME:-25}" >/dev/null &&
     cmake --build "$root/build-fuzz" --target fuzz_wire_message fuzz_worker_frames fuzz_tls_client_hello \
-      fuzz_http_head fuzz_json_rpc fuzz_brokered_http fuzz_jail_records -j"$(nproc)" || status=1
+      fuzz_http_head fuzz_json_rpc fuzz_brokered_http fuzz_jail_records fuzz_kernel_frames -j"$(nproc)" || status=1
   ctest --test-dir "$root/build-fuzz" --output-on-failure -R '^fuzz:' || status=1
 fi
 stage "done, status $status"

@@ -193,8 +193,12 @@ int run_check(const CommandLine& cl) {
 
 int main(int argc, char** argv) {
   // The supervisor holds the connection key: no same-uid process (a degraded-mode worker,
-  // say) may ptrace it or read its memory through /proc.
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // say) may ptrace it or read its memory through /proc. Without that, nothing starts.
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    say(stderr, std::string("belljar: refusing to start: prctl(PR_SET_DUMPABLE, 0): ") +
+                    std::strerror(errno) + "\n");
+    return 1;
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (!args.empty() && args[0] == "launch") insert_pod_policy_flags(args);

@@ -15,9 +15,17 @@ void JupyterFrontend::add_poll_items(std::vector<zmq::pollitem_t>& items) {
   items.push_back({transport_.socket(Channel::control).handle(), 0, ZMQ_POLLIN, 0});
   items.push_back({transport_.socket(Channel::stdin_).handle(), 0, ZMQ_POLLIN, 0});
   items.push_back({transport_.socket(Channel::shell).handle(), 0, ZMQ_POLLIN, 0});
+  transport_.add_monitor_items(items);
 }
 
 void JupyterFrontend::handle(const zmq::pollitem_t* items, Kernel& kernel) {
+  // ZMQ refuses a part over kMaxClientMessage by disconnecting its peer (it does not say why):
+  // logged with the other reason a peer goes, before the requests of this wake-up are answered.
+  for (const std::string& channel : transport_.disconnects(&items[3]))
+    wire_log_.log("peer disconnected", "a peer of the " + channel +
+                                           " channel went: it left, or sent a message part over " +
+                                           std::to_string(kMaxClientMessage >> 20) +
+                                           " MiB (refused unread)");
   // Control first: an interrupt or shutdown must not wait behind anything.
   if (items[0].revents & ZMQ_POLLIN) receive(Channel::control, kernel, 64);
   if (items[1].revents & ZMQ_POLLIN) receive(Channel::stdin_, kernel, 64);
@@ -33,30 +41,45 @@ void JupyterFrontend::receive(Channel channel, Kernel& kernel, int batch) {
   for (int i = 0; i < batch; ++i) {
     auto frames = transport_.receive(channel);
     if (!frames) return;
+    if (frames->empty()) {
+      wire_log_.log(std::string("dropped ") + channel_name(channel) + " message",
+                    "over " + std::to_string(kMaxClientMessage >> 20) + " MiB in all");
+      continue;
+    }
     WireMessage message;
     WireFault fault = parse_wire_message(*frames, signer_, replay_, message);
     if (fault != WireFault::none) {
       wire_log_.log(std::string("dropped ") + channel_name(channel) + " message", describe(fault));
       continue;
     }
-    switch (channel) {
-      case Channel::control:
-        kernel.submit_control(message);
-        break;
-      case Channel::shell:
-        kernel.submit_shell(std::move(message));
-        break;
-      case Channel::stdin_:
-        if (message.type() != "input_reply") {
-          wire_log_.log("dropped stdin message", "unexpected " + message.type());
-          break;
-        }
-        auto value = message.content.find("value");
-        kernel.deliver_input(value != message.content.end() && value->is_string()
-                                 ? value->get<std::string>()
-                                 : std::string());
-        break;
+    try {
+      deliver(channel, std::move(message), kernel);
+    } catch (const std::exception& e) {
+      // The kernel answers each request within its own boundary (requests.cpp); this one is
+      // for what lies between: one message never ends the kernel.
+      wire_log_.log(std::string("failed ") + channel_name(channel) + " message", e.what());
     }
+  }
+}
+
+void JupyterFrontend::deliver(Channel channel, WireMessage message, Kernel& kernel) {
+  switch (channel) {
+    case Channel::control:
+      kernel.submit_control(message);
+      break;
+    case Channel::shell:
+      kernel.submit_shell(std::move(message));
+      break;
+    case Channel::stdin_:
+      if (message.type() != "input_reply") {
+        wire_log_.log("dropped stdin message", "unexpected " + message.type());
+        break;
+      }
+      auto value = message.content.find("value");
+      kernel.deliver_input(value != message.content.end() && value->is_string()
+                               ? value->get<std::string>()
+                               : std::string());
+      break;
   }
 }
 

@@ -30,6 +30,7 @@ class JupyterFrontend : public Frontend {
 
  private:
   void receive(Channel channel, Kernel& kernel, int batch);
+  void deliver(Channel channel, WireMessage message, Kernel& kernel);
   Signer signer_;
   ReplayGuard replay_;
   RateLimitedLog wire_log_;

@@ -7,25 +7,49 @@
 #include <cstring>
 
 #include "kernel/observability/host_files.hpp"
+#include "kernel/observability/metrics.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/wire_message.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
 
-AuditLog::AuditLog(const std::string& path) {
+AuditLog::AuditLog(const std::string& path) : name_(path.empty() ? "stderr" : path) {
   if (path.empty()) return;
   file_ = open_append_only("--audit-log", path);
   fd_ = file_.get();
 }
 
-void AuditLog::record(const std::string& event, nlohmann::json fields) {
+bool AuditLog::record(const std::string& event, nlohmann::json fields) {
   nlohmann::json line = {{"ts", iso8601_now()}, {"event", event}};
   if (!kernel_id_.empty()) line["kernel"] = kernel_id_;
   for (auto& [key, value] : fields.items()) line[key] = value;
-  std::string text = dump_json(line) + "\n";
-  ssize_t ignored = ::write(fd_, text.data(), text.size());
-  (void)ignored;
+  // After a record cut short, a newline first: the next record starts a line of its own.
+  std::string text = (torn_ ? "\n" : "") + dump_json(line) + "\n";
+  // One write in the usual case; a short one (a signal, a file-size limit reached mid-record)
+  // is continued, so a record is whole or its failure is known.
+  size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = ::write(fd_, text.data() + written, text.size() - written);
+    if (n > 0) {
+      written += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    torn_ = written > 0 || torn_;
+    int error = n < 0 ? errno : EIO;  // 0 bytes for a non-empty write: nothing will go
+    last_failure_ = "write(" + name_ + ") of the " + event + " record" +
+                    (written > 0 ? " after " + std::to_string(written) + " of " +
+                                       std::to_string(text.size()) + " bytes"
+                                 : "") +
+                    ": " + std::strerror(error);
+    ++failures_;
+    if (metrics_) metrics_->audit_write_failed();
+    failure_log_.log("audit record lost", last_failure_);
+    return false;
+  }
+  torn_ = false;
+  return true;
 }
 
 }  // namespace belljar

@@ -3,12 +3,20 @@
 // write), so an operator can tail it and a crash loses nothing already logged.
 // Never the key, a secret or the code itself (only its hash and size) unless asked.
 // Opened once, never through a symlink, and never where the sandbox can write (host_files.hpp).
+// A record that can't be written (a full disk, a file-size limit, a closed stderr) is never lost
+// silently: a short write is continued, EINTR retried, and a failure is counted (the metrics'
+// belljar_audit_write_failures_total), said on stderr (rate-limited), in the banner and in
+// %audit. The kernel keeps running unless --audit-required, which refuses cells from then on.
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kernel/observability/diagnostics.hpp"
 #include "sandbox/os/fd.hpp"
 
 namespace belljar {
+
+class Metrics;
 
 class AuditLog {
  public:
@@ -16,12 +24,25 @@ class AuditLog {
   explicit AuditLog(const std::string& path);
   // Every record names the kernel it came from, so records of one kernel can be joined.
   void set_kernel(std::string kernel_id) { kernel_id_ = std::move(kernel_id); }
-  void record(const std::string& event, nlohmann::json fields);
+  // Failures are counted there too (it must outlive this log).
+  void count_failures_in(Metrics* metrics) { metrics_ = metrics; }
+  // False when the record could not be written whole.
+  bool record(const std::string& event, nlohmann::json fields);
+
+  uint64_t failures() const { return failures_; }
+  // The last failure: "write(audit.jsonl) after 120 of 310 bytes: File too large"; empty if none.
+  const std::string& last_failure() const { return last_failure_; }
 
  private:
   Fd file_;
   int fd_ = 2;
+  std::string name_;  // the file as the failure names it
   std::string kernel_id_;
+  Metrics* metrics_ = nullptr;
+  uint64_t failures_ = 0;
+  bool torn_ = false;  // the last line in the file is a record cut short
+  std::string last_failure_;
+  RateLimitedLog failure_log_{5};
 };
 
 }  // namespace belljar

@@ -43,6 +43,11 @@ void Metrics::limit_hit(LimitHit limit) {
   dirty_ = true;
 }
 
+void Metrics::audit_write_failed() {
+  ++audit_write_failures_;
+  dirty_ = true;
+}
+
 void Metrics::restart() {
   ++restarts_;
   dirty_ = true;
@@ -99,6 +104,9 @@ std::string Metrics::render() const {
       << "# HELP belljar_worker_restarts_total Sandboxed workers restarted.\n"
       << "# TYPE belljar_worker_restarts_total counter\n"
       << "belljar_worker_restarts_total " << restarts_ << "\n"
+      << "# HELP belljar_audit_write_failures_total Audit records that could not be written.\n"
+      << "# TYPE belljar_audit_write_failures_total counter\n"
+      << "belljar_audit_write_failures_total " << audit_write_failures_ << "\n"
       << "# HELP belljar_output_truncations_total Cells whose output passed the cap.\n"
       << "# TYPE belljar_output_truncations_total counter\n"
       << "belljar_output_truncations_total " << truncations_ << "\n"

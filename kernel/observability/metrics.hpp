@@ -34,6 +34,7 @@ class Metrics {
   void secret_use(const std::string& secret, bool injected);
   void model_tokens(uint64_t input, uint64_t output);
   void restart();
+  void audit_write_failed();       // an audit record that could not be written (audit_log.hpp)
   void limit_hit(LimitHit limit);  // a limit that stopped the session between cells
   // Writes the file if it changed and the last write is old enough (or at once, when `now_due`
   // is set: a cell's end, shutdown). No-op when disabled.
@@ -55,6 +56,7 @@ class Metrics {
   double duration_sum_ = 0;
   uint64_t egress_allowed_ = 0, egress_denied_ = 0, restarts_ = 0, truncations_ = 0;
   uint64_t egress_refused_unread_ = 0;
+  uint64_t audit_write_failures_ = 0;
   std::map<std::pair<std::string, bool>, uint64_t> secret_uses_;  // (NAME, injected)
   uint64_t input_tokens_ = 0, output_tokens_ = 0;
 };

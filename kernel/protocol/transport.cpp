@@ -24,6 +24,8 @@ namespace {
 void bind_socket(zmq::socket_t& socket, const ConnectionInfo& info, int& port,
                  const PortRange& range, const char* channel) {
   socket.set(zmq::sockopt::linger, 1000);  // let the last replies out at shutdown
+  // Before bind: the limit is copied into each connection as it is accepted.
+  socket.set(zmq::sockopt::maxmsgsize, kMaxClientMessage);
   auto bind = [&](int candidate) {
     std::string endpoint = candidate == 0 && info.transport == "tcp"
                                ? "tcp://" + bracketed_host(info.ip) + ":*"
@@ -62,6 +64,17 @@ Transport::Transport(ConnectionInfo& info, const PortRange& range)
   bind_socket(iopub_, info, info.iopub_port, range, "iopub");
   bind_socket(heartbeat_, info, info.hb_port, range, "heartbeat");
   heartbeat_.set(zmq::sockopt::linger, 0);
+  zmq::socket_t* sockets[] = {&shell_, &control_, &stdin_, &iopub_, &heartbeat_};
+  for (size_t i = 0; i < 5; ++i) {
+    // Unique per Transport: a process may hold more than one (the tests do).
+    std::string endpoint = "inproc://belljar-monitor-" +
+                           std::to_string(reinterpret_cast<uintptr_t>(this)) + "-" + kMonitored[i];
+    if (zmq_socket_monitor(sockets[i]->handle(), endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+      throw zmq::error_t();
+    monitors_[i] = zmq::socket_t(context_, zmq::socket_type::pair);
+    monitors_[i].set(zmq::sockopt::linger, 0);
+    monitors_[i].connect(endpoint);
+  }
   heartbeat_thread_ = std::thread([this] {
     try {
       zmq_proxy(heartbeat_.handle(), heartbeat_.handle(), nullptr);  // echo each ping back
@@ -72,6 +85,7 @@ Transport::Transport(ConnectionInfo& info, const PortRange& range)
 }
 
 Transport::~Transport() {
+  for (auto& monitor : monitors_) monitor.close();
   context_.shutdown();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   shell_.close();
@@ -99,13 +113,39 @@ std::optional<std::vector<std::string>> Transport::receive(Channel channel) {
   zmq::message_t part;
   if (!sock.recv(part, zmq::recv_flags::dontwait)) return std::nullopt;
   frames.emplace_back(part.to_string());
-  // The remaining parts of a multipart message are already here (ZMQ delivers it whole).
-  while (part.more() && frames.size() < 4096) {
+  // The remaining parts of a multipart message are already here (ZMQ delivers it whole). Past
+  // 4096 parts or kMaxClientMessage bytes in all, nothing more is copied: the message is
+  // dropped (returned empty) and its parts freed as they are read.
+  constexpr auto kMaxTotal = static_cast<size_t>(kMaxClientMessage);
+  size_t total = part.size();
+  while (part.more() && frames.size() < 4096 && total <= kMaxTotal) {
     if (!sock.recv(part, zmq::recv_flags::none)) break;
-    frames.emplace_back(part.to_string());
+    total += part.size();
+    if (total <= kMaxTotal) frames.emplace_back(part.to_string());
   }
   while (part.more()) (void)sock.recv(part, zmq::recv_flags::none);  // discard an absurd tail
+  if (total > kMaxTotal) frames.clear();
   return frames;
+}
+
+void Transport::add_monitor_items(std::vector<zmq::pollitem_t>& items) {
+  for (auto& monitor : monitors_) items.push_back({monitor.handle(), 0, ZMQ_POLLIN, 0});
+}
+
+std::vector<std::string> Transport::disconnects(const zmq::pollitem_t* items) {
+  std::vector<std::string> channels;
+  for (size_t i = 0; i < 5; ++i) {
+    if (!(items[i].revents & ZMQ_POLLIN)) continue;
+    // Each event is two parts: the event and its value, then the endpoint.
+    for (int events = 0; events < 64; ++events) {
+      zmq::message_t part;
+      if (!monitors_[i].recv(part, zmq::recv_flags::dontwait)) break;
+      while (part.more() && monitors_[i].recv(part, zmq::recv_flags::dontwait)) {
+      }
+      channels.emplace_back(kMonitored[i]);
+    }
+  }
+  return channels;
 }
 
 void Transport::send_on(zmq::socket_t& socket, const std::vector<std::string>& frames) {

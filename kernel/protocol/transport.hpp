@@ -1,6 +1,11 @@
 #pragma once
 // The five Jupyter sockets. Heartbeat echoes on its own thread so a busy reactor never looks
 // dead; everything else is polled by the reactor.
+// The threat: any peer that can reach the ports (under `belljar launch`, the pod network) talks
+// before it is authenticated, and ZMQ buffers a message whole before the kernel sees it or its
+// signature. So each socket refuses a message part over kMaxClientMessage as it arrives
+// (ZMQ_MAXMSGSIZE: the peer is disconnected, nothing is buffered), and each disconnect is
+// reported (a socket monitor) so the front door can log it, rate-limited.
 #include <optional>
 #include <string>
 #include <thread>
@@ -13,6 +18,11 @@
 
 namespace belljar {
 
+// The largest message part a client may send. No real client needs more: a request reaches the
+// worker as one frame of at most 64 MiB (kMaxWorkerFrame, kernel/session/worker_frames.hpp, and
+// the worker's own MAX_FRAME), comm buffers in it base64-encoded, and MCP caps a line alike.
+inline constexpr int64_t kMaxClientMessage = int64_t{64} << 20;
+
 class Transport {
  public:
   // Binds the five channels at info's ports; a port of 0 is picked within `range` (any port
@@ -22,15 +32,22 @@ class Transport {
 
   zmq::socket_t& socket(Channel channel);
   zmq::socket_t& iopub() { return iopub_; }
-  // One whole multipart message, or nullopt when none is waiting (never blocks).
+  // One whole multipart message, or nullopt when none is waiting (never blocks); no parts when
+  // the message passed kMaxClientMessage in all (dropped).
   std::optional<std::vector<std::string>> receive(Channel channel);
   void send(Channel channel, const std::vector<std::string>& frames);
   void publish(const std::vector<std::string>& frames);
+  // One poll item per socket's monitor; disconnects() reads those that are ready and names the
+  // channel of each disconnected peer.
+  void add_monitor_items(std::vector<zmq::pollitem_t>& items);
+  std::vector<std::string> disconnects(const zmq::pollitem_t* items);
 
  private:
   void send_on(zmq::socket_t& socket, const std::vector<std::string>& frames);
   zmq::context_t context_;
   zmq::socket_t shell_, control_, stdin_, iopub_, heartbeat_;
+  static constexpr const char* kMonitored[] = {"shell", "control", "stdin", "iopub", "heartbeat"};
+  zmq::socket_t monitors_[5];  // PAIR ends of each socket's monitor, in kMonitored's order
   std::thread heartbeat_thread_;
 };
 

@@ -53,6 +53,9 @@ struct KernelOptions {
 };
 
 class Kernel {
+  // tests/fuzz/fuzz_kernel_frames.cpp: the frame handlers driven without a sandbox.
+  friend struct KernelProbe;
+
  public:
   // Signals are blocked here: construct before anything starts threads (ZMQ's included).
   explicit Kernel(KernelOptions options);
@@ -126,6 +129,9 @@ class Kernel {
   Clock::time_point next_deadline() const;
 
   // requests.cpp
+  void serve_control(const WireMessage& message);
+  // A request whose handling threw: logged (rate-limited), an error reply where one is due.
+  void request_failed(Channel channel, const WireMessage& message, const std::exception& e);
   void dispatch_next();
   void start_request(const WireMessage& message);
   void answer_locally(Channel channel, const WireMessage& message);
@@ -135,6 +141,11 @@ class Kernel {
   void publish(const std::string& type, json content, const WireMessage* parent);
   void publish_status(const std::string& state, const WireMessage* parent);
   std::string banner() const;
+  std::string sandbox_banner() const;
+  // An execute_request answered with an error without running (no sandbox, --audit-required).
+  void refuse_execute(const WireMessage& request, const std::string& ename,
+                      const std::string& evalue);
+  std::string audit_failure_text() const;
   json kernel_info() const;  // kernel_info_reply's content
 
   // worker_link.cpp
@@ -143,6 +154,7 @@ class Kernel {
   void flush_outbox();
   void fault_worker(const std::string& why);
   void read_frames();
+  void take_frames(std::string_view bytes);  // decoded and handled, each frame a boundary
   void read_pipe(int index, size_t budget);
   void drain_pipes();
   void read_output_before(const json& frame);

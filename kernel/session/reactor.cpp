@@ -70,6 +70,10 @@ Kernel::Kernel(KernelOptions options)
   sigset_t set = handled_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  // A file-size limit reached by the audit log or the metrics file is an EFBIG to handle
+  // (audit_log.hpp), not the end of the kernel; children reset it (worker_process.cpp).
+  ::signal(SIGXFSZ, SIG_IGN);
+  audit_.count_failures_in(&metrics_);
   signals_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   for (auto& stream : streams_) stream.set_hold_back(redactor_.hold_back());
   if (!signals_) throw SandboxError(std::string("signalfd: ") + std::strerror(errno));

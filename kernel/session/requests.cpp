@@ -18,6 +18,14 @@ void Kernel::deliver_input(const std::string& value) {
 }
 
 void Kernel::submit_control(const WireMessage& message) {
+  try {
+    serve_control(message);
+  } catch (const std::exception& e) {
+    request_failed(Channel::control, message, e);
+  }
+}
+
+void Kernel::serve_control(const WireMessage& message) {
   std::string type = message.type();
   if (type == "kernel_info_request" && !worker_ready_) {
     queue_.push_front({Channel::control, message});  // answered once the worker says hello
@@ -53,27 +61,71 @@ void Kernel::dispatch_next() {
         // No sandbox could be started: say so instead of leaving the request hanging.
         QueuedRequest request = std::move(front);
         queue_.pop_front();
-        publish_status("busy", &request.message);
-        json error =
-            create_error_content("SandboxError", start_error_, json::array({start_error_}));
-        publish("error", error, &request.message);
-        reply(Channel::shell, request.message, "execute_reply",
-              create_execute_reply_error(execution_count_, error));
-        publish_status("idle", &request.message);
+        refuse_execute(request.message, "SandboxError", start_error_);
         continue;
       }
       return;  // waits for the worker's hello
     }
     QueuedRequest request = std::move(front);
     queue_.pop_front();
+    if (request.channel == Channel::shell && request_kind(type) == RequestKind::execute &&
+        options_.policy.audit_required && audit_.failures() > 0) {
+      // --audit-required: a cell that could run unrecorded does not run at all.
+      refuse_execute(request.message, "AuditLogError",
+                     audit_failure_text() + "; --audit-required refuses cells until it is fixed");
+      continue;
+    }
     if (request.channel == Channel::control) {
       submit_control(request.message);
-    } else if (request_kind(type)) {
-      start_request(request.message);
-    } else {
-      answer_locally(request.channel, request.message);
+      continue;
+    }
+    // One request is one boundary: a field of a shape no check foresaw fails that request
+    // (an error reply, logged), never the kernel.
+    try {
+      if (request_kind(type))
+        start_request(request.message);
+      else
+        answer_locally(request.channel, request.message);
+    } catch (const std::exception& e) {
+      if (cell_ && cell_->request.id() == request.message.id() &&
+          cell_->request.header == request.message.header)
+        cell_.reset();  // the half-started request: the worker's answers to it are stale
+      request_failed(request.channel, request.message, e);
     }
   }
+}
+
+void Kernel::request_failed(Channel channel, const WireMessage& message, const std::exception& e) {
+  std::string type = message.type();
+  request_log_.log("request failed",
+                   type.substr(0, 64) + ": " + std::string(e.what()).substr(0, 200));
+  // A request that expects a reply gets one, with status error, so the client is not left
+  // waiting; comm messages and input replies expect none.
+  constexpr std::string_view kRequest = "_request";
+  if (type.size() > kRequest.size() && type.ends_with(kRequest)) {
+    std::string reply_type = type.substr(0, type.size() - kRequest.size()) + "_reply";
+    std::string why = "the kernel could not handle this " + type + ": " + e.what();
+    json content = create_error_content("KernelError", why, json::array({why}));
+    content["status"] = "error";
+    if (type == "execute_request") content["execution_count"] = execution_count_;
+    reply(channel, message, reply_type, std::move(content));
+  }
+  publish_status("idle", &message);
+}
+
+void Kernel::refuse_execute(const WireMessage& request, const std::string& ename,
+                            const std::string& evalue) {
+  publish_status("busy", &request);
+  json error = create_error_content(ename, evalue, json::array({evalue}));
+  publish("error", error, &request);
+  reply(Channel::shell, request, "execute_reply",
+        create_execute_reply_error(execution_count_, error));
+  publish_status("idle", &request);
+}
+
+std::string Kernel::audit_failure_text() const {
+  return std::to_string(audit_.failures()) +
+         " audit record(s) could not be written (the last: " + audit_.last_failure() + ")";
 }
 
 void Kernel::answer_locally(Channel channel, const WireMessage& message) {
@@ -263,10 +315,25 @@ json Kernel::kernel_info() const {
   json content = create_kernel_info_reply(language_info_, banner());
   content["belljar"] = {{"isolation", isolation_name(options_.policy.isolation)},
                         {"notes", sandbox_notes_}};
+  if (audit_.failures() > 0)
+    content["belljar"]["audit_log"] = {{"failures", audit_.failures()},
+                                       {"last_failure", audit_.last_failure()},
+                                       {"cells_refused", options_.policy.audit_required}};
   return content;
 }
 
 std::string Kernel::banner() const {
+  // The audit log failing is as loud as the sandbox's state: records are being lost.
+  std::string audit =
+      audit_.failures() == 0
+          ? ""
+          : " AUDIT LOG FAILING: " + audit_failure_text() +
+                (options_.policy.audit_required ? "; cells are refused (--audit-required)."
+                                                : "; cells still run (no --audit-required).");
+  return sandbox_banner() + audit;
+}
+
+std::string Kernel::sandbox_banner() const {
   std::string python = language_info_.value("version", "?");
   std::string mode = isolation_name(options_.policy.isolation);
   std::string text = "belljar " BELLJAR_VERSION " — Python " + python + " ";

@@ -194,15 +194,28 @@ void Kernel::read_frames() {
       return;
     }
     if (n < 0) break;  // EAGAIN
-    decoder_.feed(std::string_view(chunk, static_cast<size_t>(n)));
-    while (worker_) {
-      auto frame = decoder_.next();
-      if (!frame) break;
+    take_frames(std::string_view(chunk, static_cast<size_t>(n)));
+  }
+}
+
+void Kernel::take_frames(std::string_view bytes) {
+  decoder_.feed(bytes);
+  while (worker_) {
+    auto frame = decoder_.next();
+    if (!frame) break;
+    // One frame's handling is one boundary: whatever it throws (a field of a shape no check
+    // foresaw), the worker that sent it is at fault, as for a frame that won't parse; the
+    // kernel, its other sessions' state and the client's requests carry on.
+    try {
       read_output_before(*frame);
       handle_frame(*frame);
+    } catch (const std::exception& e) {
+      const std::string& type = (*frame)["type"].get_ref<const std::string&>();
+      return fault_worker("its " + type.substr(0, 64) +
+                          " frame could not be handled: " + std::string(e.what()).substr(0, 200));
     }
-    if (worker_ && !decoder_.fault().empty()) return fault_worker(decoder_.fault());
   }
+  if (worker_ && !decoder_.fault().empty()) return fault_worker(decoder_.fault());
 }
 
 void Kernel::handle_frame(const json& frame) {
@@ -336,7 +349,9 @@ void Kernel::handle_frame(const json& frame) {
     json records = json::array();
     for (size_t i = recent_cells_.size() - last; i < recent_cells_.size(); ++i)
       records.push_back(json::parse(recent_cells_[i], nullptr, false));  // our own dump_json
-    send_to_worker({{"type", "audit_reply"}, {"records", records}});
+    json reply = {{"type", "audit_reply"}, {"records", records}};
+    if (audit_.failures() > 0) reply["log_error"] = audit_failure_text();
+    send_to_worker(reply);
   } else if (type == "done") {
     // The proxy's decisions for this cell's requests were posted before their responses ended,
     // so before this done was written; but read_frames may have read it past the poll that saw

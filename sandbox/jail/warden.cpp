@@ -100,9 +100,9 @@ class Warden {
     for (int sig : kForwarded) sigaddset(&blocked, sig);
     ::sigprocmask(SIG_BLOCK, &blocked, nullptr);
     signals_.reset(::signalfd(-1, &blocked, SFD_CLOEXEC));
-    // It holds the spec (with --set-env values): nothing else of this uid may read our memory.
-    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     try {
+      // It holds the spec (with --set-env values): nothing else of this uid may read our memory.
+      if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) throw_errno("prctl(PR_SET_DUMPABLE, 0)");
       if (!signals_) throw_errno("signalfd");
       spec_ = read_spec(control_.get());
       if (spec_.mode == JailSpec::Mode::namespaces)
@@ -188,9 +188,13 @@ class Warden {
                                 CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
     // The child inherits dumpability; an undumpable child's /proc files belong to root, and an
     // unprivileged warden could not write its uid_map. Init turns it off again itself.
-    ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) throw_errno("prctl(PR_SET_DUMPABLE, 1)");
     long pid = ::syscall(SYS_clone, flags, nullptr, nullptr, nullptr, 0);
-    if (pid != 0) ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (pid != 0 && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+      int error = errno;
+      if (pid > 0) child_ = static_cast<pid_t>(pid);  // abort_setup kills and reaps it
+      throw_errno("prctl(PR_SET_DUMPABLE, 0)", error);
+    }
     if (pid < 0)
       throw_errno(
           "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)");
@@ -281,7 +285,8 @@ class Warden {
       notes_.push_back(
           "memory and processes: capped per process by RLIMIT_AS/RLIMIT_NPROC (no cgroup)");
     // Orphans of the worker become ours, so we can end them with the session.
-    ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+      throw_errno("prctl(PR_SET_CHILD_SUBREAPER, 1)");
 
     WorkerExecOptions options;
     options.switch_user = spec_.host_root;

@@ -69,8 +69,9 @@ struct Policy {
   std::string sandbox_user;                     // empty: "nobody" when root, else unused
   std::string audit_log;                        // empty: stderr
   bool audit_code = false;                      // log the code itself, not only its hash
-  std::string metrics_file;                     // Prometheus textfile; empty: none
-  uint64_t history_size = 1000;                 // cells history requests reach (history.hpp)
+  bool audit_required = false;   // cells are refused once an audit record could not be written
+  std::string metrics_file;      // Prometheus textfile; empty: none
+  uint64_t history_size = 1000;  // cells history requests reach (history.hpp)
   Isolation isolation = Isolation::strict;
   ActiveOutput active_output = ActiveOutput::isolate;
 

@@ -223,3 +223,64 @@ def test_what_the_sandbox_lacks_reaches_the_client_and_the_log(isolation):
     if isolation == "degraded" and os.geteuid() != 0:
         # Unprivileged, this host's kernels get no cgroup of their own: degraded says so.
         assert notes, "a degraded sandbox without cgroups reported nothing missing"
+
+
+def kernel_info(kc):
+    msg_id = kc.kernel_info()
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    return reply["content"]
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_audit_write_failure_is_counted_said_and_refuses_cells_when_required(required):
+    """A real failing write: RLIMIT_FSIZE on the running kernel (prlimit) lets the audit log grow
+    only a few bytes, so the next cell's record is cut short (write returns less) and then
+    refused (EFBIG; SIGXFSZ must not kill the kernel). The failure is counted in the metrics,
+    named in the banner and in %audit; with --audit-required later cells are refused with an
+    error naming the audit log, while control (kernel_info) is still served."""
+    import resource
+    logs = sandbox_writable_dir("belljar-audit-fail-")
+    audit, metrics = logs / "audit.jsonl", logs / "metrics.prom"
+    flags = ["--audit-log", str(audit), "--metrics", str(metrics), "--audit-code"]
+    if required:
+        flags.append("--audit-required")
+    try:
+        with running_kernel(flags=flags) as (km, kc):
+            # A large record first, so the log is larger than the metrics file: the limit below
+            # then stops the audit log and not the metrics file's rewrite.
+            reply, _ = execute(kc, "# " + "x" * 20000 + "\nprint('big')")
+            assert reply["content"]["status"] == "ok"
+            pid = km.provisioner.process.pid
+            _, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (audit.stat().st_size + 40, hard))
+            reply, _ = execute(kc, "print('recorded?')")
+            assert reply["content"]["status"] == "ok"  # it ran; its record is what failed
+            assert km.is_alive(), "a failed audit write killed the kernel (SIGXFSZ?)"
+
+            banner = kernel_info(kc)["banner"]
+            assert "AUDIT LOG FAILING" in banner and "File too large" in banner, banner
+            samples = dict(line.rsplit(" ", 1) for line in metrics.read_text().splitlines()
+                           if line.startswith("belljar_audit_write_failures_total"))
+            assert float(samples["belljar_audit_write_failures_total"]) >= 1
+
+            reply, outputs = execute(kc, "%audit 1" if not required else "print('refused?')")
+            if required:
+                content = reply["content"]
+                assert content["status"] == "error" and content["ename"] == "AuditLogError"
+                assert "audit record(s) could not be written" in content["evalue"]
+                assert "--audit-required" in content["evalue"]
+                assert "refused?" not in stdout_of(outputs)
+            else:
+                assert reply["content"]["status"] == "ok"
+                shown = [m["content"]["data"]["text/plain"] for m in of_type(outputs, "display_data")]
+                assert any("AUDIT LOG FAILING" in text for text in shown), shown
+            # Control is served either way, and the kernel is still there.
+            msg = kc.session.msg("kernel_info_request", {})
+            kc.control_channel.send(msg)
+            answer = kc.get_control_msg(timeout=30)
+            assert answer["msg_type"] == "kernel_info_reply"
+            assert km.is_alive()
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)

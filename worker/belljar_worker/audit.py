@@ -40,8 +40,9 @@ def _cell(key, value):
     return str(value)
 
 
-def audit_bundle(records):
-    """text/plain, text/html and application/json of the records."""
+def audit_bundle(records, log_error=None):
+    """text/plain, text/html and application/json of the records; `log_error` is the supervisor's
+    word that audit records could not be written (they are missing from the audit log)."""
     import html  # only when %audit runs: plain cells don't pay for it
     rows = [[_cell(key, record.get(key)) for key, _ in COLUMNS] for record in records]
     header = [title for _, title in COLUMNS]
@@ -49,8 +50,14 @@ def audit_bundle(records):
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in [header] + rows]
     table = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % html.escape(x) for x in row) for row in rows)
     head = "".join("<th>%s</th>" % html.escape(t) for t in header)
-    return {
-        "text/plain": "\n".join(lines) if rows else "no cells audited yet",
-        "text/html": "<table><thead><tr>%s</tr></thead><tbody>%s</tbody></table>" % (head, table),
+    warning = ("AUDIT LOG FAILING: %s" % log_error) if isinstance(log_error, str) and log_error else ""
+    text = "\n".join(lines) if rows else "no cells audited yet"
+    bundle = {
+        "text/plain": text + ("\n" + warning if warning else ""),
+        "text/html": "<table><thead><tr>%s</tr></thead><tbody>%s</tbody></table>" % (head, table)
+                     + ("<p><strong>%s</strong></p>" % html.escape(warning) if warning else ""),
         "application/json": {"records": records},
     }
+    if warning:
+        bundle["application/json"]["log_error"] = log_error
+    return bundle

@@ -168,8 +168,8 @@ class Session:
             self.channel.send({"type": "audit_request", "id": ctx.id, "last": wanted})
             reply = self.channel.wait_for("audit_reply")
             records = reply.get("records") if isinstance(reply.get("records"), list) else []
-            self.channel.send({"type": "display", "data": audit_bundle(records), "metadata": {},
-                               "transient": {}})
+            self.channel.send({"type": "display", "data": audit_bundle(records, reply.get("log_error")),
+                               "metadata": {}, "transient": {}})
             return
         limits_cell = split_limits_cell(code)
         if limits_cell is not None:

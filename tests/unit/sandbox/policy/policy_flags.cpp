@@ -47,6 +47,7 @@ const std::map<std::string, std::string>& good_values() {
       {"--sandbox-user", "nobody"},
       {"--audit-log", "/tmp/belljar-audit.jsonl"},
       {"--audit-code", "true"},
+      {"--audit-required", "true"},
       {"--metrics", "/tmp/belljar.prom"},
       {"--history-size", "50"},
       {"--isolation", "degraded"},
@@ -111,6 +112,7 @@ TEST_CASE("every flag is taken on the command line and in a policy file", "[poli
     CHECK(from_file.sandbox_user == from_flag.sandbox_user);
     CHECK(from_file.audit_log == from_flag.audit_log);
     CHECK(from_file.audit_code == from_flag.audit_code);
+    CHECK(from_file.audit_required == from_flag.audit_required);
     CHECK(from_file.metrics_file == from_flag.metrics_file);
   }
   CHECK(good_values().size() + 1 == policy_flags().size());
@@ -130,6 +132,8 @@ TEST_CASE("the defaults the table shows are the Policy's own", "[policy][flags]"
   CHECK_FALSE(defaults.cpu_seconds);
   CHECK(find_policy_flag("--cpu")->fallback == "the timeout");
   CHECK(find_policy_flag("--audit-code")->fallback == "off");
+  CHECK(find_policy_flag("--audit-required")->fallback == "off");
+  CHECK_FALSE(defaults.audit_required);
   CHECK_FALSE(defaults.audit_code);
 }
 
