@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
+  # compiled objects kept between runs on one machine (scripts/test.sh, scripts/build.sh)
+  ccache
   libzmq3-dev cppzmq-dev nlohmann-json3-dev libssl-dev libsodium-dev libseccomp-dev catch2
   # the worker's Python and what notebooks expect of it
   python3 python3-ipython python3-numpy python3-matplotlib python3-pandas

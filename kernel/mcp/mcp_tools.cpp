@@ -30,16 +30,6 @@ std::string string_field(const json& object, const char* key) {
   return json_field(object, key, "");
 }
 
-long long integer_field(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_number_integer() ? it->get<long long>() : 0;
-}
-
-bool flag_field(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_boolean() && it->get<bool>();
-}
-
 // One argument of a tool: its JSON type and whether it must be given.
 struct Argument {
   const char* name;

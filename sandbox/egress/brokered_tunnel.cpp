@@ -184,7 +184,14 @@ TunnelStep BrokeredTunnel::step(Endpoint client, Endpoint upstream) {
           answer(*refused, step);
         }
       }
-      for (auto& exchange : http_.take_finished()) step.exchanges.push_back(std::move(exchange));
+      std::vector<BrokeredExchange> finished = http_.take_finished();
+      if (!finished.empty()) {
+        for (auto& exchange : finished) step.exchanges.push_back(std::move(exchange));
+        // The record goes out before the end of its response does: a cell that has read its
+        // response finds the request in its facts (the caller posts, then comes back).
+        step.moved = true;
+        return step;
+      }
       if (upstream_done && !answering_) {
         if (http_.in_flight())
           answer(BrokerRefusal(BrokerReason::closed_without_answer), step);

@@ -26,7 +26,7 @@ struct TunnelFailure {
 struct TunnelStep {
   bool moved = false;
   bool over = false;                        // the connection is finished: close it
-  std::vector<BrokeredExchange> exchanges;  // finished this step
+  std::vector<BrokeredExchange> exchanges;  // finished this step; their ends are not sent yet
   std::optional<TunnelFailure> failure;     // what ended it badly, to record
 };
 
