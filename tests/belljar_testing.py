@@ -168,15 +168,17 @@ def install_kernelspec(prefix, name="belljar-test", flags=(), wrapper=()):
 
 @contextlib.contextmanager
 def running_kernel(flags=(), workspace=None, env=None, name="belljar-test", wrapper=(),
-                   connection_file=None):
-    """A started belljar kernel and a ready blocking client; shut down afterwards."""
+                   connection_file=None, manager_args=None):
+    """A started belljar kernel and a ready blocking client; shut down afterwards.
+    `manager_args` go to KernelManager (transport="ipc", ip=PATH_PREFIX, ...)."""
     with tempfile.TemporaryDirectory(prefix="belljar-spec-") as prefix:
         spec_dir = install_kernelspec(prefix, name, flags, wrapper)
         ws = workspace or sandbox_writable_dir("belljar-ws-")
         launch_env = dict(os.environ)
         launch_env.update(env or {})
         km = KernelManager(kernel_name=name, **({"connection_file": str(connection_file)}
-                                                  if connection_file else {}))
+                                                  if connection_file else {}),
+                           **(manager_args or {}))
         km.kernel_spec_manager.kernel_dirs.insert(0, str(spec_dir.parent))
         km.start_kernel(cwd=ws, env=launch_env)
         try:

@@ -19,13 +19,12 @@ void JupyterFrontend::add_poll_items(std::vector<zmq::pollitem_t>& items) {
 }
 
 void JupyterFrontend::handle(const zmq::pollitem_t* items, Kernel& kernel) {
-  // ZMQ refuses a part over kMaxClientMessage by disconnecting its peer (it does not say why):
-  // logged with the other reason a peer goes, before the requests of this wake-up are answered.
+  // The gate says why it refused a peer before the peer's disconnect wakes the reactor; both
+  // are logged before the requests of this wake-up are answered.
+  for (const std::string& refusal : transport_.refusals())
+    wire_log_.log("refused peer", refusal + " (nothing of it was kept)");
   for (const std::string& channel : transport_.disconnects(&items[3]))
-    wire_log_.log("peer disconnected", "a peer of the " + channel +
-                                           " channel went: it left, or sent a message part over " +
-                                           std::to_string(kMaxClientMessage >> 20) +
-                                           " MiB (refused unread)");
+    wire_log_.log("peer disconnected", "a peer of the " + channel + " channel went");
   // Control first: an interrupt or shutdown must not wait behind anything.
   if (items[0].revents & ZMQ_POLLIN) receive(Channel::control, kernel, 64);
   if (items[1].revents & ZMQ_POLLIN) receive(Channel::stdin_, kernel, 64);

@@ -1,6 +1,16 @@
 #include "kernel/protocol/transport.hpp"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
 
 #include "sandbox/os/host_port.hpp"
 #include "sandbox/policy/policy.hpp"
@@ -20,51 +30,126 @@ const char* channel_name(Channel channel) {
 }
 
 namespace {
-// Binds `port` as given, or (port 0) one of `range`'s, and writes back the port bound.
-void bind_socket(zmq::socket_t& socket, const ConnectionInfo& info, int& port,
-                 const PortRange& range, const char* channel) {
+// Not a rule for the peers' messages (the gate's meter is), a second fence: libzmq also refuses
+// a part over kMaxClientMessage. Before bind, so that each connection it accepts carries it.
+void limit_socket(zmq::socket_t& socket) {
   socket.set(zmq::sockopt::linger, 1000);  // let the last replies out at shutdown
-  // Before bind: the limit is copied into each connection as it is accepted.
   socket.set(zmq::sockopt::maxmsgsize, kMaxClientMessage);
+  // Only this process (the gate) may connect to the socket behind a door.
+  pid_t self = ::getpid();
+  if (zmq_setsockopt(socket.handle(), ZMQ_IPC_FILTER_PID, &self, sizeof self) != 0)
+    throw std::runtime_error(std::string("ZMQ_IPC_FILTER_PID: ") + zmq_strerror(zmq_errno()));
+}
+
+// A listening socket for a client's endpoint, non-blocking; empty (errno EADDRINUSE) when the
+// port is taken. An ipc endpoint is a unix socket at "IP-PORT", as Jupyter names them.
+Fd listen_at(const ConnectionInfo& info, int port) {
+  if (info.transport == "ipc") {
+    std::string path = info.ip + "-" + std::to_string(port);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (path.size() >= sizeof address.sun_path)
+      throw UsageError("cannot listen on " + path + ": the path is too long for a unix socket");
+    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    ::unlink(path.c_str());  // a socket left by an earlier kernel, as libzmq does
+    if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(fd.get(), 128) != 0)
+      throw UsageError("cannot listen on " + path + ": " + std::strerror(errno));
+    return fd;
+  }
+  std::string host = info.ip.empty() || info.ip == "*" ? "0.0.0.0" : info.ip;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  // As libzmq without ZMQ_IPV6: a name ("localhost") is its IPv4 address; a literal is itself.
+  hints.ai_family = host.find(':') == std::string::npos ? AF_INET : AF_INET6;
+  addrinfo* found = nullptr;
+  std::string service = std::to_string(port);
+  if (int e = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); e != 0)
+    throw UsageError("cannot listen on " + host + ": " + ::gai_strerror(e));
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, ::freeaddrinfo);
+  Fd fd(::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  int one = 1;
+  if (!fd || ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+    throw UsageError("cannot listen on " + host + ": " + std::strerror(errno));
+  if (::bind(fd.get(), found->ai_addr, found->ai_addrlen) != 0) {
+    if (errno == EADDRINUSE) return {};
+    throw UsageError("cannot listen on " + host_port(host, static_cast<uint16_t>(port)) + ": " +
+                     std::strerror(errno));
+  }
+  if (::listen(fd.get(), 128) != 0)
+    throw UsageError("cannot listen on " + host + ": " + std::strerror(errno));
+  return fd;
+}
+
+int bound_port(const Fd& listener) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0)
+    throw std::runtime_error(std::string("getsockname: ") + std::strerror(errno));
+  return address.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port)
+                                       : ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+}
+
+// Listens at `port` as given, or (port 0) at one of `range`'s, and writes back the port.
+Fd open_door(const ConnectionInfo& info, int& port, const PortRange& range, const char* channel) {
+  Fd listener;
   auto bind = [&](int candidate) {
-    std::string endpoint = candidate == 0 && info.transport == "tcp"
-                               ? "tcp://" + bracketed_host(info.ip) + ":*"
-                               : info.endpoint(candidate);
-    try {
-      socket.bind(endpoint);
-    } catch (const zmq::error_t& e) {
-      if (e.num() == EADDRINUSE && port == 0) return false;  // another port of the range
-      throw UsageError("cannot bind " + endpoint + ": " + e.what());
+    Fd fd = listen_at(info, candidate);
+    if (!fd) {
+      if (port == 0) return false;  // another port of the range
+      throw UsageError("cannot listen on " + info.endpoint(candidate) + ": " +
+                       std::strerror(EADDRINUSE));
     }
-    if (candidate == 0) {
-      std::string bound = socket.get(zmq::sockopt::last_endpoint);
-      candidate = std::stoi(bound.substr(bound.rfind(':') + 1));
-    }
-    port = candidate;
+    port = candidate == 0 && info.transport == "tcp" ? bound_port(fd) : candidate;
+    listener = std::move(fd);
     return true;
   };
-  if (port != 0) {
+  if (port != 0)
     bind(port);
-    return;
-  }
-  bind_in_range(range, bind, std::string("the ") + channel + " channel");
+  else
+    bind_in_range(range, bind, std::string("the ") + channel + " channel");
+  return listener;
+}
+
+// A private directory (0700) for the sockets behind the doors.
+std::string private_directory() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string base = tmp && tmp[0] == '/' && std::strlen(tmp) < 60 ? tmp : "/tmp";
+  std::string name = base + "/belljar-doors-XXXXXX";
+  if (!::mkdtemp(name.data()))
+    throw std::runtime_error("mkdtemp(" + name + "): " + std::strerror(errno));
+  return name;
 }
 }  // namespace
 
 Transport::Transport(ConnectionInfo& info, const PortRange& range)
-    : context_(1),
+    : gate_({{static_cast<uint64_t>(kMaxClientMessage)}, kGateBudget, kMaxConnections}),
+      context_(1),
       shell_(context_, zmq::socket_type::router),
       control_(context_, zmq::socket_type::router),
       stdin_(context_, zmq::socket_type::router),
       iopub_(context_, zmq::socket_type::pub),
-      heartbeat_(context_, zmq::socket_type::router) {
-  bind_socket(shell_, info, info.shell_port, range, "shell");
-  bind_socket(control_, info, info.control_port, range, "control");
-  bind_socket(stdin_, info, info.stdin_port, range, "stdin");
-  bind_socket(iopub_, info, info.iopub_port, range, "iopub");
-  bind_socket(heartbeat_, info, info.hb_port, range, "heartbeat");
-  heartbeat_.set(zmq::sockopt::linger, 0);
+      heartbeat_(context_, zmq::socket_type::router),
+      private_dir_(private_directory()) {
   zmq::socket_t* sockets[] = {&shell_, &control_, &stdin_, &iopub_, &heartbeat_};
+  int* ports[] = {&info.shell_port, &info.control_port, &info.stdin_port, &info.iopub_port,
+                  &info.hb_port};
+  try {
+    for (size_t i = 0; i < 5; ++i) {
+      limit_socket(*sockets[i]);
+      std::string inner = private_dir_ + "/" + kMonitored[i];
+      sockets[i]->bind("ipc://" + inner);
+      Fd door = open_door(info, *ports[i], range, kMonitored[i]);
+      if (info.transport == "ipc") public_paths_.push_back(info.endpoint(*ports[i]).substr(6));
+      gate_.add_door(std::move(door), inner, kMonitored[i]);
+    }
+  } catch (...) {
+    remove_files();
+    throw;
+  }
+  heartbeat_.set(zmq::sockopt::linger, 0);
   for (size_t i = 0; i < 5; ++i) {
     // Unique per Transport: a process may hold more than one (the tests do).
     std::string endpoint = "inproc://belljar-monitor-" +
@@ -75,6 +160,7 @@ Transport::Transport(ConnectionInfo& info, const PortRange& range)
     monitors_[i].set(zmq::sockopt::linger, 0);
     monitors_[i].connect(endpoint);
   }
+  gate_.start();
   heartbeat_thread_ = std::thread([this] {
     try {
       zmq_proxy(heartbeat_.handle(), heartbeat_.handle(), nullptr);  // echo each ping back
@@ -82,6 +168,12 @@ Transport::Transport(ConnectionInfo& info, const PortRange& range)
       // ETERM: the context is closing.
     }
   });
+}
+
+void Transport::remove_files() {
+  for (const char* name : kMonitored) ::unlink((private_dir_ + "/" + name).c_str());
+  ::rmdir(private_dir_.c_str());
+  for (const auto& path : public_paths_) ::unlink(path.c_str());
 }
 
 Transport::~Transport() {
@@ -93,6 +185,7 @@ Transport::~Transport() {
   stdin_.close();
   iopub_.close();
   heartbeat_.close();
+  remove_files();
 }
 
 zmq::socket_t& Transport::socket(Channel channel) {

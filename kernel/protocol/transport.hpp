@@ -2,10 +2,12 @@
 // The five Jupyter sockets. Heartbeat echoes on its own thread so a busy reactor never looks
 // dead; everything else is polled by the reactor.
 // The threat: any peer that can reach the ports (under `belljar launch`, the pod network) talks
-// before it is authenticated, and ZMQ buffers a message whole before the kernel sees it or its
-// signature. So each socket refuses a message part over kMaxClientMessage as it arrives
-// (ZMQ_MAXMSGSIZE: the peer is disconnected, nothing is buffered), and each disconnect is
-// reported (a socket monitor) so the front door can log it, rate-limited.
+// before it is authenticated, and libzmq buffers a message whole, every part of it, before the
+// kernel sees it or its signature. So no peer reaches a ZMQ socket directly: each port is a
+// door of the gate (zmtp_gate.hpp), which refuses the frame that takes one message past
+// kMaxClientMessage in all before libzmq reads it, bounds what all peers together hold
+// unfinished (kGateBudget) and how many connect (kMaxConnections). Each refusal, and each
+// disconnect (a socket monitor), is reported so the front door can log it, rate-limited.
 #include <optional>
 #include <string>
 #include <thread>
@@ -15,6 +17,7 @@
 #include "kernel/protocol/connection_file.hpp"
 #include "kernel/protocol/port_range.hpp"
 #include "kernel/protocol/wire_message.hpp"
+#include "kernel/protocol/zmtp_gate.hpp"
 
 namespace belljar {
 
@@ -22,6 +25,11 @@ namespace belljar {
 // worker as one frame of at most 64 MiB (kMaxWorkerFrame, kernel/session/worker_frames.hpp, and
 // the worker's own MAX_FRAME), comm buffers in it base64-encoded, and MCP caps a line alike.
 inline constexpr int64_t kMaxClientMessage = int64_t{64} << 20;
+// Unfinished messages of all peers together: two of the largest. What a refused peer held is
+// freed by libzmq's I/O thread a moment later, so the kernel's peak is about twice this.
+inline constexpr uint64_t kGateBudget = uint64_t{2} * kMaxClientMessage;
+// Connections to all five channels together: a frontend holds five, a few clients share one.
+inline constexpr size_t kMaxConnections = 256;
 
 class Transport {
  public:
@@ -41,14 +49,21 @@ class Transport {
   // channel of each disconnected peer.
   void add_monitor_items(std::vector<zmq::pollitem_t>& items);
   std::vector<std::string> disconnects(const zmq::pollitem_t* items);
+  // "<channel>: <why>" for each peer the gate refused since the last call.
+  std::vector<std::string> refusals() { return gate_.take_refusals(); }
 
  private:
   void send_on(zmq::socket_t& socket, const std::vector<std::string>& frames);
+  void remove_files();
+  // First, so it is the last to go: replies that linger at shutdown still pass through it.
+  ZmtpGate gate_;
   zmq::context_t context_;
   zmq::socket_t shell_, control_, stdin_, iopub_, heartbeat_;
   static constexpr const char* kMonitored[] = {"shell", "control", "stdin", "iopub", "heartbeat"};
   zmq::socket_t monitors_[5];  // PAIR ends of each socket's monitor, in kMonitored's order
   std::thread heartbeat_thread_;
+  std::string private_dir_;                // the sockets behind the doors
+  std::vector<std::string> public_paths_;  // the doors, when they are unix sockets (ipc)
 };
 
 }  // namespace belljar

@@ -17,6 +17,20 @@ def kernel():
         yield km, kc
 
 
+def test_a_kernel_on_the_ipc_transport_serves_through_its_unix_socket_doors(tmp_path):
+    """The connection file may name unix sockets ("transport": "ipc", "ip": a path prefix):
+    the gate's doors are then unix sockets at PREFIX-PORT."""
+    prefix = tmp_path / "kernel-ipc"
+    with running_kernel(manager_args={"transport": "ipc", "ip": str(prefix)}) as (km, kc):
+        info = km.get_connection_info()
+        assert info["transport"] == "ipc"
+        doors = sorted(tmp_path.glob("kernel-ipc-*"))
+        assert len(doors) == 5 and all(door.is_socket() for door in doors), doors
+        reply, outputs = execute(kc, "print(6 * 7)")
+        assert reply["content"]["status"] == "ok"
+        assert stdout_of(outputs) == "42\n"
+
+
 def test_kernel_info_reports_the_workers_python(kernel):
     _, kc = kernel
     kc.kernel_info()

@@ -1,9 +1,15 @@
-"""Before authentication, a peer can't make the kernel buffer what no client sends: a message
-part over 64 MiB (transport.hpp, kMaxClientMessage) is refused as it arrives (ZMQ_MAXMSGSIZE)
-and its peer disconnected. A real ZMQ peer sends a real unsigned 1 GiB part to a real kernel;
-the kernel's peak RSS stays small, it logs the disconnect, and a jupyter_client request after
-it gets its reply.
+"""Before authentication, a peer can't make the kernel buffer what no client sends. Every port is
+a door of the gate (kernel/protocol/zmtp_gate.hpp): a message over 64 MiB in all
+(transport.hpp, kMaxClientMessage) is refused at the frame header that passes the limit, before
+libzmq allocates it, and its peer disconnected; what all peers hold unfinished together is
+bounded (kGateBudget, 128 MiB). Real peers send real unsigned gigabytes to a real kernel: one
+part of 1 GiB, 1 GiB in parts of 60 MiB (each under libzmq's own per-part limit), and 60 MiB
+unfinished parts on sixteen connections at once. The kernel's peak RSS stays small, it logs
+why, and a jupyter_client request after it gets its reply.
 """
+import contextlib
+import socket
+import struct
 import mmap
 import pathlib
 import shutil
@@ -17,6 +23,7 @@ from zmq.utils.monitor import recv_monitor_message
 from belljar_testing import TIMEOUT, install_kernelspec, ready_client, sandbox_writable_dir
 
 GIB = 1 << 30
+MIB = 1 << 20
 
 
 def peak_rss_bytes(pid):
@@ -39,7 +46,9 @@ def wait_for_disconnect(monitor, timeout=TIMEOUT):
     raise AssertionError("the kernel kept the connection that sent 1 GiB")
 
 
-def test_one_gib_unsigned_part_is_refused_unbuffered_and_the_kernel_serves_on():
+@contextlib.contextmanager
+def kernel_under_attack():
+    """A real kernel, a ready client, and its stderr (the wire log)."""
     with tempfile.TemporaryDirectory(prefix="belljar-spec-") as prefix:
         spec_dir = install_kernelspec(prefix)
         ws = sandbox_writable_dir("belljar-ws-")
@@ -50,37 +59,137 @@ def test_one_gib_unsigned_part_is_refused_unbuffered_and_the_kernel_serves_on():
             km.start_kernel(cwd=ws, stderr=stderr)
         try:
             with ready_client(km) as kc:
-                pid = km.provisioner.process.pid
-                before = peak_rss_bytes(pid)
-                info = km.get_connection_info()
-                context = zmq.Context()
-                peer = context.socket(zmq.DEALER)
-                peer.setsockopt(zmq.LINGER, 0)
-                monitor = peer.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
-                peer.connect(f"tcp://{info['ip']}:{info['shell_port']}")
-                # An anonymous mapping never touched: 1 GiB to send without 1 GiB in this test.
-                body = mmap.mmap(-1, GIB, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-                try:
-                    peer.send_multipart([b"<IDS|MSG>", b"unsigned", memoryview(body)], copy=False)
-                    wait_for_disconnect(monitor)
-                finally:
-                    peer.close()
-                    monitor.close()
-                    context.term()
-                    body.close()
-                peak = peak_rss_bytes(pid)
-                print(f"kernel peak RSS: {before >> 20} MiB before, {peak >> 20} MiB after 1 GiB")
-                assert peak < before + (64 << 20), (before, peak)
-                assert peak < 256 << 20, peak
-                # The kernel serves a real client after it.
-                assert km.is_alive()
-                msg_id = kc.kernel_info()
-                reply = kc.get_shell_msg(timeout=TIMEOUT)
-                while reply["parent_header"].get("msg_id") != msg_id:
-                    reply = kc.get_shell_msg(timeout=TIMEOUT)
-                assert reply["content"]["status"] == "ok"
-                # Logged: the reactor reads its monitor on its next wake-up (the reply above).
-                log = stderr_path.read_text(errors="replace")
-                assert "peer disconnected" in log and "over 64 MiB" in log, log[-2000:]
+                yield km, kc, stderr_path
         finally:
             shutil.rmtree(ws, ignore_errors=True)
+
+
+def serves_on(km, kc):
+    assert km.is_alive()
+    msg_id = kc.kernel_info()
+    reply = kc.get_shell_msg(timeout=TIMEOUT)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=TIMEOUT)
+    assert reply["content"]["status"] == "ok"
+
+
+def send_unsigned(info, parts):
+    """A real ZMQ peer sends one message; returns once the kernel closed its connection."""
+    context = zmq.Context()
+    peer = context.socket(zmq.DEALER)
+    peer.setsockopt(zmq.LINGER, 0)
+    monitor = peer.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+    peer.connect(f"tcp://{info['ip']}:{info['shell_port']}")
+    try:
+        peer.send_multipart(parts, copy=False)
+        wait_for_disconnect(monitor)
+    finally:
+        peer.close()
+        monitor.close()
+        context.term()
+
+
+def test_one_gib_unsigned_part_is_refused_unbuffered_and_the_kernel_serves_on():
+    with kernel_under_attack() as (km, kc, stderr_path):
+        pid = km.provisioner.process.pid
+        before = peak_rss_bytes(pid)
+        # An anonymous mapping never touched: 1 GiB to send without 1 GiB in this test.
+        body = mmap.mmap(-1, GIB, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        try:
+            send_unsigned(km.get_connection_info(), [b"<IDS|MSG>", b"unsigned", memoryview(body)])
+        finally:
+            body.close()
+        peak = peak_rss_bytes(pid)
+        print(f"kernel peak RSS: {before >> 20} MiB before, {peak >> 20} MiB after 1 GiB")
+        assert peak < before + (64 << 20), (before, peak)
+        assert peak < 256 << 20, peak
+        serves_on(km, kc)
+        # Logged: the reactor reads the gate's refusals on its next wake-up (the reply above).
+        log = stderr_path.read_text(errors="replace")
+        assert "refused peer" in log and "a message over 64 MiB" in log, log[-2000:]
+        assert "peer disconnected" in log, log[-2000:]
+
+
+def test_one_gib_in_parts_each_under_the_limit_is_refused_at_64_mib_in_all():
+    with kernel_under_attack() as (km, kc, stderr_path):
+        pid = km.provisioner.process.pid
+        before = peak_rss_bytes(pid)
+        # Unmapped when the last slice goes (pyzmq's frames may hold some a while longer).
+        body = memoryview(mmap.mmap(-1, GIB, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
+        parts = [body[i:i + 60 * MIB] for i in range(0, GIB, 60 * MIB)]
+        del body
+        send_unsigned(km.get_connection_info(), [b"<IDS|MSG>", b"unsigned", *parts])
+        peak = peak_rss_bytes(pid)
+        print(f"kernel peak RSS: {before >> 20} MiB before, {peak >> 20} MiB after "
+              f"1 GiB in {len(parts)} parts")
+        assert peak < before + (96 << 20), (before, peak)
+        serves_on(km, kc)
+        log = stderr_path.read_text(errors="replace")
+        assert "refused peer" in log and "a message over 64 MiB" in log, log[-2000:]
+
+
+def zmtp_greeting_and_ready():
+    """What a ZMTP 3.0 DEALER says first (RFC 23): greeting, then READY naming its type."""
+    greeting = b"\xff" + bytes(8) + b"\x7f" + bytes([3, 0]) + b"NULL".ljust(20, b"\0")
+    greeting += b"\0" + bytes(31)
+    ready = b"\x05READY" + b"\x0bSocket-Type" + struct.pack(">I", 6) + b"DEALER"
+    return greeting + bytes([4, len(ready)]) + ready
+
+
+def test_unfinished_messages_of_all_peers_together_are_bounded():
+    """Sixteen connections each hold a 60 MiB part of a message never finished (960 MiB)."""
+    with kernel_under_attack() as (km, kc, stderr_path):
+        pid = km.provisioner.process.pid
+        info = km.get_connection_info()
+        before = peak_rss_bytes(pid)
+        chunk = bytes(4 * MIB)
+        peers, closed = [], 0
+        try:
+            for _ in range(16):
+                peer = socket.create_connection((info["ip"], info["shell_port"]), timeout=TIMEOUT)
+                peers.append(peer)
+                try:
+                    # One part of 60 MiB, MORE set (a part follows), 1 byte short of its end.
+                    peer.sendall(zmtp_greeting_and_ready() + b"\x03" + struct.pack(">Q", 60 * MIB))
+                    for _ in range(15):
+                        peer.sendall(chunk[:-1] if _ == 14 else chunk)
+                except (BrokenPipeError, ConnectionResetError):
+                    closed += 1
+            # sendall returned: all but a socket buffer of each part was taken by the kernel.
+            peak = peak_rss_bytes(pid)
+        finally:
+            for peer in peers:
+                peer.close()
+        print(f"kernel peak RSS: {before >> 20} MiB before, {peak >> 20} MiB after 16 x 60 MiB "
+              f"unfinished; {closed} connection(s) closed while sending")
+        # The budget (128 MiB), and what libzmq still frees of refused peers: never the 960.
+        assert peak < before + (320 << 20), (before, peak)
+        serves_on(km, kc)
+        log = stderr_path.read_text(errors="replace")
+        assert "refused peer" in log and "unfinished messages" in log, log[-2000:]
+
+
+def test_connections_past_the_cap_are_closed_as_they_come():
+    """300 connections at once: the gate serves 256 in all (the client's own among them) and
+    closes the rest as they come; the kernel serves on once they go."""
+    with kernel_under_attack() as (km, kc, stderr_path):
+        info = km.get_connection_info()
+        peers, greeted, closed = [], 0, 0
+        try:
+            for _ in range(300):
+                peers.append(socket.create_connection((info["ip"], info["shell_port"]),
+                                                      timeout=TIMEOUT))
+            for peer in peers:
+                # libzmq greets a peer it was handed; the gate closes one past the cap unread.
+                if peer.recv(1):
+                    greeted += 1
+                else:
+                    closed += 1
+        finally:
+            for peer in peers:
+                peer.close()
+        assert greeted + closed == 300
+        assert 240 <= greeted < 256 and closed > 44, (greeted, closed)
+        serves_on(km, kc)
+        log = stderr_path.read_text(errors="replace")
+        assert "more than 256 connections" in log, log[-2000:]
