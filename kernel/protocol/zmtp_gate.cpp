@@ -37,6 +37,27 @@ Fd connect_unix(const std::string& path) {
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0) return {};
   return fd;
 }
+// What `fd` has, up to `room` bytes: its length; 0 when nothing waits; -1 at its end or on an
+// error.
+ssize_t read_some(int fd, char* buffer, size_t room) {
+  ssize_t n = ::read(fd, buffer, room);
+  if (n > 0) return n;
+  return n < 0 && errno == EAGAIN ? 0 : -1;
+}
+
+// Sends what `queue` holds, as far as `fd` takes it; false once `fd` is gone (the queue is
+// dropped then: nobody will read it).
+bool send_queued(int fd, std::string& queue, bool& moved) {
+  ssize_t n = ::send(fd, queue.data(), queue.size(), MSG_NOSIGNAL);
+  if (n > 0) {
+    queue.erase(0, static_cast<size_t>(n));
+    moved = true;
+  } else if (n < 0 && errno != EAGAIN) {
+    queue.clear();
+    return false;
+  }
+  return true;
+}
 }  // namespace
 
 struct ZmtpGate::Passage {
@@ -151,52 +172,40 @@ void ZmtpGate::accept_all(size_t door) {
   }
 }
 
-// Moves what it can both ways, metering what the peer sends, until nothing moves.
+// Moves what it can both ways, metering what the peer sends, until nothing moves or for a few
+// rounds: then the others get a turn (epoll is level-triggered: what is left wakes it again),
+// so one peer streaming a large message never starves the heartbeat.
 void ZmtpGate::move(Passage& p) {
   char buffer[64 * 1024];
   bool moved = true;
-  while (moved && !p.done) {
+  for (int round = 0; moved && !p.done && round < 16; ++round) {
     moved = false;
     if (!p.outer_eof && p.up.size() < kQueueCap) {
-      ssize_t n = ::read(p.outer.get(), buffer, std::min(sizeof buffer, kQueueCap - p.up.size()));
-      if (n > 0) {
+      ssize_t n =
+          read_some(p.outer.get(), buffer, std::min(sizeof buffer, kQueueCap - p.up.size()));
+      if (n < 0) {
+        p.outer_eof = true;
+      } else if (n > 0) {
         if (!p.meter.feed(std::string_view(buffer, static_cast<size_t>(n))))
           return refuse(p, p.meter.why());
         enforce_budget();
         if (p.done) return;
         p.up.append(buffer, static_cast<size_t>(n));
         moved = true;
-      } else if (n == 0 || errno != EAGAIN) {
-        p.outer_eof = true;
       }
     }
-    if (!p.up.empty()) {
-      ssize_t n = ::send(p.inner.get(), p.up.data(), p.up.size(), MSG_NOSIGNAL);
-      if (n > 0) {
-        p.up.erase(0, static_cast<size_t>(n));
-        moved = true;
-      } else if (n < 0 && errno != EAGAIN) {
-        p.inner_eof = true, p.up.clear();
-      }
-    }
+    if (!p.up.empty() && !send_queued(p.inner.get(), p.up, moved)) p.inner_eof = true;
     if (!p.inner_eof && p.down.size() < kQueueCap) {
-      ssize_t n = ::read(p.inner.get(), buffer, std::min(sizeof buffer, kQueueCap - p.down.size()));
-      if (n > 0) {
+      ssize_t n =
+          read_some(p.inner.get(), buffer, std::min(sizeof buffer, kQueueCap - p.down.size()));
+      if (n < 0) {
+        p.inner_eof = true;
+      } else if (n > 0) {
         p.down.append(buffer, static_cast<size_t>(n));
         moved = true;
-      } else if (n == 0 || errno != EAGAIN) {
-        p.inner_eof = true;
       }
     }
-    if (!p.down.empty()) {
-      ssize_t n = ::send(p.outer.get(), p.down.data(), p.down.size(), MSG_NOSIGNAL);
-      if (n > 0) {
-        p.down.erase(0, static_cast<size_t>(n));
-        moved = true;
-      } else if (n < 0 && errno != EAGAIN) {
-        p.outer_eof = true, p.down.clear();
-      }
-    }
+    if (!p.down.empty() && !send_queued(p.outer.get(), p.down, moved)) p.outer_eof = true;
   }
   if (p.done) return;
   // Either side gone: what it sent before goes on, then both close.
@@ -214,7 +223,17 @@ void ZmtpGate::watch(Passage& p) {
       (!p.outer_eof && p.up.size() < kQueueCap ? in : none) | (!p.down.empty() ? out : none);
   uint32_t inner =
       (!p.inner_eof && p.down.size() < kQueueCap ? in : none) | (!p.up.empty() ? out : none);
+  // A side at its end is no longer watched at all: epoll reports a hang-up whatever one asks,
+  // and what is left for the other side waits on that side's own readiness.
+  constexpr uint32_t kGone = ~uint32_t{0};
   auto update = [&](Fd& fd, uint32_t want, uint32_t& have, uint64_t side) {
+    bool at_end = side ? p.inner_eof : p.outer_eof;
+    if (have == kGone) return;
+    if (at_end) {
+      (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd.get(), nullptr);
+      have = kGone;
+      return;
+    }
     if (want == have) return;
     epoll_event event{want, {}};
     event.data.u64 = (p.id << 1) | side;
