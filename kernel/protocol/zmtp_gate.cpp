@@ -137,10 +137,7 @@ void ZmtpGate::accept_all(size_t door) {
     Fd outer(
         ::accept4(doors_[door].listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!outer) return;  // EAGAIN, or a peer that left before it was accepted
-    auto say = [&](const std::string& why) {
-      std::lock_guard<std::mutex> lock(refusals_mutex_);
-      refusals_.push_back(doors_[door].channel + ": " + why);
-    };
+    auto say = [&](const std::string& why) { record_refusal(door, why); };
     if (passages_.size() >= limits_.max_connections) {
       say("more than " + std::to_string(limits_.max_connections) + " connections at once");
       continue;
@@ -243,11 +240,13 @@ void ZmtpGate::watch(Passage& p) {
   update(p.inner, inner, p.inner_watch, 1);
 }
 
+void ZmtpGate::record_refusal(size_t door, const std::string& why) {
+  std::lock_guard<std::mutex> lock(refusals_mutex_);
+  refusals_.push_back(doors_[door].channel + ": " + why);
+}
+
 void ZmtpGate::refuse(Passage& p, const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(refusals_mutex_);
-    refusals_.push_back(doors_[p.door].channel + ": " + why);
-  }
+  record_refusal(p.door, why);
   p.done = true;
   closing_.push_back(p.id);
 }

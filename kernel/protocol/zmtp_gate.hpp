@@ -50,6 +50,7 @@ class ZmtpGate {
   void run();
   void accept_all(size_t door);
   void move(Passage& p);
+  void record_refusal(size_t door, const std::string& why);  // for take_refusals
   void refuse(Passage& p, const std::string& why);
   void enforce_budget();
   void watch(Passage& p);

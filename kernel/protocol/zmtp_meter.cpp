@@ -19,9 +19,8 @@ bool ZmtpMeter::refuse(std::string why) {
 }
 
 bool ZmtpMeter::check_greeting() {
+  // The signature was checked as soon as it came (feed).
   auto octet = [&](size_t i) { return static_cast<uint8_t>(header_[i]); };
-  if (octet(0) != 0xFF || (octet(9) & 1) == 0)
-    return refuse("not a ZMTP 3 greeting (ZMTP 1.0 or another protocol)");
   if (octet(10) < 3) return refuse("ZMTP " + std::to_string(octet(10)) + ".x: only 3.x is served");
   std::string_view mechanism(header_.data() + 12, 20);
   if (mechanism != std::string_view("NULL\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 20))
