@@ -55,6 +55,8 @@ void Kernel::finish_cell(const json& done) {
   flush_streams(true);
   tell_comm_drops();
   handle_egress();  // decisions still queued belong to this cell
+  // And the workspace broker's refusals: each was sent before its call returned in the cell.
+  if (surveys_workspace()) handle_surveys();
   Cell& cell = *cell_;
   if (cell.memory_limit && worker_) {
     std::string why;

@@ -167,7 +167,8 @@ void Kernel::poll_once() {
     items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
   }
   size_t survey_index = items.size();
-  bool survey_awaited = surveys_workspace() && surveys_answered_ < surveys_sent_;
+  // Survey replies, and the broker's refusals whenever they come.
+  bool survey_awaited = surveys_workspace();
   if (survey_awaited) items.push_back({nullptr, worker_->status_fd(), ZMQ_POLLIN, 0});
   size_t egress_index = items.size();
   if (egress_) items.push_back({nullptr, egress_->decisions_fd(), ZMQ_POLLIN, 0});

@@ -54,6 +54,14 @@ void Kernel::schedule_survey(Clock::time_point now) {
 }
 
 void Kernel::handle_surveys() {
+  for (auto& refusal : worker_->take_refusals()) {
+    audit_.record("workspace_refusal", {{"path", refusal.path}, {"reason", refusal.reason}});
+    workspace_notices_ += "[belljar] the sandbox may not change " + refusal.path + " (" +
+                          refusal.reason +
+                          "): refused. In the workspace it changes ordinary files and folders "
+                          "only; --writable PATTERN opens a path.\n";
+  }
+  if (executing() && !held_frame_) tell_workspace_notices();
   if (!worker_) return;
   while (auto survey = worker_->take_survey()) {
     ++surveys_answered_;

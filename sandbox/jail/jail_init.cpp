@@ -54,7 +54,7 @@ int reap_all(pid_t worker) {
   return worker_status;
 }
 
-pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report) {
+pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report, int broker) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_errno("pipe2");
   Fd error_r(pipe_fds[0]), error_w(pipe_fds[1]);
@@ -63,6 +63,8 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report) {
   options.limits.open_files = spec.open_files;
   if (!(go_flags & kGoMemoryCgroup)) options.limits.memory = spec.memory_bytes;
   if (!(go_flags & kGoPidsCgroup)) options.limits.processes = spec.pids;
+  options.seccomp.broker = spec.broker;
+  options.broker_channel = broker;
   pid_t worker = ::fork();
   if (worker < 0) throw_errno("fork(worker)");
   if (worker == 0) {
@@ -170,7 +172,8 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
 
     // Best effort: seccomp refuses the calls anyway (jail_memory.hpp).
     zero_sysv_ipc_limits();
-    pid_t worker = start_worker(spec, go, channels.report);
+    pid_t worker = start_worker(spec, go, channels.report, channels.broker);
+    ::close(channels.broker);  // the listener went out from the worker, before its exec
     // Reaping and signalling its own uid's processes needs no capabilities: keep none.
     drop_capabilities();
     send_report(channels.report, ReadyReport{});

@@ -17,6 +17,7 @@ inline constexpr unsigned char kGoPidsCgroup = 2;
 struct InitChannels {
   int go = -1;      // read end; one byte of kGo* flags once the maps and cgroups are in place
   int report = -1;  // write end; reports (jail_reports.hpp) to the warden: ready / error / exit
+  int broker = -1;  // the worker sends its filter's listener to the warden's broker on it
 };
 
 // Runs in the child of the warden's clone(); never returns.

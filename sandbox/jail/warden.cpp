@@ -19,12 +19,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "sandbox/jail/jail_init.hpp"
 #include "sandbox/jail/jail_memory.hpp"
 #include "sandbox/jail/worker_exec.hpp"
+#include "sandbox/jail/workspace_broker.hpp"
 #include "sandbox/jail/workspace_watch.hpp"
 #include "sandbox/jail_protocol/jail_channel.hpp"
 #include "sandbox/jail_protocol/jail_reports.hpp"
@@ -32,6 +34,7 @@
 #include "sandbox/layers/cgroup.hpp"
 #include "sandbox/layers/mounts.hpp"
 #include "sandbox/layers/user_namespace.hpp"
+#include "sandbox/os/fd_passing.hpp"
 #include "sandbox/os/path_parts.hpp"
 #include "sandbox/os/setup_error.hpp"
 #include "sandbox/os/small_file.hpp"
@@ -49,6 +52,18 @@ struct Pipe {
     if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe2");
     read.reset(fds[0]);
     write.reset(fds[1]);
+  }
+};
+
+// The worker's filter listener travels on it, from the worker (before its exec) to us.
+struct BrokerChannel {
+  Fd ours, theirs;
+  BrokerChannel() {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
+      throw_errno("socketpair(broker)");
+    ours.reset(fds[0]);
+    theirs.reset(fds[1]);
   }
 };
 
@@ -128,7 +143,7 @@ class Warden {
     cleanup();
     std::string text = message;
     if (text.rfind("jail init: ", 0) != 0 && text.rfind("worker: ", 0) != 0) text = "jail: " + text;
-    send_report(control_.get(), ErrorReport{text});
+    report(ErrorReport{text});
   }
 
   void make_cgroup() {
@@ -183,6 +198,7 @@ class Warden {
     make_cgroup();
 
     Pipe go, report;
+    BrokerChannel broker;
     // A raw clone() behaves like fork() here: one thread, and the child continues below.
     const unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
                                 CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
@@ -203,12 +219,15 @@ class Warden {
       signals_.reset();
       go.write.reset();
       report.read.reset();
-      run_jail_init(spec_, std::move(trees), guards, {go.read.release(), report.write.release()});
+      broker.ours.reset();
+      run_jail_init(spec_, std::move(trees), guards,
+                    {go.read.release(), report.write.release(), broker.theirs.release()});
     }
     child_ = static_cast<pid_t>(pid);
     trees.clear();
     go.read.reset();
     report.write.reset();
+    broker.theirs.reset();
     // The egress channel is init's now: with no copy left here, the proxy sees it close when
     // init goes.
     if (spec_.egress_port != 0) ::close(kEgressChannelFd);
@@ -240,6 +259,7 @@ class Warden {
           if (auto* error = std::get_if<ErrorReport>(&report)) throw SetupError(error->message);
           if (std::holds_alternative<ReadyReport>(report)) {
             worker_host_pid_ = child_of(child_);
+            start_broker(broker.ours.get(), kSandboxUid, kSandboxGid, jail_writable_roots());
             ready();
             reader_ = std::move(reader);
             return;
@@ -297,6 +317,7 @@ class Warden {
     if (!cgroup_.limits_memory()) options.limits.memory = spec_.memory_bytes;
     if (!cgroup_.limits_pids()) options.limits.processes = spec_.pids;
     options.seccomp.refuse_inet = true;
+    options.seccomp.broker = spec_.broker;
     options.landlock = true;
     for (const auto& bind : spec_.binds) {
       if (bind.kind == JailBind::Kind::read_only)
@@ -310,7 +331,12 @@ class Warden {
     // Not /tmp nor /dev/shm: both are the host's, shared with every process on it.
     options.landlock_rules.read_write.push_back(session_dir_);
 
+    // The broker may make names where the worker may write, and nowhere else: Landlock's
+    // limits bind the worker, not the warden's thread that acts for it.
+    std::vector<std::string> writable_roots = options.landlock_rules.read_write;
     Pipe go, errors;
+    BrokerChannel broker;
+    options.broker_channel = broker.theirs.get();
     pid_t pid = ::fork();
     if (pid < 0) throw_errno("fork(worker)");
     if (pid == 0) {
@@ -318,6 +344,7 @@ class Warden {
       signals_.reset();
       go.write.reset();
       errors.read.reset();
+      broker.ours.reset();
       unsigned char byte;
       if (::read(go.read.get(), &byte, 1) != 1) _exit(1);
       exec_worker(spec_, options, errors.write.get());
@@ -325,6 +352,7 @@ class Warden {
     child_ = pid;
     go.read.reset();
     errors.write.reset();
+    broker.theirs.reset();
     if (!cgroup_.empty()) cgroup_.attach(child_);
     unsigned char byte = go_flags();
     if (::write(go.write.get(), &byte, 1) != 1) throw_errno("write(go)");
@@ -333,7 +361,55 @@ class Warden {
     if (!failure.empty()) throw SetupError(failure);
     null_stdio();
     worker_host_pid_ = child_;
+    start_broker(broker.ours.get(), spec_.host_uid, spec_.host_gid, writable_roots);
     ready();
+  }
+
+  // The worker's filter listener, sent before its exec: from now on the broker decides every
+  // change to a name. No listener, no session: the filter would leave those calls unanswered.
+  void start_broker(int channel, uid_t sandbox_uid, gid_t sandbox_gid,
+                    std::vector<std::string> writable_roots) {
+    if (!spec_.broker) {
+      notes_.push_back(
+          "workspace broker: OFF (BELLJAR_BENCH_WORKSPACE_BROKER_OFF=1, for the benchmark's "
+          "comparison only): the sandbox may create, rename and remove any name in the "
+          "workspace");
+      return;
+    }
+    int status = 0;
+    Fd listener = receive_fd(channel, status);
+    if (!listener)
+      throw SetupError("the worker sent no seccomp listener for the workspace broker (" +
+                       (status > 0 ? errno_text(status) : std::string("none")) + ")");
+    BrokerSettings settings;
+    settings.workspace = spec_.workspace;
+    settings.rule.protect = spec_.protect_patterns;
+    settings.rule.writable = spec_.writable_patterns;
+    settings.writable_roots = std::move(writable_roots);
+    settings.switch_ids = spec_.host_root;
+    settings.host_uid = spec_.host_uid;
+    settings.host_gid = spec_.host_gid;
+    settings.sandbox_uid = sandbox_uid;
+    settings.sandbox_gid = sandbox_gid;
+    broker_.emplace(std::move(listener), std::move(settings), [this](const BrokerRefusal& r) {
+      report(RefusalReport{r.path, r.change + ": " + r.reason});
+    });
+  }
+
+  // Every report to the supervisor goes through here: the broker's thread sends refusals on
+  // the same socket, a whole frame at a time.
+  void report(const JailReport& what) {
+    std::lock_guard<std::mutex> lock(report_mutex_);
+    send_report(control_.get(), what);
+  }
+
+  // The full jail's writable places (mounts.cpp): the workspace, its private temporary
+  // directories and home, and the devices bound in.
+  std::vector<std::string> jail_writable_roots() const {
+    std::vector<std::string> roots = {spec_.workspace, "/tmp", "/dev/shm", kSandboxHome};
+    for (const auto& bind : spec_.binds)
+      if (bind.kind == JailBind::Kind::device) roots.push_back(bind.target);
+    return roots;
   }
 
   void ready() {
@@ -348,7 +424,7 @@ class Warden {
           "memory: the warden samples the session's total (anonymous and shared "
           "memory, PSS, over every process) and stops the sandbox past --memory");
     }
-    send_report(control_.get(), ReadyReport{worker_host_pid_, cgroup_.paths(), notes_});
+    report(ReadyReport{worker_host_pid_, cgroup_.paths(), notes_});
   }
 
   // After setup: relay the worker's end, forward signals, and go when the jail is gone.
@@ -437,11 +513,8 @@ class Warden {
       return;  // the supervisor is ours: a request it did not mean to send is dropped
     }
     SurveyReport reply;
-    if (watch_)
-      reply = watch_->survey(request.baseline, request.measure);
-    else
-      reply.error = "no mount namespace to guard the workspace in";
-    send_report(control_.get(), reply);
+    if (watch_) reply = watch_->survey(request.baseline, request.measure);
+    report(reply);
   }
 
   int sample_timeout_ms() const {
@@ -493,7 +566,7 @@ class Warden {
     double cpu = cgroup_.empty() ? -1 : cgroup_.cpu_seconds();
     exit_report->cpu_ns = cpu < 0 ? -1 : static_cast<int64_t>(cpu * 1e9);
     exit_report->peak_memory_bytes = cgroup_.empty() ? 0 : cgroup_.peak_memory_bytes();
-    send_report(control_.get(), *exit_report);
+    report(*exit_report);
     cleanup();
     return 0;
   }
@@ -522,6 +595,7 @@ class Warden {
   }
 
   Fd control_;
+  std::mutex report_mutex_;  // control_'s writes: the main thread's and the broker's
   Fd signals_;
   JailSpec spec_;
   std::vector<std::string> notes_;
@@ -531,7 +605,8 @@ class Warden {
   pid_t worker_host_pid_ = -1;
   Fd from_init_;
   std::optional<FrameReader> reader_;
-  std::optional<WorkspaceWatch> watch_;  // namespaces mode: the workspace's guards
+  std::optional<WorkspaceWatch> watch_;    // namespaces mode: the workspace's guards
+  std::optional<WorkspaceBroker> broker_;  // every change to a name, decided before it is made
   std::string session_dir_;              // landlock mode: the private home and temporary directory
   std::optional<SessionMemory> memory_;  // no memory cgroup: the session's total, sampled
   std::chrono::steady_clock::time_point next_sample_;

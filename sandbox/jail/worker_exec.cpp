@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sandbox/layers/privileges.hpp"
+#include "sandbox/os/fd_passing.hpp"
 #include "sandbox/os/setup_error.hpp"
 
 namespace belljar {
@@ -54,7 +55,14 @@ void exec_worker(const JailSpec& spec, const WorkerExecOptions& options, int err
     envp.push_back(nullptr);
 
     // Last: a filter installed any earlier would constrain the setup above as well.
-    install_seccomp(options.seccomp);
+    Fd listener = install_seccomp(options.seccomp);
+    if (options.seccomp.broker) {
+      // The worker must not keep it: whoever holds the listener answers the brokered calls.
+      if (int error = send_fd(options.broker_channel, listener.get()))
+        throw_errno("sending the broker its listener", error);
+      listener.reset();
+      ::close(options.broker_channel);
+    }
     ::execve(spec.exec_path.c_str(), argv.data(), envp.data());
     throw_errno("execve(" + spec.exec_path + ")");
   } catch (const std::exception& e) {

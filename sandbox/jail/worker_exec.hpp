@@ -18,6 +18,8 @@ struct WorkerExecOptions {
   bool landlock = false;
   LandlockRules landlock_rules;
   SeccompOptions seccomp;
+  // With seccomp.broker: the socket the filter's listener goes out on, to the warden's broker.
+  int broker_channel = -1;
 };
 
 // Runs in the freshly forked worker, whose fds 0-3 are already the documented ones. On any

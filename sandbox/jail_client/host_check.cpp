@@ -97,10 +97,12 @@ std::string userns_problem(int err) {
   return "user namespaces are unavailable (" + why + ")";
 }
 
+// Filters with errno actions, and user notification (the workspace broker's, Linux 5.0+).
 bool seccomp_available() {
   if (::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL) return false;
   std::string actions = read_first_line("/proc/sys/kernel/seccomp/actions_avail");
-  return actions.empty() || actions.find("errno") != std::string::npos;
+  return actions.empty() || (actions.find("errno") != std::string::npos &&
+                             actions.find("user_notif") != std::string::npos);
 }
 
 // As root with a workspace the sandbox user does not own: try the idmapped copy for real.
@@ -188,7 +190,9 @@ std::vector<LayerReport::Line> LayerReport::lines() const {
   if (user_ns && mount_ns && pid_ns) ns_line("a fresh /proc", fresh_proc);
   out.push_back(
       {"seccomp", seccomp,
-       seccomp ? "filters with errno actions" : "unavailable (no CONFIG_SECCOMP_FILTER)"});
+       seccomp ? "filters with errno actions and user notification"
+               : "unavailable (no CONFIG_SECCOMP_FILTER, or no user notification before Linux "
+                 "5.0)"});
   out.push_back({"Landlock", landlock_abi > 0,
                  landlock_abi > 0 ? "ABI " + std::to_string(landlock_abi)
                                   : "unavailable (not built in or not in lsm=)"});
@@ -236,8 +240,10 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
   else if (!plan.namespaces)
     refuse("namespaces are incomplete (" + host.ns_problem + ")", "allow them " + degraded_fix);
   if (!host.seccomp)
-    refuse("seccomp is unavailable (kernel without CONFIG_SECCOMP_FILTER)",
-           "use a kernel with it " + degraded_fix);
+    refuse(
+        "seccomp is unavailable (kernel without CONFIG_SECCOMP_FILTER, or without user "
+        "notification, which the workspace broker needs: Linux 5.0+)",
+        "use a kernel with it " + degraded_fix);
 
   if (plan.namespaces) {
     plan.uses.push_back("namespaces: user, mount, pid, network, ipc, uts, cgroup");
@@ -301,6 +307,12 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
         "unix/inet/netlink and netlink protocols beyond NETLINK_ROUTE; memfd_create and SysV "
         "IPC (shmget, msgget, semget) get ENOSYS: memory no process maps, which the memory "
         "cap could not count");
+  if (host.seccomp)
+    plan.uses.push_back(
+        "workspace broker: every create, rename, remove, symlink and mode change, and every "
+        "open for writing, is stopped by seccomp and decided outside the sandbox before it is "
+        "made (no dot-path, nothing in a Python environment, nothing --protect names; no hard "
+        "links)");
   plan.uses.push_back("privileges: no capabilities, no_new_privs, new session, core dumps off");
 
   if (!host.cgroups.v2.empty())

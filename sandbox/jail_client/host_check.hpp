@@ -17,7 +17,7 @@ struct LayerReport {
        cgroup_ns = false;
   bool fresh_proc = false;  // a procfs can be mounted in them (not below a masked /proc)
   std::string ns_problem;   // the first unshare() (or the /proc mount) that failed
-  bool seccomp = false;     // seccomp filters with errno actions
+  bool seccomp = false;     // seccomp filters with errno actions and user notification
   int landlock_abi = 0;     // 0: no Landlock
   CgroupParents cgroups;    // where a sandbox cgroup can go (empty: rlimits instead)
 

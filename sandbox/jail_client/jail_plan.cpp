@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "sandbox/jail_client/environment.hpp"
 #include "sandbox/jail_client/python_layout.hpp"
@@ -234,6 +235,9 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
   guard_kernel_files(policy, spec);
   if (mode == JailSpec::Mode::landlock) refuse_unmaskable_secrets(spec);
   spec.protect_patterns = protected_patterns(policy);
+  spec.writable_patterns = policy.writable;
+  const char* broker_off = std::getenv("BELLJAR_BENCH_WORKSPACE_BROKER_OFF");
+  spec.broker = !(broker_off && std::string(broker_off) == "1");
   spec.workspace_quota_bytes = policy.workspace_quota_bytes;
 
   spec.argv = worker_argv(spec.exec_path, package.string());

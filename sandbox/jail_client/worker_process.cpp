@@ -382,7 +382,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
         ::fcntl(control.get(), F_SETFL, O_NONBLOCK);
         wp.status_ = std::move(control);
         wp.status_reader_ = std::move(reader);  // holds whatever followed the ready report
-        wp.guards_workspace_ = plan.namespaces;
+        wp.guards_workspace_ = true;  // surveys (namespaces) and the broker's refusals (both)
         wp.landlocked_ = !plan.namespaces;
         return wp;
       }
@@ -437,6 +437,9 @@ void WorkerProcess::read_status() {
       exit_report_ = *exit;
     else if (auto* survey = std::get_if<SurveyReport>(&report); survey && surveys_.size() < 16)
       surveys_.push_back(std::move(*survey));
+    else if (auto* refusal = std::get_if<RefusalReport>(&report);
+             refusal && refusals_.size() < 4096)
+      refusals_.push_back(std::move(*refusal));
   }
   if (status_reader_->broken()) kill();
 }
@@ -456,6 +459,11 @@ std::optional<SurveyReport> WorkerProcess::take_survey() {
   SurveyReport first = std::move(surveys_.front());
   surveys_.pop_front();
   return first;
+}
+
+std::vector<RefusalReport> WorkerProcess::take_refusals() {
+  read_status();
+  return std::exchange(refusals_, {});
 }
 
 std::optional<WorkerExit> WorkerProcess::poll_exit() {

@@ -85,11 +85,14 @@ class WorkerProcess {
   // The caller hands it to the EgressProxy.
   Fd take_egress_channel() { return std::move(egress_channel_); }
 
-  // The workspace guard (workspace_watch.hpp), full jail only: ask the warden to survey the
-  // workspace again; its reply arrives on status_fd() and is taken with take_survey().
+  // The workspace guard (workspace_watch.hpp; the full jail) and the broker's refusals (both
+  // modes): ask the warden to survey the workspace again; its reply arrives on status_fd() and
+  // is taken with take_survey().
   bool guards_workspace() const { return guards_workspace_; }
   void request_survey(std::optional<uint64_t> baseline, bool measure);
   std::optional<SurveyReport> take_survey();
+  // The broker's refusals (each path once), in the order it made them.
+  std::vector<RefusalReport> take_refusals();
 
   void interrupt();  // SIGINT to the Python process (its process group)
   void kill();       // SIGKILL to everything in the sandbox
@@ -118,6 +121,7 @@ class WorkerProcess {
   std::vector<std::string> notes_;
   std::optional<ExitReport> exit_report_;
   std::deque<SurveyReport> surveys_;
+  std::vector<RefusalReport> refusals_;
   bool guards_workspace_ = false;
   // Landlock mode: the warden has a private directory on the host's /tmp to remove at the end,
   // so it is asked to end (SIGTERM) before it is killed.

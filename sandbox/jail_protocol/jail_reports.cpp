@@ -6,7 +6,7 @@ namespace belljar {
 
 namespace {
 
-enum class ReportKind { ready, error, exit, survey };
+enum class ReportKind { ready, error, exit, survey, refusal };
 
 const char* report_kind_name(ReportKind kind) {
   switch (kind) {
@@ -18,12 +18,15 @@ const char* report_kind_name(ReportKind kind) {
       return "exit";
     case ReportKind::survey:
       return "survey";
+    case ReportKind::refusal:
+      return "refusal";
   }
   return "error";
 }
 
 std::optional<ReportKind> report_kind_from(std::string_view name) {
-  for (auto kind : {ReportKind::ready, ReportKind::error, ReportKind::exit, ReportKind::survey})
+  for (auto kind : {ReportKind::ready, ReportKind::error, ReportKind::exit, ReportKind::survey,
+                    ReportKind::refusal})
     if (name == report_kind_name(kind)) return kind;
   return std::nullopt;
 }
@@ -79,6 +82,13 @@ struct Encoder {
         .number("memory_total_bytes", r.memory_total_bytes)
         .signed_number("cpu_ns", r.cpu_ns)
         .number("peak_memory_bytes", r.peak_memory_bytes);
+    return out;
+  }
+  RecordWriter operator()(const RefusalReport& r) const {
+    RecordWriter out;
+    out.text("event", report_kind_name(ReportKind::refusal))
+        .text("path", r.path)
+        .text("reason", r.reason);
     return out;
   }
   RecordWriter operator()(const SurveyReport& r) const {
@@ -147,6 +157,8 @@ JailReport decode_report(std::string_view bytes) {
       r.peak_memory_bytes = record.number_or("peak_memory_bytes", 0);
       return r;
     }
+    case ReportKind::refusal:
+      return RefusalReport{record.required_text("path"), record.required_text("reason")};
     case ReportKind::survey: {
       SurveyReport r;
       for (auto guard_bytes : record.all("guarded")) {

@@ -73,7 +73,14 @@ struct SurveyReport {
   uint64_t micros = 0;     // how long the survey took
 };
 
-using JailReport = std::variant<ReadyReport, ErrorReport, ExitReport, SurveyReport>;
+// A change the workspace broker refused, sent the moment it refuses it (before the refused call
+// returns in the cell), once per path.
+struct RefusalReport {
+  std::string path;    // relative to the workspace
+  std::string reason;  // "create: a dot-path, which host tools read", ...
+};
+
+using JailReport = std::variant<ReadyReport, ErrorReport, ExitReport, SurveyReport, RefusalReport>;
 
 std::string encode(const JailReport& report);
 // encode() sent as one frame (jail_channel.hpp); false when the reader is gone.

@@ -69,6 +69,8 @@ std::string JailSpec::encode() const {
     out.record("link", RecordWriter().text("path", l.path).text("points_to", l.points_to));
   out.texts("hide", hide_patterns)
       .texts("protect", protect_patterns)
+      .texts("writable", writable_patterns)
+      .flag("broker", broker)
       .number("workspace_quota_bytes", workspace_quota_bytes)
       .text("exec_path", exec_path)
       .texts("argv", argv)
@@ -111,6 +113,8 @@ JailSpec JailSpec::decode(std::string_view bytes) {
   }
   spec.hide_patterns = record->texts("hide");
   spec.protect_patterns = record->texts("protect");
+  spec.writable_patterns = record->texts("writable");
+  spec.broker = record->required_flag("broker");
   spec.workspace_quota_bytes = record->required_number("workspace_quota_bytes");
   spec.exec_path = record->required_text("exec_path");
   spec.argv = record->texts("argv");

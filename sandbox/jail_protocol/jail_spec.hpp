@@ -65,10 +65,15 @@ struct JailSpec {
   std::string workspace;        // absolute, resolved; mounted at the same path
   std::vector<JailBind> binds;  // system dirs, /etc files, interpreter, worker package, --ro
   std::vector<JailLink> links;  // /lib -> usr/lib and the like, mirrored from the host
-  std::vector<std::string> hide_patterns;     // defaults + --hide
-  std::vector<std::string> protect_patterns;  // defaults - --writable + --protect
-  uint64_t workspace_quota_bytes = 0;         // 0: none
-  std::string exec_path;                      // the interpreter as the jail sees it
+  std::vector<std::string> hide_patterns;      // defaults + --hide
+  std::vector<std::string> protect_patterns;   // defaults - --writable + --protect
+  std::vector<std::string> writable_patterns;  // --writable: opened despite the workspace rule
+  // The workspace broker decides every change to a name (jail/workspace_broker.hpp). Off only
+  // for bench/workspace.py's comparison (BELLJAR_BENCH_WORKSPACE_BROKER_OFF=1), said in the
+  // kernel's notes.
+  bool broker = true;
+  uint64_t workspace_quota_bytes = 0;  // 0: none
+  std::string exec_path;               // the interpreter as the jail sees it
   std::vector<std::string> argv;
   std::vector<std::string> env;  // NAME=VALUE, built from the allowlist
   std::vector<JailFile> files;   // namespaces mode only: the CA bundle for bound secrets

@@ -1,13 +1,16 @@
 #include "sandbox/layers/seccomp_filter.hpp"
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -28,6 +31,9 @@ constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWUSER,  CLONE_NEWNS,  CLONE
 
 // Newer than this libseccomp's syscall table (Linux 6.6, same number on x86_64 and arm64).
 constexpr int kFchmodat2 = 452;
+// Newer than some headers: a brokered call, once taken by the broker, waits for its answer
+// through any signal but a fatal one.
+constexpr unsigned long kWaitKillableRecv = 1UL << 5;
 // O_TMPFILE also creates a file with a mode; its value includes O_DIRECTORY.
 constexpr scmp_datum_t kOTmpfile = 020000000;
 
@@ -38,6 +44,37 @@ using Filter = std::unique_ptr<void, FilterDeleter>;
 
 void check(int rc, const std::string& what) {
   if (rc < 0) throw_errno(what, -rc);
+}
+
+int syscall_number(const std::string& name) {
+  if (name == "fchmodat2") return kFchmodat2;
+  return seccomp_syscall_resolve_name(name.c_str());
+}
+
+// The broker's calls go to the listener; an open only when it may write, create or truncate
+// (reads cost nothing). The broker refuses setuid/setgid modes itself, so the mode rules
+// below are left out: two actions on one call would be libseccomp's to order, not ours.
+void add_broker_rules(void* ctx) {
+  const scmp_datum_t writing[] = {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, kOTmpfile};
+  for (const auto& name : brokered_syscalls()) {
+    int nr = syscall_number(name);
+    if (nr == __NR_SCMP_ERROR) continue;
+    int flags_arg = name == "open" ? 1 : name == "openat" ? 2 : -1;
+    if (flags_arg < 0) {
+      check(seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0), "seccomp_rule_add(notify " + name + ")");
+      continue;
+    }
+    for (scmp_datum_t bit : writing) {
+      scmp_arg_cmp flags{static_cast<unsigned>(flags_arg), SCMP_CMP_MASKED_EQ, bit, bit};
+      check(seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, nr, 1, &flags),
+            "seccomp_rule_add(notify " + name + " for writing)");
+    }
+  }
+  // A hard link is a second name for a file the rule judged under its first (a masked .env,
+  // a protected hook): never made.
+  for (const char* name : {"link", "linkat"})
+    check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(name), 0),
+          std::string("seccomp_rule_add(") + name + ")");
 }
 
 Filter build(const SeccompOptions& options) {
@@ -72,26 +109,30 @@ Filter build(const SeccompOptions& options) {
     unsigned mode_arg;
     int flags_arg;  // -1: the call always creates or chmods
   };
-  const ModeArg mode_calls[] = {
-      {"chmod", SCMP_SYS(chmod), 1, -1},       {"fchmod", SCMP_SYS(fchmod), 1, -1},
-      {"fchmodat", SCMP_SYS(fchmodat), 2, -1}, {"fchmodat2", kFchmodat2, 2, -1},
-      {"creat", SCMP_SYS(creat), 1, -1},       {"mknod", SCMP_SYS(mknod), 1, -1},
-      {"mknodat", SCMP_SYS(mknodat), 2, -1},   {"open", SCMP_SYS(open), 2, 1},
-      {"openat", SCMP_SYS(openat), 3, 2}};
-  for (const auto& call : mode_calls) {
-    for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
-      scmp_arg_cmp mode{call.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
-      if (call.flags_arg < 0) {
-        check(seccomp_rule_add_array(ctx.get(), eperm, call.nr, 1, &mode),
-              std::string("seccomp_rule_add(") + call.name + " setuid/setgid)");
-        continue;
-      }
-      for (scmp_datum_t create : {scmp_datum_t{O_CREAT}, scmp_datum_t{kOTmpfile}}) {
-        scmp_arg_cmp flags{static_cast<unsigned>(call.flags_arg), SCMP_CMP_MASKED_EQ, create,
-                           create};
-        scmp_arg_cmp both[2] = {flags, mode};
-        check(seccomp_rule_add_array(ctx.get(), eperm, call.nr, 2, both),
-              std::string("seccomp_rule_add(") + call.name + " creating setuid/setgid)");
+  if (options.broker) {
+    add_broker_rules(ctx.get());
+  } else {
+    const ModeArg mode_calls[] = {
+        {"chmod", SCMP_SYS(chmod), 1, -1},       {"fchmod", SCMP_SYS(fchmod), 1, -1},
+        {"fchmodat", SCMP_SYS(fchmodat), 2, -1}, {"fchmodat2", kFchmodat2, 2, -1},
+        {"creat", SCMP_SYS(creat), 1, -1},       {"mknod", SCMP_SYS(mknod), 1, -1},
+        {"mknodat", SCMP_SYS(mknodat), 2, -1},   {"open", SCMP_SYS(open), 2, 1},
+        {"openat", SCMP_SYS(openat), 3, 2}};
+    for (const auto& call : mode_calls) {
+      for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
+        scmp_arg_cmp mode{call.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+        if (call.flags_arg < 0) {
+          check(seccomp_rule_add_array(ctx.get(), eperm, call.nr, 1, &mode),
+                std::string("seccomp_rule_add(") + call.name + " setuid/setgid)");
+          continue;
+        }
+        for (scmp_datum_t create : {scmp_datum_t{O_CREAT}, scmp_datum_t{kOTmpfile}}) {
+          scmp_arg_cmp flags{static_cast<unsigned>(call.flags_arg), SCMP_CMP_MASKED_EQ, create,
+                             create};
+          scmp_arg_cmp both[2] = {flags, mode};
+          check(seccomp_rule_add_array(ctx.get(), eperm, call.nr, 2, both),
+                std::string("seccomp_rule_add(") + call.name + " creating setuid/setgid)");
+        }
       }
     }
   }
@@ -168,9 +209,40 @@ const std::vector<std::string>& unaccounted_memory_syscalls() {
   return names;
 }
 
-void install_seccomp(const SeccompOptions& options) {
+const std::vector<std::string>& brokered_syscalls() {
+  static const std::vector<std::string> names = {
+      "open",      "openat",  "creat",     "mkdir",  "mkdirat",  "mknod",
+      "mknodat",   "unlink",  "unlinkat",  "rmdir",  "rename",   "renameat",
+      "renameat2", "symlink", "symlinkat", "chmod",  "fchmod",   "fchmodat",
+      "fchmodat2", "chown",   "lchown",    "fchown", "fchownat", "truncate"};
+  return names;
+}
+
+Fd install_seccomp(const SeccompOptions& options) {
   Filter ctx = build(options);
-  check(seccomp_load(ctx.get()), "seccomp_load");
+  if (!options.broker) {
+    check(seccomp_load(ctx.get()), "seccomp_load");
+    return Fd();
+  }
+  // Loaded by hand: libseccomp 2.5 cannot ask for WAIT_KILLABLE_RECV, without which a signal
+  // (an interrupt) arriving after the broker took a call would restart a call it already made.
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe2");
+  Fd read_end(fds[0]), write_end(fds[1]);
+  check(seccomp_export_bpf(ctx.get(), write_end.get()), "seccomp_export_bpf");
+  write_end.reset();
+  std::string program = read_to_eof(read_end.get());
+  if (program.empty() || program.size() % sizeof(sock_filter) != 0)
+    throw SetupError("seccomp_export_bpf: a program of " + std::to_string(program.size()) +
+                     " bytes");
+  sock_fprog prog{static_cast<unsigned short>(program.size() / sizeof(sock_filter)),
+                  reinterpret_cast<sock_filter*>(program.data())};
+  unsigned long flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | kWaitKillableRecv;
+  long fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+  if (fd < 0 && errno == EINVAL)  // before Linux 5.19
+    fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+  if (fd < 0) throw_errno("seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER)");
+  return Fd(static_cast<int>(fd));
 }
 
 std::string seccomp_pseudo_code(const SeccompOptions& options) {

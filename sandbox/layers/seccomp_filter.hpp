@@ -6,11 +6,20 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/os/fd.hpp"
+
 namespace belljar {
 
 struct SeccompOptions {
   bool refuse_inet = false;  // degraded mode, no network namespace: AF_INET/AF_INET6 refused too
+  // Every call that makes, changes, renames or removes a name (and every open for writing) is
+  // stopped and handed to the workspace broker (sandbox/jail/workspace_broker.hpp) through the
+  // filter's listener; hard links are refused outright.
+  bool broker = false;
 };
+
+// The calls the broker decides, by name, for `belljar check` and the tests.
+const std::vector<std::string>& brokered_syscalls();
 
 // Names of the syscalls refused outright, for `belljar check` and the tests.
 const std::vector<std::string>& refused_syscalls();
@@ -19,8 +28,10 @@ const std::vector<std::string>& refused_syscalls();
 // queues and semaphores), which the session's memory cap could not count.
 const std::vector<std::string>& unaccounted_memory_syscalls();
 
-// Loads the filter into the calling thread (and what it execs). Throws SetupError.
-void install_seccomp(const SeccompOptions& options);
+// Loads the filter into the calling thread (and what it execs). Throws SetupError. With
+// `broker`, returns the filter's listener (close-on-exec): whoever holds it answers the
+// brokered calls, so it must leave this process before exec.
+Fd install_seccomp(const SeccompOptions& options);
 
 // The filter as libseccomp's pseudo-code, for debugging and tests.
 std::string seccomp_pseudo_code(const SeccompOptions& options);

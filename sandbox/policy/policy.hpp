@@ -52,7 +52,7 @@ struct Policy {
   // in the workspace. Set by the command line, not a flag.
   std::vector<std::filesystem::path> kernel_files;
   std::vector<std::string> protect;   // extra read-only globs, on top of the defaults
-  std::vector<std::string> writable;  // default read-only globs lifted (--writable)
+  std::vector<std::string> writable;  // paths the workspace rule opens (--writable)
   std::vector<HostRule> allow_net;
   std::vector<std::string> pass_env;
   std::vector<std::pair<std::string, std::string>> set_env;

@@ -78,15 +78,6 @@ uint64_t count_within(const std::string& flag, const std::string& value, uint64_
   return n;
 }
 
-std::string lifted_pattern(const std::string& flag, const std::string& value) {
-  const auto& defaults = default_protected_patterns();
-  if (std::find(defaults.begin(), defaults.end(), value) != defaults.end()) return value;
-  std::string all;
-  for (const auto& p : defaults) all += (all.empty() ? "" : " ") + p;
-  throw UsageError(flag + " " + value + ": not one of the default read-only patterns (" + all +
-                   ")");
-}
-
 std::pair<std::string, std::string> env_assignment(const std::string& flag,
                                                    const std::string& value) {
   auto eq = value.find('=');
@@ -165,11 +156,12 @@ const std::array kFlags = {
         .repeatable = true,
         .fallback = "none",
         .meaning =
-            "lift one of the default read-only patterns, e.g. --writable .git to commit from "
-            "inside (repeatable)",
+            "open a path the workspace rule closes (a dot-path, a Python environment, a default "
+            "read-only pattern) and everything below it, e.g. --writable .git to commit from "
+            "inside, --writable .cache/myproject (repeatable)",
         .file_key = "writable",
         .apply = [](Policy& p, const std::string& f,
-                    const std::string& v) { p.writable.push_back(lifted_pattern(f, v)); }},
+                    const std::string& v) { p.writable.push_back(pattern(f, v)); }},
     PolicyFlag{
         .name = "--allow-net",
         .placeholder = "HOST[:PORT]",

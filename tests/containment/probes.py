@@ -111,6 +111,18 @@ PROBES = [
     Probe("create setuid", "result = attempt(lambda: os.close(os.open('suid-create', os.O_CREAT | os.O_WRONLY, 0o4755)))\n"
           "result += ' ' + (oct(os.stat('suid-create').st_mode & 0o6000) if os.path.exists('suid-create') else 'absent')",
           lambda out: out.startswith("EPERM") or out.endswith("0o0"), control="ok 0o4000"),
+    # The workspace broker: every change to a name is decided outside, before it is made.
+    Probe("create a dot-file in the workspace", "result = attempt(lambda: open('.gitconfig', 'w').write('x'))",
+          "EACCES", control="ok"),
+    Probe("make a Python environment's packages",
+          "result = attempt(lambda: os.makedirs('lib/python3.11/site-packages/x'))", "EACCES", control="ok"),
+    Probe("link to a dot-folder", "result = attempt(lambda: os.symlink('.config', 'cfg-link'))",
+          "EACCES", control="ok"),
+    Probe("hard link", "open('hl-source', 'w').close(); result = attempt(lambda: os.link('hl-source', 'hl-twin'))",
+          "EPERM", control="ok"),
+    Probe("make a folder unreadable to the quota",
+          "os.makedirs('hide-dir', exist_ok=True); result = attempt(lambda: os.chmod('hide-dir', 0o300))\n"
+          "os.chmod('hide-dir', 0o700)", "EPERM", control="ok"),
     Probe("symlink out of the workspace", "result = attempt(lambda: read_text('escape-link'))", "ENOENT", control="ok"),
     Probe("/etc/shadow", "result = attempt(lambda: read_text('/etc/shadow'))", "ENOENT",
           control="ok", root_control_only=True),
@@ -285,6 +297,13 @@ DEGRADED_ROWS = {
     "/home": (RAISED_EACCES, HOLDS, "Landlock: not even listed"),
     "/run and /var": ("EACCES EACCES", HOLDS, "Landlock"),
     "symlink out of the workspace": ("EACCES", HOLDS, "Landlock judges the link's target"),
+    "create a dot-file in the workspace": ("EACCES", HOLDS,
+                                           "the workspace broker: seccomp user notification needs "
+                                           "no namespaces"),
+    "make a Python environment's packages": ("EACCES", HOLDS, "the workspace broker"),
+    "link to a dot-folder": ("EACCES", HOLDS, "the workspace broker"),
+    "hard link": ("EPERM", HOLDS, "seccomp"),
+    "make a folder unreadable to the quota": ("EPERM", HOLDS, "the workspace broker"),
     "/etc/shadow": ("EACCES", HOLDS, "Landlock: only the /etc files the jail would bind"),
     "write to /tmp is private": (RAISED_EACCES, HOLDS,
                                  "the host's /tmp is closed; TMPDIR and HOME are a private directory"),

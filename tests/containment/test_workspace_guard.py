@@ -36,8 +36,11 @@ def test_unreadable_directory_is_masked_whole_not_skipped():
         _, out = execute(kc, read_attempt(ws / "proj/.env"))
         assert "REFUSED" in stdout_of(out), stdout_of(out)
         # The attack: make the directory unreadable so the next start's scan can't see inside.
+        # The sandbox may not (the broker refuses a folder its owner could not read)...
         reply, out = execute(kc, f"import os; os.chmod({str(ws / 'proj')!r}, 0)")
-        assert reply["content"]["status"] == "ok", out
+        assert reply["content"]["status"] == "error" and "PermissionError" in str(out), out
+        # ...but the host's user may, and the next start's scan must not trust what it can't see.
+        os.chmod(ws / "proj", 0)
         km.restart_kernel(now=True)
         kc.wait_for_ready(timeout=60)
         code = (f"import os\ntry:\n    os.chmod({str(ws / 'proj')!r}, 0o755)\nexcept OSError as e:\n"
@@ -62,24 +65,39 @@ def test_a_chain_deeper_than_the_scan_neither_leaks_nor_stops_starts():
 
 
 def deep_chain():
+    # 1100 levels with a secret at the end, saved by the host's user: the sandbox may not make
+    # a dot-path, and may not build below a level the survey has masked as too deep.
     ws = sandbox_writable_dir("belljar-guard-deep-")
+    build_chain(ws, 1100, ".env", SECRET)
     with running_kernel(flags=["--timeout", "30"], workspace=str(ws)) as (km, kc):
-        # 1100 levels, each entered with chdir (no path grows past PATH_MAX), a secret at the end.
-        code = (f"import os\nos.chdir({str(ws)!r})\n"
-                "for _ in range(1100):\n    os.mkdir('d'); os.chdir('d')\n"
-                f"open('.env', 'w').write({SECRET!r})\nprint('built')\n")
-        reply, out = execute(kc, code, timeout=60)
-        assert stdout_of(out) == "built\n", out
-        km.restart_kernel(now=True)
-        kc.wait_for_ready(timeout=60)  # before the fix: every start failed from here on
-        code = (f"import os\nos.chdir({str(ws)!r})\ntry:\n"
-                "    for _ in range(1100): os.chdir('d')\n"
-                "    print('READ:' + open('.env').read())\n"
-                "except OSError as e:\n    print('REFUSED:' + type(e).__name__)\n")
-        reply, out = execute(kc, code, timeout=60)
-        assert reply["content"]["status"] == "ok"
-        assert SECRET not in stdout_of(out) and "REFUSED" in stdout_of(out), stdout_of(out)
+        for start in ("first", "again"):  # before the fix: every start failed
+            code = (f"import os\nos.chdir({str(ws)!r})\ntry:\n"
+                    "    for _ in range(1100): os.chdir('d')\n"
+                    "    print('READ:' + open('.env').read())\n"
+                    "except OSError as e:\n    print('REFUSED:' + type(e).__name__)\n")
+            reply, out = execute(kc, code, timeout=60)
+            assert reply["content"]["status"] == "ok", (start, out)
+            assert SECRET not in stdout_of(out) and "REFUSED" in stdout_of(out), stdout_of(out)
+            km.restart_kernel(now=True)
+            kc.wait_for_ready(timeout=60)
     subprocess.run(["rm", "-rf", str(ws)], check=False)
+
+
+def build_chain(top, depth, name, text):
+    """Makes `depth` nested folders named d below `top`, one level at a time (no path grows
+    past PATH_MAX), and writes `name` at the bottom."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=fd)
+        os.write(out, text.encode())
+        os.close(out)
+    finally:
+        os.close(fd)
 
 
 def test_a_secret_saved_on_the_host_while_the_kernel_runs_is_masked_before_the_next_cell():
@@ -185,12 +203,18 @@ def test_editor_and_shell_files_are_read_only_and_new_ones_are_reported():
     with running_kernel(flags=["--timeout", "20"], workspace=str(ws)) as (km, kc):
         _, out = execute(kc, code)
         assert "written" not in stdout_of(out), stdout_of(out)
-        # A new one made in a subfolder is reported and read-only from the next cell on.
-        _, out = execute(kc, f"import os; os.makedirs({str(ws / 'sub/.idea')!r}); "
-                             f"open({str(ws / 'sub/.idea/workspace.xml')!r}, 'w').write('x')")
+        # The sandbox cannot make a new one (the broker refuses it, and says so in the cell)...
+        reply, out = execute(kc, f"import os; os.makedirs({str(ws / 'sub/.idea')!r})")
+        assert reply["content"]["status"] == "error"
+        assert "PermissionError" in str(out)
+        assert "the sandbox may not change sub/.idea" in stderr_of(out), stderr_of(out)
+        # ...and one the host makes meanwhile is reported and read-only from the next cell on.
+        (ws / "sub" / ".idea").mkdir(parents=True)
+        (ws / "sub" / ".idea" / "workspace.xml").write_text("x")
         reply, out = execute(kc, f"open({str(ws / 'sub/.idea/workspace.xml')!r}, 'w').write('y')")
         assert reply["content"]["status"] == "error"
         assert "sub/.idea appeared in the workspace" in stderr_of(out), stderr_of(out)
+    assert (ws / "sub" / ".idea" / "workspace.xml").read_text() == "x"
     assert (ws / ".envrc").read_text() == "export A=1\n"
     shutil.rmtree(ws, ignore_errors=True)
 

@@ -100,20 +100,29 @@ def test_svg_displays_are_saved_too(workspace):
 
 
 def test_a_symlink_planted_by_the_code_is_replaced_not_followed(workspace):
+    # A link out of the workspace is refused when the code makes it (the workspace broker)...
     outside = pathlib.Path(tempfile.mkdtemp(prefix="belljar-victim-"))
     victim = outside / "victim.txt"
     victim.write_text("untouched")
     try:
-        code = (f"import os\nos.symlink({str(victim)!r}, 'belljar-output-1.png')\n"
-                "import matplotlib.pyplot as plt\nplt.plot([1])\nplt.show()")
-        done = run(workspace, "-c", code)
-        assert done.returncode == 0, done.stderr
+        done = run(workspace, "-c", f"import os\nos.symlink({str(victim)!r}, 'belljar-output-1.png')")
+        assert done.returncode != 0 and "PermissionError" in done.stderr, done.stderr
+        assert "a link that leads out of the workspace" in done.stderr
+        assert not (workspace / "belljar-output-1.png").exists()
         assert victim.read_text() == "untouched"
-        saved = workspace / "belljar-output-1.png"
-        assert not saved.is_symlink()
-        assert saved.read_bytes().startswith(PNG_MAGIC)
     finally:
         shutil.rmtree(outside, ignore_errors=True)
+    # ...and one that stays inside it is replaced by the saved output, never written through.
+    inside = workspace / "victim.txt"
+    inside.write_text("untouched")
+    code = ("import os\nos.symlink('victim.txt', 'belljar-output-1.png')\n"
+            "import matplotlib.pyplot as plt\nplt.plot([1])\nplt.show()")
+    done = run(workspace, "-c", code)
+    assert done.returncode == 0, done.stderr
+    assert inside.read_text() == "untouched"
+    saved = workspace / "belljar-output-1.png"
+    assert not saved.is_symlink()
+    assert saved.read_bytes().startswith(PNG_MAGIC)
 
 
 def test_json_output_has_the_structured_shape(workspace):

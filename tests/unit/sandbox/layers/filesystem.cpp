@@ -157,9 +157,10 @@ report(out)
   CHECK(r[".docker/other.json"]["value"] == "{}");
   CHECK(r["ls_ssh"]["errno"] == "EACCES");
   CHECK(r["write_env"]["ok"] == false);
-  CHECK(r["unlink_env"]["errno"] == "EBUSY");
-  CHECK(r["rename_env"]["errno"] == "EBUSY");
-  CHECK(r["chmod_env"]["errno"] == "EROFS");
+  // Refused before the mask is reached: .env is a dot-path, which the workspace broker closes.
+  CHECK(r["unlink_env"]["errno"] == "EACCES");
+  CHECK(r["rename_env"]["errno"] == "EACCES");
+  CHECK(r["chmod_env"]["errno"] == "EPERM");
   CHECK(r["size_env"] == 0);
   // The host's files are as they were.
   CHECK(read_file(ws / ".env") == "TOKEN=top-secret");

@@ -1,0 +1,74 @@
+#pragma once
+// Paths resolved the way the sandbox's kernel would resolve them, but by the broker
+// (workspace_broker.hpp), outside the sandbox, one component at a time: every component is
+// opened with O_NOFOLLOW from the descriptor of the one before, every symlink is read and its
+// text walked in its place (at most 40, as the kernel allows), ".." never climbs above the
+// sandbox's root. What comes back is a descriptor of the folder the last name lives in, that
+// name, and where that folder is, as components from the sandbox's root: the rule is decided
+// on those components, and the change is made through that descriptor, so no later rename or
+// symlink swap can move it elsewhere.
+//
+// A magic link (/proc/PID/fd/N, /proc/self/cwd) is not followed: its text means nothing here.
+#include <sys/stat.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sandbox/os/fd.hpp"
+
+namespace belljar {
+
+inline constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX, with its NUL
+inline constexpr int kMaxSymlinks = 40;        // the kernel's MAXSYMLINKS
+
+struct WalkedPath {
+  Fd parent;                       // O_PATH descriptor of the folder holding `name`
+  std::vector<std::string> where;  // that folder, as components from the sandbox's root
+  std::vector<bool> marked;        // per folder of where, root first: it holds the marker
+  std::string name;                // the last component: "" only for the root itself
+  bool trailing_slash = false;     // the path ended in "/": the name must be a folder
+  bool dots_last = false;          // the path ended in "." or "..": a folder, named here by
+                                   // its parent, that rmdir and rename must not take
+  // EXDEV: a symlink on procfs was met; `where` and `name` say which, this is what followed
+  // it (/dev/stderr, /proc/self/fd/2: name "self", rest "fd", "2").
+  std::vector<std::string> rest_after_magic;
+};
+
+// Where an object is: device, inode and mount, so a bind mount of a folder is not the folder.
+struct ObjectId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  uint64_t mount = 0;
+  bool operator==(const ObjectId&) const = default;
+};
+// The identity of what `fd` refers to; false (errno set) when it can't be read.
+bool object_id(int fd, ObjectId& id);
+
+class SandboxPaths {
+ public:
+  // `root`: the sandbox's root folder (an O_PATH descriptor of /proc/PID/root). `marker`: a
+  // file name each folder on the way is checked for (the broker's pyvenv.cfg).
+  explicit SandboxPaths(int root, std::string marker = "")
+      : root_(root), marker_(std::move(marker)) {}
+
+  // Resolves `path`, relative to `start` (components from the root; empty for an absolute
+  // path or one from the root). With `follow_last`, a last component that is a symlink is
+  // followed too. 0, or the errno the kernel would give (ENOENT, ENOTDIR, ELOOP, ...;
+  // EXDEV for a symlink on procfs, with `out` saying where).
+  int walk(const std::vector<std::string>& start, std::string_view path, bool follow_last,
+           WalkedPath& out) const;
+
+  // The components of an open folder (a /proc/PID/cwd or /proc/PID/fd/N opened by the broker):
+  // its path as /proc/self/fd shows it, checked by walking it back to the same object. false
+  // when the two disagree (the folder moved meanwhile, or lies outside this root).
+  bool locate(int dir, std::vector<std::string>& where) const;
+
+ private:
+  bool holds_marker(int dir) const;
+
+  int root_;
+  std::string marker_;
+};
+
+}  // namespace belljar

@@ -1,0 +1,724 @@
+#include "sandbox/jail/workspace_broker.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <functional>
+#include <optional>
+
+#include "sandbox/jail/sandbox_paths.hpp"
+#include "sandbox/os/path_parts.hpp"
+#include "sandbox/os/setup_error.hpp"
+#include "sandbox/os/small_file.hpp"
+
+namespace belljar {
+
+namespace {
+
+constexpr size_t kMaxReported = 4096;   // paths said once each; past this, said no more
+constexpr size_t kMaxScanned = 100000;  // entries below a folder that is to be renamed
+constexpr int kSysFchmodat2 = 452;      // Linux 6.6, newer than some headers
+constexpr int kOTmpfileBit = 020000000;
+constexpr const char* kEnvironmentMarker = "pyvenv.cfg";  // a folder holding it is a venv
+
+enum class Change { create, make_folder, write, remove, rename, mode, owner, link };
+
+const char* change_name(Change change) {
+  switch (change) {
+    case Change::create:
+    case Change::make_folder:
+      return "create";
+    case Change::write:
+      return "write";
+    case Change::remove:
+      return "remove";
+    case Change::rename:
+      return "rename";
+    case Change::mode:
+      return "mode";
+    case Change::owner:
+      return "owner";
+    case Change::link:
+      return "link";
+  }
+  return "change";
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string text;
+  for (const auto& part : parts) text += (text.empty() ? "" : "/") + part;
+  return text;
+}
+
+// `path`'s components below `dir`'s (empty: `dir` itself), or nothing when outside it.
+std::optional<std::vector<std::string>> below(const std::vector<std::string>& path,
+                                              const std::vector<std::string>& dir) {
+  if (path.size() < dir.size()) return std::nullopt;
+  for (size_t i = 0; i < dir.size(); ++i)
+    if (path[i] != dir[i]) return std::nullopt;
+  return std::vector<std::string>(path.begin() + static_cast<long>(dir.size()), path.end());
+}
+
+// Bytes of the caller's memory: process_vm_readv, or its /proc/PID/mem where a container's
+// profile refuses that call (Docker's default and belljar's own pod profile do).
+ssize_t read_memory(pid_t pid, uint64_t address, char* buf, size_t want) {
+  static bool through_proc = false;  // the broker's thread alone reads it
+  if (!through_proc) {
+    iovec local{buf, want}, remote{reinterpret_cast<void*>(address), want};
+    ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n >= 0 || (errno != EPERM && errno != ENOSYS)) return n;
+    through_proc = true;
+  }
+  Fd mem(::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!mem) return -1;
+  return ::pread(mem.get(), buf, want, static_cast<off_t>(address));
+}
+
+// A NUL-terminated string of the caller's, read once, a page at a time (the string may end
+// just before an unmapped page).
+int read_string(pid_t pid, uint64_t address, std::string& out) {
+  if (address == 0) return EFAULT;
+  out.clear();
+  const uint64_t page = 4096;
+  while (out.size() < kMaxPathBytes) {
+    char buf[4096];
+    size_t want = static_cast<size_t>(page - (address % page));
+    ssize_t n = read_memory(pid, address, buf, want);
+    if (n <= 0) return n == 0 ? EFAULT : (errno == ESRCH ? ESRCH : EFAULT);
+    const char* end = static_cast<const char*>(std::memchr(buf, '\0', static_cast<size_t>(n)));
+    if (end) {
+      out.append(buf, static_cast<size_t>(end - buf));
+      return out.size() < kMaxPathBytes ? 0 : ENAMETOOLONG;
+    }
+    out.append(buf, static_cast<size_t>(n));
+    address += static_cast<uint64_t>(n);
+  }
+  return ENAMETOOLONG;
+}
+
+std::string proc_path(pid_t pid, const std::string& rest) {
+  return "/proc/" + std::to_string(pid) + "/" + rest;
+}
+
+// The caller's umask, from its status (it changes rarely, but it may change).
+mode_t umask_of(pid_t pid) {
+  std::string status = read_small_file(proc_path(pid, "status"));
+  auto at = status.find("\nUmask:\t");
+  if (at == std::string::npos) return 022;
+  return static_cast<mode_t>(std::strtoul(status.c_str() + at + 8, nullptr, 8) & 0777);
+}
+
+// What the kernel would have said to a change outside the writable places: EROFS on a
+// read-only mount (most of the sandbox's root), EACCES elsewhere.
+int outside_roots(int dir) {
+  struct statfs fs {};
+  return ::fstatfs(dir, &fs) == 0 && (fs.f_flags & ST_RDONLY) ? EROFS : EACCES;
+}
+
+bool exists(int dir, const std::string& name, struct stat& st) {
+  return ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+}  // namespace
+
+// One stopped call: its arguments, and what answering it needs.
+struct WorkspaceBroker::Call {
+  uint64_t id = 0;
+  pid_t pid = 0;
+  int nr = -1;
+  uint64_t args[6] = {};
+  int listener = -1;
+  bool answered = false;
+
+  int arg_int(int i) const { return static_cast<int>(static_cast<uint32_t>(args[i])); }
+  bool still_waiting() const {
+    uint64_t copy = id;
+    return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &copy) == 0;
+  }
+  void reply(int error, int64_t value = 0) {
+    if (answered) return;
+    answered = true;
+    seccomp_notif_resp resp{};
+    resp.id = id;
+    resp.error = error ? -error : 0;
+    resp.val = error ? 0 : value;
+    ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  }
+  // Installs `fd` in the caller and makes its number the call's result, atomically.
+  void reply_fd(int fd, bool cloexec) {
+    if (answered) return;
+    answered = true;
+    seccomp_notif_addfd add{};
+    add.id = id;
+    add.flags = SECCOMP_ADDFD_FLAG_SEND;
+    add.srcfd = static_cast<uint32_t>(fd);
+    add.newfd_flags = cloexec ? O_CLOEXEC : 0;
+    if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0 && errno != ENOENT) {
+      answered = false;
+      reply(errno == EMFILE ? EMFILE : EIO);
+    }
+  }
+};
+
+namespace {
+
+// What one answer needs: the rule, the sandbox's paths, and the caller.
+class Judge {
+ public:
+  Judge(const BrokerSettings& settings, const std::vector<std::string>& workspace,
+        const std::vector<std::vector<std::string>>& roots, int root, pid_t pid,
+        std::function<void(BrokerRefusal)> refuse)
+      : settings_(settings),
+        workspace_(workspace),
+        roots_(roots),
+        paths_(root, kEnvironmentMarker),
+        pid_(pid),
+        refuse_(std::move(refuse)) {}
+
+  // Resolves the path at `address`, relative to `dirfd` (AT_FDCWD: the caller's cwd).
+  int resolve(int dirfd, uint64_t address, bool follow_last, WalkedPath& out) {
+    std::string path;
+    if (int error = read_string(pid_, address, path)) return error;
+    std::vector<std::string> start;
+    if (!path.empty() && path[0] != '/') {
+      std::string base = dirfd == AT_FDCWD ? "cwd" : "fd/" + std::to_string(dirfd);
+      Fd dir(::open(proc_path(pid_, base).c_str(), O_PATH | O_CLOEXEC));
+      if (!dir) return dirfd == AT_FDCWD ? ENOENT : EBADF;
+      struct stat st {};
+      if (::fstat(dir.get(), &st) != 0 || !S_ISDIR(st.st_mode)) return ENOTDIR;
+      if (!paths_.locate(dir.get(), start)) return ENOENT;
+    }
+    return paths_.walk(start, path, follow_last, out);
+  }
+
+  // The target's components below the workspace, if it is in it.
+  std::optional<std::vector<std::string>> in_workspace(const WalkedPath& at) const {
+    std::vector<std::string> full = at.where;
+    if (!at.name.empty()) full.push_back(at.name);
+    return below(full, workspace_);
+  }
+
+  // 0 when the change may be made; the errno for the caller otherwise (the refusal recorded).
+  int decide(const WalkedPath& at, Change change) {
+    auto relative = in_workspace(at);
+    if (!relative) {
+      std::vector<std::string> full = at.where;
+      full.push_back(at.name);
+      // below a root; a root itself only to write into (a device bound there)
+      for (const auto& root : roots_)
+        if (below(full, root) && (full.size() > root.size() || change == Change::write)) return 0;
+      return outside_roots(at.parent.get());
+    }
+    std::optional<std::string> why =
+        refusal(settings_.rule, *relative,
+                change == Change::make_folder ? NameChange::make_folder : NameChange::other);
+    if (!why && in_environment(at)) why = "inside a Python environment";
+    if (!why) return 0;
+    refuse_({joined(*relative), change_name(change), *why});
+    return change == Change::mode || change == Change::owner ? EPERM : EACCES;
+  }
+
+  // A folder to be moved: nothing the rule closes may lie below it, judged where it stands
+  // and where it goes.
+  int decide_subtree(const WalkedPath& from, const WalkedPath& to) {
+    auto from_rel = in_workspace(from), to_rel = in_workspace(to);
+    if (!from_rel && !to_rel) return 0;
+    Fd top(::openat(from.parent.get(), from.name.c_str(),
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!top && (errno == ENOTDIR || errno == ELOOP)) return 0;  // not a folder: nothing below
+    size_t seen = 0;
+    bool unreadable = !top;
+    std::optional<std::string> why;
+    std::string found;
+    if (top)
+      scan(top.get(), {}, seen, unreadable,
+           [&](const std::vector<std::string>& inner, bool is_venv) {
+             for (const auto* base : {&from_rel, &to_rel}) {
+               if (!*base) continue;
+               std::vector<std::string> rel = **base;
+               rel.insert(rel.end(), inner.begin(), inner.end());
+               if (is_venv || closed_name(settings_.rule, rel)) {
+                 why = is_venv ? "it holds a Python environment" : "it holds " + joined(rel);
+                 found = joined(**base);
+                 return true;
+               }
+             }
+             return false;
+           });
+    // Fails closed: what could not be looked at may hold anything.
+    if (!why && (seen > kMaxScanned || unreadable)) {
+      why = unreadable ? "it holds a folder the broker cannot read"
+                       : "it holds more than 100000 entries to check";
+      found = joined(from_rel ? *from_rel : *to_rel);
+    }
+    if (!why) return 0;
+    refuse_({found, "rename", *why});
+    return EACCES;
+  }
+
+ private:
+  // Whether a folder from the workspace's root down to the target's holds pyvenv.cfg.
+  bool in_environment(const WalkedPath& at) const {
+    for (size_t i = workspace_.size(); i < at.marked.size(); ++i)
+      if (at.marked[i]) return true;
+    return false;
+  }
+
+  // Depth first below `dir`; `found` gets each entry's components (and whether it is an
+  // environment's pyvenv.cfg) and stops the walk by returning true. A folder that cannot be
+  // opened or read sets `unreadable` and stops it too.
+  template <typename Found>
+  bool scan(int dir, std::vector<std::string> inner, size_t& seen, bool& unreadable,
+            Found&& found) {
+    Fd copy(::fcntl(dir, F_DUPFD_CLOEXEC, 0));
+    DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
+    if (!stream) {
+      unreadable = true;
+      return true;
+    }
+    copy.release();
+    bool stop = false;
+    while (!stop) {
+      errno = 0;
+      dirent* entry = ::readdir(stream);
+      if (!entry) {
+        if (errno != 0) unreadable = stop = true;
+        break;
+      }
+      std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      if (++seen > kMaxScanned) {
+        stop = true;
+        break;
+      }
+      inner.push_back(name);
+      if (found(inner, name == "pyvenv.cfg")) {
+        stop = true;
+      } else if (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) {
+        Fd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (sub)
+          stop = scan(sub.get(), inner, seen, unreadable, found);
+        else if (errno != ENOTDIR && errno != ELOOP)  // a file or a link after all
+          unreadable = stop = true;
+      }
+      inner.pop_back();
+    }
+    ::closedir(stream);
+    return stop || seen > kMaxScanned;
+  }
+
+  const BrokerSettings& settings_;
+  const std::vector<std::string>& workspace_;
+  const std::vector<std::vector<std::string>>& roots_;
+  SandboxPaths paths_;
+  pid_t pid_;
+  std::function<void(BrokerRefusal)> refuse_;
+};
+
+}  // namespace
+
+WorkspaceBroker::WorkspaceBroker(Fd listener, BrokerSettings settings, OnRefusal on_refusal)
+    : listener_(std::move(listener)),
+      settings_(std::move(settings)),
+      on_refusal_(std::move(on_refusal)) {
+  workspace_parts_ = path_components(settings_.workspace);
+  for (const auto& root : settings_.writable_roots)
+    writable_roots_.push_back(path_components(root));
+  stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop_) throw_errno("eventfd");
+  thread_ = std::thread([this] { serve(); });
+}
+
+WorkspaceBroker::~WorkspaceBroker() {
+  uint64_t one = 1;
+  ssize_t ignored = ::write(stop_.get(), &one, sizeof one);
+  (void)ignored;
+  if (thread_.joinable()) thread_.join();
+}
+
+void WorkspaceBroker::refuse_once(BrokerRefusal refusal) {
+  if (reported_.size() >= kMaxReported || !reported_.insert(refusal.path).second) return;
+  on_refusal_(refusal);
+}
+
+void WorkspaceBroker::serve() {
+  if (settings_.switch_ids) {
+    // This thread alone (raw calls: glibc would change every thread's): the sandbox's host
+    // identity for what it makes, and none of root's file capabilities, which a change of
+    // fsuid away from 0 drops.
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+        ::syscall(SYS_setfsgid, settings_.host_gid) < 0 ||
+        ::syscall(SYS_setfsuid, settings_.host_uid) < 0)
+      return;  // the calls then wait on a broker that never answers; the filter fails closed
+  }
+  seccomp_notif_sizes sizes{};
+  if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return;
+  std::vector<unsigned char> buffer(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
+  for (;;) {
+    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents) return;
+    if (!(fds[0].revents & POLLIN)) {
+      if (fds[0].revents & (POLLHUP | POLLERR)) return;  // no process is left under the filter
+      continue;
+    }
+    std::memset(buffer.data(), 0, buffer.size());
+    auto* request = reinterpret_cast<seccomp_notif*>(buffer.data());
+    if (::ioctl(listener_.get(), SECCOMP_IOCTL_NOTIF_RECV, request) != 0) {
+      if (errno == EINTR || errno == ENOENT) continue;  // the caller went first
+      return;
+    }
+    Call call;
+    call.id = request->id;
+    call.pid = static_cast<pid_t>(request->pid);
+    call.nr = request->data.nr;
+    std::memcpy(call.args, request->data.args, sizeof call.args);
+    call.listener = listener_.get();
+    answer(call);
+    if (!call.answered) call.reply(EACCES);
+  }
+}
+
+void WorkspaceBroker::answer(Call& call) {
+  if (!root_) {
+    root_.reset(::open(proc_path(call.pid, "root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root_ || !call.still_waiting()) {
+      root_.reset();
+      return call.reply(EACCES);
+    }
+  }
+  Judge judge(settings_, workspace_parts_, writable_roots_, root_.get(), call.pid,
+              [this](BrokerRefusal refusal) { refuse_once(std::move(refusal)); });
+  const pid_t pid = call.pid;
+  auto dirfd_arg = [&](int i) { return call.arg_int(i); };
+  // The caller's pid may have been reused once it went: every path read and descriptor opened
+  // above is checked against the call still waiting before anything is changed.
+  auto gone = [&] { return !call.still_waiting(); };
+
+  // /dev/stderr, /dev/fd/N, /proc/self/fd/N: the caller's own descriptor opened again, as the
+  // kernel would (a pipe, a socket, a terminal or a device; a file or folder by this route
+  // would be a name the rule never saw).
+  auto reopen = [&](const WalkedPath& at, int flags) {
+    const auto& rest = at.rest_after_magic;
+    bool own = at.where == std::vector<std::string>{"proc"} &&
+               (at.name == "self" || at.name == "thread-self") && rest.size() == 2 &&
+               rest[0] == "fd" && !rest[1].empty() &&
+               rest[1].find_first_not_of("0123456789") == std::string::npos && rest[1].size() < 10;
+    if (!own || (flags & kOTmpfileBit)) return call.reply(EACCES);
+    std::string source = proc_path(pid, "fd/" + rest[1]);
+    struct stat st {};
+    if (::stat(source.c_str(), &st) != 0) return call.reply(errno == ENOENT ? EBADF : errno);
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return call.reply(EACCES);
+    Fd fd(
+        ::open(source.c_str(), (flags & ~(O_CREAT | O_EXCL | O_NOCTTY)) | O_NONBLOCK | O_CLOEXEC));
+    if (!fd) return call.reply(errno);
+    if (gone()) return;
+    if (!(flags & O_NONBLOCK)) ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+    call.reply_fd(fd.get(), (flags & O_CLOEXEC) != 0);
+  };
+
+  auto do_open = [&](int dirfd, uint64_t address, int flags, mode_t mode) {
+    bool tmpfile = (flags & kOTmpfileBit) != 0;
+    bool follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+    WalkedPath at;
+    int resolved = judge.resolve(dirfd, address, follow || tmpfile, at);
+    if (resolved == EXDEV && !at.name.empty()) return reopen(at, flags);
+    if (resolved) return call.reply(resolved);
+    if (gone()) return;
+    if (at.name.empty()) return call.reply(EISDIR);
+    if (at.dots_last && !tmpfile && (flags & O_CREAT)) return call.reply(EISDIR);
+    if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
+    struct stat st {};
+    bool there = exists(at.parent.get(), at.name, st);
+    bool writes = (flags & (O_WRONLY | O_RDWR | O_TRUNC)) != 0;
+    if (!there && !(flags & (O_CREAT | kOTmpfileBit))) return call.reply(ENOENT);
+    if (tmpfile) {
+      if (judge.in_workspace(at)) return call.reply(EOPNOTSUPP);  // unnamed bytes, uncounted
+      if (int error = judge.decide(at, Change::write)) return call.reply(error);
+    } else if (there && !writes) {
+      // O_CREAT on a file that is there: a read, which the workspace allows; elsewhere only
+      // where the sandbox may write (Landlock's limits are not the broker's own)
+      if (!judge.in_workspace(at))
+        if (int error = judge.decide(at, Change::write)) return call.reply(error);
+    } else if (int error = judge.decide(at, there ? Change::write : Change::create)) {
+      return call.reply(error);
+    }
+    mode_t created = (flags & (O_CREAT | kOTmpfileBit)) ? (mode & 0777 & ~umask_of(pid)) : 0;
+    int open_flags = (flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) & ~O_NOCTTY;
+    Fd fd(::openat(at.parent.get(), at.name.c_str(), open_flags, created));
+    if (!fd) return call.reply(errno);
+    // Opened without blocking (a FIFO with no reader must not stall every other call); the
+    // caller's file blocks again unless it asked otherwise.
+    if (!(flags & O_NONBLOCK)) ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+    call.reply_fd(fd.get(), (flags & O_CLOEXEC) != 0);
+  };
+
+  auto do_mkdir = [&](int dirfd, uint64_t address, mode_t mode) {
+    WalkedPath at;
+    if (int error = judge.resolve(dirfd, address, false, at)) return call.reply(error);
+    if (gone()) return;
+    struct stat st {};
+    if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EEXIST);
+    if (int error = judge.decide(at, Change::make_folder)) return call.reply(error);
+    mode_t made = mode & 0777 & ~umask_of(pid);
+    // In the workspace a folder is always its owner's to read and search: the quota's survey
+    // must see into it.
+    if (judge.in_workspace(at)) made |= S_IRWXU;
+    call.reply(::mkdirat(at.parent.get(), at.name.c_str(), made) == 0 ? 0 : errno);
+  };
+
+  auto do_mknod = [&](int dirfd, uint64_t address, mode_t mode) {
+    if ((mode & S_IFMT) != 0 && (mode & S_IFMT) != S_IFREG) return call.reply(EPERM);
+    WalkedPath at;
+    if (int error = judge.resolve(dirfd, address, false, at)) return call.reply(error);
+    if (gone()) return;
+    struct stat st {};
+    if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EEXIST);
+    if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
+    if (int error = judge.decide(at, Change::create)) return call.reply(error);
+    Fd fd(::openat(at.parent.get(), at.name.c_str(),
+                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                   mode & 0777 & ~umask_of(pid)));
+    call.reply(fd ? 0 : errno);
+  };
+
+  auto do_unlink = [&](int dirfd, uint64_t address, int flags) {
+    WalkedPath at;
+    if (int error = judge.resolve(dirfd, address, false, at)) return call.reply(error);
+    if (gone()) return;
+    struct stat st {};
+    if (at.name.empty()) return call.reply((flags & AT_REMOVEDIR) ? EBUSY : EISDIR);
+    if (at.dots_last) return call.reply((flags & AT_REMOVEDIR) ? EINVAL : EISDIR);
+    if (!exists(at.parent.get(), at.name, st)) return call.reply(ENOENT);
+    if (int error = judge.decide(at, Change::remove)) return call.reply(error);
+    call.reply(::unlinkat(at.parent.get(), at.name.c_str(), flags & AT_REMOVEDIR) == 0 ? 0 : errno);
+  };
+
+  auto do_rename = [&](int olddir, uint64_t oldpath, int newdir, uint64_t newpath, unsigned flags) {
+    if (flags & RENAME_WHITEOUT) return call.reply(EPERM);
+    WalkedPath from, to;
+    if (int error = judge.resolve(olddir, oldpath, false, from)) return call.reply(error);
+    if (int error = judge.resolve(newdir, newpath, false, to)) return call.reply(error);
+    if (gone()) return;
+    if (from.name.empty() || to.name.empty() || from.dots_last || to.dots_last)
+      return call.reply(EBUSY);
+    struct stat st {};
+    if (!exists(from.parent.get(), from.name, st)) return call.reply(ENOENT);
+    if (int error = judge.decide(from, Change::rename)) return call.reply(error);
+    if (int error = judge.decide(to, Change::rename)) return call.reply(error);
+    if (int error = judge.decide_subtree(from, to)) return call.reply(error);
+    if ((flags & RENAME_EXCHANGE))
+      if (int error = judge.decide_subtree(to, from)) return call.reply(error);
+    long rc = ::syscall(SYS_renameat2, from.parent.get(), from.name.c_str(), to.parent.get(),
+                        to.name.c_str(), flags);
+    call.reply(rc == 0 ? 0 : errno);
+  };
+
+  auto do_symlink = [&](uint64_t target_address, int dirfd, uint64_t address) {
+    std::string target;
+    if (int error = read_string(pid, target_address, target)) return call.reply(error);
+    if (target.empty()) return call.reply(ENOENT);
+    WalkedPath at;
+    if (int error = judge.resolve(dirfd, address, false, at)) return call.reply(error);
+    if (gone()) return;
+    struct stat st {};
+    if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EEXIST);
+    if (int error = judge.decide(at, Change::create)) return call.reply(error);
+    if (auto relative = judge.in_workspace(at)) {
+      // A link in the workspace is one a host tool may write through: it may only lead to an
+      // ordinary place in the workspace, resolved from where it stands.
+      WalkedPath points;
+      SandboxPaths paths(root_.get());
+      int error = paths.walk(at.where, target, true, points);
+      auto target_rel = error ? std::nullopt : judge.in_workspace(points);
+      if (!target_rel || target_rel->empty()) {
+        refuse_once({joined(*relative), "link", "a link that leads out of the workspace"});
+        return call.reply(EACCES);
+      }
+      if (int refused = judge.decide(points, Change::link)) return call.reply(refused);
+    }
+    call.reply(::symlinkat(target.c_str(), at.parent.get(), at.name.c_str()) == 0 ? 0 : errno);
+  };
+
+  // chmod and chown by path; `nofollow` for AT_SYMLINK_NOFOLLOW and lchown.
+  auto do_attr = [&](int dirfd, uint64_t address, bool nofollow, Change change, uint64_t a,
+                     uint64_t b) {
+    WalkedPath at;
+    if (int error = judge.resolve(dirfd, address, !nofollow, at)) return call.reply(error);
+    if (gone()) return;
+    struct stat st {};
+    if (at.name.empty()) return call.reply(outside_roots(at.parent.get()));  // the root
+    if (::fstatat(at.parent.get(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return call.reply(errno);
+    if (int error = judge.decide(at, change)) return call.reply(error);
+    if (change == Change::mode) {
+      mode_t mode = static_cast<mode_t>(a) & 07777;
+      if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
+      if (S_ISDIR(st.st_mode) && judge.in_workspace(at) &&
+          (mode & (S_IRUSR | S_IXUSR)) != (S_IRUSR | S_IXUSR)) {
+        refuse_once({joined(*judge.in_workspace(at)), "mode",
+                     "a folder its owner could not read (the quota counts every folder)"});
+        return call.reply(EPERM);
+      }
+      long rc =
+          ::syscall(kSysFchmodat2, at.parent.get(), at.name.c_str(), mode, AT_SYMLINK_NOFOLLOW);
+      if (rc != 0 && errno == ENOSYS && !S_ISLNK(st.st_mode))
+        rc = ::fchmodat(at.parent.get(), at.name.c_str(), mode, 0);
+      return call.reply(rc == 0 ? 0 : errno);
+    }
+    auto host_id = [](uint64_t id, uint32_t inside, uint32_t host, uint32_t& out) {
+      uint32_t value = static_cast<uint32_t>(id);
+      if (value == static_cast<uint32_t>(-1) || value == inside) {
+        out = value == inside ? host : value;
+        return true;
+      }
+      return false;
+    };
+    uint32_t uid = 0, gid = 0;
+    if (!host_id(a, settings_.sandbox_uid, settings_.host_uid, uid) ||
+        !host_id(b, settings_.sandbox_gid, settings_.host_gid, gid))
+      return call.reply(EPERM);
+    call.reply(::fchownat(at.parent.get(), at.name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) == 0
+                   ? 0
+                   : errno);
+  };
+
+  // fchmod and fchown: the descriptor's object, judged where it is named.
+  auto do_fattr = [&](int fd_number, Change change, uint64_t a, uint64_t b) {
+    Fd object(
+        ::open(proc_path(pid, "fd/" + std::to_string(fd_number)).c_str(), O_PATH | O_CLOEXEC));
+    if (!object) return call.reply(EBADF);
+    if (gone()) return;
+    struct stat st {};
+    if (::fstat(object.get(), &st) != 0) return call.reply(errno);
+    std::string self = "/proc/self/fd/" + std::to_string(object.get());
+    // A pipe's or a socket's mode is no name's; and nothing else is the worker's to change.
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return call.reply(EPERM);
+    {
+      // Named by /proc/self/fd's text, then walked back to the very same object.
+      char buf[kMaxPathBytes];
+      ssize_t n = ::readlink(self.c_str(), buf, sizeof buf);
+      if (n <= 0 || static_cast<size_t>(n) >= sizeof buf || buf[0] != '/')
+        return call.reply(EACCES);
+      WalkedPath at;
+      SandboxPaths paths(root_.get());
+      if (paths.walk({}, std::string_view(buf, static_cast<size_t>(n)), false, at) != 0 ||
+          at.name.empty())
+        return call.reply(EACCES);
+      ObjectId named, held;
+      Fd again(::openat(at.parent.get(), at.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (!again || !object_id(again.get(), named) || !object_id(object.get(), held) ||
+          !(named == held))
+        return call.reply(EACCES);
+      if (int error = judge.decide(at, change)) return call.reply(error);
+      if (change == Change::mode && S_ISDIR(st.st_mode) && judge.in_workspace(at) &&
+          (a & (S_IRUSR | S_IXUSR)) != (S_IRUSR | S_IXUSR)) {
+        refuse_once({joined(*judge.in_workspace(at)), "mode",
+                     "a folder its owner could not read (the quota counts every folder)"});
+        return call.reply(EPERM);
+      }
+    }
+    if (change == Change::mode) {
+      mode_t mode = static_cast<mode_t>(a) & 07777;
+      if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
+      return call.reply(::chmod(self.c_str(), mode) == 0 ? 0 : errno);
+    }
+    uint32_t ua = static_cast<uint32_t>(a), gb = static_cast<uint32_t>(b);
+    uint32_t uid = ua == settings_.sandbox_uid ? settings_.host_uid : ua;
+    uint32_t gid = gb == settings_.sandbox_gid ? settings_.host_gid : gb;
+    if ((ua != static_cast<uint32_t>(-1) && ua != settings_.sandbox_uid) ||
+        (gb != static_cast<uint32_t>(-1) && gb != settings_.sandbox_gid))
+      return call.reply(EPERM);
+    call.reply(::chown(self.c_str(), uid, gid) == 0 ? 0 : errno);
+  };
+
+  auto do_truncate = [&](uint64_t address, int64_t length) {
+    if (length < 0) return call.reply(EINVAL);
+    WalkedPath at;
+    if (int error = judge.resolve(AT_FDCWD, address, true, at)) return call.reply(error);
+    if (gone()) return;
+    if (at.name.empty()) return call.reply(EISDIR);
+    struct stat st {};
+    if (!exists(at.parent.get(), at.name, st)) return call.reply(ENOENT);
+    if (int error = judge.decide(at, Change::write)) return call.reply(error);
+    Fd fd(
+        ::openat(at.parent.get(), at.name.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd) return call.reply(errno);
+    call.reply(::ftruncate(fd.get(), length) == 0 ? 0 : errno);
+  };
+
+  const uint64_t* a = call.args;
+  switch (call.nr) {
+    case SYS_open:
+      return do_open(AT_FDCWD, a[0], call.arg_int(1), static_cast<mode_t>(a[2]));
+    case SYS_openat:
+      return do_open(dirfd_arg(0), a[1], call.arg_int(2), static_cast<mode_t>(a[3]));
+    case SYS_creat:
+      return do_open(AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC, static_cast<mode_t>(a[1]));
+    case SYS_mkdir:
+      return do_mkdir(AT_FDCWD, a[0], static_cast<mode_t>(a[1]));
+    case SYS_mkdirat:
+      return do_mkdir(dirfd_arg(0), a[1], static_cast<mode_t>(a[2]));
+    case SYS_mknod:
+      return do_mknod(AT_FDCWD, a[0], static_cast<mode_t>(a[1]));
+    case SYS_mknodat:
+      return do_mknod(dirfd_arg(0), a[1], static_cast<mode_t>(a[2]));
+    case SYS_unlink:
+      return do_unlink(AT_FDCWD, a[0], 0);
+    case SYS_rmdir:
+      return do_unlink(AT_FDCWD, a[0], AT_REMOVEDIR);
+    case SYS_unlinkat:
+      if (call.arg_int(2) & ~AT_REMOVEDIR) return call.reply(EINVAL);
+      return do_unlink(dirfd_arg(0), a[1], call.arg_int(2));
+    case SYS_rename:
+      return do_rename(AT_FDCWD, a[0], AT_FDCWD, a[1], 0);
+    case SYS_renameat:
+      return do_rename(dirfd_arg(0), a[1], dirfd_arg(2), a[3], 0);
+    case SYS_renameat2:
+      return do_rename(dirfd_arg(0), a[1], dirfd_arg(2), a[3], static_cast<unsigned>(a[4]));
+    case SYS_symlink:
+      return do_symlink(a[0], AT_FDCWD, a[1]);
+    case SYS_symlinkat:
+      return do_symlink(a[0], dirfd_arg(1), a[2]);
+    case SYS_chmod:
+      return do_attr(AT_FDCWD, a[0], false, Change::mode, a[1], 0);
+    case SYS_fchmodat:
+      return do_attr(dirfd_arg(0), a[1], false, Change::mode, a[2], 0);
+    case kSysFchmodat2:
+      if (call.arg_int(3) & ~AT_SYMLINK_NOFOLLOW) return call.reply(EINVAL);
+      return do_attr(dirfd_arg(0), a[1], call.arg_int(3) & AT_SYMLINK_NOFOLLOW, Change::mode, a[2],
+                     0);
+    case SYS_fchmod:
+      return do_fattr(call.arg_int(0), Change::mode, a[1], 0);
+    case SYS_chown:
+      return do_attr(AT_FDCWD, a[0], false, Change::owner, a[1], a[2]);
+    case SYS_lchown:
+      return do_attr(AT_FDCWD, a[0], true, Change::owner, a[1], a[2]);
+    case SYS_fchownat:
+      if (call.arg_int(4) & AT_EMPTY_PATH) return do_fattr(dirfd_arg(0), Change::owner, a[2], a[3]);
+      return do_attr(dirfd_arg(0), a[1], call.arg_int(4) & AT_SYMLINK_NOFOLLOW, Change::owner, a[2],
+                     a[3]);
+    case SYS_fchown:
+      return do_fattr(call.arg_int(0), Change::owner, a[1], a[2]);
+    case SYS_truncate:
+      return do_truncate(a[0], static_cast<int64_t>(a[1]));
+    default:
+      return call.reply(ENOSYS);
+  }
+}
+
+}  // namespace belljar

@@ -1,0 +1,83 @@
+#pragma once
+// The workspace broker: a thread of the warden, outside the sandbox, that decides every change
+// to a name before it happens. The worker's seccomp filter (seccomp_filter.hpp, `broker`) stops
+// each call that makes, renames, removes or re-modes a name, and each open that may write; the
+// broker reads the call's paths from the caller's memory once, resolves them itself in the
+// sandbox's root (sandbox_paths.hpp: component by component, no symlink followed blindly),
+// asks the rule (workspace_rule.hpp) about the result, and then makes the change itself through
+// the descriptors it resolved, handing an opened file back with SECCOMP_ADDFD_FLAG_SEND. The
+// caller's memory may change after it was read without effect: the check and the change are
+// both the broker's, on the same descriptors. A refusal is EACCES (EPERM for a mode or a link)
+// in the cell and one record per path for the supervisor (a notice and an audit record).
+//
+// Reads and writes of open files never reach it: the cost is on names, not on data.
+#include <sys/types.h>
+
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sandbox/layers/workspace_rule.hpp"
+#include "sandbox/os/fd.hpp"
+
+namespace belljar {
+
+struct BrokerSettings {
+  std::string workspace;  // its path inside the sandbox (the same as on the host)
+  WorkspaceRule rule;
+  // Where the worker may write at all, as paths inside the sandbox: names are made below them,
+  // and a root itself (a device bound there) may only be opened for writing. Everything else
+  // is refused before the broker touches it, whatever the sandbox's mounts say: the broker's
+  // credentials are not the worker's (a /proc/sys file the worker could never write, the
+  // warden could).
+  std::vector<std::string> writable_roots;
+  // As host root, the broker makes its changes as the sandbox's host identity (its thread's
+  // fsuid/fsgid), so they land owned as the worker's own would and with the worker's rights.
+  bool switch_ids = false;
+  uid_t host_uid = 0;
+  gid_t host_gid = 0;
+  // The ids the worker knows itself by (chown's arguments): kSandboxUid inside namespaces,
+  // the host's in Landlock mode.
+  uid_t sandbox_uid = 0;
+  gid_t sandbox_gid = 0;
+};
+
+struct BrokerRefusal {
+  std::string path;    // relative to the workspace
+  std::string change;  // "create", "write", "remove", "rename", "mode", "owner", "link"
+  std::string reason;
+};
+
+class WorkspaceBroker {
+ public:
+  // Called on the broker's thread for each path's first refusal, before the refused call
+  // returns: what the warden sends on, so the refusal is on record before the cell goes on.
+  using OnRefusal = std::function<void(const BrokerRefusal&)>;
+
+  // Takes the filter's listener and starts answering on a thread of its own.
+  WorkspaceBroker(Fd listener, BrokerSettings settings, OnRefusal on_refusal);
+  ~WorkspaceBroker();
+  WorkspaceBroker(const WorkspaceBroker&) = delete;
+  WorkspaceBroker& operator=(const WorkspaceBroker&) = delete;
+
+  struct Call;  // one stopped syscall (workspace_broker.cpp)
+
+ private:
+  void serve();
+  void answer(Call& call);
+  void refuse_once(BrokerRefusal refusal);
+
+  Fd listener_;
+  Fd stop_;  // an eventfd: the destructor's word
+  BrokerSettings settings_;
+  std::vector<std::string> workspace_parts_;
+  std::vector<std::vector<std::string>> writable_roots_;
+  Fd root_;  // the sandbox's root, from the first caller's /proc/PID/root
+  OnRefusal on_refusal_;
+  std::set<std::string> reported_;  // paths said once (bounded); the broker's thread's alone
+  std::thread thread_;
+};
+
+}  // namespace belljar

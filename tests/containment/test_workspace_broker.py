@@ -1,0 +1,346 @@
+"""The workspace broker: every change to a name in the workspace is decided before it happens, by
+shape (no dot-path, nothing in a Python environment, nothing --protect names), so restructuring
+the tree walks around nothing. Each test is an attack from the second outside red-team pass,
+in strict and in degraded mode (no namespaces, as in a pod), with a control that shows the probe
+is real where one can be run.
+
+Files the host's user made are left writable to the sandbox's user (0666/0777) so that only the
+broker stands between the cell and them: when the tests run as root the sandbox is `nobody`."""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from belljar_testing import (NO_NAMESPACES, PYTHON, execute, running_kernel, sandbox_writable_dir,
+                             stderr_of, stdout_of)
+
+GIT = shutil.which("git") or "/usr/bin/git"
+MODES = {"strict": ([], ["--isolation", "strict"]),
+         "degraded": ([NO_NAMESPACES], ["--isolation", "degraded"])}
+
+ATTEMPT = """
+import os, json, pathlib
+results = {}
+def attempt(name, action):
+    try:
+        action()
+        results[name] = 'done'
+    except OSError as e:
+        results[name] = type(e).__name__
+"""
+
+
+def kernel(mode, ws, flags=()):
+    wrapper, isolation = MODES[mode]
+    return running_kernel(flags=["--timeout", "30", *isolation, *flags], workspace=str(ws),
+                          wrapper=wrapper)
+
+
+def results_of(kc, code):
+    reply, out = execute(kc, ATTEMPT + code + "\nprint(json.dumps(results))\n")
+    assert reply["content"]["status"] == "ok", out
+    return json.loads(stdout_of(out).strip().splitlines()[-1]), stderr_of(out)
+
+
+def open_to_all(root):
+    """What the host's user made, writable by anyone: only the broker stands in the way."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, 0o777)
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o666)
+
+
+def home_workspace():
+    home = sandbox_writable_dir("belljar-broker-home-")
+    for folder in (".local/bin", ".local/lib/python3.11/site-packages", ".config/autostart",
+                   ".local/share/jupyter/kernels/belljar", ".jupyter/custom",
+                   ".ipython/profile_default/startup", "proj"):
+        (home / folder).mkdir(parents=True, exist_ok=True)
+    (home / ".bashrc").write_text("# mine\n")
+    spec = {"argv": ["belljar", "kernel", "-f", "{connection_file}"], "display_name": "belljar"}
+    (home / ".local/share/jupyter/kernels/belljar/kernel.json").write_text(json.dumps(spec))
+    open_to_all(home)
+    return home
+
+
+PLANTS = {
+    "gitconfig": (".gitconfig", "[core]\n\tfsmonitor = touch {marker}\n"),
+    "user site .pth": (".local/lib/python3.11/site-packages/evil.pth",
+                       "import os; os.system('touch {marker}')\n"),
+    "ipython start-up": (".ipython/profile_default/startup/00-evil.py", "open('{marker}', 'w')\n"),
+    "jupyter custom.js": (".jupyter/custom/custom.js", "alert(1)\n"),
+    "jupyter server config": (".jupyter/jupyter_server_config.py", "open('{marker}', 'w')\n"),
+    "kernelspec rewritten": (".local/share/jupyter/kernels/belljar/kernel.json",
+                             '{{"argv": ["sh", "-c", "touch {marker}"]}}'),
+    "kernelspec added": (".local/share/jupyter/kernels/evil/kernel.json", "{{}}"),
+    "local bin": (".local/bin/ls", "#!/bin/sh\ntouch {marker}\n"),
+    "autostart": (".config/autostart/evil.desktop", "[Desktop Entry]\nExec=touch {marker}\n"),
+    "bashrc": (".bashrc", "touch {marker}\n"),
+}
+
+
+def plant_cell(home, marker):
+    lines = []
+    for name, (rel, text) in PLANTS.items():
+        path = home / rel
+        lines.append(f"attempt({name!r}, lambda: (os.makedirs({str(path.parent)!r}, exist_ok=True), "
+                     f"open({str(path)!r}, 'w').write({text.format(marker=marker)!r})))")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_home_directory_as_the_workspace_gets_no_start_up_file(mode):
+    home = home_workspace()
+    marker = home.parent / (home.name + "-PWNED")
+    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
+    try:
+        with kernel(mode, home) as (km, kc):
+            got, notices = results_of(kc, plant_cell(home, marker))
+            assert got == {name: "PermissionError" for name in PLANTS}, got
+            # Each refusal is said in the cell, once per path.
+            for rel in (".gitconfig", ".local/bin", ".bashrc"):
+                assert f"the sandbox may not change {rel}" in notices, notices
+            # Ordinary work in the same home is unharmed.
+            got, _ = results_of(kc, f"attempt('notes', lambda: open({str(home / 'proj/notes.txt')!r}, 'w').write('x'))")
+            assert got == {"notes": "done"}
+        assert {p: p.read_bytes() for p in home.rglob("*") if p.is_file() and p.name != "notes.txt"} == before
+        # The host's next git, python3 and a login shell find nothing planted.
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+        subprocess.run([GIT, "init", "-q", str(home / "proj")], env=env, check=True)
+        subprocess.run([GIT, "-C", str(home / "proj"), "status"], env=env, capture_output=True)
+        subprocess.run([PYTHON, "-c", "pass"], env=env, check=True)
+        assert not marker.exists()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        marker.unlink(missing_ok=True)
+
+
+def test_control_with_the_gitconfig_opened_the_host_runs_what_was_planted():
+    # The probe above is real: with --writable .gitconfig the plant lands and host git runs it.
+    home = home_workspace()
+    marker = home.parent / (home.name + "-PWNED")
+    try:
+        with kernel("strict", home, ["--writable", ".gitconfig"]) as (km, kc):
+            path = home / ".gitconfig"
+            got, _ = results_of(kc, f"attempt('gitconfig', lambda: open({str(path)!r}, 'w')"
+                                    f".write({PLANTS['gitconfig'][1].format(marker=marker)!r}))")
+            assert got == {"gitconfig": "done"}
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+        subprocess.run([GIT, "init", "-q", str(home / "proj")], env=env, check=True)
+        subprocess.run([GIT, "-C", str(home / "proj"), "status"], env=env, capture_output=True)
+        assert marker.exists(), "the control did not run: the test above proves nothing"
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        marker.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_symlinked_or_renamed_parent_leads_only_where_the_rule_allows(mode):
+    home = home_workspace()
+    try:
+        with kernel(mode, home) as (km, kc):
+            code = f"""
+os.chdir({str(home)!r})
+os.mkdir('plain')
+attempt('rename .config away', lambda: os.rename('.config', 'cfg-old'))
+attempt('rename .local away', lambda: os.rename('.local', 'lcl-old'))
+attempt('link named like .config', lambda: os.symlink('plain', '.config2'))
+attempt('link to .local', lambda: os.symlink('.local', 'lcl'))
+attempt('link to an ordinary folder', lambda: os.symlink('plain', 'also-plain'))
+attempt('write through the ordinary link', lambda: open('also-plain/x.txt', 'w').write('x'))
+attempt('link out of the workspace', lambda: os.symlink('/tmp', 'tmp-link'))
+attempt('link to the runtime dir', lambda: os.symlink('.local/share/jupyter/runtime', 'rt'))
+"""
+            got, notices = results_of(kc, code)
+        assert got == {"rename .config away": "PermissionError",
+                       "rename .local away": "PermissionError",
+                       "link named like .config": "PermissionError",
+                       "link to .local": "PermissionError",
+                       "link to an ordinary folder": "done",
+                       "write through the ordinary link": "done",
+                       "link out of the workspace": "PermissionError",
+                       "link to the runtime dir": "PermissionError"}, got
+        assert (home / ".config").is_dir() and not (home / ".config").is_symlink()
+        assert (home / ".local").is_dir() and not (home / ".local").is_symlink()
+        assert (home / "plain" / "x.txt").read_text() == "x"
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_symlink_the_host_made_does_not_carry_a_write_past_the_rule(mode):
+    # The parent the red team swapped: a symlink to a dot-folder, here made by the host (the
+    # sandbox may no longer make it). A write through it is judged where it lands.
+    home = home_workspace()
+    (home / "cfg").symlink_to(".config")
+    (home / "bin").symlink_to(home / ".local" / "bin")
+    try:
+        with kernel(mode, home) as (km, kc):
+            code = f"""
+os.chdir({str(home)!r})
+attempt('autostart through cfg', lambda: open('cfg/autostart/evil.desktop', 'w').write('x'))
+attempt('ls through bin', lambda: open('bin/ls', 'w').write('x'))
+"""
+            got, notices = results_of(kc, code)
+        assert got == {"autostart through cfg": "PermissionError", "ls through bin": "PermissionError"}
+        assert "the sandbox may not change .config/autostart/evil.desktop" in notices, notices
+        assert not (home / ".config/autostart/evil.desktop").exists()
+        assert not (home / ".local/bin/ls").exists()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_protected_path_cannot_be_moved_away_with_its_parent(mode):
+    ws = sandbox_writable_dir("belljar-broker-protect-")
+    (ws / "tools").mkdir()
+    (ws / "tools" / "deploy.sh").write_text("echo deploy\n")
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / "a" / "b" / "c.sh").write_text("echo c\n")
+    (ws / "outer" / "repo" / ".git").mkdir(parents=True)
+    (ws / "outer" / "repo" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / "ordinary" / "inner").mkdir(parents=True)
+    (ws / "box" / "locked").mkdir(parents=True)
+    open_to_all(ws)
+    os.chmod(ws / "box" / "locked", 0)  # what the broker cannot look into may hold anything
+    flags = ["--protect", "tools/deploy.sh", "--protect", "a/b/c.sh"]
+    try:
+        with kernel(mode, ws, flags) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('tools', lambda: os.rename('tools', 'tools-old'))
+attempt('a', lambda: os.rename('a', 'a-old'))
+attempt('a/b', lambda: os.rename('a/b', 'a/b-old'))
+attempt('outer (a nested .git)', lambda: os.rename('outer', 'outer-old'))
+attempt('outer/repo', lambda: os.rename('outer/repo', 'elsewhere'))
+attempt('replace deploy.sh', lambda: os.replace('ordinary/inner', 'tools/deploy.sh'))
+attempt('write deploy.sh', lambda: open('tools/deploy.sh', 'w').write('evil'))
+attempt('ordinary', lambda: os.rename('ordinary', 'moved'))
+attempt('box (an unreadable folder inside)', lambda: os.rename('box', 'box-old'))
+"""
+            got, notices = results_of(kc, code)
+        assert got == {"tools": "PermissionError", "a": "PermissionError", "a/b": "PermissionError",
+                       "outer (a nested .git)": "PermissionError", "outer/repo": "PermissionError",
+                       "replace deploy.sh": "PermissionError", "write deploy.sh": "PermissionError",
+                       "ordinary": "done", "box (an unreadable folder inside)": "PermissionError"}, got
+        assert "it holds a folder the broker cannot read" in notices, notices
+        assert (ws / "tools" / "deploy.sh").read_text() == "echo deploy\n"
+        assert (ws / "a" / "b" / "c.sh").read_text() == "echo c\n"
+        assert (ws / "outer" / "repo" / ".git" / "HEAD").exists()
+        assert (ws / "moved" / "inner").is_dir()
+    finally:
+        os.chmod(ws / "box" / "locked", 0o700)
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_hard_link_and_no_empty_secret_to_be_filled_later(mode):
+    ws = sandbox_writable_dir("belljar-broker-links-")
+    (ws / "data.csv").write_text("a,b\n")
+    open_to_all(ws)
+    try:
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('empty .env', lambda: open('.env', 'w').close())
+attempt('.aws/credentials', lambda: (os.makedirs('.aws'), open('.aws/credentials', 'w').close()))
+attempt('hard link of a file', lambda: os.link('data.csv', 'twin.csv'))
+attempt('hard link in tmp', lambda: (open('/tmp/x', 'w').close(), os.link('/tmp/x', '/tmp/y')))
+"""
+            got, _ = results_of(kc, code)
+        assert got == {"empty .env": "PermissionError", ".aws/credentials": "PermissionError",
+                       "hard link of a file": "PermissionError", "hard link in tmp": "PermissionError"}, got
+        assert sorted(p.name for p in ws.iterdir()) == ["data.csv"]
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_folder_cannot_be_made_unreadable_to_hide_its_bytes(mode):
+    ws = sandbox_writable_dir("belljar-broker-quota-")
+    try:
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+os.mkdir('hide', 0o300)
+keep = os.open('hide', os.O_PATH)
+attempt('chmod 0300', lambda: os.chmod('hide', 0o300))
+attempt('fchmod 0', lambda: os.fchmod(os.open('hide', os.O_RDONLY), 0))
+attempt('chmod 0700', lambda: os.chmod('hide', 0o700))
+attempt('unnamed file', lambda: os.open('hide', os.O_TMPFILE | os.O_WRONLY, 0o600))
+"""
+            got, notices = results_of(kc, code)
+        assert got == {"chmod 0300": "PermissionError", "fchmod 0": "PermissionError",
+                       "chmod 0700": "done", "unnamed file": "OSError"}, got
+        assert "a folder its owner could not read" in notices
+        # made readable to its owner whatever mode mkdir asked for
+        assert (ws / "hide").stat().st_mode & 0o500 == 0o500
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_the_quota_counts_a_folder_the_session_tried_to_hide():
+    # The red team's shape: an unreadable folder (now refused) and 801 MiB under a 32 MiB
+    # quota. The quota stops the cell within a survey period or two of the burst.
+    ws = sandbox_writable_dir("belljar-broker-quota-fill-")
+    quota = 32 << 20
+    code = (f"import os\nos.chdir({str(ws)!r})\nos.mkdir('hide', 0o300)\nkeep = os.open('hide', os.O_PATH)\n"
+            "try:\n    os.chmod('hide', 0o300)\nexcept OSError:\n    pass\n"
+            "block = b'x' * (1 << 20)\n"
+            "for n in range(8):\n"
+            "    with open(f'hide/big{n}', 'wb') as f:\n"
+            "        for _ in range(100): f.write(block)\n")
+    try:
+        with kernel("strict", ws, ["--workspace-quota", "32M", "--file-size", "100M"]) as (km, kc):
+            reply, out = execute(kc, code, timeout=120)
+            used = sum(f.stat().st_blocks * 512 for f in (ws / "hide").iterdir())
+            print(f"workspace after the burst: {used >> 20} MiB (quota {quota >> 20} MiB)")
+            assert reply["content"]["status"] == "error"
+            assert reply["content"]["ename"] == "WorkspaceQuotaError", reply["content"]
+            assert used < quota + (384 << 20), used
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ordinary_work_is_unharmed(mode):
+    ws = sandbox_writable_dir("belljar-broker-work-")
+    try:
+        with kernel(mode, ws, ["--writable", ".cache/myproject"]) as (km, kc):
+            code = f"""
+import zipfile, io, shutil, tempfile
+os.chdir({str(ws)!r})
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+attempt('savefig', lambda: (plt.plot([1, 2]), plt.savefig('out/fig.png') if os.makedirs('out', exist_ok=True) is None else None))
+import pandas
+attempt('to_csv', lambda: pandas.DataFrame({{'a': [1, 2]}}).to_csv('out/frame.csv'))
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, 'w') as z:
+    for n in range(50):
+        z.writestr(f'pkg/sub{{n % 5}}/file{{n}}.txt', 'x' * n)
+attempt('extractall', lambda: zipfile.ZipFile(buf).extractall('unzipped'))
+attempt('rmtree', lambda: shutil.rmtree('unzipped'))
+attempt('tempfile in workspace', lambda: tempfile.TemporaryFile(dir='.').write(b'x'))
+attempt('atomic replace', lambda: (open('cfg.tmp', 'w').write('v2'), os.replace('cfg.tmp', 'cfg.json')))
+attempt('opened path', lambda: (os.makedirs('.cache/myproject/deep'), open('.cache/myproject/deep/x', 'w').write('x')))
+import subprocess
+def shell():
+    done = subprocess.run('echo hi > shell.txt; echo err > /dev/stderr', shell=True,
+                          capture_output=True, text=True)
+    if (done.returncode, done.stderr) != (0, 'err\\n'):
+        raise OSError(done.stderr)
+attempt('shell redirects', shell)
+"""
+            got, _ = results_of(kc, code)
+        assert set(got.values()) == {"done"}, got
+        assert (ws / "out" / "fig.png").stat().st_size > 0
+        assert (ws / "cfg.json").read_text() == "v2"
+        assert (ws / ".cache" / "myproject" / "deep" / "x").read_text() == "x"
+        assert not (ws / "unzipped").exists()
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
