@@ -62,6 +62,17 @@ bool object_id(int fd, ObjectId& id) {
 int SandboxPaths::walk(const std::vector<std::string>& start, std::string_view path,
                        bool follow_last, WalkedPath& out) const {
   if (path.empty()) return ENOENT;
+  if (path[0] == '/' || start.empty()) return walk(WalkStart{}, path, follow_last, out);
+  std::string joined;
+  for (const auto& part : start) joined += "/" + part;
+  joined += "/";
+  joined += path;
+  return walk(WalkStart{}, joined, follow_last, out);
+}
+
+int SandboxPaths::walk(const WalkStart& start, std::string_view path, bool follow_last,
+                       WalkedPath& out) const {
+  if (path.empty()) return ENOENT;
   if (path.size() >= kMaxPathBytes) return ENAMETOOLONG;
   // One descriptor at a time, not one per level: a tree deeper than the warden's descriptor
   // limit is still walked. ".." opens the parent again; the broker is the only one renaming
@@ -78,11 +89,17 @@ int SandboxPaths::walk(const std::vector<std::string>& start, std::string_view p
     marked.clear();
     enter(duplicate(root_));
   };
-  to_root();
+  if (path[0] != '/' && start.dir) {
+    at = duplicate(start.dir.get());
+    where = start.where;
+    marked = start.marked;
+    if (marked.size() != where.size() + 1) return EINVAL;
+  } else {
+    to_root();
+  }
   if (!at) return errno;
 
   std::deque<std::string> todo;
-  if (path[0] != '/') todo.assign(start.begin(), start.end());
   for (auto& part : path_components(path)) todo.push_back(std::move(part));
   out.trailing_slash = path.size() > 1 && path.back() == '/';
   {
@@ -165,6 +182,13 @@ bool SandboxPaths::holds_marker(int dir) const {
 }
 
 bool SandboxPaths::locate(int dir, std::vector<std::string>& where) const {
+  WalkStart start;
+  if (!locate(dir, start)) return false;
+  where = std::move(start.where);
+  return true;
+}
+
+bool SandboxPaths::locate(int dir, WalkStart& start) const {
   std::string text;
   char buf[kMaxPathBytes];
   std::string self = "/proc/self/fd/" + std::to_string(dir);
@@ -173,17 +197,21 @@ bool SandboxPaths::locate(int dir, std::vector<std::string>& where) const {
   text.assign(buf, static_cast<size_t>(n));
   auto parts = path_components(text);
   Fd at = duplicate(root_);
+  std::vector<bool> marked = {at && holds_marker(at.get())};
   for (const auto& part : parts) {
     if (part == ".." || !at) return false;
     at = open_beneath(at.get(), part);
     struct stat st {};
     if (!at || ::fstat(at.get(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+    marked.push_back(holds_marker(at.get()));
   }
   ObjectId found, wanted;
   if (!at || !object_id(at.get(), found) || !object_id(dir, wanted) || !(found == wanted))
     return false;
-  where = std::move(parts);
-  return true;
+  start.dir = duplicate(dir);
+  start.where = std::move(parts);
+  start.marked = std::move(marked);
+  return static_cast<bool>(start.dir);
 }
 
 }  // namespace belljar

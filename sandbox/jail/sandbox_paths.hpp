@@ -45,6 +45,14 @@ struct ObjectId {
 // The identity of what `fd` refers to; false (errno set) when it can't be read.
 bool object_id(int fd, ObjectId& id);
 
+// A folder a walk may start from (a caller's cwd or dirfd, located once): its descriptor, its
+// components from the root, and which folders on the way hold the marker, root first.
+struct WalkStart {
+  Fd dir;
+  std::vector<std::string> where;
+  std::vector<bool> marked;  // one more than `where`: the root's first
+};
+
 class SandboxPaths {
  public:
   // `root`: the sandbox's root folder (an O_PATH descriptor of /proc/PID/root). `marker`: a
@@ -58,11 +66,16 @@ class SandboxPaths {
   // EXDEV for a symlink on procfs, with `out` saying where).
   int walk(const std::vector<std::string>& start, std::string_view path, bool follow_last,
            WalkedPath& out) const;
+  // The same from a located folder, without walking down to it again (an absolute path, or a
+  // link's absolute text, still starts at the root).
+  int walk(const WalkStart& start, std::string_view path, bool follow_last, WalkedPath& out) const;
 
   // The components of an open folder (a /proc/PID/cwd or /proc/PID/fd/N opened by the broker):
   // its path as /proc/self/fd shows it, checked by walking it back to the same object. false
   // when the two disagree (the folder moved meanwhile, or lies outside this root).
   bool locate(int dir, std::vector<std::string>& where) const;
+  // The same, as a start for walk(): `dir` duplicated, and the marker checked on the way.
+  bool locate(int dir, WalkStart& start) const;
 
  private:
   bool holds_marker(int dir) const;

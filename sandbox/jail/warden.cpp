@@ -383,8 +383,7 @@ class Warden {
                        (status > 0 ? errno_text(status) : std::string("none")) + ")");
     BrokerSettings settings;
     settings.workspace = spec_.workspace;
-    settings.rule.protect = spec_.protect_patterns;
-    settings.rule.writable = spec_.writable_patterns;
+    settings.rule = WorkspaceRule(spec_.protect_patterns, spec_.writable_patterns);
     settings.writable_roots = std::move(writable_roots);
     settings.switch_ids = spec_.host_root;
     settings.host_uid = spec_.host_uid;
@@ -514,6 +513,7 @@ class Warden {
     }
     SurveyReport reply;
     if (watch_) reply = watch_->survey(request.baseline, request.measure);
+    if (broker_) broker_->invalidate();  // new masks, new environments: located folders again
     report(reply);
   }
 

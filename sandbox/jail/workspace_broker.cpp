@@ -15,6 +15,7 @@
 
 #include <cstring>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "sandbox/jail/sandbox_paths.hpp"
@@ -31,6 +32,9 @@ constexpr size_t kMaxScanned = 100000;  // entries below a folder that is to be 
 constexpr int kSysFchmodat2 = 452;      // Linux 6.6, newer than some headers
 constexpr int kOTmpfileBit = 020000000;
 constexpr const char* kEnvironmentMarker = "pyvenv.cfg";  // a folder holding it is a venv
+// SECCOMP_IOCTL_NOTIF_SET_FLAGS and SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, newer than the headers.
+constexpr unsigned long kIoctlNotifSetFlags = _IOW('!', 4, uint64_t);
+constexpr uint64_t kUserNotifFdSyncWakeUp = 1;
 
 enum class Change { create, make_folder, write, remove, rename, mode, owner, link };
 
@@ -111,13 +115,49 @@ std::string proc_path(pid_t pid, const std::string& rest) {
   return "/proc/" + std::to_string(pid) + "/" + rest;
 }
 
-// The caller's umask, from its status (it changes rarely, but it may change).
-mode_t umask_of(pid_t pid) {
-  std::string status = read_small_file(proc_path(pid, "status"));
-  auto at = status.find("\nUmask:\t");
-  if (at == std::string::npos) return 022;
-  return static_cast<mode_t>(std::strtoul(status.c_str() + at + 8, nullptr, 8) & 0777);
-}
+// The callers' umasks. Only /proc/TID/status says a thread's umask, and rendering it is the
+// costliest step of a brokered create, so each thread's is read once and kept while a pidfd of
+// that very thread says it lives (a reused tid is another thread). umask() is notified too:
+// once any thread of the sandbox calls it, nothing is kept any more (the call takes effect
+// after the broker lets it run, so a value read meanwhile could be stale). Python and its
+// libraries rarely call it; pip does, once per install.
+class Umasks {
+ public:
+  mode_t of(pid_t tid) {
+    if (caching_) {
+      auto found = known_.find(tid);
+      if (found != known_.end()) {
+        pollfd alive{found->second.pidfd.get(), POLLIN, 0};
+        if (::poll(&alive, 1, 0) == 0) return found->second.mask;
+        known_.erase(found);
+      }
+    }
+    std::string status = read_small_file(proc_path(tid, "status"));
+    auto at = status.find("\nUmask:\t");
+    if (at == std::string::npos) return 077;  // unknown: the strictest
+    mode_t mask = static_cast<mode_t>(std::strtoul(status.c_str() + at + 8, nullptr, 8) & 0777);
+    if (caching_) {
+      if (known_.size() >= kThreads) known_.clear();
+      Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread)));
+      if (pidfd) known_[tid] = {std::move(pidfd), mask};  // before Linux 6.9: not kept
+    }
+    return mask;
+  }
+  void changing() {
+    caching_ = false;
+    known_.clear();
+  }
+
+ private:
+  static constexpr size_t kThreads = 1024;
+  static constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD, Linux 6.9
+  struct Known {
+    Fd pidfd;
+    mode_t mask = 0;
+  };
+  std::map<pid_t, Known> known_;
+  bool caching_ = true;
+};
 
 // What the kernel would have said to a change outside the writable places: EROFS on a
 // read-only mount (most of the sandbox's root), EACCES elsewhere.
@@ -155,6 +195,14 @@ struct WorkspaceBroker::Call {
     resp.val = error ? 0 : value;
     ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
   }
+  void let_run() {
+    if (answered) return;
+    answered = true;
+    seccomp_notif_resp resp{};
+    resp.id = id;
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  }
   // Installs `fd` in the caller and makes its number the call's result, atomically.
   void reply_fd(int fd, bool cloexec) {
     if (answered) return;
@@ -173,33 +221,76 @@ struct WorkspaceBroker::Call {
 
 namespace {
 
+// Where callers' folders are, located once each: a cwd is used call after call, and locating
+// it walks every folder from the root. An entry stands while the folder's path as
+// /proc/self/fd shows it is the same text (anyone's rename changes it) and no mount or marker
+// may have changed since (the generation: bumped after each survey and each brokered rename,
+// removal of a folder or pyvenv.cfg made).
+class LocatedFolders {
+ public:
+  const WalkStart* find(const SandboxPaths& paths, int dir, uint64_t generation) {
+    ObjectId id;
+    std::string text;
+    if (!object_id(dir, id) || !path_of(dir, text)) return nullptr;
+    for (auto& entry : entries_)
+      if (entry.generation == generation && entry.id == id && entry.text == text)
+        return &entry.start;
+    Entry fresh{id, std::move(text), generation, WalkStart{}};
+    if (!paths.locate(dir, fresh.start)) return nullptr;
+    if (entries_.size() < kEntries) {
+      entries_.push_back(std::move(fresh));
+      return &entries_.back().start;
+    }
+    Entry& slot = entries_[next_++ % kEntries];
+    slot = std::move(fresh);
+    return &slot.start;
+  }
+
+ private:
+  static constexpr size_t kEntries = 16;
+  struct Entry {
+    ObjectId id;
+    std::string text;
+    uint64_t generation = 0;
+    WalkStart start;
+  };
+  static bool path_of(int dir, std::string& text) {
+    char buf[kMaxPathBytes];
+    ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(dir)).c_str(), buf, sizeof buf);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return false;
+    text.assign(buf, static_cast<size_t>(n));
+    return true;
+  }
+  std::vector<Entry> entries_;
+  size_t next_ = 0;
+};
+
 // What one answer needs: the rule, the sandbox's paths, and the caller.
 class Judge {
  public:
   Judge(const BrokerSettings& settings, const std::vector<std::string>& workspace,
         const std::vector<std::vector<std::string>>& roots, int root, pid_t pid,
-        std::function<void(BrokerRefusal)> refuse)
+        LocatedFolders& located, uint64_t generation, std::function<void(BrokerRefusal)> refuse)
       : settings_(settings),
         workspace_(workspace),
         roots_(roots),
         paths_(root, kEnvironmentMarker),
         pid_(pid),
+        located_(located),
+        generation_(generation),
         refuse_(std::move(refuse)) {}
 
   // Resolves the path at `address`, relative to `dirfd` (AT_FDCWD: the caller's cwd).
   int resolve(int dirfd, uint64_t address, bool follow_last, WalkedPath& out) {
     std::string path;
     if (int error = read_string(pid_, address, path)) return error;
-    std::vector<std::string> start;
-    if (!path.empty() && path[0] != '/') {
-      std::string base = dirfd == AT_FDCWD ? "cwd" : "fd/" + std::to_string(dirfd);
-      Fd dir(::open(proc_path(pid_, base).c_str(), O_PATH | O_CLOEXEC));
-      if (!dir) return dirfd == AT_FDCWD ? ENOENT : EBADF;
-      struct stat st {};
-      if (::fstat(dir.get(), &st) != 0 || !S_ISDIR(st.st_mode)) return ENOTDIR;
-      if (!paths_.locate(dir.get(), start)) return ENOENT;
-    }
-    return paths_.walk(start, path, follow_last, out);
+    if (path.empty() || path[0] == '/') return paths_.walk(WalkStart{}, path, follow_last, out);
+    std::string base = dirfd == AT_FDCWD ? "cwd" : "fd/" + std::to_string(dirfd);
+    Fd dir(::open(proc_path(pid_, base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return errno == ENOTDIR ? ENOTDIR : dirfd == AT_FDCWD ? ENOENT : EBADF;
+    const WalkStart* start = located_.find(paths_, dir.get(), generation_);
+    if (!start) return ENOENT;
+    return paths_.walk(*start, path, follow_last, out);
   }
 
   // The target's components below the workspace, if it is in it.
@@ -220,9 +311,8 @@ class Judge {
         if (below(full, root) && (full.size() > root.size() || change == Change::write)) return 0;
       return outside_roots(at.parent.get());
     }
-    std::optional<std::string> why =
-        refusal(settings_.rule, *relative,
-                change == Change::make_folder ? NameChange::make_folder : NameChange::other);
+    std::optional<std::string> why = settings_.rule.refusal(
+        *relative, change == Change::make_folder ? NameChange::make_folder : NameChange::other);
     if (!why && in_environment(at)) why = "inside a Python environment";
     if (!why) return 0;
     refuse_({joined(*relative), change_name(change), *why});
@@ -248,7 +338,7 @@ class Judge {
                if (!*base) continue;
                std::vector<std::string> rel = **base;
                rel.insert(rel.end(), inner.begin(), inner.end());
-               if (is_venv || closed_name(settings_.rule, rel)) {
+               if (is_venv || settings_.rule.closed(rel)) {
                  why = is_venv ? "it holds a Python environment" : "it holds " + joined(rel);
                  found = joined(**base);
                  return true;
@@ -323,6 +413,8 @@ class Judge {
   const std::vector<std::vector<std::string>>& roots_;
   SandboxPaths paths_;
   pid_t pid_;
+  LocatedFolders& located_;
+  uint64_t generation_;
   std::function<void(BrokerRefusal)> refuse_;
 };
 
@@ -364,6 +456,11 @@ void WorkspaceBroker::serve() {
   }
   seccomp_notif_sizes sizes{};
   if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return;
+  // Linux 6.6+: the caller and the broker hand the CPU to each other, as a pipe's two ends
+  // would, rather than waking each other across CPUs (most of a brokered call's cost in a VM).
+  // Best effort: older kernels answer EINVAL and wake as before.
+  uint64_t sync_wake_up = kUserNotifFdSyncWakeUp;
+  ::ioctl(listener_.get(), kIoctlNotifSetFlags, sync_wake_up);
   std::vector<unsigned char> buffer(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
   for (;;) {
     pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
@@ -401,7 +498,10 @@ void WorkspaceBroker::answer(Call& call) {
       return call.reply(EACCES);
     }
   }
-  Judge judge(settings_, workspace_parts_, writable_roots_, root_.get(), call.pid,
+  static LocatedFolders located;  // the broker's thread's alone (one broker per warden)
+  static Umasks umasks;
+  Judge judge(settings_, workspace_parts_, writable_roots_, root_.get(), call.pid, located,
+              generation_.load(),
               [this](BrokerRefusal refusal) { refuse_once(std::move(refusal)); });
   const pid_t pid = call.pid;
   auto dirfd_arg = [&](int i) { return call.arg_int(i); };
@@ -457,10 +557,11 @@ void WorkspaceBroker::answer(Call& call) {
     } else if (int error = judge.decide(at, there ? Change::write : Change::create)) {
       return call.reply(error);
     }
-    mode_t created = (flags & (O_CREAT | kOTmpfileBit)) ? (mode & 0777 & ~umask_of(pid)) : 0;
+    mode_t created = (flags & (O_CREAT | kOTmpfileBit)) ? (mode & 0777 & ~umasks.of(pid)) : 0;
     int open_flags = (flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) & ~O_NOCTTY;
     Fd fd(::openat(at.parent.get(), at.name.c_str(), open_flags, created));
     if (!fd) return call.reply(errno);
+    if (!there && at.name == kEnvironmentMarker) invalidate();  // a folder became a venv
     // Opened without blocking (a FIFO with no reader must not stall every other call); the
     // caller's file blocks again unless it asked otherwise.
     if (!(flags & O_NONBLOCK)) ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
@@ -474,7 +575,7 @@ void WorkspaceBroker::answer(Call& call) {
     struct stat st {};
     if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EEXIST);
     if (int error = judge.decide(at, Change::make_folder)) return call.reply(error);
-    mode_t made = mode & 0777 & ~umask_of(pid);
+    mode_t made = mode & 0777 & ~umasks.of(pid);
     // In the workspace a folder is always its owner's to read and search: the quota's survey
     // must see into it.
     if (judge.in_workspace(at)) made |= S_IRWXU;
@@ -492,7 +593,7 @@ void WorkspaceBroker::answer(Call& call) {
     if (int error = judge.decide(at, Change::create)) return call.reply(error);
     Fd fd(::openat(at.parent.get(), at.name.c_str(),
                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                   mode & 0777 & ~umask_of(pid)));
+                   mode & 0777 & ~umasks.of(pid)));
     call.reply(fd ? 0 : errno);
   };
 
@@ -505,7 +606,9 @@ void WorkspaceBroker::answer(Call& call) {
     if (at.dots_last) return call.reply((flags & AT_REMOVEDIR) ? EINVAL : EISDIR);
     if (!exists(at.parent.get(), at.name, st)) return call.reply(ENOENT);
     if (int error = judge.decide(at, Change::remove)) return call.reply(error);
-    call.reply(::unlinkat(at.parent.get(), at.name.c_str(), flags & AT_REMOVEDIR) == 0 ? 0 : errno);
+    int rc = ::unlinkat(at.parent.get(), at.name.c_str(), flags & AT_REMOVEDIR);
+    if (rc == 0 && ((flags & AT_REMOVEDIR) || at.name == kEnvironmentMarker)) invalidate();
+    call.reply(rc == 0 ? 0 : errno);
   };
 
   auto do_rename = [&](int olddir, uint64_t oldpath, int newdir, uint64_t newpath, unsigned flags) {
@@ -525,6 +628,7 @@ void WorkspaceBroker::answer(Call& call) {
       if (int error = judge.decide_subtree(to, from)) return call.reply(error);
     long rc = ::syscall(SYS_renameat2, from.parent.get(), from.name.c_str(), to.parent.get(),
                         to.name.c_str(), flags);
+    if (rc == 0) invalidate();  // a folder's path changed, or a marker came or went
     call.reply(rc == 0 ? 0 : errno);
   };
 
@@ -616,7 +720,7 @@ void WorkspaceBroker::answer(Call& call) {
         return call.reply(EACCES);
       WalkedPath at;
       SandboxPaths paths(root_.get());
-      if (paths.walk({}, std::string_view(buf, static_cast<size_t>(n)), false, at) != 0 ||
+      if (paths.walk(WalkStart{}, std::string_view(buf, static_cast<size_t>(n)), false, at) != 0 ||
           at.name.empty())
         return call.reply(EACCES);
       ObjectId named, held;
@@ -716,6 +820,10 @@ void WorkspaceBroker::answer(Call& call) {
       return do_fattr(call.arg_int(0), Change::owner, a[1], a[2]);
     case SYS_truncate:
       return do_truncate(a[0], static_cast<int64_t>(a[1]));
+    case SYS_umask:
+      // Its argument is a register, not memory: letting it run is safe.
+      umasks.changing();
+      return call.let_run();
     default:
       return call.reply(ENOSYS);
   }

@@ -13,6 +13,7 @@
 // Reads and writes of open files never reach it: the cost is on names, not on data.
 #include <sys/types.h>
 
+#include <atomic>
 #include <functional>
 #include <set>
 #include <string>
@@ -62,6 +63,10 @@ class WorkspaceBroker {
   WorkspaceBroker(const WorkspaceBroker&) = delete;
   WorkspaceBroker& operator=(const WorkspaceBroker&) = delete;
 
+  // Folders located before may have moved under a mount, or become an environment: the warden
+  // says so after each survey (any thread).
+  void invalidate() { ++generation_; }
+
   struct Call;  // one stopped syscall (workspace_broker.cpp)
 
  private:
@@ -76,6 +81,7 @@ class WorkspaceBroker {
   std::vector<std::vector<std::string>> writable_roots_;
   Fd root_;  // the sandbox's root, from the first caller's /proc/PID/root
   OnRefusal on_refusal_;
+  std::atomic<uint64_t> generation_{0};
   std::set<std::string> reported_;  // paths said once (bounded); the broker's thread's alone
   std::thread thread_;
 };

@@ -211,10 +211,10 @@ const std::vector<std::string>& unaccounted_memory_syscalls() {
 
 const std::vector<std::string>& brokered_syscalls() {
   static const std::vector<std::string> names = {
-      "open",      "openat",  "creat",     "mkdir",  "mkdirat",  "mknod",
-      "mknodat",   "unlink",  "unlinkat",  "rmdir",  "rename",   "renameat",
-      "renameat2", "symlink", "symlinkat", "chmod",  "fchmod",   "fchmodat",
-      "fchmodat2", "chown",   "lchown",    "fchown", "fchownat", "truncate"};
+      "open",      "openat",   "creat",    "mkdir",    "mkdirat",   "mknod",     "mknodat",
+      "unlink",    "unlinkat", "rmdir",    "rename",   "renameat",  "renameat2", "symlink",
+      "symlinkat", "chmod",    "fchmod",   "fchmodat", "fchmodat2", "chown",     "lchown",
+      "fchown",    "fchownat", "truncate", "umask"};
   return names;
 }
 

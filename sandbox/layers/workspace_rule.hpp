@@ -10,28 +10,45 @@
 // plain folders above it may be made.
 //
 // The rule reads components, never the disk: the broker resolves every symlink itself, so the
-// components it passes are where the change really lands, whatever the tree's shape.
+// components it passes are where the change really lands, whatever the tree's shape. Patterns
+// (workspace_guard.hpp's grammar) are split once, here: the broker asks on every create.
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace belljar {
 
-struct WorkspaceRule {
-  std::vector<std::string> protect;   // read-only patterns (matches_hide_pattern's grammar)
-  std::vector<std::string> writable;  // patterns opened despite the dot and environment rule
-};
-
 enum class NameChange { make_folder, other };
 
-// Why the change of `relative` (components below the workspace root; empty: the root itself)
-// is refused, or nothing when it is allowed.
-std::optional<std::string> refusal(const WorkspaceRule& rule,
-                                   const std::vector<std::string>& relative, NameChange change);
+class WorkspaceRule {
+ public:
+  WorkspaceRule() = default;
+  // `protect`: read-only patterns; `writable`: patterns opened despite the rule.
+  WorkspaceRule(const std::vector<std::string>& protect, const std::vector<std::string>& writable);
 
-// Whether a folder at `relative` may hold nothing the rule closes: false for a dot-path, an
-// environment's folder or a protected path. The broker asks it of every entry below a folder
-// it is asked to rename, so no protected path is carried away with its parent.
-bool closed_name(const WorkspaceRule& rule, const std::vector<std::string>& relative);
+  // Why the change of `relative` (components below the workspace root; empty: the root
+  // itself) is refused, or nothing when it is allowed.
+  std::optional<std::string> refusal(const std::vector<std::string>& relative,
+                                     NameChange change) const;
+
+  // Whether the rule closes `relative`: the broker asks it of every entry below a folder it is
+  // asked to rename, so no protected path is carried away with its parent.
+  bool closed(const std::vector<std::string>& relative) const {
+    return refusal(relative, NameChange::other).has_value();
+  }
+
+ private:
+  struct Pattern {
+    bool anchored = false;           // a leading "/": at the workspace's top only
+    std::vector<std::string> parts;  // fnmatch globs, one per component
+    // Whether the first `length` components of `path` end with these parts.
+    bool matches(const std::vector<std::string>& path, size_t length) const;
+    // Whether `path` is a folder some path this pattern matches lies below.
+    bool below(const std::vector<std::string>& path) const;
+  };
+  static std::vector<Pattern> compiled(const std::vector<std::string>& patterns);
+
+  std::vector<Pattern> protect_, writable_;
+};
 
 }  // namespace belljar

@@ -344,3 +344,29 @@ attempt('shell redirects', shell)
         assert not (ws / "unzipped").exists()
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_files_get_the_modes_the_cells_umask_gives(mode):
+    # The broker makes the files, so it applies the caller's umask: after a change, and in a
+    # child process with a umask of its own.
+    ws = sandbox_writable_dir("belljar-broker-umask-")
+    try:
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+import subprocess
+os.chdir({str(ws)!r})
+open('before', 'w').close()
+old = os.umask(0o077)
+open('private', 'w').close()
+os.mkdir('private-dir')
+os.umask(old)
+open('after', 'w').close()
+subprocess.run(['sh', '-c', 'umask 027; touch child; mkdir child-dir'], check=True)
+"""
+            results_of(kc, code)
+        modes = {p.name: oct(p.stat().st_mode & 0o777) for p in ws.iterdir()}
+        assert modes == {"before": "0o644", "private": "0o600", "private-dir": "0o700",
+                         "after": "0o644", "child": "0o640", "child-dir": "0o750"}, modes
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)

@@ -48,7 +48,7 @@ TEST_CASE("an absolute link restarts at the sandbox's root, not the host's", "[s
   REQUIRE(root.paths.walk({"work"}, "lcl/bin/ls", false, at) == 0);
   CHECK(at.where == Parts{"work", ".local", "bin"});
   // ".." never climbs above the root
-  REQUIRE(root.paths.walk({}, "../../../etc/passwd", false, at) == 0);
+  REQUIRE(root.paths.walk(Parts{}, "../../../etc/passwd", false, at) == 0);
   CHECK(at.where == Parts{"etc"});
   CHECK(at.name == "passwd");
 }
@@ -73,12 +73,12 @@ TEST_CASE("errors are the kernel's: loops, files as folders, missing parents", "
   fs::create_symlink("c", root.dir / "a/b");
   write_file(root.dir / "a/file", "x");
   WalkedPath at;
-  CHECK(root.paths.walk({}, "a/c/x", false, at) == ELOOP);
-  CHECK(root.paths.walk({}, "a/file/x", false, at) == ENOTDIR);
-  CHECK(root.paths.walk({}, "a/missing/x", false, at) == ENOENT);
-  CHECK(root.paths.walk({}, "", false, at) == ENOENT);
+  CHECK(root.paths.walk(Parts{}, "a/c/x", false, at) == ELOOP);
+  CHECK(root.paths.walk(Parts{}, "a/file/x", false, at) == ENOTDIR);
+  CHECK(root.paths.walk(Parts{}, "a/missing/x", false, at) == ENOENT);
+  CHECK(root.paths.walk(Parts{}, "", false, at) == ENOENT);
   // a name that does not exist yet is still resolved: it is what a create makes
-  REQUIRE(root.paths.walk({}, "a/new", false, at) == 0);
+  REQUIRE(root.paths.walk(Parts{}, "a/new", false, at) == 0);
   CHECK(at.name == "new");
 }
 
@@ -94,7 +94,7 @@ TEST_CASE("a path that ends at a folder names it from its parent", "[sandbox_pat
   CHECK(at.name == "sub");
   CHECK(at.trailing_slash);
   CHECK_FALSE(at.dots_last);
-  REQUIRE(root.paths.walk({}, "/", false, at) == 0);
+  REQUIRE(root.paths.walk(Parts{}, "/", false, at) == 0);
   CHECK(at.name.empty());
 }
 
@@ -102,7 +102,7 @@ TEST_CASE("a symlink on procfs is not followed", "[sandbox_paths]") {
   Fd slash(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   SandboxPaths paths(slash.get());
   WalkedPath at;
-  CHECK(paths.walk({}, "/proc/self/fd/1", false, at) == EXDEV);
+  CHECK(paths.walk(Parts{}, "/proc/self/fd/1", false, at) == EXDEV);
   CHECK(at.where == Parts{"proc"});
   CHECK(at.name == "self");
   CHECK(at.rest_after_magic == Parts{"fd", "1"});
@@ -132,9 +132,9 @@ TEST_CASE("folders holding the marker are flagged on the way", "[sandbox_paths]"
   Fd fd(::open(dir.path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   SandboxPaths paths(fd.get(), "pyvenv.cfg");
   WalkedPath at;
-  REQUIRE(paths.walk({}, "w/venv/lib/python3.11/evil.pth", false, at) == 0);
+  REQUIRE(paths.walk(Parts{}, "w/venv/lib/python3.11/evil.pth", false, at) == 0);
   CHECK(at.marked == std::vector<bool>{false, false, true, false, false});
-  REQUIRE(paths.walk({}, "w/other", false, at) == 0);
+  REQUIRE(paths.walk(Parts{}, "w/other", false, at) == 0);
   CHECK(at.marked == std::vector<bool>{false, false});
 }
 
@@ -158,4 +158,27 @@ TEST_CASE("a tree deeper than the descriptor limit is walked", "[sandbox_paths]"
   REQUIRE(error == 0);
   CHECK(at.where.size() == 299);
   CHECK(at.name == "x");
+}
+
+TEST_CASE("a walk from a located folder lands where one from the root does", "[sandbox_paths]") {
+  TempDir dir{"belljar-start"};
+  fs::create_directories(dir / "w/venv/sub");
+  write_file(dir / "w/venv/pyvenv.cfg", "");
+  fs::create_directory_symlink("/", dir / "w/venv/sub/up");
+  Fd slash(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  SandboxPaths paths(slash.get(), "pyvenv.cfg");
+  Fd sub(::open((dir / "w/venv/sub").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  WalkStart start;
+  REQUIRE(paths.locate(sub.get(), start));
+  CHECK(start.marked.size() == start.where.size() + 1);
+  CHECK(start.marked[start.marked.size() - 2]);  // the venv, one above
+  for (const char* path : {"x", "../y", "../../z", "up/tmp/q"}) {
+    INFO(path);
+    WalkedPath from_start, from_root;
+    REQUIRE(paths.walk(start, path, false, from_start) == 0);
+    REQUIRE(paths.walk(start.where, path, false, from_root) == 0);
+    CHECK(from_start.where == from_root.where);
+    CHECK(from_start.name == from_root.name);
+    CHECK(from_start.marked == from_root.marked);
+  }
 }

@@ -13,7 +13,7 @@ namespace {
 
 bool refused(const WorkspaceRule& rule, const std::string& path,
              NameChange change = NameChange::other) {
-  return refusal(rule, path_components(path), change).has_value();
+  return rule.refusal(path_components(path), change).has_value();
 }
 
 }  // namespace
@@ -31,33 +31,30 @@ TEST_CASE("a dot-path anywhere on the way is closed", "[workspace_rule]") {
        {".gitconfig", ".local/bin/ls", ".config/autostart/x.desktop", "proj/.git/hooks/pre-commit",
         ".ipython/profile_default/startup/a.py", ".jupyter/custom/custom.js", "deep/a/.envrc"})
     CHECK(refused(rule, path));
-  CHECK(*refusal(rule, {".bashrc"}, NameChange::other) == "a dot-path, which host tools read");
+  CHECK(*rule.refusal({".bashrc"}, NameChange::other) == "a dot-path, which host tools read");
 }
 
 TEST_CASE("a Python environment's packages are closed", "[workspace_rule]") {
   WorkspaceRule rule;
   CHECK(refused(rule, "lib/python3.11/site-packages/evil.pth"));
   CHECK(refused(rule, "venv/lib/python3/dist-packages"));
-  CHECK(*refusal(rule, {"site-packages"}, NameChange::make_folder) ==
-        "inside a Python environment");
+  CHECK(*rule.refusal({"site-packages"}, NameChange::make_folder) == "inside a Python environment");
 }
 
 TEST_CASE("a protect pattern closes what it names, at any depth it allows", "[workspace_rule]") {
-  WorkspaceRule rule;
-  rule.protect = {"tools/deploy.sh", "/Makefile", "*.service"};
+  WorkspaceRule rule({"tools/deploy.sh", "/Makefile", "*.service"}, {});
   CHECK(refused(rule, "tools/deploy.sh"));
   CHECK(refused(rule, "sub/tools/deploy.sh"));
   CHECK(refused(rule, "Makefile"));
   CHECK_FALSE(refused(rule, "sub/Makefile"));       // anchored at the root
   CHECK(refused(rule, "units/web.service/notes"));  // below a protected path
   CHECK_FALSE(refused(rule, "tools/other.sh"));
-  CHECK(*refusal(rule, path_components("tools/deploy.sh"), NameChange::other) == "protected");
+  CHECK(*rule.refusal(path_components("tools/deploy.sh"), NameChange::other) == "protected");
 }
 
 TEST_CASE("a writable pattern opens a path, and the folders above it may be made",
           "[workspace_rule]") {
-  WorkspaceRule rule;
-  rule.writable = {".cache/myproject", ".git"};
+  WorkspaceRule rule({}, {".cache/myproject", ".git"});
   CHECK_FALSE(refused(rule, ".cache/myproject"));
   CHECK_FALSE(refused(rule, ".cache/myproject/deep/file.bin"));
   CHECK_FALSE(refused(rule, ".git/hooks/pre-commit"));
@@ -66,8 +63,7 @@ TEST_CASE("a writable pattern opens a path, and the folders above it may be made
   CHECK(refused(rule, ".cache/other", NameChange::make_folder));
   CHECK(refused(rule, ".config/x"));
   // --protect still wins inside an opened path
-  rule.protect = {".git/hooks"};
-  CHECK(refused(rule, ".git/hooks/pre-commit"));
+  CHECK(refused(WorkspaceRule({".git/hooks"}, {".git"}), ".git/hooks/pre-commit"));
 }
 
 TEST_CASE("the workspace itself is not the sandbox's to change", "[workspace_rule]") {
