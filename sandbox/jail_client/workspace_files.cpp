@@ -84,7 +84,7 @@ std::string_view entry_kind_name(WorkspaceEntry::Kind kind) {
 WorkspaceFiles::WorkspaceFiles(const Policy& policy)
     : root_path_(policy.workspace.string()),
       hide_(default_hidden_patterns()),
-      protect_(protected_patterns(policy)) {
+      rule_(protected_patterns(policy), policy.writable) {
   hide_.insert(hide_.end(), policy.hide.begin(), policy.hide.end());
   std::tie(owner_uid_, owner_gid_) = sandbox_host_ids(policy);
   root_.reset(::open(root_path_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -154,8 +154,9 @@ bool WorkspaceFiles::masked(const std::string& relative) const {
   return covered(hide_, relative);
 }
 
-bool WorkspaceFiles::read_only(const std::string& relative) const {
-  return covered(protect_, relative);
+std::optional<std::string> WorkspaceFiles::closed(const std::string& relative,
+                                                  NameChange change) const {
+  return rule_.refusal(path_components(relative), change);
 }
 
 void WorkspaceFiles::refuse_if_masked(const std::string& asked, const std::string& relative) const {
@@ -276,12 +277,18 @@ WorkspaceWrite WorkspaceFiles::write(const std::string& path, std::string_view d
   Opened folder{Fd(::dup(root_.get())), "."};
   if (!folder.fd) throw WorkspaceRefusal(path + ": " + errno_text(errno));
   std::string prefix = ".";
+  // A folder holding pyvenv.cfg is a Python environment: nothing below it is written.
+  auto in_environment = [](int dir) {
+    struct stat st {};
+    return ::fstatat(dir, "pyvenv.cfg", &st, AT_SYMLINK_NOFOLLOW) == 0;
+  };
+  bool environment = in_environment(folder.fd.get());
   for (const auto& part : parts) {
     prefix = joined(prefix, part);
     Opened next = open_beneath(prefix, O_PATH | O_DIRECTORY, create_dirs);
     if (!next.fd) {
       std::string made = joined(folder.relative, part);
-      if (masked(made) || read_only(made))
+      if (masked(made) || environment || closed(made, NameChange::make_folder))
         throw WorkspaceRefusal(path + ": " + made + " can't be made inside the sandbox");
       if (::mkdirat(folder.fd.get(), part.c_str(), 0755) == 0 && ::geteuid() == 0)
         give_to_sandbox(folder.fd.get(), part);
@@ -289,11 +296,14 @@ WorkspaceWrite WorkspaceFiles::write(const std::string& path, std::string_view d
     }
     if (masked(next.relative)) throw WorkspaceRefusal(path + " is inside a masked secret: refused");
     folder = std::move(next);
+    environment = environment || in_environment(folder.fd.get());
   }
   std::string relative = joined(folder.relative, name);
   if (masked(relative))
     throw WorkspaceRefusal(path + " is a secret file, masked inside the sandbox: refused");
-  if (read_only(relative)) throw WorkspaceRefusal(path + " is read-only inside the sandbox");
+  auto why = environment ? std::optional<std::string>("inside a Python environment")
+                         : closed(relative, NameChange::other);
+  if (why) throw WorkspaceRefusal(path + " is read-only inside the sandbox (" + *why + ")");
   int flags =
       O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (append ? O_APPEND : 0);
   bool existed = ::faccessat(folder.fd.get(), name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0;

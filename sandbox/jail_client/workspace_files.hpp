@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sandbox/layers/workspace_rule.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/policy/policy.hpp"
 
@@ -86,12 +87,15 @@ class WorkspaceFiles {
   Opened open_beneath(const std::string& relative, uint64_t flags, bool missing_ok = false) const;
   void give_to_sandbox(int dir_fd, const std::string& name) const;
   bool masked(const std::string& relative) const;
-  bool read_only(const std::string& relative) const;
+  // Why the workspace rule (workspace_rule.hpp) closes `relative` to the sandbox, or nothing:
+  // the agent's writes obey the rule the broker holds the session to.
+  std::optional<std::string> closed(const std::string& relative, NameChange change) const;
   void refuse_if_masked(const std::string& asked, const std::string& relative) const;
 
   Fd root_;
   std::string root_path_;  // the workspace as policy names it, for messages
-  std::vector<std::string> hide_, protect_;
+  std::vector<std::string> hide_;
+  WorkspaceRule rule_;
   uid_t owner_uid_;  // who the sandbox writes as on the host (the kernel, or --sandbox-user)
   gid_t owner_gid_;
 };

@@ -160,3 +160,20 @@ TEST_CASE("workspace files: writes stay beneath the root and off read-only paths
   CHECK(ws.content(".git/config") == "[core]\n");
   CHECK_FALSE(fs::exists(ws.root / ".git/hooks"));
 }
+
+TEST_CASE("workspace files: the agent's writes obey the workspace rule", "[workspace_files]") {
+  Workspace ws;
+  ws.put("venv/pyvenv.cfg", "home = /usr/bin\n");
+  WorkspaceFiles files(ws.policy());
+  for (const char* path : {".gitconfig", ".local/bin/ls", "lib/python3.11/site-packages/x.pth",
+                           "venv/lib/evil.py", "proj/.envrc"}) {
+    INFO(path);
+    CHECK(refusal_of([&] { files.write(path, "x", false, true); }) != "(no refusal)");
+  }
+  CHECK_FALSE(fs::exists(ws.root / ".gitconfig"));
+  CHECK_FALSE(fs::exists(ws.root / ".local"));
+  CHECK_FALSE(fs::exists(ws.root / "venv/lib"));
+  CHECK(refusal_of([&] { files.write(".gitconfig", "x", false, true); }).find("a dot-path") !=
+        std::string::npos);
+  CHECK(files.write("proj/notes.txt", "ok", false, true).size == 2);
+}
