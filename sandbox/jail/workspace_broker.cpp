@@ -237,17 +237,33 @@ class LocatedFolders {
         return &entry.start;
     Entry fresh{id, std::move(text), generation, WalkStart{}};
     if (!paths.locate(dir, fresh.start)) return nullptr;
-    if (entries_.size() < kEntries) {
-      entries_.push_back(std::move(fresh));
-      return &entries_.back().start;
-    }
-    Entry& slot = entries_[next_++ % kEntries];
-    slot = std::move(fresh);
-    return &slot.start;
+    return keep(std::move(fresh));
+  }
+
+  // A folder by its absolute path: one a walk ended in before, if it is still there (its path
+  // as /proc/self/fd shows it is this very text, so no component has moved or become a link)
+  // and nothing was mounted or marked since. A path's folder is then not walked again from the
+  // root for each file made in it.
+  const WalkStart* by_path(const std::string& text, uint64_t generation) {
+    std::string now;
+    for (auto& entry : entries_)
+      if (entry.generation == generation && entry.text == text &&
+          path_of(entry.start.dir.get(), now) && now == text)
+        return &entry.start;
+    return nullptr;
+  }
+
+  // The folder a walk ended in, kept for by_path when its path is `text` (no link on the way).
+  void remember(const WalkedPath& at, const std::string& text, uint64_t generation) {
+    Entry fresh{ObjectId{}, text, generation, WalkStart{}};
+    fresh.start.dir.reset(::fcntl(at.parent.get(), F_DUPFD_CLOEXEC, 0));
+    fresh.start.where = at.where;
+    fresh.start.marked = at.marked;
+    if (fresh.start.dir && object_id(fresh.start.dir.get(), fresh.id)) keep(std::move(fresh));
   }
 
  private:
-  static constexpr size_t kEntries = 16;
+  static constexpr size_t kEntries = 32;
   struct Entry {
     ObjectId id;
     std::string text;
@@ -260,6 +276,15 @@ class LocatedFolders {
     if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return false;
     text.assign(buf, static_cast<size_t>(n));
     return true;
+  }
+  const WalkStart* keep(struct Entry fresh) {
+    if (entries_.size() < kEntries) {
+      entries_.push_back(std::move(fresh));
+      return &entries_.back().start;
+    }
+    Entry& slot = entries_[next_++ % kEntries];
+    slot = std::move(fresh);
+    return &slot.start;
   }
   std::vector<Entry> entries_;
   size_t next_ = 0;
@@ -284,13 +309,39 @@ class Judge {
   int resolve(int dirfd, uint64_t address, bool follow_last, WalkedPath& out) {
     std::string path;
     if (int error = read_string(pid_, address, path)) return error;
-    if (path.empty() || path[0] == '/') return paths_.walk(WalkStart{}, path, follow_last, out);
-    std::string base = dirfd == AT_FDCWD ? "cwd" : "fd/" + std::to_string(dirfd);
-    Fd dir(::open(proc_path(pid_, base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!dir) return errno == ENOTDIR ? ENOTDIR : dirfd == AT_FDCWD ? ENOENT : EBADF;
-    const WalkStart* start = located_.find(paths_, dir.get(), generation_);
-    if (!start) return ENOENT;
-    return paths_.walk(*start, path, follow_last, out);
+    if (path.empty()) return ENOENT;
+    const WalkStart* start = nullptr;
+    static const WalkStart kRoot;
+    if (path[0] != '/') {
+      std::string base = dirfd == AT_FDCWD ? "cwd" : "fd/" + std::to_string(dirfd);
+      Fd dir(::open(proc_path(pid_, base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!dir) return errno == ENOTDIR ? ENOTDIR : dirfd == AT_FDCWD ? ENOENT : EBADF;
+      start = located_.find(paths_, dir.get(), generation_);
+      if (!start) return ENOENT;
+    }
+    // The folder the last name lives in, as text from the root, when the path names it plainly
+    // (no "." or "..", no trailing "/"): a folder walked to before is taken from there.
+    auto parts = path_components(path);
+    bool ends_in_dot = path.back() == '.' && (path.size() == 1 || path[path.size() - 2] == '/');
+    bool plain = !parts.empty() && path.back() != '/' && !ends_in_dot;
+    for (const auto& part : parts) plain = plain && part != "..";
+    std::string folder;
+    if (plain) {
+      if (start)
+        for (const auto& part : start->where) folder += "/" + part;
+      for (size_t i = 0; i + 1 < parts.size(); ++i) folder += "/" + parts[i];
+      if (folder.empty()) folder = "/";
+      if (const WalkStart* known = located_.by_path(folder, generation_))
+        return paths_.walk(*known, parts.back(), follow_last, out);
+    }
+    int error = paths_.walk(start ? *start : kRoot, path, follow_last, out);
+    if (error == 0 && plain) {
+      std::string reached;
+      for (const auto& part : out.where) reached += "/" + part;
+      if (reached.empty()) reached = "/";
+      if (reached == folder) located_.remember(out, folder, generation_);
+    }
+    return error;
   }
 
   // The target's components below the workspace, if it is in it.
@@ -558,13 +609,15 @@ void WorkspaceBroker::answer(Call& call) {
       return call.reply(error);
     }
     mode_t created = (flags & (O_CREAT | kOTmpfileBit)) ? (mode & 0777 & ~umasks.of(pid)) : 0;
-    int open_flags = (flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) & ~O_NOCTTY;
+    // A FIFO with no reader must not stall every other call: what is there and is no regular
+    // file is opened without blocking, and blocks again for the caller unless it asked not to.
+    bool special = there && !S_ISREG(st.st_mode);
+    int open_flags = (flags | O_NOFOLLOW | O_CLOEXEC | (special ? O_NONBLOCK : 0)) & ~O_NOCTTY;
     Fd fd(::openat(at.parent.get(), at.name.c_str(), open_flags, created));
     if (!fd) return call.reply(errno);
     if (!there && at.name == kEnvironmentMarker) invalidate();  // a folder became a venv
-    // Opened without blocking (a FIFO with no reader must not stall every other call); the
-    // caller's file blocks again unless it asked otherwise.
-    if (!(flags & O_NONBLOCK)) ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+    if (special && !(flags & O_NONBLOCK))
+      ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
     call.reply_fd(fd.get(), (flags & O_CLOEXEC) != 0);
   };
 
