@@ -177,7 +177,7 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
        {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl",
         "/etc/ca-certificates", "/etc/pki", "/etc/fonts", "/etc/localtime", "/etc/timezone",
         "/etc/mime.types", "/etc/alternatives", "/etc/protocols", "/etc/services",
-        "/etc/os-release", "/etc/matplotlibrc"})
+        "/etc/os-release", "/etc/debian_version", "/etc/matplotlibrc"})
     mirror(entry, spec);
   {
     fs::directory_iterator it("/etc", ec), end;

@@ -8,6 +8,7 @@ Files the host's user made are left writable to the sandbox's user (0666/0777) s
 broker stands between the cell and them: when the tests run as root the sandbox is `nobody`."""
 import json
 import os
+import zipfile
 import pathlib
 import shutil
 import subprocess
@@ -305,9 +306,26 @@ def test_the_quota_counts_a_folder_the_session_tried_to_hide():
         shutil.rmtree(ws, ignore_errors=True)
 
 
+def small_wheel(directory):
+    """A pure-Python wheel, made by hand (no index, no build step)."""
+    wheel = directory / "tinypkg-1.0-py3-none-any.whl"
+    files = {"tinypkg/__init__.py": "VALUE = 42\n",
+             "tinypkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
+             "tinypkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: belljar-test\n"
+                                            "Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    files["tinypkg-1.0.dist-info/RECORD"] = "".join(f"{name},,\n" for name in files) + \
+        "tinypkg-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    os.chmod(wheel, 0o644)
+    return wheel
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_ordinary_work_is_unharmed(mode):
     ws = sandbox_writable_dir("belljar-broker-work-")
+    wheel = small_wheel(ws)
     try:
         with kernel(mode, ws, ["--writable", ".cache/myproject"]) as (km, kc):
             code = f"""
@@ -335,6 +353,17 @@ def shell():
     if (done.returncode, done.stderr) != (0, 'err\\n'):
         raise OSError(done.stderr)
 attempt('shell redirects', shell)
+def pip_target():
+    done = subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--no-index',
+                           '--no-deps', '--no-cache-dir', '--target', 'pkgs', {str(wheel)!r}],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise OSError(done.stderr[-2000:])
+    sys.path.insert(0, 'pkgs')
+    import tinypkg
+    assert tinypkg.VALUE == 42
+import sys
+attempt('pip install --target', pip_target)
 """
             got, _ = results_of(kc, code)
         assert set(got.values()) == {"done"}, got
