@@ -50,12 +50,12 @@ report(out)
   auto r = run.result();
   CHECK(subset(names(r["root"]), {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32",
                                   "proc", "sbin", "tmp", "usr"}));
-  CHECK(subset(names(r["etc"]),
-               {"passwd",       "group",      "hosts",        "hostname",   "nsswitch.conf",
-                "ld.so.cache",  "ld.so.conf", "ld.so.conf.d", "ssl",        "ca-certificates",
-                "pki",          "fonts",      "localtime",    "timezone",   "mime.types",
-                "alternatives", "protocols",  "services",     "os-release", "matplotlibrc",
-                "python3",      "python3.11"}));
+  CHECK(subset(names(r["etc"]), {"passwd",        "group",           "hosts",      "hostname",
+                                 "nsswitch.conf", "ld.so.cache",     "ld.so.conf", "ld.so.conf.d",
+                                 "ssl",           "ca-certificates", "pki",        "fonts",
+                                 "localtime",     "timezone",        "mime.types", "debian_version",
+                                 "alternatives",  "protocols",       "services",   "os-release",
+                                 "matplotlibrc",  "python3",         "python3.11"}));
   CHECK(names(r["home"]) == std::set<std::string>{"sandbox"});
   CHECK(names(r["dev"]) == std::set<std::string>{"fd", "full", "null", "random", "shm", "stderr",
                                                  "stdin", "stdout", "urandom", "zero"});
