@@ -621,13 +621,20 @@ void WorkspaceBroker::answer(Call& call) {
     call.reply_fd(fd.get(), (flags & O_CLOEXEC) != 0);
   };
 
+  // A name that must not exist yet (mkdir, mknod, symlink): resolved, judged as `change`.
+  // false when the call was answered (or its caller went) instead.
+  auto new_name = [&](int dirfd, uint64_t address, Change change, WalkedPath& at) {
+    if (int error = judge.resolve(dirfd, address, false, at)) return call.reply(error), false;
+    if (gone()) return false;
+    struct stat st {};
+    if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EEXIST), false;
+    if (int error = judge.decide(at, change)) return call.reply(error), false;
+    return true;
+  };
+
   auto do_mkdir = [&](int dirfd, uint64_t address, mode_t mode) {
     WalkedPath at;
-    if (int error = judge.resolve(dirfd, address, false, at)) return call.reply(error);
-    if (gone()) return;
-    struct stat st {};
-    if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EEXIST);
-    if (int error = judge.decide(at, Change::make_folder)) return call.reply(error);
+    if (!new_name(dirfd, address, Change::make_folder, at)) return;
     mode_t made = mode & 0777 & ~umasks.of(pid);
     // In the workspace a folder is always its owner's to read and search: the quota's survey
     // must see into it.
@@ -637,13 +644,9 @@ void WorkspaceBroker::answer(Call& call) {
 
   auto do_mknod = [&](int dirfd, uint64_t address, mode_t mode) {
     if ((mode & S_IFMT) != 0 && (mode & S_IFMT) != S_IFREG) return call.reply(EPERM);
-    WalkedPath at;
-    if (int error = judge.resolve(dirfd, address, false, at)) return call.reply(error);
-    if (gone()) return;
-    struct stat st {};
-    if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EEXIST);
     if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
-    if (int error = judge.decide(at, Change::create)) return call.reply(error);
+    WalkedPath at;
+    if (!new_name(dirfd, address, Change::create, at)) return;
     Fd fd(::openat(at.parent.get(), at.name.c_str(),
                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                    mode & 0777 & ~umasks.of(pid)));
@@ -690,11 +693,7 @@ void WorkspaceBroker::answer(Call& call) {
     if (int error = read_string(pid, target_address, target)) return call.reply(error);
     if (target.empty()) return call.reply(ENOENT);
     WalkedPath at;
-    if (int error = judge.resolve(dirfd, address, false, at)) return call.reply(error);
-    if (gone()) return;
-    struct stat st {};
-    if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EEXIST);
-    if (int error = judge.decide(at, Change::create)) return call.reply(error);
+    if (!new_name(dirfd, address, Change::create, at)) return;
     if (auto relative = judge.in_workspace(at)) {
       // A link in the workspace is one a host tool may write through: it may only lead to an
       // ordinary place in the workspace, resolved from where it stands.
