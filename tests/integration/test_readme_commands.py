@@ -53,6 +53,9 @@ SKIPPED = {
         "the benchmark: minutes of runs, and it rewrites bench/RESULTS.md in the source tree",
     "/usr/bin/python3 bench/density.py":
         "the density benchmark: 150 kernels at once, and it rewrites bench/DENSITY.md",
+    "/usr/bin/python3 bench/workspace.py":
+        "the workspace broker's benchmark: minutes of file creation in three kernels, and it "
+        "rewrites bench/WORKSPACE.md",
 }
 
 
