@@ -8,6 +8,7 @@ the audit log and the metrics file."""
 import json
 import os
 import pathlib
+import queue
 import shutil
 import subprocess
 import tempfile
@@ -362,7 +363,7 @@ def wait_for_stream(kc, parent_id, needle, timeout):
     while time.monotonic() < deadline:
         try:
             msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        except Exception:
+        except queue.Empty:
             continue
         if (msg["msg_type"] == "stream" and msg["parent_header"].get("msg_id") == parent_id
                 and needle in msg["content"]["text"]):

@@ -10,15 +10,13 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from belljar_testing import BELLJAR, SOURCE, TIMEOUT, collect, execute, stdout_of  # noqa: E402
-from gateway_standin import GatewayStandIn  # noqa: E402
+from belljar_testing import BELLJAR, SOURCE, TIMEOUT, collect, execute, stdout_of
+from gateway_standin import GatewayStandIn
 
 PODMAN = ["podman", "--runtime", "runc"]  # crun refuses this machine's hybrid cgroups
 IMAGE = "localhost/belljar-kernel:test"

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import pathlib
+import queue
 import shutil
 import tempfile
 import threading
@@ -260,7 +261,7 @@ class IopubDrain:
         while not self._stop.is_set():
             try:
                 self.messages.append(self.kc.get_iopub_msg(timeout=0.2))
-            except Exception:
+            except queue.Empty:
                 continue
 
     def wait_idle(self, msg_id, timeout):

@@ -14,16 +14,14 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from belljar_testing import (BELLJAR, ISOLATION, NO_NAMESPACES, PYTHON, TIMEOUT, VALUE_SCAN_CELL,  # noqa: E402
+from belljar_testing import (BELLJAR, ISOLATION, NO_NAMESPACES, PYTHON, TIMEOUT, VALUE_SCAN_CELL,
                              collect, execute, sandbox_writable_dir, stdout_of)
-from gateway_standin import GatewayStandIn  # noqa: E402
+from gateway_standin import GatewayStandIn
 
 LAUNCHER_MARK = "belljar-launcher-only-" + uuid.uuid4().hex
 
