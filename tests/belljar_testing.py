@@ -241,6 +241,22 @@ def still_answers(km, kc, timeout=TIMEOUT):
     assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "alive\n"
 
 
+def wait_for_stream(kc, parent_id, needle, timeout=TIMEOUT):
+    """The text of the first stream message of request `parent_id` holding `needle` (what a
+    cell prints when it has reached a point: a test waits for that, never for time), or None
+    after `timeout`. Other messages are consumed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            continue
+        if (msg["msg_type"] == "stream" and msg["parent_header"].get("msg_id") == parent_id
+                and needle in msg["content"]["text"]):
+            return msg["content"]["text"]
+    return None
+
+
 def stdout_of(outputs):
     return "".join(m["content"]["text"] for m in outputs
                    if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from belljar_testing import (BELLJAR, ISOLATION, PYTHON, collect, execute, of_type,
-                             running_kernel, stderr_of, stdout_of)
+                             running_kernel, stderr_of, stdout_of, wait_for_stream)
 
 MiB = 1 << 20
 NOTICE_SLACK = 4096  # one "[belljar] ... dropped" notice, and the message's own framing
@@ -357,19 +357,6 @@ def test_past_the_refusal_budget_denied_connections_are_answered_unread_and_coun
 
 
 # -- 11. CPU between cells is charged and enforced -----------------------------------------------
-
-def wait_for_stream(kc, parent_id, needle, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            continue
-        if (msg["msg_type"] == "stream" and msg["parent_header"].get("msg_id") == parent_id
-                and needle in msg["content"]["text"]):
-            return msg["content"]["text"]
-    return None
-
 
 def test_a_daemon_thread_spinning_between_cells_is_stopped_at_the_cpu_limit(tmp_path):
     # The red team's attack, scaled down: a thread left spinning after its cell said ok.

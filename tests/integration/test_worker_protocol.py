@@ -31,7 +31,6 @@ class Worker:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         fd = theirs.fileno()
-        self.started = time.perf_counter()
         self.proc = subprocess.Popen(
             [python, *interpreter_flags, "-s", "-E", "-c", BOOTSTRAP],
             stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
@@ -46,7 +45,6 @@ class Worker:
         self.events = []  # ("stdout"|"stderr", text) and ("frame", dict), in arrival order
         self._seen = 0
         self.hello = self.next_frame(timeout=10)
-        self.hello_latency = time.perf_counter() - self.started
 
     # -- transport ---------------------------------------------------------------------
     def send(self, msg):
@@ -137,6 +135,17 @@ class Worker:
 
     def interrupt(self):
         os.kill(self.proc.pid, signal.SIGINT)
+
+    def wait_for_output(self, needle, timeout=30):
+        """Until the running cell has printed `needle` on stdout: the point a test waits for,
+        never a time. TimeoutError after `timeout` (the cell never got there)."""
+        deadline = time.monotonic() + timeout
+        while not any(k == "stdout" and needle in v for k, v in self.events[self._seen:]):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no %r within %ss; events: %r" % (needle, timeout,
+                                                                     self.events[-5:]))
+            self._drain_pipes(wait=min(left, 1.0))
 
     def close(self):
         self.sock.close()
@@ -262,26 +271,24 @@ def test_print_and_displays_keep_their_order(worker):
     assert "err\n" in cell.stderr
 
 
-def test_output_of_a_long_cell_arrives_while_it_runs(worker):
-    worker.start_execute("import time\nprint('tick')\ntime.sleep(1.5)\nprint('tock')")
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline and not any(
-            k == "stdout" and "tick" in v for k, v in worker.events[worker._seen:]):
-        worker._drain_pipes(wait=0.05)
-    assert any(k == "stdout" and "tick" in v for k, v in worker.events[worker._seen:])
+def test_output_of_a_long_cell_arrives_while_it_runs(worker, tmp_path):
+    # The cell cannot finish before the test lets it (a file it waits for): 'tick' must have
+    # arrived while it still runs.
+    go = tmp_path / "go"
+    worker.start_execute(f"import os, time\nprint('tick')\n"
+                         f"while not os.path.exists({str(go)!r}): time.sleep(0.01)\nprint('tock')")
+    worker.wait_for_output("tick")
     assert not any(k == "frame" for k, _ in worker.events[worker._seen:])  # still running
+    go.touch()
     cell = worker.finish_execute()
     assert "tock" in cell.stdout
 
 
-def test_printing_200k_lines_is_fast(worker):
-    cell = worker.execute("import time\nt0 = time.perf_counter()\n"
-                          "for i in range(200000): print(i)\n"
-                          "elapsed = time.perf_counter() - t0")
+def test_printing_200k_lines_arrives_whole(worker):
+    # How fast is bench/bench.py's figure 4 (200k lines, side by side with ipykernel).
+    cell = worker.execute("for i in range(200000): print(i)")
     assert cell.ok
     assert cell.stdout.count("\n") == 200000 and cell.stdout.endswith("199999\n")
-    elapsed = float(worker.execute("elapsed").result["text/plain"])
-    assert elapsed < 0.5, elapsed
 
 
 def test_errors_become_error_frames_without_worker_frames(worker):
@@ -309,17 +316,19 @@ def test_exit_and_broken_reprs_do_not_kill_the_worker(worker):
 
 
 def test_sigint_interrupts_a_busy_cell_and_is_ignored_when_idle(worker):
-    worker.start_execute("while True: pass")
-    time.sleep(0.5)
+    worker.start_execute("print('busy', flush=True)\nwhile True: pass")
+    worker.wait_for_output("busy")
     worker.interrupt()
     cell = worker.finish_execute(timeout=10)
     assert cell.error["ename"] == "KeyboardInterrupt" and cell.done["status"] == "error"
     worker.interrupt()  # idle
-    time.sleep(0.3)
+    # A request answered after the signal was sent: the worker took the signal (Python runs
+    # its handler before the next bytecode after the read it was blocked in) and lives.
+    worker.request({"type": "is_complete", "id": "after-sigint", "code": "1"}, "is_complete_reply")
     assert worker.proc.poll() is None
     assert worker.execute("'alive'").result == {"text/plain": "'alive'"}
-    worker.start_execute("import time; time.sleep(30)")
-    time.sleep(0.3)
+    worker.start_execute("import time\nprint('sleeping', flush=True)\ntime.sleep(30)")
+    worker.wait_for_output("sleeping")
     worker.interrupt()
     assert worker.finish_execute(timeout=10).error["ename"] == "KeyboardInterrupt"
 
@@ -581,23 +590,6 @@ def test_plain_cells_import_nothing_heavy():
         assert not imported & {"IPython", "numpy", "asyncio", "matplotlib", "json"}
     finally:
         w.close()
-
-
-def test_start_up_is_lean():
-    def bare_start():
-        t0 = time.perf_counter()
-        subprocess.run([PYTHON, "-s", "-E", "-c", "pass"], check=True)
-        return time.perf_counter() - t0
-
-    bare, hello = [], []
-    for _ in range(9):
-        bare.append(bare_start())
-        w = Worker()
-        hello.append(w.hello_latency)
-        w.close()
-    # The fastest runs are the least disturbed by whatever else the machine is doing.
-    overhead = min(hello) - min(bare)
-    assert overhead < 0.030, "worker start adds %.1f ms over bare python" % (overhead * 1000)
 
 
 def test_eof_on_fd3_ends_the_worker_with_status_0():

@@ -282,11 +282,11 @@ TEST_CASE("upstream failures answer 502 and 504", "[egress]") {
   CHECK(d[0].reason == "connect-failed");
   CHECK(d[1].reason == "resolve-failed");
 
+  // The resolver answers after 2 s, past the proxy's timeout: a 504 is the timeout's (had the
+  // proxy waited, it would have tried the address and said connect-failed).
   Harness slow({rule("slow.example:80")}, limits, {{"slow.example", {"8.8.8.8"}}}, 2000ms);
-  auto start = std::chrono::steady_clock::now();
   std::string timed_out = slow.request("GET http://slow.example/ HTTP/1.1\r\n\r\n");
   CHECK(status_line(timed_out) == "HTTP/1.1 504 Gateway Timeout");
-  CHECK(std::chrono::steady_clock::now() - start < 1500ms);
 }
 
 TEST_CASE("a stuck upstream or a slow client does not delay another connection", "[egress]") {
@@ -297,11 +297,14 @@ TEST_CASE("a stuck upstream or a slow client does not delay another connection",
   send_all(stuck.get(), "GET http://" + target + "/stall HTTP/1.1\r\n\r\n");
   Fd dribbling = h.connect();
   send_all(dribbling.get(), "GET http://" + target);  // and nothing more, for now
-  std::this_thread::sleep_for(100ms);
-  auto start = std::chrono::steady_clock::now();
+  // Both held by the proxy (the stuck one upstream) before the third asks.
+  auto deadline = std::chrono::steady_clock::now() + 3s;
+  while ((h.proxy().open_connections() < 2 || up.accepted() == 0) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  REQUIRE(up.accepted() == 1);
   std::string fast = h.request("GET http://" + target + "/hello HTTP/1.1\r\n\r\n");
-  CHECK(std::chrono::steady_clock::now() - start < 500ms);
-  CHECK(body_of(fast) == "hello");
+  CHECK(body_of(fast) == "hello");  // served while the other two still wait
   send_all(dribbling.get(), "/hello HTTP/1.1\r\n\r\n");
   CHECK(body_of(read_all(dribbling.get())) == "hello");
 }
@@ -348,10 +351,8 @@ TEST_CASE("a client that never finishes its head is closed at the head timeout",
   Harness h({rule("example.com")}, limits);
   Fd client = h.connect();
   send_all(client.get(), "GET http://exa");
-  auto start = std::chrono::steady_clock::now();
   CHECK(read_all(client.get(), 3000ms).empty());
-  CHECK(std::chrono::steady_clock::now() - start < 2s);
-  CHECK(h.settles());
+  CHECK(h.settles());  // closed by the proxy, the client still holding its end
 }
 
 TEST_CASE("a large response streams through the bounded buffers intact", "[egress]") {
