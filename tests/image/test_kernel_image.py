@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from belljar_testing import BELLJAR, SOURCE, TIMEOUT, collect, execute, stdout_of
+from belljar_testing import BELLJAR, SOURCE, TIMEOUT, collect, execute, stdout_of, wait_for_stream
 from gateway_standin import GatewayStandIn
 
 PODMAN = ["podman", "--runtime", "runc"]  # crun refuses this machine's hybrid cgroups
@@ -134,8 +134,8 @@ print(json.dumps({{"found": found, "uid": os.getuid(), "tmpdir": os.environ.get(
 ''')
     got = json.loads(stdout_of(outputs).strip().splitlines()[-1])
     assert got["found"] == [], got
-    msg_id = kc.execute("import time\nkept = 1\ntime.sleep(30)")
-    time.sleep(1.5)
+    msg_id = kc.execute("import time\nkept = 1\nprint('busy', flush=True)\ntime.sleep(30)")
+    assert wait_for_stream(kc, msg_id, "busy"), "the cell never started"
     pod.gateway.signal(2)
     reply, _ = collect(kc, msg_id, timeout=20)
     assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]

@@ -20,7 +20,7 @@ import uuid
 import pytest
 
 from belljar_testing import (BELLJAR, ISOLATION, NO_NAMESPACES, PYTHON, TIMEOUT, VALUE_SCAN_CELL,
-                             collect, execute, sandbox_writable_dir, stdout_of)
+                             collect, execute, sandbox_writable_dir, stdout_of, wait_for_stream)
 from gateway_standin import GatewayStandIn
 
 LAUNCHER_MARK = "belljar-launcher-only-" + uuid.uuid4().hex
@@ -143,8 +143,8 @@ def test_only_the_gateways_key_opens_the_payload(launched):
 def test_the_comm_port_interrupts_the_running_cell_and_the_session_lives_on(launched):
     kc = launched.kc
     execute(kc, "kept = 'still here'")
-    msg_id = kc.execute("import time\ntime.sleep(30)")
-    time.sleep(1.5)
+    msg_id = kc.execute("import time\nprint('busy', flush=True)\ntime.sleep(30)")
+    assert wait_for_stream(kc, msg_id, "busy"), "the cell never started"
     launched.gateway.signal(signal.SIGINT)
     reply, _ = collect(kc, msg_id, timeout=15)
     assert reply["content"]["status"] == "error"

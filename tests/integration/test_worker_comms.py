@@ -180,10 +180,10 @@ def test_a_handler_that_raises_shows_its_traceback_on_stderr_and_the_request_end
 
 
 def test_sigint_interrupts_a_hanging_handler_and_the_worker_serves_on(worker):
-    import time
     code = ("from comm import get_comm_manager\n"
             "def spinning(comm, msg):\n"
             "    def on_msg(m):\n"
+            "        print('spinning', flush=True)\n"
             "        while True: pass\n"
             "    comm.on_msg(on_msg)\n"
             "get_comm_manager().register_target('spin', spinning)\n")
@@ -192,7 +192,7 @@ def test_sigint_interrupts_a_hanging_handler_and_the_worker_serves_on(worker):
     worker._seen = len(worker.events)
     worker.send({"type": "comm", "id": "spin-msg", "msg_type": "comm_msg",
                  "content": {"comm_id": "s-1", "data": {}}})
-    time.sleep(0.5)
+    worker.wait_for_output("spinning")
     worker.interrupt()
     cell = worker.finish_execute(timeout=10)
     assert cell.done == {"type": "done", "id": "spin-msg", "status": "error"}
