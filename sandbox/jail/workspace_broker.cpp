@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -11,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -115,6 +118,17 @@ std::string proc_path(pid_t pid, const std::string& rest) {
   return "/proc/" + std::to_string(pid) + "/" + rest;
 }
 
+// The thread group a thread belongs to (pidfd_open takes only a group's leader before 6.9).
+pid_t tgid_of(pid_t tid) {
+  std::string status = read_small_file(proc_path(tid, "status"));
+  auto at = status.find("\nTgid:\t");
+  return at == std::string::npos
+             ? tid
+             : static_cast<pid_t>(std::strtol(status.c_str() + at + 7, nullptr, 10));
+}
+
+constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD, Linux 6.9
+
 // The callers' umasks. Only /proc/TID/status says a thread's umask, and rendering it is the
 // costliest step of a brokered create, so each thread's is read once and kept while a pidfd of
 // that very thread says it lives (a reused tid is another thread). umask() is notified too:
@@ -150,7 +164,6 @@ class Umasks {
 
  private:
   static constexpr size_t kThreads = 1024;
-  static constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD, Linux 6.9
   struct Known {
     Fd pidfd;
     mode_t mask = 0;
@@ -309,6 +322,11 @@ class Judge {
   int resolve(int dirfd, uint64_t address, bool follow_last, WalkedPath& out) {
     std::string path;
     if (int error = read_string(pid_, address, path)) return error;
+    return resolve_text(dirfd, path, follow_last, out);
+  }
+
+  // The same for a path already read (a unix socket's, from its sockaddr).
+  int resolve_text(int dirfd, const std::string& path, bool follow_last, WalkedPath& out) {
     if (path.empty()) return ENOENT;
     const WalkStart* start = nullptr;
     static const WalkStart kRoot;
@@ -502,11 +520,19 @@ void WorkspaceBroker::serve() {
     // fsuid away from 0 drops.
     if (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
         ::syscall(SYS_setfsgid, settings_.host_gid) < 0 ||
-        ::syscall(SYS_setfsuid, settings_.host_uid) < 0)
-      return;  // the calls then wait on a broker that never answers; the filter fails closed
+        ::syscall(SYS_setfsuid, settings_.host_uid) < 0) {
+      listener_.reset();  // no listener: every brokered call fails (ENOSYS), none is made
+      return;
+    }
   }
+  // A umask of this thread's own, for the unix sockets it binds for the caller (a container
+  // profile may refuse unshare: the socket's mode is then set after the bind).
+  own_umask_ = ::unshare(CLONE_FS) == 0;
   seccomp_notif_sizes sizes{};
-  if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return;
+  if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) {
+    listener_.reset();
+    return;
+  }
   // Linux 6.6+: the caller and the broker hand the CPU to each other, as a pipe's two ends
   // would, rather than waking each other across CPUs (most of a brokered call's cost in a VM).
   // Best effort: older kernels answer EINVAL and wake as before.
@@ -802,6 +828,53 @@ void WorkspaceBroker::answer(Call& call) {
     call.reply(::chown(self.c_str(), uid, gid) == 0 ? 0 : errno);
   };
 
+  // bind(): a unix socket's path is a name like any other. The address lives in the caller's
+  // memory, so every bind is made here, on the caller's own socket (pidfd_getfd): letting the
+  // call run would read the address again, after the check.
+  auto do_bind = [&](int fd_number, uint64_t address, uint64_t length) {
+    if (length < sizeof(sa_family_t) || length > sizeof(sockaddr_storage))
+      return call.reply(EINVAL);
+    sockaddr_storage asked{};
+    ssize_t got = read_memory(pid, address, reinterpret_cast<char*>(&asked), length);
+    if (got != static_cast<ssize_t>(length)) return call.reply(EFAULT);
+    Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, kPidfdThread)));
+    if (!pidfd) pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, tgid_of(pid), 0)));
+    Fd socket(pidfd ? static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), fd_number, 0)) : -1);
+    if (!socket) return call.reply(errno == EBADF ? EBADF : EACCES);
+    if (gone()) return;
+    const auto family = asked.ss_family;
+    constexpr size_t kPathAt = offsetof(sockaddr_un, sun_path);
+    const auto* un = reinterpret_cast<const sockaddr_un*>(&asked);
+    if (family == AF_UNIX && length > kPathAt && un->sun_path[0] != '\0') {
+      std::string path(un->sun_path, ::strnlen(un->sun_path, length - kPathAt));
+      WalkedPath at;
+      if (int error = judge.resolve_text(AT_FDCWD, path, false, at)) return call.reply(error);
+      struct stat st {};
+      if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EADDRINUSE);
+      if (int error = judge.decide(at, Change::create)) return call.reply(error);
+      // Bound through the folder's descriptor, as the caller's own umask would make it.
+      std::string through = "/proc/self/fd/" + std::to_string(at.parent.get()) + "/" + at.name;
+      sockaddr_un here{};
+      here.sun_family = AF_UNIX;
+      if (through.size() >= sizeof here.sun_path) return call.reply(ENAMETOOLONG);
+      std::memcpy(here.sun_path, through.c_str(), through.size() + 1);
+      mode_t mask = umasks.of(pid);
+      if (own_umask_) ::umask(mask);
+      int rc = ::bind(socket.get(), reinterpret_cast<sockaddr*>(&here), sizeof here);
+      if (rc == 0 && !own_umask_) ::fchmodat(at.parent.get(), at.name.c_str(), 0777 & ~mask, 0);
+      return call.reply(rc == 0 ? 0 : errno);
+    }
+    if (family == AF_INET || family == AF_INET6) {
+      // The warden holds capabilities over the sandbox's network namespace; the worker not.
+      uint16_t port = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&asked)->sin_port
+                                              : reinterpret_cast<sockaddr_in6*>(&asked)->sin6_port);
+      if (port != 0 && port < 1024) return call.reply(EACCES);
+    }
+    int rc =
+        ::bind(socket.get(), reinterpret_cast<sockaddr*>(&asked), static_cast<socklen_t>(length));
+    call.reply(rc == 0 ? 0 : errno);
+  };
+
   auto do_truncate = [&](uint64_t address, int64_t length) {
     if (length < 0) return call.reply(EINVAL);
     WalkedPath at;
@@ -872,6 +945,8 @@ void WorkspaceBroker::answer(Call& call) {
       return do_fattr(call.arg_int(0), Change::owner, a[1], a[2]);
     case SYS_truncate:
       return do_truncate(a[0], static_cast<int64_t>(a[1]));
+    case SYS_bind:
+      return do_bind(call.arg_int(0), a[1], a[2]);
     case SYS_umask:
       // Its argument is a register, not memory: letting it run is safe.
       umasks.changing();

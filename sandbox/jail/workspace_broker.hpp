@@ -82,6 +82,7 @@ class WorkspaceBroker {
   Fd root_;  // the sandbox's root, from the first caller's /proc/PID/root
   OnRefusal on_refusal_;
   std::atomic<uint64_t> generation_{0};
+  bool own_umask_ = false;  // the broker's thread has a umask of its own (unshare(CLONE_FS))
   std::set<std::string> reported_;  // paths said once (bounded); the broker's thread's alone
   std::thread thread_;
 };

@@ -214,7 +214,7 @@ const std::vector<std::string>& brokered_syscalls() {
       "open",      "openat",   "creat",    "mkdir",    "mkdirat",   "mknod",     "mknodat",
       "unlink",    "unlinkat", "rmdir",    "rename",   "renameat",  "renameat2", "symlink",
       "symlinkat", "chmod",    "fchmod",   "fchmodat", "fchmodat2", "chown",     "lchown",
-      "fchown",    "fchownat", "truncate", "umask"};
+      "fchown",    "fchownat", "truncate", "umask",    "bind"};
   return names;
 }
 

@@ -406,3 +406,61 @@ subprocess.run(['sh', '-c', 'umask 027; touch child; mkdir child-dir'], check=Tr
                          "after": "0o644", "child": "0o640", "child-dir": "0o750"}, modes
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_unix_socket_is_a_name_like_any_other(mode):
+    # bind() makes a name too; its address is in the cell's memory, so the broker binds the
+    # cell's own socket itself.
+    ws = sandbox_writable_dir("belljar-broker-bind-")
+    try:
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+import socket
+os.chdir({str(ws)!r})
+def serve_at(path):
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen()
+    client = socket.socket(socket.AF_UNIX)
+    client.connect(path)
+    client.close()
+    server.close()
+attempt('.git.sock', lambda: serve_at('.git.sock'))
+attempt('.local/bin/x', lambda: serve_at({str(ws / '.local/bin/x')!r}))
+attempt('plain.sock', lambda: serve_at('plain.sock'))
+import tempfile
+attempt('/tmp socket', lambda: serve_at(tempfile.gettempdir() + '/belljar-bind-probe.sock'))
+attempt('abstract', lambda: socket.socket(socket.AF_UNIX).bind('\\0belljar-bind-probe'))
+attempt('resolver', lambda: socket.getaddrinfo('localhost', 80))
+"""
+            got, notices = results_of(kc, code)
+        assert got == {".git.sock": "PermissionError", ".local/bin/x": "FileNotFoundError",
+                       "plain.sock": "done", "/tmp socket": "done", "abstract": "done",
+                       "resolver": "done"}, got
+        assert "the sandbox may not change .git.sock" in notices, notices
+        assert sorted(p.name for p in ws.iterdir()) == ["plain.sock"]
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_tcp_binds_are_made_for_the_cell_and_low_ports_refused():
+    ws = sandbox_writable_dir("belljar-broker-tcp-")
+    try:
+        with kernel("strict", ws) as (km, kc):
+            code = """
+import socket
+def serve_tcp(port):
+    server = socket.socket()
+    server.bind(('127.0.0.1', port))
+    server.listen()
+    client = socket.create_connection(server.getsockname())
+    client.close()
+    server.close()
+attempt('port 0', lambda: serve_tcp(0))
+attempt('port 80', lambda: serve_tcp(80))
+"""
+            got, _ = results_of(kc, code)
+        assert got == {"port 0": "done", "port 80": "PermissionError"}, got
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
