@@ -56,7 +56,7 @@ void Kernel::finish_cell(const json& done) {
   tell_comm_drops();
   handle_egress();  // decisions still queued belong to this cell
   // And the workspace broker's refusals: each was sent before its call returned in the cell.
-  if (surveys_workspace()) handle_surveys();
+  handle_refusals();
   Cell& cell = *cell_;
   if (cell.memory_limit && worker_) {
     std::string why;

@@ -206,6 +206,7 @@ class Kernel {
   void hold_for_survey(json frame);
   void schedule_survey(Clock::time_point now);
   void handle_surveys();
+  void handle_refusals();
   void tell_workspace_notices();
 
   KernelOptions options_;

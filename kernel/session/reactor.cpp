@@ -166,10 +166,10 @@ void Kernel::poll_once() {
     items.push_back({nullptr, pipe_open_[0] ? worker_->stdout_fd() : -1, ZMQ_POLLIN, 0});
     items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
   }
-  size_t survey_index = items.size();
-  // Survey replies, and the broker's refusals whenever they come.
-  bool survey_awaited = surveys_workspace();
-  if (survey_awaited) items.push_back({nullptr, worker_->status_fd(), ZMQ_POLLIN, 0});
+  size_t status_index = items.size();
+  // The warden's reports: the broker's refusals whenever they come, survey replies.
+  bool status_watched = worker_ && worker_->status_fd() >= 0;
+  if (status_watched) items.push_back({nullptr, worker_->status_fd(), ZMQ_POLLIN, 0});
   size_t egress_index = items.size();
   if (egress_) items.push_back({nullptr, egress_->decisions_fd(), ZMQ_POLLIN, 0});
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline() - Clock::now());
@@ -184,8 +184,10 @@ void Kernel::poll_once() {
   if (items[0].revents & ZMQ_POLLIN) handle_signals();
   // Before the worker's frames: a denial made during a cell is on record before its reply.
   if (egress_ && (items[egress_index].revents & ZMQ_POLLIN)) handle_egress();
-  if (survey_awaited && worker_ && (items[survey_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
-    handle_surveys();
+  if (status_watched && worker_ && (items[status_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
+    handle_refusals();
+    if (surveys_workspace()) handle_surveys();
+  }
   if (worker_ && items.size() > worker_index) {
     // The pipes before the frame socket: text already read when a frame arrives is shown
     // before it (the worker writes after a frame only once the frame was read, streams.py).

@@ -53,7 +53,10 @@ void Kernel::schedule_survey(Clock::time_point now) {
   }
 }
 
-void Kernel::handle_surveys() {
+// The workspace broker's refusals (both modes): each was sent before the refused call
+// returned, so one read at a cell's end finds all of that cell's.
+void Kernel::handle_refusals() {
+  if (!worker_) return;
   for (auto& refusal : worker_->take_refusals()) {
     audit_.record("workspace_refusal", {{"path", refusal.path}, {"reason", refusal.reason}});
     workspace_notices_ += "[belljar] the sandbox may not change " + refusal.path + " (" +
@@ -62,7 +65,9 @@ void Kernel::handle_surveys() {
                           "only; --writable PATTERN opens a path.\n";
   }
   if (executing() && !held_frame_) tell_workspace_notices();
-  if (!worker_) return;
+}
+
+void Kernel::handle_surveys() {
   while (auto survey = worker_->take_survey()) {
     ++surveys_answered_;
     // The session's starting point for --workspace-quota: the first survey it ever got (no

@@ -68,6 +68,11 @@ std::string joined(const std::vector<std::string>& parts) {
   return text;
 }
 
+// Components as an absolute path ("/" for none).
+std::string absolute(const std::vector<std::string>& parts) {
+  return parts.empty() ? "/" : "/" + joined(parts);
+}
+
 // `path`'s components below `dir`'s (empty: `dir` itself), or nothing when outside it.
 std::optional<std::vector<std::string>> below(const std::vector<std::string>& path,
                                               const std::vector<std::string>& dir) {
@@ -80,7 +85,8 @@ std::optional<std::vector<std::string>> below(const std::vector<std::string>& pa
 // Bytes of the caller's memory: process_vm_readv, or its /proc/PID/mem where a container's
 // profile refuses that call (Docker's default and belljar's own pod profile do).
 ssize_t read_memory(pid_t pid, uint64_t address, char* buf, size_t want) {
-  static bool through_proc = false;  // the broker's thread alone reads it
+  // A property of where the warden runs, learnt once: the broker's thread alone reads it.
+  static bool through_proc = false;
   if (!through_proc) {
     iovec local{buf, want}, remote{reinterpret_cast<void*>(address), want};
     ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
@@ -345,20 +351,15 @@ class Judge {
     for (const auto& part : parts) plain = plain && part != "..";
     std::string folder;
     if (plain) {
-      if (start)
-        for (const auto& part : start->where) folder += "/" + part;
-      for (size_t i = 0; i + 1 < parts.size(); ++i) folder += "/" + parts[i];
-      if (folder.empty()) folder = "/";
+      std::vector<std::string> above = start ? start->where : std::vector<std::string>{};
+      above.insert(above.end(), parts.begin(), parts.end() - 1);
+      folder = absolute(above);
       if (const WalkStart* known = located_.by_path(folder, generation_))
         return paths_.walk(*known, parts.back(), follow_last, out);
     }
     int error = paths_.walk(start ? *start : kRoot, path, follow_last, out);
-    if (error == 0 && plain) {
-      std::string reached;
-      for (const auto& part : out.where) reached += "/" + part;
-      if (reached.empty()) reached = "/";
-      if (reached == folder) located_.remember(out, folder, generation_);
-    }
+    if (error == 0 && plain && absolute(out.where) == folder)
+      located_.remember(out, folder, generation_);
     return error;
   }
 
@@ -489,9 +490,15 @@ class Judge {
 
 }  // namespace
 
+struct WorkspaceBroker::Remembered {
+  LocatedFolders located;
+  Umasks umasks;
+};
+
 WorkspaceBroker::WorkspaceBroker(Fd listener, BrokerSettings settings, OnRefusal on_refusal)
     : listener_(std::move(listener)),
       settings_(std::move(settings)),
+      remembered_(std::make_unique<Remembered>()),
       on_refusal_(std::move(on_refusal)) {
   workspace_parts_ = path_components(settings_.workspace);
   for (const auto& root : settings_.writable_roots)
@@ -575,8 +582,8 @@ void WorkspaceBroker::answer(Call& call) {
       return call.reply(EACCES);
     }
   }
-  static LocatedFolders located;  // the broker's thread's alone (one broker per warden)
-  static Umasks umasks;
+  LocatedFolders& located = remembered_->located;
+  Umasks& umasks = remembered_->umasks;
   Judge judge(settings_, workspace_parts_, writable_roots_, root_.get(), call.pid, located,
               generation_.load(),
               [this](BrokerRefusal refusal) { refuse_once(std::move(refusal)); });
@@ -585,6 +592,15 @@ void WorkspaceBroker::answer(Call& call) {
   // The caller's pid may have been reused once it went: every path read and descriptor opened
   // above is checked against the call still waiting before anything is changed.
   auto gone = [&] { return !call.still_waiting(); };
+
+  // An opened file into the caller, as its open() returns it. What the broker opened without
+  // blocking (a FIFO with no reader must not stall every other call) blocks again unless the
+  // caller asked otherwise.
+  auto hand_back = [&](int fd, int flags, bool opened_nonblocking) {
+    if (opened_nonblocking && !(flags & O_NONBLOCK))
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    call.reply_fd(fd, (flags & O_CLOEXEC) != 0);
+  };
 
   // /dev/stderr, /dev/fd/N, /proc/self/fd/N: the caller's own descriptor opened again, as the
   // kernel would (a pipe, a socket, a terminal or a device; a file or folder by this route
@@ -604,8 +620,7 @@ void WorkspaceBroker::answer(Call& call) {
         ::open(source.c_str(), (flags & ~(O_CREAT | O_EXCL | O_NOCTTY)) | O_NONBLOCK | O_CLOEXEC));
     if (!fd) return call.reply(errno);
     if (gone()) return;
-    if (!(flags & O_NONBLOCK)) ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-    call.reply_fd(fd.get(), (flags & O_CLOEXEC) != 0);
+    hand_back(fd.get(), flags, true);
   };
 
   auto do_open = [&](int dirfd, uint64_t address, int flags, mode_t mode) {
@@ -635,16 +650,13 @@ void WorkspaceBroker::answer(Call& call) {
       return call.reply(error);
     }
     mode_t created = (flags & (O_CREAT | kOTmpfileBit)) ? (mode & 0777 & ~umasks.of(pid)) : 0;
-    // A FIFO with no reader must not stall every other call: what is there and is no regular
-    // file is opened without blocking, and blocks again for the caller unless it asked not to.
+    // What is there and is no regular file (a FIFO) is opened without blocking.
     bool special = there && !S_ISREG(st.st_mode);
     int open_flags = (flags | O_NOFOLLOW | O_CLOEXEC | (special ? O_NONBLOCK : 0)) & ~O_NOCTTY;
     Fd fd(::openat(at.parent.get(), at.name.c_str(), open_flags, created));
     if (!fd) return call.reply(errno);
     if (!there && at.name == kEnvironmentMarker) invalidate();  // a folder became a venv
-    if (special && !(flags & O_NONBLOCK))
-      ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-    call.reply_fd(fd.get(), (flags & O_CLOEXEC) != 0);
+    hand_back(fd.get(), flags, special);
   };
 
   // A name that must not exist yet (mkdir, mknod, symlink): resolved, judged as `change`.
@@ -736,16 +748,10 @@ void WorkspaceBroker::answer(Call& call) {
     call.reply(::symlinkat(target.c_str(), at.parent.get(), at.name.c_str()) == 0 ? 0 : errno);
   };
 
-  // chmod and chown by path; `nofollow` for AT_SYMLINK_NOFOLLOW and lchown.
-  auto do_attr = [&](int dirfd, uint64_t address, bool nofollow, Change change, uint64_t a,
-                     uint64_t b) {
-    WalkedPath at;
-    if (int error = judge.resolve(dirfd, address, !nofollow, at)) return call.reply(error);
-    if (gone()) return;
-    struct stat st {};
-    if (at.name.empty()) return call.reply(outside_roots(at.parent.get()));  // the root
-    if (::fstatat(at.parent.get(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-      return call.reply(errno);
+  // A mode or an owner changed on `at` (a file or folder `st` describes): judged, then made
+  // without following a final link.
+  auto change_attributes = [&](const WalkedPath& at, const struct stat& st, Change change,
+                               uint64_t a, uint64_t b) {
     if (int error = judge.decide(at, change)) return call.reply(error);
     if (change == Change::mode) {
       mode_t mode = static_cast<mode_t>(a) & 07777;
@@ -762,6 +768,7 @@ void WorkspaceBroker::answer(Call& call) {
         rc = ::fchmodat(at.parent.get(), at.name.c_str(), mode, 0);
       return call.reply(rc == 0 ? 0 : errno);
     }
+    // Only to the ids the worker has (-1: unchanged), as the host sees them.
     auto host_id = [](uint64_t id, uint32_t inside, uint32_t host, uint32_t& out) {
       uint32_t value = static_cast<uint32_t>(id);
       if (value == static_cast<uint32_t>(-1) || value == inside) {
@@ -779,7 +786,22 @@ void WorkspaceBroker::answer(Call& call) {
                    : errno);
   };
 
-  // fchmod and fchown: the descriptor's object, judged where it is named.
+  // chmod and chown by path; `nofollow` for AT_SYMLINK_NOFOLLOW and lchown.
+  auto do_attr = [&](int dirfd, uint64_t address, bool nofollow, Change change, uint64_t a,
+                     uint64_t b) {
+    WalkedPath at;
+    if (int error = judge.resolve(dirfd, address, !nofollow, at)) return call.reply(error);
+    if (gone()) return;
+    struct stat st {};
+    if (at.name.empty()) return call.reply(outside_roots(at.parent.get()));  // the root
+    if (::fstatat(at.parent.get(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return call.reply(errno);
+    change_attributes(at, st, change, a, b);
+  };
+
+  // fchmod and fchown: the descriptor's object, named by /proc/self/fd's text and walked back
+  // to the very same object. A pipe's or a socket's mode is no name's, and nothing but files
+  // and folders is the worker's to change.
   auto do_fattr = [&](int fd_number, Change change, uint64_t a, uint64_t b) {
     Fd object(
         ::open(proc_path(pid, "fd/" + std::to_string(fd_number)).c_str(), O_PATH | O_CLOEXEC));
@@ -787,45 +809,22 @@ void WorkspaceBroker::answer(Call& call) {
     if (gone()) return;
     struct stat st {};
     if (::fstat(object.get(), &st) != 0) return call.reply(errno);
-    std::string self = "/proc/self/fd/" + std::to_string(object.get());
-    // A pipe's or a socket's mode is no name's; and nothing else is the worker's to change.
     if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return call.reply(EPERM);
-    {
-      // Named by /proc/self/fd's text, then walked back to the very same object.
-      char buf[kMaxPathBytes];
-      ssize_t n = ::readlink(self.c_str(), buf, sizeof buf);
-      if (n <= 0 || static_cast<size_t>(n) >= sizeof buf || buf[0] != '/')
-        return call.reply(EACCES);
-      WalkedPath at;
-      SandboxPaths paths(root_.get());
-      if (paths.walk(WalkStart{}, std::string_view(buf, static_cast<size_t>(n)), false, at) != 0 ||
-          at.name.empty())
-        return call.reply(EACCES);
-      ObjectId named, held;
-      Fd again(::openat(at.parent.get(), at.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-      if (!again || !object_id(again.get(), named) || !object_id(object.get(), held) ||
-          !(named == held))
-        return call.reply(EACCES);
-      if (int error = judge.decide(at, change)) return call.reply(error);
-      if (change == Change::mode && S_ISDIR(st.st_mode) && judge.in_workspace(at) &&
-          (a & (S_IRUSR | S_IXUSR)) != (S_IRUSR | S_IXUSR)) {
-        refuse_once({joined(*judge.in_workspace(at)), "mode",
-                     "a folder its owner could not read (the quota counts every folder)"});
-        return call.reply(EPERM);
-      }
-    }
-    if (change == Change::mode) {
-      mode_t mode = static_cast<mode_t>(a) & 07777;
-      if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
-      return call.reply(::chmod(self.c_str(), mode) == 0 ? 0 : errno);
-    }
-    uint32_t ua = static_cast<uint32_t>(a), gb = static_cast<uint32_t>(b);
-    uint32_t uid = ua == settings_.sandbox_uid ? settings_.host_uid : ua;
-    uint32_t gid = gb == settings_.sandbox_gid ? settings_.host_gid : gb;
-    if ((ua != static_cast<uint32_t>(-1) && ua != settings_.sandbox_uid) ||
-        (gb != static_cast<uint32_t>(-1) && gb != settings_.sandbox_gid))
-      return call.reply(EPERM);
-    call.reply(::chown(self.c_str(), uid, gid) == 0 ? 0 : errno);
+    char buf[kMaxPathBytes];
+    std::string self = "/proc/self/fd/" + std::to_string(object.get());
+    ssize_t n = ::readlink(self.c_str(), buf, sizeof buf);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof buf || buf[0] != '/') return call.reply(EACCES);
+    WalkedPath at;
+    SandboxPaths paths(root_.get());
+    if (paths.walk(WalkStart{}, std::string_view(buf, static_cast<size_t>(n)), false, at) != 0 ||
+        at.name.empty())
+      return call.reply(EACCES);
+    ObjectId named, held;
+    Fd again(::openat(at.parent.get(), at.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!again || !object_id(again.get(), named) || !object_id(object.get(), held) ||
+        !(named == held))
+      return call.reply(EACCES);
+    change_attributes(at, st, change, a, b);
   };
 
   // bind(): a unix socket's path is a name like any other. The address lives in the caller's

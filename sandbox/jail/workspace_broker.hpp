@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -67,7 +68,8 @@ class WorkspaceBroker {
   // says so after each survey (any thread).
   void invalidate() { ++generation_; }
 
-  struct Call;  // one stopped syscall (workspace_broker.cpp)
+  struct Call;        // one stopped syscall (workspace_broker.cpp)
+  struct Remembered;  // what answers keep between calls: located folders, umasks
 
  private:
   void serve();
@@ -80,6 +82,7 @@ class WorkspaceBroker {
   std::vector<std::string> workspace_parts_;
   std::vector<std::vector<std::string>> writable_roots_;
   Fd root_;  // the sandbox's root, from the first caller's /proc/PID/root
+  std::unique_ptr<Remembered> remembered_;  // the broker's thread's alone
   OnRefusal on_refusal_;
   std::atomic<uint64_t> generation_{0};
   bool own_umask_ = false;  // the broker's thread has a umask of its own (unshare(CLONE_FS))

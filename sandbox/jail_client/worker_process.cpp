@@ -382,7 +382,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
         ::fcntl(control.get(), F_SETFL, O_NONBLOCK);
         wp.status_ = std::move(control);
         wp.status_reader_ = std::move(reader);  // holds whatever followed the ready report
-        wp.guards_workspace_ = true;  // surveys (namespaces) and the broker's refusals (both)
+        wp.guards_workspace_ = plan.namespaces;
         wp.landlocked_ = !plan.namespaces;
         return wp;
       }

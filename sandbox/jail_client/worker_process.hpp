@@ -74,7 +74,8 @@ class WorkerProcess {
   int stderr_fd() const { return stderr_.get(); }  // read end of the worker's fd 2
   // Becomes readable (EOF) when the jail is gone; poll it and then call poll_exit(). -1 in
   // isolation none.
-  int status_fd() const { return status_.get(); }
+  // The warden's reports; -1 once they have ended (nothing more to poll for).
+  int status_fd() const { return status_reader_ && status_reader_->closed() ? -1 : status_.get(); }
   pid_t pid() const { return pid_; }                // the direct child the supervisor reaps
   pid_t worker_pid() const { return worker_pid_; }  // the Python process, as the host sees it
   // What this sandbox lacks or does differently from the full jail (degraded mode, rlimits
@@ -85,9 +86,8 @@ class WorkerProcess {
   // The caller hands it to the EgressProxy.
   Fd take_egress_channel() { return std::move(egress_channel_); }
 
-  // The workspace guard (workspace_watch.hpp; the full jail) and the broker's refusals (both
-  // modes): ask the warden to survey the workspace again; its reply arrives on status_fd() and
-  // is taken with take_survey().
+  // The workspace guard (workspace_watch.hpp), full jail only: ask the warden to survey the
+  // workspace again; its reply arrives on status_fd() and is taken with take_survey().
   bool guards_workspace() const { return guards_workspace_; }
   void request_survey(std::optional<uint64_t> baseline, bool measure);
   std::optional<SurveyReport> take_survey();

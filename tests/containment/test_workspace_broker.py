@@ -6,6 +6,7 @@ is real where one can be run.
 
 Files the host's user made are left writable to the sandbox's user (0666/0777) so that only the
 broker stands between the cell and them: when the tests run as root the sandbox is `nobody`."""
+import contextlib
 import json
 import os
 import zipfile
@@ -32,6 +33,16 @@ def attempt(name, action):
     except OSError as e:
         results[name] = type(e).__name__
 """
+
+
+@contextlib.contextmanager
+def fresh_workspace(prefix):
+    """A new workspace the sandbox may write, removed afterwards."""
+    ws = sandbox_writable_dir(prefix)
+    try:
+        yield ws
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
 
 
 def kernel(mode, ws, flags=()):
@@ -246,10 +257,9 @@ attempt('box (an unreadable folder inside)', lambda: os.rename('box', 'box-old')
 
 @pytest.mark.parametrize("mode", MODES)
 def test_no_hard_link_and_no_empty_secret_to_be_filled_later(mode):
-    ws = sandbox_writable_dir("belljar-broker-links-")
-    (ws / "data.csv").write_text("a,b\n")
-    open_to_all(ws)
-    try:
+    with fresh_workspace("belljar-broker-links-") as ws:
+        (ws / "data.csv").write_text("a,b\n")
+        open_to_all(ws)
         with kernel(mode, ws) as (km, kc):
             code = f"""
 os.chdir({str(ws)!r})
@@ -262,14 +272,11 @@ attempt('hard link in tmp', lambda: (open('/tmp/x', 'w').close(), os.link('/tmp/
         assert got == {"empty .env": "PermissionError", ".aws/credentials": "PermissionError",
                        "hard link of a file": "PermissionError", "hard link in tmp": "PermissionError"}, got
         assert sorted(p.name for p in ws.iterdir()) == ["data.csv"]
-    finally:
-        shutil.rmtree(ws, ignore_errors=True)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_folder_cannot_be_made_unreadable_to_hide_its_bytes(mode):
-    ws = sandbox_writable_dir("belljar-broker-quota-")
-    try:
+    with fresh_workspace("belljar-broker-quota-") as ws:
         with kernel(mode, ws) as (km, kc):
             code = f"""
 os.chdir({str(ws)!r})
@@ -286,22 +293,19 @@ attempt('unnamed file', lambda: os.open('hide', os.O_TMPFILE | os.O_WRONLY, 0o60
         assert "a folder its owner could not read" in notices
         # made readable to its owner whatever mode mkdir asked for
         assert (ws / "hide").stat().st_mode & 0o500 == 0o500
-    finally:
-        shutil.rmtree(ws, ignore_errors=True)
 
 
 def test_the_quota_counts_a_folder_the_session_tried_to_hide():
     # The red team's shape: an unreadable folder (now refused) and 801 MiB under a 32 MiB
     # quota. The quota stops the cell within a survey period or two of the burst.
-    ws = sandbox_writable_dir("belljar-broker-quota-fill-")
-    quota = 32 << 20
-    code = (f"import os\nos.chdir({str(ws)!r})\nos.mkdir('hide', 0o300)\nkeep = os.open('hide', os.O_PATH)\n"
-            "try:\n    os.chmod('hide', 0o300)\nexcept OSError:\n    pass\n"
-            "block = b'x' * (1 << 20)\n"
-            "for n in range(8):\n"
-            "    with open(f'hide/big{n}', 'wb') as f:\n"
-            "        for _ in range(100): f.write(block)\n")
-    try:
+    with fresh_workspace("belljar-broker-quota-fill-") as ws:
+        quota = 32 << 20
+        code = (f"import os\nos.chdir({str(ws)!r})\nos.mkdir('hide', 0o300)\nkeep = os.open('hide', os.O_PATH)\n"
+                "try:\n    os.chmod('hide', 0o300)\nexcept OSError:\n    pass\n"
+                "block = b'x' * (1 << 20)\n"
+                "for n in range(8):\n"
+                "    with open(f'hide/big{n}', 'wb') as f:\n"
+                "        for _ in range(100): f.write(block)\n")
         with kernel("strict", ws, ["--workspace-quota", "32M", "--file-size", "100M"]) as (km, kc):
             reply, out = execute(kc, code, timeout=120)
             used = sum(f.stat().st_blocks * 512 for f in (ws / "hide").iterdir())
@@ -309,8 +313,6 @@ def test_the_quota_counts_a_folder_the_session_tried_to_hide():
             assert reply["content"]["status"] == "error"
             assert reply["content"]["ename"] == "WorkspaceQuotaError", reply["content"]
             assert used < quota + (384 << 20), used
-    finally:
-        shutil.rmtree(ws, ignore_errors=True)
 
 
 def small_wheel(directory):
@@ -331,9 +333,8 @@ def small_wheel(directory):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_ordinary_work_is_unharmed(mode):
-    ws = sandbox_writable_dir("belljar-broker-work-")
-    wheel = small_wheel(ws)
-    try:
+    with fresh_workspace("belljar-broker-work-") as ws:
+        wheel = small_wheel(ws)
         with kernel(mode, ws, ["--writable", ".cache/myproject"]) as (km, kc):
             code = f"""
 import zipfile, io, shutil, tempfile
@@ -378,16 +379,13 @@ attempt('pip install --target', pip_target)
         assert (ws / "cfg.json").read_text() == "v2"
         assert (ws / ".cache" / "myproject" / "deep" / "x").read_text() == "x"
         assert not (ws / "unzipped").exists()
-    finally:
-        shutil.rmtree(ws, ignore_errors=True)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_files_get_the_modes_the_cells_umask_gives(mode):
     # The broker makes the files, so it applies the caller's umask: after a change, and in a
     # child process with a umask of its own.
-    ws = sandbox_writable_dir("belljar-broker-umask-")
-    try:
+    with fresh_workspace("belljar-broker-umask-") as ws:
         with kernel(mode, ws) as (km, kc):
             code = f"""
 import subprocess
@@ -404,16 +402,13 @@ subprocess.run(['sh', '-c', 'umask 027; touch child; mkdir child-dir'], check=Tr
         modes = {p.name: oct(p.stat().st_mode & 0o777) for p in ws.iterdir()}
         assert modes == {"before": "0o644", "private": "0o600", "private-dir": "0o700",
                          "after": "0o644", "child": "0o640", "child-dir": "0o750"}, modes
-    finally:
-        shutil.rmtree(ws, ignore_errors=True)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_unix_socket_is_a_name_like_any_other(mode):
     # bind() makes a name too; its address is in the cell's memory, so the broker binds the
     # cell's own socket itself.
-    ws = sandbox_writable_dir("belljar-broker-bind-")
-    try:
+    with fresh_workspace("belljar-broker-bind-") as ws:
         with kernel(mode, ws) as (km, kc):
             code = f"""
 import socket
@@ -440,13 +435,10 @@ attempt('resolver', lambda: socket.getaddrinfo('localhost', 80))
                        "resolver": "done"}, got
         assert "the sandbox may not change .git.sock" in notices, notices
         assert sorted(p.name for p in ws.iterdir()) == ["plain.sock"]
-    finally:
-        shutil.rmtree(ws, ignore_errors=True)
 
 
 def test_tcp_binds_are_made_for_the_cell_and_low_ports_refused():
-    ws = sandbox_writable_dir("belljar-broker-tcp-")
-    try:
+    with fresh_workspace("belljar-broker-tcp-") as ws:
         with kernel("strict", ws) as (km, kc):
             code = """
 import socket
@@ -462,5 +454,3 @@ attempt('port 80', lambda: serve_tcp(80))
 """
             got, _ = results_of(kc, code)
         assert got == {"port 0": "done", "port 80": "PermissionError"}, got
-    finally:
-        shutil.rmtree(ws, ignore_errors=True)
