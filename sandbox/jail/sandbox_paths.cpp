@@ -72,6 +72,7 @@ int SandboxPaths::walk(const std::vector<std::string>& start, std::string_view p
 
 int SandboxPaths::walk(const WalkStart& start, std::string_view path, bool follow_last,
                        WalkedPath& out) const {
+  out.seen = WalkedPath::Seen::unseen;
   if (path.empty()) return ENOENT;
   if (path.size() >= kMaxPathBytes) return ENAMETOOLONG;
   // One descriptor at a time, not one per level: a tree deeper than the warden's descriptor
@@ -132,6 +133,7 @@ int SandboxPaths::walk(const WalkStart& start, std::string_view path, bool follo
     if (!next) {
       if (last && errno == ENOENT) {
         name = part;  // a name to be made
+        out.seen = WalkedPath::Seen::absent;
         break;
       }
       return errno;
@@ -159,6 +161,8 @@ int SandboxPaths::walk(const WalkStart& start, std::string_view path, bool follo
     if (last || !S_ISDIR(st.st_mode)) {
       if (!last) return ENOTDIR;
       name = part;  // a file, or a folder still named from its parent
+      out.seen = WalkedPath::Seen::there;
+      out.seen_stat = st;
       break;
     }
     where.push_back(std::move(part));

@@ -30,6 +30,10 @@ struct WalkedPath {
   bool trailing_slash = false;     // the path ended in "/": the name must be a folder
   bool dots_last = false;          // the path ended in "." or "..": a folder, named here by
                                    // its parent, that rmdir and rename must not take
+  // What the walk found at `name`: nothing, or an object it did not follow (a file, a folder,
+  // a link left as it is) and its lstat; `unseen` when the path ended at a folder ("a/..").
+  enum class Seen { unseen, absent, there } seen = Seen::unseen;
+  struct stat seen_stat {};
   // EXDEV: a symlink on procfs was met; `where` and `name` say which, this is what followed
   // it (/dev/stderr, /proc/self/fd/2: name "self", rest "fd", "2").
   std::vector<std::string> rest_after_magic;

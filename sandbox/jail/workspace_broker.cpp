@@ -18,9 +18,10 @@
 
 #include <cstring>
 #include <functional>
-#include <map>
 #include <optional>
+#include <set>
 
+#include "sandbox/jail/located_folders.hpp"
 #include "sandbox/jail/sandbox_paths.hpp"
 #include "sandbox/os/path_parts.hpp"
 #include "sandbox/os/setup_error.hpp"
@@ -135,46 +136,31 @@ pid_t tgid_of(pid_t tid) {
 
 constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD, Linux 6.9
 
-// The callers' umasks. Only /proc/TID/status says a thread's umask, and rendering it is the
-// costliest step of a brokered create, so each thread's is read once and kept while a pidfd of
-// that very thread says it lives (a reused tid is another thread). umask() is notified too:
-// once any thread of the sandbox calls it, nothing is kept any more (the call takes effect
-// after the broker lets it run, so a value read meanwhile could be stale). Python and its
-// libraries rarely call it; pip does, once per install.
+// The callers' umask. Only /proc/TID/status says a thread's umask, and rendering it is the
+// costliest step of a brokered create, so it is read once: every process under the filter
+// descends from the worker and inherits its umask, and only umask() changes one, which is
+// notified too. Once any thread of the sandbox calls it, nothing is kept any more (the call
+// takes effect after the broker lets it run, so a value read meanwhile could be stale), and
+// each caller's own is read. Python and its libraries rarely call it; pip does, once per
+// install.
 class Umasks {
  public:
   mode_t of(pid_t tid) {
-    if (caching_) {
-      auto found = known_.find(tid);
-      if (found != known_.end()) {
-        pollfd alive{found->second.pidfd.get(), POLLIN, 0};
-        if (::poll(&alive, 1, 0) == 0) return found->second.mask;
-        known_.erase(found);
-      }
-    }
+    if (caching_ && known_) return *known_;
     std::string status = read_small_file(proc_path(tid, "status"));
     auto at = status.find("\nUmask:\t");
     if (at == std::string::npos) return 077;  // unknown: the strictest
     mode_t mask = static_cast<mode_t>(std::strtoul(status.c_str() + at + 8, nullptr, 8) & 0777);
-    if (caching_) {
-      if (known_.size() >= kThreads) known_.clear();
-      Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread)));
-      if (pidfd) known_[tid] = {std::move(pidfd), mask};  // before Linux 6.9: not kept
-    }
+    if (caching_) known_ = mask;
     return mask;
   }
   void changing() {
     caching_ = false;
-    known_.clear();
+    known_.reset();
   }
 
  private:
-  static constexpr size_t kThreads = 1024;
-  struct Known {
-    Fd pidfd;
-    mode_t mask = 0;
-  };
-  std::map<pid_t, Known> known_;
+  std::optional<mode_t> known_;
   bool caching_ = true;
 };
 
@@ -185,8 +171,12 @@ int outside_roots(int dir) {
   return ::fstatfs(dir, &fs) == 0 && (fs.f_flags & ST_RDONLY) ? EROFS : EACCES;
 }
 
-bool exists(int dir, const std::string& name, struct stat& st) {
-  return ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+// Whether the walk's last name is there (its lstat in `st`), as the walk saw it a moment ago
+// when it looked; what changes it since is made with O_EXCL or fails on its own.
+bool exists(const WalkedPath& at, struct stat& st) {
+  if (at.seen == WalkedPath::Seen::there) st = at.seen_stat;
+  if (at.seen != WalkedPath::Seen::unseen) return at.seen == WalkedPath::Seen::there;
+  return ::fstatat(at.parent.get(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 }  // namespace
@@ -240,75 +230,6 @@ struct WorkspaceBroker::Call {
 
 namespace {
 
-// Where callers' folders are, located once each: a cwd is used call after call, and locating
-// it walks every folder from the root. An entry stands while the folder's path as
-// /proc/self/fd shows it is the same text (anyone's rename changes it) and no mount or marker
-// may have changed since (the generation: bumped after each survey and each brokered rename,
-// removal of a folder or pyvenv.cfg made).
-class LocatedFolders {
- public:
-  const WalkStart* find(const SandboxPaths& paths, int dir, uint64_t generation) {
-    ObjectId id;
-    std::string text;
-    if (!object_id(dir, id) || !path_of(dir, text)) return nullptr;
-    for (auto& entry : entries_)
-      if (entry.generation == generation && entry.id == id && entry.text == text)
-        return &entry.start;
-    Entry fresh{id, std::move(text), generation, WalkStart{}};
-    if (!paths.locate(dir, fresh.start)) return nullptr;
-    return keep(std::move(fresh));
-  }
-
-  // A folder by its absolute path: one a walk ended in before, if it is still there (its path
-  // as /proc/self/fd shows it is this very text, so no component has moved or become a link)
-  // and nothing was mounted or marked since. A path's folder is then not walked again from the
-  // root for each file made in it.
-  const WalkStart* by_path(const std::string& text, uint64_t generation) {
-    std::string now;
-    for (auto& entry : entries_)
-      if (entry.generation == generation && entry.text == text &&
-          path_of(entry.start.dir.get(), now) && now == text)
-        return &entry.start;
-    return nullptr;
-  }
-
-  // The folder a walk ended in, kept for by_path when its path is `text` (no link on the way).
-  void remember(const WalkedPath& at, const std::string& text, uint64_t generation) {
-    Entry fresh{ObjectId{}, text, generation, WalkStart{}};
-    fresh.start.dir.reset(::fcntl(at.parent.get(), F_DUPFD_CLOEXEC, 0));
-    fresh.start.where = at.where;
-    fresh.start.marked = at.marked;
-    if (fresh.start.dir && object_id(fresh.start.dir.get(), fresh.id)) keep(std::move(fresh));
-  }
-
- private:
-  static constexpr size_t kEntries = 32;
-  struct Entry {
-    ObjectId id;
-    std::string text;
-    uint64_t generation = 0;
-    WalkStart start;
-  };
-  static bool path_of(int dir, std::string& text) {
-    char buf[kMaxPathBytes];
-    ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(dir)).c_str(), buf, sizeof buf);
-    if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return false;
-    text.assign(buf, static_cast<size_t>(n));
-    return true;
-  }
-  const WalkStart* keep(struct Entry fresh) {
-    if (entries_.size() < kEntries) {
-      entries_.push_back(std::move(fresh));
-      return &entries_.back().start;
-    }
-    Entry& slot = entries_[next_++ % kEntries];
-    slot = std::move(fresh);
-    return &slot.start;
-  }
-  std::vector<Entry> entries_;
-  size_t next_ = 0;
-};
-
 // What one answer needs: the rule, the sandbox's paths, and the caller.
 class Judge {
  public:
@@ -318,6 +239,7 @@ class Judge {
       : settings_(settings),
         workspace_(workspace),
         roots_(roots),
+        root_(root),
         paths_(root, kEnvironmentMarker),
         pid_(pid),
         located_(located),
@@ -340,7 +262,7 @@ class Judge {
       std::string base = dirfd == AT_FDCWD ? "cwd" : "fd/" + std::to_string(dirfd);
       Fd dir(::open(proc_path(pid_, base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
       if (!dir) return errno == ENOTDIR ? ENOTDIR : dirfd == AT_FDCWD ? ENOENT : EBADF;
-      start = located_.find(paths_, dir.get(), generation_);
+      start = located_.find(paths_, root_, dir.get(), generation_);
       if (!start) return ENOENT;
     }
     // The folder the last name lives in, as text from the root, when the path names it plainly
@@ -359,7 +281,7 @@ class Judge {
     }
     int error = paths_.walk(start ? *start : kRoot, path, follow_last, out);
     if (error == 0 && plain && absolute(out.where) == folder)
-      located_.remember(out, folder, generation_);
+      located_.remember(root_, out, folder, generation_);
     return error;
   }
 
@@ -481,6 +403,7 @@ class Judge {
   const BrokerSettings& settings_;
   const std::vector<std::string>& workspace_;
   const std::vector<std::vector<std::string>>& roots_;
+  int root_;
   SandboxPaths paths_;
   pid_t pid_;
   LocatedFolders& located_;
@@ -547,12 +470,15 @@ void WorkspaceBroker::serve() {
   ::ioctl(listener_.get(), kIoctlNotifSetFlags, sync_wake_up);
   std::vector<unsigned char> buffer(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
   for (;;) {
-    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+    LocatedFolders& located = remembered_->located;
+    pollfd fds[3] = {
+        {listener_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}, {located.watch_fd(), POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0) {
       if (errno == EINTR) continue;
       return;
     }
     if (fds[1].revents) return;
+    if (fds[2].revents && located.moved()) invalidate();  // before the call that came with it
     if (!(fds[0].revents & POLLIN)) {
       if (fds[0].revents & (POLLHUP | POLLERR)) return;  // no process is left under the filter
       continue;
@@ -623,41 +549,50 @@ void WorkspaceBroker::answer(Call& call) {
     hand_back(fd.get(), flags, true);
   };
 
-  auto do_open = [&](int dirfd, uint64_t address, int flags, mode_t mode) {
-    bool tmpfile = (flags & kOTmpfileBit) != 0;
-    bool follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
-    WalkedPath at;
-    int resolved = judge.resolve(dirfd, address, follow || tmpfile, at);
-    if (resolved == EXDEV && !at.name.empty()) return reopen(at, flags);
-    if (resolved) return call.reply(resolved);
-    if (gone()) return;
-    if (at.name.empty()) return call.reply(EISDIR);
-    if (at.dots_last && !tmpfile && (flags & O_CREAT)) return call.reply(EISDIR);
-    if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
-    struct stat st {};
-    bool there = exists(at.parent.get(), at.name, st);
-    bool writes = (flags & (O_WRONLY | O_RDWR | O_TRUNC)) != 0;
-    if (!there && !(flags & (O_CREAT | kOTmpfileBit))) return call.reply(ENOENT);
-    if (tmpfile) {
-      if (judge.in_workspace(at)) return call.reply(EOPNOTSUPP);  // unnamed bytes, uncounted
-      if (int error = judge.decide(at, Change::write)) return call.reply(error);
-    } else if (there && !writes) {
-      // O_CREAT on a file that is there: a read, which the workspace allows; elsewhere only
-      // where the sandbox may write (Landlock's limits are not the broker's own)
-      if (!judge.in_workspace(at))
-        if (int error = judge.decide(at, Change::write)) return call.reply(error);
-    } else if (int error = judge.decide(at, there ? Change::write : Change::create)) {
-      return call.reply(error);
-    }
-    mode_t created = (flags & (O_CREAT | kOTmpfileBit)) ? (mode & 0777 & ~umasks.of(pid)) : 0;
-    // What is there and is no regular file (a FIFO) is opened without blocking.
-    bool special = there && !S_ISREG(st.st_mode);
-    int open_flags = (flags | O_NOFOLLOW | O_CLOEXEC | (special ? O_NONBLOCK : 0)) & ~O_NOCTTY;
-    Fd fd(::openat(at.parent.get(), at.name.c_str(), open_flags, created));
-    if (!fd) return call.reply(errno);
-    if (!there && at.name == kEnvironmentMarker) invalidate();  // a folder became a venv
-    hand_back(fd.get(), flags, special);
-  };
+  // `again`: the name was made by someone else between the walk and the open (the host); the
+  // call is answered afresh, once.
+  std::function<void(int, uint64_t, int, mode_t, bool)> do_open =
+      [&](int dirfd, uint64_t address, int flags, mode_t mode, bool again) {
+        bool tmpfile = (flags & kOTmpfileBit) != 0;
+        bool follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+        WalkedPath at;
+        int resolved = judge.resolve(dirfd, address, follow || tmpfile, at);
+        if (resolved == EXDEV && !at.name.empty()) return reopen(at, flags);
+        if (resolved) return call.reply(resolved);
+        if (gone()) return;
+        if (at.name.empty()) return call.reply(EISDIR);
+        if (at.dots_last && !tmpfile && (flags & O_CREAT)) return call.reply(EISDIR);
+        if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
+        struct stat st {};
+        bool there = exists(at, st);
+        bool writes = (flags & (O_WRONLY | O_RDWR | O_TRUNC)) != 0;
+        if (!there && !(flags & (O_CREAT | kOTmpfileBit))) return call.reply(ENOENT);
+        if (tmpfile) {
+          if (judge.in_workspace(at)) return call.reply(EOPNOTSUPP);  // unnamed bytes, uncounted
+          if (int error = judge.decide(at, Change::write)) return call.reply(error);
+        } else if (there && !writes) {
+          // O_CREAT on a file that is there: a read, which the workspace allows; elsewhere only
+          // where the sandbox may write (Landlock's limits are not the broker's own)
+          if (!judge.in_workspace(at))
+            if (int error = judge.decide(at, Change::write)) return call.reply(error);
+        } else if (int error = judge.decide(at, there ? Change::write : Change::create)) {
+          return call.reply(error);
+        }
+        mode_t created = (flags & (O_CREAT | kOTmpfileBit)) ? (mode & 0777 & ~umasks.of(pid)) : 0;
+        // What is there and is no regular file (a FIFO) is opened without blocking.
+        bool special = there && !S_ISREG(st.st_mode);
+        // What was not there is made, not opened: a FIFO the host put there meanwhile is not
+        // opened blocking.
+        int open_flags = (flags | O_NOFOLLOW | O_CLOEXEC | (special ? O_NONBLOCK : 0) |
+                          (there || tmpfile ? 0 : O_EXCL)) &
+                         ~O_NOCTTY;
+        Fd fd(::openat(at.parent.get(), at.name.c_str(), open_flags, created));
+        if (!fd && errno == EEXIST && !(flags & O_EXCL) && !again)
+          return do_open(dirfd, address, flags, mode, true);
+        if (!fd) return call.reply(errno);
+        if (!there && at.name == kEnvironmentMarker) invalidate();  // a folder became a venv
+        hand_back(fd.get(), flags, special);
+      };
 
   // A name that must not exist yet (mkdir, mknod, symlink): resolved, judged as `change`.
   // false when the call was answered (or its caller went) instead.
@@ -665,7 +600,7 @@ void WorkspaceBroker::answer(Call& call) {
     if (int error = judge.resolve(dirfd, address, false, at)) return call.reply(error), false;
     if (gone()) return false;
     struct stat st {};
-    if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EEXIST), false;
+    if (at.name.empty() || exists(at, st)) return call.reply(EEXIST), false;
     if (int error = judge.decide(at, change)) return call.reply(error), false;
     return true;
   };
@@ -698,7 +633,7 @@ void WorkspaceBroker::answer(Call& call) {
     struct stat st {};
     if (at.name.empty()) return call.reply((flags & AT_REMOVEDIR) ? EBUSY : EISDIR);
     if (at.dots_last) return call.reply((flags & AT_REMOVEDIR) ? EINVAL : EISDIR);
-    if (!exists(at.parent.get(), at.name, st)) return call.reply(ENOENT);
+    if (!exists(at, st)) return call.reply(ENOENT);
     if (int error = judge.decide(at, Change::remove)) return call.reply(error);
     int rc = ::unlinkat(at.parent.get(), at.name.c_str(), flags & AT_REMOVEDIR);
     if (rc == 0 && ((flags & AT_REMOVEDIR) || at.name == kEnvironmentMarker)) invalidate();
@@ -714,7 +649,7 @@ void WorkspaceBroker::answer(Call& call) {
     if (from.name.empty() || to.name.empty() || from.dots_last || to.dots_last)
       return call.reply(EBUSY);
     struct stat st {};
-    if (!exists(from.parent.get(), from.name, st)) return call.reply(ENOENT);
+    if (!exists(from, st)) return call.reply(ENOENT);
     if (int error = judge.decide(from, Change::rename)) return call.reply(error);
     if (int error = judge.decide(to, Change::rename)) return call.reply(error);
     if (int error = judge.decide_subtree(from, to)) return call.reply(error);
@@ -849,7 +784,7 @@ void WorkspaceBroker::answer(Call& call) {
       WalkedPath at;
       if (int error = judge.resolve_text(AT_FDCWD, path, false, at)) return call.reply(error);
       struct stat st {};
-      if (at.name.empty() || exists(at.parent.get(), at.name, st)) return call.reply(EADDRINUSE);
+      if (at.name.empty() || exists(at, st)) return call.reply(EADDRINUSE);
       if (int error = judge.decide(at, Change::create)) return call.reply(error);
       // Bound through the folder's descriptor, as the caller's own umask would make it.
       std::string through = "/proc/self/fd/" + std::to_string(at.parent.get()) + "/" + at.name;
@@ -881,7 +816,7 @@ void WorkspaceBroker::answer(Call& call) {
     if (gone()) return;
     if (at.name.empty()) return call.reply(EISDIR);
     struct stat st {};
-    if (!exists(at.parent.get(), at.name, st)) return call.reply(ENOENT);
+    if (!exists(at, st)) return call.reply(ENOENT);
     if (int error = judge.decide(at, Change::write)) return call.reply(error);
     Fd fd(
         ::openat(at.parent.get(), at.name.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
@@ -892,11 +827,12 @@ void WorkspaceBroker::answer(Call& call) {
   const uint64_t* a = call.args;
   switch (call.nr) {
     case SYS_open:
-      return do_open(AT_FDCWD, a[0], call.arg_int(1), static_cast<mode_t>(a[2]));
+      return do_open(AT_FDCWD, a[0], call.arg_int(1), static_cast<mode_t>(a[2]), false);
     case SYS_openat:
-      return do_open(dirfd_arg(0), a[1], call.arg_int(2), static_cast<mode_t>(a[3]));
+      return do_open(dirfd_arg(0), a[1], call.arg_int(2), static_cast<mode_t>(a[3]), false);
     case SYS_creat:
-      return do_open(AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC, static_cast<mode_t>(a[1]));
+      return do_open(AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC, static_cast<mode_t>(a[1]),
+                     false);
     case SYS_mkdir:
       return do_mkdir(AT_FDCWD, a[0], static_cast<mode_t>(a[1]));
     case SYS_mkdirat:

@@ -16,8 +16,8 @@ import subprocess
 
 import pytest
 
-from belljar_testing import (NO_NAMESPACES, PYTHON, execute, running_kernel, sandbox_writable_dir,
-                             stderr_of, stdout_of)
+from belljar_testing import (NO_NAMESPACES, PYTHON, collect, execute, running_kernel,
+                             sandbox_writable_dir, stderr_of, stdout_of, wait_for_stream)
 
 GIT = shutil.which("git") or "/usr/bin/git"
 MODES = {"strict": ([], ["--isolation", "strict"]),
@@ -203,6 +203,46 @@ attempt('ls through bin', lambda: open('bin/ls', 'w').write('x'))
         assert not (home / ".local/bin/ls").exists()
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_folder_the_host_moves_is_judged_where_it_is_now(mode):
+    # The broker keeps the folders it walked to (a cwd, a folder files are made in) so as not to
+    # walk from the root for each file; the host may move one in the middle of a cell. What the
+    # cell writes there next is judged by where the folder is now, not where it was.
+    with fresh_workspace("belljar-broker-moved-") as ws:
+        (ws / "cwd").mkdir()
+        (ws / "made").mkdir()
+        os.mkfifo(ws / "go")
+        open_to_all(ws)
+        with kernel(mode, ws) as (km, kc):
+            msg_id = kc.execute(ATTEMPT + f"""
+os.chdir({str(ws / "cwd")!r})
+for n in range(3):
+    open(f'rel{{n}}', 'w').close()
+    open({str(ws / "made")!r} + f'/abs{{n}}', 'w').close()
+print('ready', flush=True)
+open({str(ws / "go")!r}).read()  # until the host has moved the folders
+attempt('relative, in the cwd the host moved', lambda: open('config', 'w').write('x'))
+attempt('absolute, in the folder made again', lambda: open({str(ws / "made")!r} + '/config', 'w').write('x'))
+print(json.dumps(results))
+""")
+            assert wait_for_stream(kc, msg_id, "ready") is not None
+            (ws / "cwd").rename(ws / ".git")
+            (ws / "made").rename(ws / ".hidden")
+            (ws / "made").mkdir()
+            os.chmod(ws / "made", 0o777)
+            with open(ws / "go", "w") as go:
+                go.write("go")
+            reply, out = collect(kc, msg_id)
+        assert reply["content"]["status"] == "ok", out
+        got = json.loads(stdout_of(out).strip().splitlines()[-1])
+        assert got == {"relative, in the cwd the host moved": "PermissionError",
+                       "absolute, in the folder made again": "done"}, got
+        assert "the sandbox may not change .git/config" in stderr_of(out), out
+        assert not (ws / ".git" / "config").exists()
+        assert not (ws / ".hidden" / "config").exists()
+        assert (ws / "made" / "config").read_text() == "x"
 
 
 @pytest.mark.parametrize("mode", MODES)
