@@ -72,10 +72,17 @@ def sandbox_writable_dir(prefix):
     return path
 
 
+def user_docs():
+    """What a user reads, as one text: README.md and the documents it links in docs/."""
+    return "\n".join(path.read_text() for path in
+                     [SOURCE / "README.md", *sorted((SOURCE / "docs").glob("*.md"))])
+
+
 def readme_blocks(language):
-    """The bodies of README.md's fenced blocks in `language` ("" for blocks without one)."""
-    readme = (SOURCE / "README.md").read_text()
-    return [body for lang, body in re.findall(r"```(\w*)\n(.*?)```", readme, re.S) if lang == language]
+    """The bodies of the user documents' fenced blocks in `language` ("" for blocks without
+    one): README.md's and docs/'s."""
+    return [body for lang, body in re.findall(r"```(\w*)\n(.*?)```", user_docs(), re.S)
+            if lang == language]
 
 
 def mcp_session_lines(*requests):

@@ -8,6 +8,7 @@
 //   worker_link.cpp  the worker: start, frames in and out, its output pipes, faults, exits
 //   cell_limits.cpp  a cell's limits: timeout, CPU, memory, %%limits, the errors naming them
 //   cell_records.cpp what a request leaves: reply, audit record, metrics; restart policy
+//   comm_link.cpp    the worker's comm messages: routed to the frontend, checked, counted
 //   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
 //   workspace_link.cpp  the workspace guard's surveys: new guards, the quota
 #include <chrono>

@@ -1,6 +1,6 @@
 """Every shell command the README shows, run as a reader on a fresh machine would run it.
 
-The commands are read from README.md itself: each line of its shell blocks and of its command
+The commands are read from README.md itself and the documents in docs/ it links: each line of its shell blocks and of its command
 line synopsis, and each inline code span, that starts with `belljar`, `build/belljar`,
 `jupyter`, `./scripts/`, `/usr/bin/python3` or `echo`. Each one is either run here (COMMANDS) or skipped
 for a reason given in SKIPPED; a command added to the README that is in neither fails
@@ -24,9 +24,10 @@ import tempfile
 import nbformat
 import pytest
 
-from belljar_testing import BELLJAR, ISOLATION, PYTHON, SOURCE, mcp_session_lines, readme_blocks
+from belljar_testing import (BELLJAR, ISOLATION, PYTHON, SOURCE, mcp_session_lines, readme_blocks,
+                             user_docs)
 
-README = (SOURCE / "README.md").read_text()
+README = user_docs()  # README.md and the docs/ it links
 STARTS = r"(?:\./scripts/|build/belljar |belljar |jupyter |/usr/bin/python3 |echo )"
 POLICY = f"--python {PYTHON} --isolation {ISOLATION}"
 
