@@ -1177,10 +1177,10 @@ def build_report(samples, info, notes, quick):
         text += ["", "process trees after warm-up:"] + ["  " + t for t in tree_lines]
     for k, lines in map_lines.items():
         text += ["", "%s: the kernel process by mapping (/proc/PID/smaps):" % k] + \
-            ["  " + l for l in lines]
+            ["  " + line for line in lines]
     if brokered_lines:
         text += ["", "bound secrets (belljar alone, both paths in one kernel):"] + \
-            ["  " + l for l in brokered_lines]
+            ["  " + line for line in brokered_lines]
     if notes:
         text += ["", "notes:"] + ["  " + n for n in notes]
 
@@ -1189,7 +1189,7 @@ def build_report(samples, info, notes, quick):
         md += ["**Quick run** (low repetition counts): indicative only.", ""]
     md += ["Produced by `bench/bench.py` (method: `bench/README.md`). Ratios are belljar ÷ "
            "ipykernel of the medians; a target is met when the ratio is at or under it.", ""]
-    md += ["- " + l for l in info_lines] + [""]
+    md += ["- " + line for line in info_lines] + [""]
     md += [markdown_table(header, main_rows), ""]
     if cost_rows:
         md += ["## Cost of the sandbox and of the audit log", "",
@@ -1203,7 +1203,7 @@ def build_report(samples, info, notes, quick):
                "One belljar kernel reaches the same HTTPS stand-in by the name a secret is bound "
                "to (the proxy terminates TLS) and by its address (the plain end-to-end tunnel), "
                "in interleaved batches (`bench/brokered.py`).", ""] + \
-            ["- " + l for l in brokered_lines] + [""]
+            ["- " + line for line in brokered_lines] + [""]
     if tree_lines:
         md += ["## Process trees after warm-up", ""] + ["- " + t for t in tree_lines] + [""]
     if map_lines:
@@ -1212,7 +1212,7 @@ def build_report(samples, info, notes, quick):
                "supervisor) per mapped file, from `/proc/PID/smaps` after the warm-up; anonymous "
                "memory is `[anon]` and `[heap]`.", ""]
         for k, lines in map_lines.items():
-            md += ["%s:" % k, ""] + ["- " + l for l in lines] + [""]
+            md += ["%s:" % k, ""] + ["- " + line for line in lines] + [""]
     if notes:
         md += ["## Notes", ""] + ["- " + n for n in notes] + [""]
     return {"text": "\n".join(text), "markdown": "\n".join(md)}

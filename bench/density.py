@@ -13,7 +13,6 @@ bench/README.md ("Density") explains the method figure by figure.
 """
 import argparse
 import datetime
-import json
 import os
 import pathlib
 import signal
@@ -28,9 +27,10 @@ from jupyter_client.connect import LocalPortCache, write_connection_file
 from jupyter_client.launcher import launch_kernel
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from profile_start import audit_records, parse_ts  # noqa: E402  (belljar's audit timeline)
+
 import bench  # noqa: E402  (the lean client, kernelspecs, memory, formatting, machine facts)
 from bench import fmt_mb, fmt_ratio, fmt_s, log, median, p99  # noqa: E402
-from profile_start import audit_records, parse_ts  # noqa: E402  (belljar's audit timeline)
 
 HERE = bench.HERE
 IP = "127.0.0.1"
@@ -526,7 +526,7 @@ def build_report(result, info, notes, quick):
     grow_tables = {}
     for cell in cells:
         table = []
-        for key, label, fmt, fn in FIGURES:
+        for _key, label, fmt, fn in FIGURES:
             for k in kernels:
                 ys = series(k, cell, fn)
                 if all(y is None for y in ys):
@@ -551,8 +551,9 @@ def build_report(result, info, notes, quick):
             extra = sorted({r for b in batches if b["kernel"] == k and b["cell"] == cell
                             for r in b["roles"]} - set(names))
             for role in names + extra:
-                per = series(k, cell, lambda b: b["roles"].get(role, {}).get("pss", 0) / b["n"])
-                tot = series(k, cell, lambda b: b["roles"].get(role, {}).get("pss", 0))
+                per = series(k, cell,
+                             lambda b, role=role: b["roles"].get(role, {}).get("pss", 0) / b["n"])
+                tot = series(k, cell, lambda b, role=role: b["roles"].get(role, {}).get("pss", 0))
                 role_rows.append([cell, "%s %s" % (k, role)] + [fmt_mb(y) for y in per] +
                                  ([fmt_slope(fmt_mb, end_slope(sizes, tot))] if several else []))
 
@@ -626,7 +627,7 @@ def build_report(result, info, notes, quick):
     if quick:
         md += ["**Quick run** (small N, short long session): a smoke check, not numbers.", ""]
     md += ["Produced by `bench/density.py` (method: `bench/README.md`, \"Density\"). " + explain_d,
-           ""] + ["- " + l for l in info_lines] + ["", bench.markdown_table(header, target_rows), ""]
+           ""] + ["- " + line for line in info_lines] + ["", bench.markdown_table(header, target_rows), ""]
     for cell in cells:
         if grow_tables[cell]:
             title = "How each figure grows with N: cell `%s`" % CELLS[cell][0]
@@ -654,8 +655,8 @@ def build_report(result, info, notes, quick):
     if sup_lines:
         title = "One supervisor under load, mapping by mapping (N = %d, cell `%s`)" % (
             sup_batch["n"], sup_batch["cell"])
-        text += ["", title + ":"] + ["  " + l for l in sup_lines]
-        md += ["## " + title, ""] + ["- " + l for l in sup_lines] + [""]
+        text += ["", title + ":"] + ["  " + line for line in sup_lines]
+        md += ["## " + title, ""] + ["- " + line for line in sup_lines] + [""]
     if long_rows:
         title = "Long session: `print(1)`, each cell awaited"
         text += ["", title + ":", bench.text_table(long_header, long_rows)]

@@ -179,7 +179,7 @@ def main():
                                        "inputs": str(reads)} + "_elapsed = 0")
         order = list(kernels)
         for rep in range(args.reps):
-            for figure, (what, _, code) in FIGURES.items():
+            for figure, (_, _, code) in FIGURES.items():
                 for name in order:
                     # Kept until the run ends: ext4 skips inodes freed in the last 30 s when it
                     # allocates, so removing 10,000 files would slow whoever creates next.

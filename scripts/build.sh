@@ -11,3 +11,6 @@ if command -v ccache >/dev/null; then
 fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
 cmake --build "$build" -j"$(nproc)"
+# The build tree's Python tools from PyPI, exact versions with hashes, in a venv of their own
+# (scripts/python-env.sh; seconds once pip's cache has them): ruff, for `style: ruff`.
+"$root/scripts/python-env.sh" lint "$build" >/dev/null

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package that belljar's build, tests, benchmark and demo need.
+# Installs every Debian package that belljar's build, tests, benchmark and demo need (what
+# comes from PyPI goes into venvs in the build tree: scripts/python-env.sh).
 # Idempotent: packages already present are skipped by apt.
 set -euo pipefail
 
@@ -10,7 +11,7 @@ packages=(
   ccache
   libzmq3-dev cppzmq-dev nlohmann-json3-dev libssl-dev libsodium-dev libseccomp-dev catch2
   # the worker's Python and what notebooks expect of it
-  python3 python3-ipython python3-numpy python3-matplotlib python3-pandas
+  python3 python3-venv python3-ipython python3-numpy python3-matplotlib python3-pandas
   python3-requests python3-httpx
   # comms and widgets (issue 14): the `comm` package the worker hooks, ipywidgets 6 and the
   # notebook's widget extension (widgetsnbextension) that renders them

@@ -15,10 +15,10 @@ import socket
 import tempfile
 
 import pytest
+from standins import StandIn, make_ca, server_context
 
 from belljar_testing import ISOLATION, execute, running_kernel
 from probes import PRELUDE, PROBES, SECRET_PRELUDE, SECRET_PROBES
-from standins import StandIn, make_ca, server_context
 
 SECRET = "sk-probe-0123456789abcdef"
 
@@ -166,7 +166,8 @@ class SecretBait:
         os.chmod(self.root, 0o755)
         tls = make_ca(self.root / "tls")
         self.ca = tls / "ca.crt"
-        context = lambda: server_context(tls / "localhost.crt", tls / "localhost-key.txt")
+        def context():
+            return server_context(tls / "localhost.crt", tls / "localhost-key.txt")
         self.echo, self.unbound, self.plain = StandIn(context()), StandIn(context()), StandIn()
 
     def kernel(self, bind):

@@ -15,11 +15,19 @@ import tempfile
 
 import pytest
 from jupyter_client.connect import write_connection_file
-
-from belljar_testing import (BELLJAR, NO_NAMESPACES, PYTHON, VALUE_SCAN_CELL, execute, running_kernel,
-                             sandbox_writable_dir, stdout_of)
-from probes import DEGRADED_ROWS, GIVEN_UP, PRELUDE, PROBES
 from test_containment import _kernel_with_bait, matches, plain
+
+from belljar_testing import (
+    BELLJAR,
+    NO_NAMESPACES,
+    PYTHON,
+    VALUE_SCAN_CELL,
+    execute,
+    running_kernel,
+    sandbox_writable_dir,
+    stdout_of,
+)
+from probes import DEGRADED_ROWS, GIVEN_UP, PRELUDE, PROBES
 
 WRAPPER = [NO_NAMESPACES]
 DEGRADED = ["--isolation", "degraded"]

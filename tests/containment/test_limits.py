@@ -6,8 +6,15 @@ import time
 
 import pytest
 
-from belljar_testing import (ISOLATION, execute, running_kernel, sandbox_writable_dir, still_answers,
-                             stderr_of, stdout_of)
+from belljar_testing import (
+    ISOLATION,
+    execute,
+    running_kernel,
+    sandbox_writable_dir,
+    stderr_of,
+    stdout_of,
+    still_answers,
+)
 
 FLAGS = ["--isolation", ISOLATION, "--timeout", "4", "--memory", "256M", "--pids", "64",
          "--tmp-size", "16M", "--file-size", "8M"]

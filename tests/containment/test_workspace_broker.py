@@ -9,15 +9,23 @@ broker stands between the cell and them: when the tests run as root the sandbox 
 import contextlib
 import json
 import os
-import zipfile
-import pathlib
 import shutil
 import subprocess
+import zipfile
 
 import pytest
 
-from belljar_testing import (NO_NAMESPACES, PYTHON, collect, execute, running_kernel,
-                             sandbox_writable_dir, stderr_of, stdout_of, wait_for_stream)
+from belljar_testing import (
+    NO_NAMESPACES,
+    PYTHON,
+    collect,
+    execute,
+    running_kernel,
+    sandbox_writable_dir,
+    stderr_of,
+    stdout_of,
+    wait_for_stream,
+)
 
 GIT = shutil.which("git") or "/usr/bin/git"
 MODES = {"strict": ([], ["--isolation", "strict"]),
@@ -59,7 +67,7 @@ def results_of(kc, code):
 
 def open_to_all(root):
     """What the host's user made, writable by anyone: only the broker stands in the way."""
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _, filenames in os.walk(root):
         os.chmod(dirpath, 0o777)
         for name in filenames:
             os.chmod(os.path.join(dirpath, name), 0o666)

@@ -11,8 +11,14 @@ import subprocess
 
 import pytest
 
-from belljar_testing import (ISOLATION, execute, running_kernel, sandbox_writable_dir, stderr_of,
-                             stdout_of)
+from belljar_testing import (
+    ISOLATION,
+    execute,
+    running_kernel,
+    sandbox_writable_dir,
+    stderr_of,
+    stdout_of,
+)
 
 pytestmark = pytest.mark.skipif(ISOLATION != "strict", reason="the guard needs the full jail")
 

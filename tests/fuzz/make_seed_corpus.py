@@ -1,9 +1,8 @@
 #!/usr/bin/python3
 """Writes the seed corpora under corpus/ (see the input layouts at the top of each fuzz_*.cpp)."""
-import hashlib
-import hmac
 import json
 import os
+import ssl
 import struct
 
 from jupyter_client.session import Session
@@ -59,7 +58,6 @@ write("worker_frames", "deep", b"\x00" + frame(b'{"type":"t","v":' + b"[" * 120 
 
 # TLS ClientHellos as Python's ssl sends them: with a name, without one (no SNI), and the one
 # with a name cut into small records.
-import ssl
 
 
 def client_hello(server_hostname):

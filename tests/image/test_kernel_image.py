@@ -14,9 +14,9 @@ import time
 import uuid
 
 import pytest
+from gateway_standin import GatewayStandIn
 
 from belljar_testing import BELLJAR, SOURCE, TIMEOUT, collect, execute, stdout_of, wait_for_stream
-from gateway_standin import GatewayStandIn
 
 PODMAN = ["podman", "--runtime", "runc"]  # crun refuses this machine's hybrid cgroups
 IMAGE = "localhost/belljar-kernel:test"
@@ -84,7 +84,7 @@ class Pod:
         try:
             self.info = self.gateway.wait_for_connection_info(timeout=120)
         except AssertionError:
-            raise AssertionError("no connection info: " + self.logs())
+            raise AssertionError("no connection info: " + self.logs()) from None
         self.connection_seconds = time.monotonic() - self.started
         self.kc = self.gateway.client()
         self.kc.wait_for_ready(timeout=TIMEOUT)

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from belljar_testing import belljar, collect, execute, of_type, running_kernel
+from belljar_testing import belljar, execute, of_type, running_kernel
 
 ISOLATED_PREFIX = '<div class="belljar-isolated"><iframe sandbox="allow-scripts" '
 

@@ -9,10 +9,17 @@ import shutil
 import subprocess
 
 import psutil
-import pytest
 
-from belljar_testing import (BELLJAR, PYTHON, belljar, copied_build, installed_prefix,
-                             running_kernel, execute, run_once)
+from belljar_testing import (
+    BELLJAR,
+    PYTHON,
+    belljar,
+    copied_build,
+    execute,
+    installed_prefix,
+    run_once,
+    running_kernel,
+)
 
 BUILD = pathlib.Path(BELLJAR).resolve().parent
 HELPER = BUILD / "belljar-jail"

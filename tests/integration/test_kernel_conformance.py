@@ -1,7 +1,6 @@
 """Debian's jupyter_kernel_test, the Jupyter conformance suite, against belljar in its sandbox.
 Every test it has gets a sample, so none is skipped."""
 import os
-import pathlib
 import shutil
 import tempfile
 import unittest

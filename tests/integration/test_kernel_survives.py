@@ -8,7 +8,7 @@ import queue
 
 import pytest
 
-from belljar_testing import execute, running_kernel, still_answers, stdout_of
+from belljar_testing import running_kernel, still_answers
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def answer(kc, channel, msg_type, content, timeout=30):
         try:
             reply = get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(f"no reply to {msg_type}: the kernel died or dropped it")
+            raise AssertionError(f"no reply to {msg_type}: the kernel died or dropped it") from None
         if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
             return reply
 

@@ -18,10 +18,21 @@ import time
 import uuid
 
 import pytest
-
-from belljar_testing import (BELLJAR, ISOLATION, NO_NAMESPACES, PYTHON, TIMEOUT, VALUE_SCAN_CELL,
-                             collect, execute, sandbox_writable_dir, stdout_of, wait_for_stream)
 from gateway_standin import GatewayStandIn
+
+from belljar_testing import (
+    BELLJAR,
+    ISOLATION,
+    NO_NAMESPACES,
+    PYTHON,
+    TIMEOUT,
+    VALUE_SCAN_CELL,
+    collect,
+    execute,
+    sandbox_writable_dir,
+    stdout_of,
+    wait_for_stream,
+)
 
 LAUNCHER_MARK = "belljar-launcher-only-" + uuid.uuid4().hex
 

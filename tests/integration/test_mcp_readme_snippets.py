@@ -9,9 +9,15 @@ import tempfile
 
 import pytest
 
-from belljar_testing import (BELLJAR, ISOLATION, PYTHON, install_kernelspec, mcp_session_lines,
-                             readme_blocks, sandbox_writable_dir)
-
+from belljar_testing import (
+    BELLJAR,
+    ISOLATION,
+    PYTHON,
+    install_kernelspec,
+    mcp_session_lines,
+    readme_blocks,
+    sandbox_writable_dir,
+)
 
 
 @pytest.fixture

@@ -11,8 +11,17 @@ import subprocess
 
 import pytest
 
-from belljar_testing import (BELLJAR, PYTHON, copied_build, execute, installed_prefix,
-                             running_kernel, run_once, HELPER_NAME, MODULE_NAMES)
+from belljar_testing import (
+    BELLJAR,
+    HELPER_NAME,
+    MODULE_NAMES,
+    PYTHON,
+    copied_build,
+    execute,
+    installed_prefix,
+    run_once,
+    running_kernel,
+)
 
 BUILD = pathlib.Path(BELLJAR).resolve().parent
 OPENSSL = ("libssl.so", "libcrypto.so")
@@ -74,12 +83,13 @@ def test_a_missing_egress_module_stops_only_the_kernels_that_allow_a_host():
         # The control: a kernel that allows no host needs no module.
         done = run_once(root / "belljar")
         assert done.returncode == 0 and done.stdout.strip() == "42", done.stderr
-        line = next(l for l in check(root / "belljar").stdout.splitlines()
-                    if l.startswith("egress module:"))
+        line = next(text for text in check(root / "belljar").stdout.splitlines()
+                    if text.startswith("egress module:"))
         assert "MISSING" in line and "(this policy does not need it)" in line
         needed = check(root / "belljar", "--allow-net", "127.0.0.1")
         assert needed.returncode == 1
-        line = next(l for l in needed.stdout.splitlines() if l.startswith("egress module:"))
+        line = next(text for text in needed.stdout.splitlines()
+                    if text.startswith("egress module:"))
         assert "MISSING" in line and "does not need" not in line
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -17,8 +17,15 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from belljar_testing import (BELLJAR, PYTHON, SOURCE, belljar, install_kernelspec, running_kernel,
-                             sandbox_writable_dir)
+from belljar_testing import (
+    BELLJAR,
+    PYTHON,
+    SOURCE,
+    belljar,
+    install_kernelspec,
+    running_kernel,
+    sandbox_writable_dir,
+)
 from belljar_testing import execute as run_cell
 
 COURSE = SOURCE / "notebooks" / "course_example.ipynb"

@@ -9,8 +9,16 @@ import tempfile
 
 import pytest
 
-from belljar_testing import (collect, execute, of_type, running_kernel, sandbox_writable_dir,
-                             stderr_of, stdout_of, wait_for_stream)
+from belljar_testing import (
+    collect,
+    execute,
+    of_type,
+    running_kernel,
+    sandbox_writable_dir,
+    stderr_of,
+    stdout_of,
+    wait_for_stream,
+)
 
 SECRET = "sk-observability-0123456789"         # given to the sandbox with --pass-env
 KERNEL_ONLY = "sk-kernel-only-9876543210abcdef"  # in the kernel's environment only
@@ -146,7 +154,7 @@ def test_redaction_is_no_oracle_for_a_secret_the_sandbox_never_had(observed):
     assert [len(t) for t in matching] == [len(t) for t in wrong], (matching, wrong)
     # The value never reached the sandbox: output holding it is not touched at all.
     assert "".join(matching) == KERNEL_ONLY[:12] + "!"
-    _, outputs = execute(kc, f"import os; print(os.environ.get('BELLJAR_OBS_KERNEL_ONLY'))")
+    _, outputs = execute(kc, "import os; print(os.environ.get('BELLJAR_OBS_KERNEL_ONLY'))")
     assert stdout_of(outputs).strip() == "None"
 
 

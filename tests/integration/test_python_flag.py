@@ -2,7 +2,6 @@
 never run on the host as the kernel's user (it used to be asked for sys.executable through
 popen). The script would leave a marker file on the host if anything ran it."""
 import json
-import os
 import socket
 import subprocess
 

@@ -24,8 +24,14 @@ import tempfile
 import nbformat
 import pytest
 
-from belljar_testing import (BELLJAR, ISOLATION, PYTHON, SOURCE, mcp_session_lines, readme_blocks,
-                             user_docs)
+from belljar_testing import (
+    BELLJAR,
+    ISOLATION,
+    PYTHON,
+    mcp_session_lines,
+    readme_blocks,
+    user_docs,
+)
 
 README = user_docs()  # README.md and the docs/ it links
 STARTS = r"(?:\./scripts/|build/belljar |belljar |jupyter |/usr/bin/python3 |echo )"

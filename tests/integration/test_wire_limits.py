@@ -8,11 +8,11 @@ unfinished parts on sixteen connections at once. The kernel's peak RSS stays sma
 why, and a jupyter_client request after it gets its reply.
 """
 import contextlib
-import socket
-import struct
 import mmap
 import pathlib
 import shutil
+import socket
+import struct
 import tempfile
 import time
 

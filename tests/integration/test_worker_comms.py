@@ -11,7 +11,6 @@ import base64
 import json
 
 import pytest
-
 from test_worker_protocol import Worker
 
 # Debian's python3-comm and python3-ipywidgets (6.0.0) come with scripts/install-deps.sh.

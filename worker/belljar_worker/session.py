@@ -10,9 +10,9 @@ import sys
 
 from . import current, formatting, stdin, tracebacks
 from . import display as display_module
+from .audit import audit_bundle, audit_request
 from .import_hooks import PostImportHooks, StandInModules
 from .ipython_bridge import IPYTHON_MISSING, looks_like_ipython
-from .audit import audit_bundle, audit_request
 from .limits import LimitError, parse_limits_line, split_limits_cell
 from .runner import NO_VALUE, CellRunner
 
