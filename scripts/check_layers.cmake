@@ -1,6 +1,7 @@
 # Fails the build when a file in FOLDER includes a belljar header from a folder outside
-# ALLOWED (its own and the layers it declares in CMakeLists.txt), or a system header that
-# starts with one of FORBIDDEN (the jail helper's folders: no JSON, ZMQ or OpenSSL).
+# ALLOWED (its own and the layers it declares in CMakeLists.txt) or by a relative path, or a
+# system header that starts with one of FORBIDDEN (the jail helper's folders: no JSON, ZMQ or
+# OpenSSL).
 # Run by belljar_layer().
 string(REPLACE "," ";" allowed "${ALLOWED}")
 string(REPLACE "," ";" forbidden "${FORBIDDEN}")
@@ -8,6 +9,11 @@ file(GLOB files ${SOURCE_DIR}/${FOLDER}/*.cpp ${SOURCE_DIR}/${FOLDER}/*.hpp)
 set(violations "")
 foreach(file ${files})
   file(RELATIVE_PATH name ${SOURCE_DIR} ${file})
+  # A path relative to the file ("../session/kernel.hpp") would walk around the check.
+  file(STRINGS ${file} relative REGEX "^[ \t]*#[ \t]*include[ \t]*\"\\.\\.?/")
+  foreach(line ${relative})
+    string(APPEND violations "\n  ${name}: ${line} (a relative include: name it from the root)")
+  endforeach()
   file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"(kernel|sandbox)/")
   foreach(line ${includes})
     string(REGEX REPLACE "^[^\"]*\"([^\"]*)/[^/\"]*\".*$" "\\1" included_folder "${line}")

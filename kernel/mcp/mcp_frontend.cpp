@@ -178,22 +178,22 @@ void McpFrontend::queue_tool_call(const JsonRpcMessage& message) {
                         "invalid params: tools/call needs a tool name"));
     return;
   }
-  std::string tool = name->get<std::string>();
-  if (!is_mcp_tool(tool)) {
+  std::optional<McpTool> tool = mcp_tool(name->get_ref<const std::string&>());
+  if (!tool) {
     send(json_rpc_error(message.id, JsonRpcError::invalid_params,
-                        "invalid params: unknown tool " + tool));
+                        "invalid params: unknown tool " + name->get<std::string>()));
     return;
   }
   json arguments = json::object();
   if (auto given = params.find("arguments"); given != params.end() && !given->is_null())
     arguments = *given;
-  if (auto problem = check_tool_arguments(tool, arguments)) {
+  if (auto problem = check_tool_arguments(*tool, arguments)) {
     send(json_rpc_error(message.id, JsonRpcError::invalid_params, "invalid params: " + *problem));
     return;
   }
   ToolCall call;
   call.id = message.id;
-  call.tool = tool;
+  call.tool = *tool;
   call.arguments = std::move(arguments);
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     auto token = meta->find("progressToken");
@@ -208,7 +208,7 @@ void McpFrontend::cancel(const json& request_id) {
   if (running_ && id_matches(running_->id, request_id)) {
     if (running_->cancelled) return;
     running_->cancelled = true;  // no response is sent for it (MCP cancellation)
-    if (running_->tool != "reset_session") kernel_.interrupt_cell();
+    if (running_->tool != McpTool::reset_session) kernel_.interrupt_cell();
     return;
   }
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
@@ -228,19 +228,26 @@ void McpFrontend::start_next() {
   ToolCall& call = *running_;
   call.started = Clock::now();
   call.next_progress = call.started + kProgressEvery;
-  if (call.tool == "run_python") {
-    submit_execute(call, call.arguments["code"].get<std::string>(), false, json::object());
-  } else if (call.tool == "reset_session") {
-    kernel_.restart_worker("reset_session from the MCP client");
-    // Answered once the fresh worker has run an empty cell: then it is really ready.
-    submit_execute(call, "", true, json::object());
-  } else {
-    // The workspace as the host holds it, answered here: never by code in the session.
-    ToolCall done = std::move(*running_);
-    running_.reset();
-    start_due_ = true;
-    send(
-        json_rpc_result(done.id, for_client(file_tool_result(done.tool, done.arguments, policy_))));
+  switch (call.tool) {
+    case McpTool::run_python:
+      submit_execute(call, call.arguments["code"].get<std::string>(), false, json::object());
+      return;
+    case McpTool::reset_session:
+      kernel_.restart_worker("reset_session from the MCP client");
+      // Answered once the fresh worker has run an empty cell: then it is really ready.
+      submit_execute(call, "", true, json::object());
+      return;
+    case McpTool::list_files:
+    case McpTool::read_file:
+    case McpTool::write_file: {
+      // The workspace as the host holds it, answered here: never by code in the session.
+      ToolCall done = std::move(*running_);
+      running_.reset();
+      start_due_ = true;
+      send(json_rpc_result(done.id,
+                           for_client(file_tool_result(done.tool, done.arguments, policy_))));
+      return;
+    }
   }
 }
 
@@ -285,13 +292,12 @@ void McpFrontend::finish_call(const json& reply_content, const json& reply_metad
   call.record.finish(reply_content, reply_metadata);
   json result;
   try {
-    if (call.tool == "run_python")
-      result = run_python_result(call.record);
-    else
-      result = reset_session_result(call.record);
+    result = call.tool == McpTool::run_python ? run_python_result(call.record)
+                                              : reset_session_result(call.record);
   } catch (const std::exception& e) {
-    log_line(std::string("mcp: building the result of ") + call.tool + ": " + e.what());
-    result = tool_error_result(call.tool + " failed: internal error");
+    std::string name(tool_name(call.tool));
+    log_line("mcp: building the result of " + name + ": " + e.what());
+    result = tool_error_result(name + " failed: internal error");
   }
   send(json_rpc_result(call.id, for_client(std::move(result))));
 }
@@ -319,7 +325,8 @@ void McpFrontend::send_progress(Clock::time_point now) {
   call.next_progress += kProgressEvery;
   if (call.next_progress <= now) call.next_progress = now + kProgressEvery;
   char text[64];
-  std::snprintf(text, sizeof text, "%s running for %.0f s", call.tool.c_str(), elapsed);
+  std::snprintf(text, sizeof text, "%s running for %.0f s",
+                std::string(tool_name(call.tool)).c_str(), elapsed);
   std::string message = text;
   std::string tail = call.record.stream_tail(kProgressTail);
   if (!tail.empty())

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernel/mcp/json_rpc.hpp"
+#include "kernel/mcp/mcp_tools.hpp"
 #include "kernel/observability/diagnostics.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/run_record.hpp"
@@ -38,7 +39,7 @@ class McpFrontend : public Frontend {
   using Clock = std::chrono::steady_clock;
   struct ToolCall {
     nlohmann::json id;  // the JSON-RPC request's
-    std::string tool;
+    McpTool tool = McpTool::run_python;
     nlohmann::json arguments;
     std::optional<nlohmann::json> progress_token;
     bool cancelled = false;

@@ -1,11 +1,12 @@
 #include "kernel/mcp/mcp_tools.hpp"
 
+#include <array>
 #include <cmath>
 
 #include "kernel/protocol/base64.hpp"
 #include "kernel/protocol/bounded_json.hpp"
+#include "kernel/protocol/json_field.hpp"
 #include "sandbox/jail_client/workspace_files.hpp"
-#include "sandbox/policy/json_field.hpp"
 
 namespace belljar {
 
@@ -37,21 +38,38 @@ struct Argument {
   bool required;
 };
 
-const std::vector<std::pair<std::string, std::vector<Argument>>>& tool_arguments() {
-  static const std::vector<std::pair<std::string, std::vector<Argument>>> table = {
-      {"run_python", {{"code", "string", true}, {"timeout_seconds", "number", false}}},
-      {"reset_session", {}},
-      {"list_files", {{"path", "string", false}, {"recursive", "boolean", false}}},
-      {"read_file",
+// Each tool's name and arguments, in McpTool's order: the one place a tool is spelled.
+struct ToolSpec {
+  McpTool tool;
+  std::string_view name;
+  std::vector<Argument> arguments;
+};
+
+const std::array<ToolSpec, 5>& tool_specs() {
+  static const std::array<ToolSpec, 5> table = {{
+      {McpTool::run_python,
+       "run_python",
+       {{"code", "string", true}, {"timeout_seconds", "number", false}}},
+      {McpTool::reset_session, "reset_session", {}},
+      {McpTool::list_files,
+       "list_files",
+       {{"path", "string", false}, {"recursive", "boolean", false}}},
+      {McpTool::read_file,
+       "read_file",
        {{"path", "string", true}, {"offset", "integer", false}, {"max_bytes", "integer", false}}},
-      {"write_file",
+      {McpTool::write_file,
+       "write_file",
        {{"path", "string", true},
         {"content", "string", true},
         {"encoding", "string", false},
         {"append", "boolean", false},
         {"create_dirs", "boolean", false}}},
-  };
+  }};
   return table;
+}
+
+const ToolSpec& spec_of(McpTool tool) {
+  return tool_specs()[static_cast<size_t>(tool)];
 }
 
 bool has_type(const json& value, const std::string& type) {
@@ -113,10 +131,14 @@ std::string negotiate_mcp_version(const json& requested) {
   return mcp_protocol_versions().front();
 }
 
-bool is_mcp_tool(const std::string& tool) {
-  for (auto& [name, args] : tool_arguments())
-    if (name == tool) return true;
-  return false;
+std::optional<McpTool> mcp_tool(std::string_view name) {
+  for (const auto& spec : tool_specs())
+    if (spec.name == name) return spec.tool;
+  return std::nullopt;
+}
+
+std::string_view tool_name(McpTool tool) {
+  return spec_of(tool).name;
 }
 
 json mcp_server_instructions(const Policy& policy) {
@@ -250,42 +272,39 @@ json mcp_tool_list(const Policy& policy) {
   return json::array({run_python, reset_session, list_files, read_file, write_file});
 }
 
-std::optional<std::string> check_tool_arguments(const std::string& tool, const json& arguments) {
+std::optional<std::string> check_tool_arguments(McpTool tool, const json& arguments) {
   if (!arguments.is_object()) return "arguments must be an object";
-  for (auto& [name, spec] : tool_arguments()) {
-    if (name != tool) continue;
-    for (auto& [key, value] : arguments.items()) {
-      bool known = false;
-      for (auto& argument : spec) known = known || key == argument.name;
-      if (!known) return tool + ": unknown argument " + key;
-    }
-    for (auto& argument : spec) {
-      auto value = arguments.find(argument.name);
-      if (value == arguments.end()) {
-        if (argument.required) return tool + ": missing required argument " + argument.name;
-        continue;
-      }
-      if (!has_type(*value, argument.type))
-        return tool + ": " + argument.name + " must be " +
-               (std::string(argument.type) == "integer" ? "an " : "a ") + argument.type;
-    }
-    if (auto t = arguments.find("timeout_seconds");
-        t != arguments.end() && !(t->get<double>() > 0 && std::isfinite(t->get<double>())))
-      return tool + ": timeout_seconds must be a positive number";
-    if (auto o = arguments.find("offset"); o != arguments.end() && o->get<long long>() < 0)
-      return tool + ": offset must be >= 0";
-    if (auto m = arguments.find("max_bytes");
-        m != arguments.end() && (m->get<long long>() < 1 || m->get<long long>() > kMaxReadBytes))
-      return tool + ": max_bytes must be between 1 and " + std::to_string(kMaxReadBytes);
-    if (auto e = arguments.find("encoding");
-        e != arguments.end() && *e != "utf-8" && *e != "base64")
-      return tool + ": encoding must be utf-8 or base64";
-    if (auto p = arguments.find("path");
-        p != arguments.end() && tool != "list_files" && p->get_ref<const std::string&>().empty())
-      return tool + ": path must not be empty";
-    return std::nullopt;
+  const ToolSpec& spec = spec_of(tool);
+  const std::string name(spec.name);
+  for (auto& [key, value] : arguments.items()) {
+    bool known = false;
+    for (auto& argument : spec.arguments) known = known || key == argument.name;
+    if (!known) return name + ": unknown argument " + key;
   }
-  return "unknown tool " + tool;
+  for (auto& argument : spec.arguments) {
+    auto value = arguments.find(argument.name);
+    if (value == arguments.end()) {
+      if (argument.required) return name + ": missing required argument " + argument.name;
+      continue;
+    }
+    if (!has_type(*value, argument.type))
+      return name + ": " + argument.name + " must be " +
+             (std::string(argument.type) == "integer" ? "an " : "a ") + argument.type;
+  }
+  if (auto t = arguments.find("timeout_seconds");
+      t != arguments.end() && !(t->get<double>() > 0 && std::isfinite(t->get<double>())))
+    return name + ": timeout_seconds must be a positive number";
+  if (auto o = arguments.find("offset"); o != arguments.end() && o->get<long long>() < 0)
+    return name + ": offset must be >= 0";
+  if (auto m = arguments.find("max_bytes");
+      m != arguments.end() && (m->get<long long>() < 1 || m->get<long long>() > kMaxReadBytes))
+    return name + ": max_bytes must be between 1 and " + std::to_string(kMaxReadBytes);
+  if (auto e = arguments.find("encoding"); e != arguments.end() && *e != "utf-8" && *e != "base64")
+    return name + ": encoding must be utf-8 or base64";
+  if (auto p = arguments.find("path"); p != arguments.end() && tool != McpTool::list_files &&
+                                       p->get_ref<const std::string&>().empty())
+    return name + ": path must not be empty";
+  return std::nullopt;
 }
 
 json tool_error_result(const std::string& text) {
@@ -459,20 +478,26 @@ json read_result(const WorkspaceRead& read, const Policy& policy) {
 
 }  // namespace
 
-json file_tool_result(const std::string& tool, const json& arguments, const Policy& policy) {
+json file_tool_result(McpTool tool, const json& arguments, const Policy& policy) {
   try {
     WorkspaceFiles files(policy);
     std::string path = json_field(arguments, "path", "");
-    if (tool == "list_files")
-      return listing_result(
-          files.list(path.empty() ? "." : path, json_field(arguments, "recursive", false)));
-    if (tool == "read_file") {
-      auto offset = static_cast<uint64_t>(json_field(arguments, "offset", 0ll));
-      auto most = static_cast<uint64_t>(
-          json_field(arguments, "max_bytes", static_cast<long long>(kDefaultReadBytes)));
-      return read_result(files.read(path, offset, most), policy);
+    switch (tool) {
+      case McpTool::list_files:
+        return listing_result(
+            files.list(path.empty() ? "." : path, json_field(arguments, "recursive", false)));
+      case McpTool::read_file: {
+        auto offset = static_cast<uint64_t>(json_field(arguments, "offset", 0ll));
+        auto most = static_cast<uint64_t>(
+            json_field(arguments, "max_bytes", static_cast<long long>(kDefaultReadBytes)));
+        return read_result(files.read(path, offset, most), policy);
+      }
+      case McpTool::write_file:
+        break;
+      case McpTool::run_python:
+      case McpTool::reset_session:
+        return tool_error_result(std::string(tool_name(tool)) + " is not a file tool");
     }
-    // write_file
     std::string content = json_field(arguments, "content", "");
     std::string data;
     if (json_field(arguments, "encoding", "utf-8") == "base64") {
@@ -495,7 +520,7 @@ json file_tool_result(const std::string& tool, const json& arguments, const Poli
   } catch (const WorkspaceRefusal& refusal) {
     return tool_error_result(refusal.what());
   } catch (const std::exception& e) {  // SandboxError: no --sandbox-user to write as
-    return tool_error_result(tool + " failed: " + e.what());
+    return tool_error_result(std::string(tool_name(tool)) + " failed: " + e.what());
   }
 }
 

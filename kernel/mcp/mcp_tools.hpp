@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "kernel/session/run_record.hpp"
 #include "sandbox/policy/policy.hpp"
@@ -20,18 +21,21 @@ const std::vector<std::string>& mcp_protocol_versions();
 // The client's revision when supported, else the newest one.
 std::string negotiate_mcp_version(const nlohmann::json& requested);
 
+enum class McpTool { run_python, reset_session, list_files, read_file, write_file };
+// The tool a tools/call names, parsed once; nullopt for a name this server does not offer.
+std::optional<McpTool> mcp_tool(std::string_view name);
+std::string_view tool_name(McpTool tool);
+
 nlohmann::json mcp_tool_list(const Policy& policy);
 nlohmann::json mcp_server_instructions(const Policy& policy);
 
 // nullopt when `arguments` suit the tool, else the problem (a JSON-RPC invalid params).
-std::optional<std::string> check_tool_arguments(const std::string& tool,
-                                                const nlohmann::json& arguments);
-bool is_mcp_tool(const std::string& tool);
+std::optional<std::string> check_tool_arguments(McpTool tool, const nlohmann::json& arguments);
 
 // CallToolResult of run_python: text and image content, structuredContent, isError.
 nlohmann::json run_python_result(const RunRecord& record);
 // CallToolResult of a file tool, performed on the host's workspace with checked arguments.
-nlohmann::json file_tool_result(const std::string& tool, const nlohmann::json& arguments,
+nlohmann::json file_tool_result(McpTool tool, const nlohmann::json& arguments,
                                 const Policy& policy);
 nlohmann::json reset_session_result(const RunRecord& record);
 nlohmann::json tool_error_result(const std::string& text);

@@ -5,7 +5,7 @@
 #include "kernel/protocol/bounded_json.hpp"
 #include "sandbox/os/host_port.hpp"
 #include "sandbox/os/small_file.hpp"
-#include "sandbox/policy/policy.hpp"
+#include "sandbox/os/usage_error.hpp"
 
 namespace belljar {
 

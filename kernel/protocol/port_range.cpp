@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "sandbox/policy/policy.hpp"
+#include "sandbox/os/usage_error.hpp"
 
 namespace belljar {
 

@@ -1,7 +1,7 @@
 #include "kernel/protocol/replies.hpp"
 
+#include "kernel/protocol/json_field.hpp"
 #include "kernel/protocol/wire_message.hpp"
-#include "sandbox/policy/json_field.hpp"
 
 namespace belljar {
 

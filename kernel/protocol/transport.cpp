@@ -13,7 +13,7 @@
 #include <stdexcept>
 
 #include "sandbox/os/host_port.hpp"
-#include "sandbox/policy/policy.hpp"
+#include "sandbox/os/usage_error.hpp"
 
 namespace belljar {
 

@@ -161,8 +161,17 @@ class Kernel {
   void read_output_before(const json& frame);
   void learn_uncounted_output(const json& done);
   void flush_streams(bool final);
+  // One frame of the worker's, parsed into its type once: one handler per type below.
   void handle_frame(const json& frame);
   bool answers_current_request(const json& frame) const;
+  void on_hello(const json& frame);
+  void on_output(WorkerFrame type, const json& frame);  // display, update_display, result
+  void on_clear_output(const json& frame);
+  void on_error(const json& frame);
+  void on_input_request(const json& frame);
+  void on_audit_request(const json& frame);
+  void on_done(const json& frame);
+  const WireMessage* output_parent() const;
   void on_worker_exit(const WorkerExit& exit);
   void drop_worker();
 

@@ -7,16 +7,40 @@ namespace belljar {
 namespace {
 struct Spelling {
   RequestKind kind;
-  std::string_view request, frame, answer;
+  std::string_view request, frame;
+  WorkerFrame answer;
 };
 constexpr std::array<Spelling, 6> kSpellings = {{
-    {RequestKind::execute, "execute_request", "execute", "done"},
-    {RequestKind::complete, "complete_request", "complete", "complete_reply"},
-    {RequestKind::inspect, "inspect_request", "inspect", "inspect_reply"},
-    {RequestKind::is_complete, "is_complete_request", "is_complete", "is_complete_reply"},
-    {RequestKind::comm, "comm_msg", "comm", "done"},
-    {RequestKind::comm_info, "comm_info_request", "comm_info", "comm_info_reply"},
+    {RequestKind::execute, "execute_request", "execute", WorkerFrame::done},
+    {RequestKind::complete, "complete_request", "complete", WorkerFrame::complete_reply},
+    {RequestKind::inspect, "inspect_request", "inspect", WorkerFrame::inspect_reply},
+    {RequestKind::is_complete, "is_complete_request", "is_complete",
+     WorkerFrame::is_complete_reply},
+    {RequestKind::comm, "comm_msg", "comm", WorkerFrame::done},
+    {RequestKind::comm_info, "comm_info_request", "comm_info", WorkerFrame::comm_info_reply},
 }};
+
+// In WorkerFrame's order.
+constexpr std::array<std::string_view, 17> kFrameNames = {
+    "hello",
+    "display",
+    "update_display",
+    "result",
+    "clear_output",
+    "error",
+    "input_request",
+    "limits",
+    "audit_request",
+    "comm_open",
+    "comm_msg",
+    "comm_close",
+    "done",
+    "complete_reply",
+    "inspect_reply",
+    "is_complete_reply",
+    "comm_info_reply",
+};
+static_assert(kFrameNames.size() == static_cast<size_t>(WorkerFrame::comm_info_reply) + 1);
 
 const Spelling& spelling(RequestKind kind) {
   return kSpellings[static_cast<size_t>(kind)];
@@ -29,8 +53,18 @@ std::string_view request_type(RequestKind kind) {
 std::string_view worker_request(RequestKind kind) {
   return spelling(kind).frame;
 }
-std::string_view worker_answer(RequestKind kind) {
+WorkerFrame worker_answer(RequestKind kind) {
   return spelling(kind).answer;
+}
+
+std::optional<WorkerFrame> worker_frame(std::string_view type) {
+  for (size_t i = 0; i < kFrameNames.size(); ++i)
+    if (kFrameNames[i] == type) return static_cast<WorkerFrame>(i);
+  return std::nullopt;
+}
+
+std::string_view worker_frame_name(WorkerFrame frame) {
+  return kFrameNames[static_cast<size_t>(frame)];
 }
 
 std::optional<RequestKind> request_kind(std::string_view msg_type) {

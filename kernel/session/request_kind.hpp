@@ -1,7 +1,8 @@
 #pragma once
-// The shell requests the worker answers, as a value: the Jupyter message that asked, the
-// frame the worker is sent and the frame it answers with are all spelled here, so a frame is
-// matched to the request it answers by value, never by cutting its type apart.
+// The shell requests the worker answers, and every frame the worker sends, as values: the
+// Jupyter message that asked, the frame the worker is sent and the frame it answers with are
+// all spelled here, once, so a frame is parsed into its type in one place and handled by an
+// exhaustive switch (Kernel::handle_frame), never by comparing its text again.
 #include <optional>
 #include <string_view>
 
@@ -12,13 +13,41 @@ namespace belljar {
 // comm_info: comm_info_request, answered from the worker's live registry.
 enum class RequestKind { execute, complete, inspect, is_complete, comm, comm_info };
 
+// Every frame the worker sends (worker/PROTOCOL.md).
+enum class WorkerFrame {
+  hello,  // first, once: language_info
+  // output of the request being served
+  display,
+  update_display,
+  result,
+  clear_output,
+  error,
+  // the worker asks, and waits for the answer frame
+  input_request,
+  limits,
+  audit_request,
+  // a comm's end in the worker opened, sent on or closed
+  comm_open,
+  comm_msg,
+  comm_close,
+  // the request's end: `done` for execute and comm, the reply for the others
+  done,
+  complete_reply,
+  inspect_reply,
+  is_complete_reply,
+  comm_info_reply,
+};
+// The frame type a worker's "type" names; nullopt for one no worker sends.
+std::optional<WorkerFrame> worker_frame(std::string_view type);
+std::string_view worker_frame_name(WorkerFrame frame);
+
 // "execute_request", "complete_request", ... (the Jupyter message type; "comm_msg" for comm)
 std::string_view request_type(RequestKind kind);
 // The request behind a Jupyter message type; nullopt for those the supervisor answers itself.
 std::optional<RequestKind> request_kind(std::string_view msg_type);
 // The frame sent to the worker: "execute", "complete", "inspect", "is_complete".
 std::string_view worker_request(RequestKind kind);
-// The worker's answer: "done" for execute, else "complete_reply", ...
-std::string_view worker_answer(RequestKind kind);
+// The worker's answer: done for execute and comm, else complete_reply, ...
+WorkerFrame worker_answer(RequestKind kind);
 
 }  // namespace belljar

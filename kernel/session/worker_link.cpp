@@ -11,6 +11,7 @@
 #include "kernel/output/bundle_check.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/buffer_room.hpp"
+#include "kernel/protocol/json_field.hpp"
 #include "kernel/protocol/replies.hpp"
 #include "kernel/protocol/signer.hpp"
 #include "kernel/session/cell_budget.hpp"
@@ -26,15 +27,6 @@ constexpr size_t kMaxOutbox = 8u << 20;     // bytes queued for a worker that is
 constexpr auto kFramesEofGrace = std::chrono::seconds(2);
 constexpr size_t kDisplaysAudited = 1000;   // mime lists kept per cell for the audit record
 constexpr uint64_t kInputRequestCost = 64;  // what one input_request is charged, prompt aside
-
-bool is_known_worker_frame(const std::string& type) {
-  for (const char* known :
-       {"display", "update_display", "result", "clear_output", "error", "input_request", "limits",
-        "audit_request", "done", "complete_reply", "inspect_reply", "is_complete_reply",
-        "comm_open", "comm_msg", "comm_close", "comm_info_reply"})
-    if (type == known) return true;
-  return false;
-}
 
 json object_or_empty(const json& frame, const char* key) {
   auto it = frame.find(key);
@@ -219,153 +211,184 @@ void Kernel::take_frames(std::string_view bytes) {
 }
 
 void Kernel::handle_frame(const json& frame) {
-  const std::string& type = frame["type"].get_ref<const std::string&>();
-  if (type == "hello") {
-    if (worker_ready_) return frame_log_.log("worker frame dropped", "a second hello");
-    // Built by the supervisor: the frontend loads codemirror_mode as a script path.
-    auto info = frame.find("language_info");
-    language_info_ = language_info_from_worker(info != frame.end() ? *info : json::object());
-    worker_ready_ = true;
-    background_.worker_ready(worker_->cpu_seconds());
-    start_error_.clear();
-    failed_starts_ = 0;
-    dispatch_next();
-    return;
-  }
-  if (!is_known_worker_frame(type))
-    return frame_log_.log("worker sent an unknown frame type", type.substr(0, 64));
+  const std::string& name = frame["type"].get_ref<const std::string&>();  // checked by next()
+  std::optional<WorkerFrame> type = worker_frame(name);
+  if (!type) return frame_log_.log("worker sent an unknown frame type", name.substr(0, 64));
+  if (*type == WorkerFrame::hello) return on_hello(frame);
   if (!answers_current_request(frame)) {
     // Frames carry the id of the request they answer: a stale one (a delayed `done` after a
     // forged one, a thread's display after its cell ended) never lands in a later request.
     return frame_log_.log("worker frame dropped",
-                          type + " for a request that is not the current one");
+                          name + " for a request that is not the current one");
   }
-  bool executing = this->executing();
-  // A comm handler's displays are its request's output, as a cell's are (ipywidgets' Output
-  // and interact route them by that parent).
-  const WireMessage* parent = running_code() ? &cell_->request : nullptr;
-  if (type == "comm_open" || type == "comm_msg" || type == "comm_close") {
-    if (running_code()) publish_comm(type, frame);
-  } else if (type == "display" || type == "update_display" || type == "result") {
-    if (!running_code() || (type == "result" && !executing)) return;  // nothing to attribute
-    auto data_it = frame.find("data");
-    json data = data_it != frame.end() ? *data_it : json();
-    json metadata = object_or_empty(frame, "metadata");
-    json transient = object_or_empty(frame, "transient");
-    std::optional<std::string> problem = bundle_problem(data);
-    if (!problem && type == "update_display" && !transient.contains("display_id"))
-      problem = "an update without a display_id";
-    if (problem) {
-      // Never forwarded: the client gets a plain explanation in its place.
-      data = {{"text/plain", "[belljar] an invalid display was dropped: " + *problem}};
-      metadata = json::object();
-      if (type == "update_display") return;
-    }
-    redactor_.redact_json(data);  // before: the frame's srcdoc holds it escaped
-    data = apply_active_output(data, options_.policy.active_output, &widget_models_);
-    redactor_.redact_json(data);  // after: decoded references could spell a secret
-    // The whole message counts: metadata and transient are the worker's bytes too.
-    if (!budget_.take_whole(dump_json(data).size() + dump_json(metadata).size() +
-                            dump_json(transient).size()))
-      return;  // over the output cap
-    if (executing && cell_->displays.size() < kDisplaysAudited) {
-      json mimes = json::array();
-      for (auto& [mime, value] : data.items()) mimes.push_back(mime);
-      cell_->displays.push_back(mimes);
-    }
-    if (type == "result") {
-      if (cell_->silent) return;
-      if (auto text = data.find("text/plain"); text != data.end() && text->is_string())
-        cell_->result_text = *text;
-      publish("execute_result",
-              {{"execution_count", cell_->execution_count}, {"data", data}, {"metadata", metadata}},
-              parent);
-    } else {
-      publish(type == "display" ? "display_data" : "update_display_data",
-              {{"data", data}, {"metadata", metadata}, {"transient", transient}}, parent);
-    }
-  } else if (type == "clear_output") {
-    if (!running_code()) return;
-    auto wait = frame.find("wait");
-    json content = {{"wait", wait != frame.end() && wait->is_boolean() && wait->get<bool>()}};
-    if (!budget_.take_whole(dump_json(content).size())) return;  // a flood of them is output too
-    publish("clear_output", std::move(content), parent);
-  } else if (type == "error") {
-    if (!executing) return;
-    // Once the cap is spent, a further error is not published (the reply still carries the
-    // last one); the first error of a cell is always shown, cut to what the budget allows.
-    bool publish_it = !cell_->error || !budget_.exhausted();
-    json error = create_error_content("", "", json::array());
-    for (const char* key : {"ename", "evalue", "traceback"})
-      if (auto it = frame.find(key); it != frame.end()) error[key] = *it;
-    redactor_.redact_json(error);
-    error = charge_error(std::move(error), budget_);
-    std::string ename = error["ename"], evalue = error["evalue"];
-    json traceback = std::move(error["traceback"]);
-    name_limit_in_error(ename, evalue, traceback);
-    cell_->error = create_error_content(ename, evalue, traceback);
-    if (!cell_->silent && publish_it) publish("error", *cell_->error, parent);
-  } else if (type == "input_request") {
-    if (!executing) {
-      // A comm handler has no prompt to show: refused, so it never waits for an answer.
+  switch (*type) {
+    case WorkerFrame::hello:
+      return;  // above
+    case WorkerFrame::display:
+    case WorkerFrame::update_display:
+    case WorkerFrame::result:
+      return on_output(*type, frame);
+    case WorkerFrame::clear_output:
+      return on_clear_output(frame);
+    case WorkerFrame::error:
+      return on_error(frame);
+    case WorkerFrame::input_request:
+      return on_input_request(frame);
+    case WorkerFrame::limits:
+      if (executing()) return handle_limits(frame);
       if (running_code())
-        send_to_worker({{"type", "input_reply"}, {"error", "input() is only answered in a cell"}});
+        send_to_worker(
+            {{"type", "limits_reply"}, {"ok", false}, {"error", "%%limits applies to cells"}});
       return;
-    }
-    auto prompt = frame.find("prompt");
-    auto password = frame.find("password");
-    std::string text =
-        prompt != frame.end() && prompt->is_string() ? prompt->get<std::string>() : "";
-    json content = {
-        {"prompt", charge_text(redactor_.redact(text), budget_)},
-        {"password", password != frame.end() && password->is_boolean() && password->get<bool>()}};
-    if (!cell_->allow_stdin) {
-      send_to_worker(
-          {{"type", "input_reply"}, {"error", "this frontend does not support input requests"}});
+    case WorkerFrame::audit_request:
+      return on_audit_request(frame);
+    case WorkerFrame::comm_open:
+    case WorkerFrame::comm_msg:
+    case WorkerFrame::comm_close:
+      if (running_code()) publish_comm(name, frame);
       return;
-    }
-    // Each request is a message to the client: a loop of them is output like any other.
-    if (!budget_.take_whole(kInputRequestCost)) {
-      send_to_worker({{"type", "input_reply"}, {"error", "the cell's output limit was reached"}});
+    case WorkerFrame::done:
+      return on_done(frame);
+    case WorkerFrame::complete_reply:
+    case WorkerFrame::inspect_reply:
+    case WorkerFrame::is_complete_reply:
+    case WorkerFrame::comm_info_reply:
+      if (worker_answer(cell_->kind) == *type) finish_request_reply(frame);
       return;
-    }
-    frontend_->request_input(cell_->request, content);
-  } else if (type == "limits") {
-    if (executing)
-      handle_limits(frame);
-    else if (running_code())
-      send_to_worker(
-          {{"type", "limits_reply"}, {"ok", false}, {"error", "%%limits applies to cells"}});
-  } else if (type == "audit_request") {
-    // The learner's own cells, as the supervisor recorded them (the worker can't forge them).
-    if (!executing) {
-      if (running_code()) send_to_worker({{"type", "audit_reply"}, {"records", json::array()}});
-      return;
-    }
-    size_t last = 10;
-    if (auto n = frame.find("last"); n != frame.end() && n->is_number_unsigned())
-      last = std::min<size_t>(n->get<size_t>(), recent_cells_.size());
-    last = std::min(last, recent_cells_.size());
-    json records = json::array();
-    for (size_t i = recent_cells_.size() - last; i < recent_cells_.size(); ++i)
-      records.push_back(json::parse(recent_cells_[i], nullptr, false));  // our own dump_json
-    json reply = {{"type", "audit_reply"}, {"records", records}};
-    if (audit_.failures() > 0) reply["log_error"] = audit_failure_text();
-    send_to_worker(reply);
-  } else if (type == "done") {
-    // The proxy's decisions for this cell's requests were posted before their responses ended,
-    // so before this done was written; but read_frames may have read it past the poll that saw
-    // them. Take them now, or the cell's record and reply would miss its last requests.
-    handle_egress();
-    // One or the other: finish_cell starts the next request, which this done is not for.
-    if (executing)
-      finish_cell(frame);
-    else if (cell_->kind == RequestKind::comm)
-      finish_comm(frame);
-  } else if (type == "complete_reply" || type == "inspect_reply" || type == "is_complete_reply" ||
-             type == "comm_info_reply") {
-    if (worker_answer(cell_->kind) == type) finish_request_reply(frame);
   }
+}
+
+void Kernel::on_hello(const json& frame) {
+  if (worker_ready_) return frame_log_.log("worker frame dropped", "a second hello");
+  // Built by the supervisor: the frontend loads codemirror_mode as a script path.
+  auto info = frame.find("language_info");
+  language_info_ = language_info_from_worker(info != frame.end() ? *info : json::object());
+  worker_ready_ = true;
+  background_.worker_ready(worker_->cpu_seconds());
+  start_error_.clear();
+  failed_starts_ = 0;
+  dispatch_next();
+}
+
+// A comm handler's displays are its request's output, as a cell's are (ipywidgets' Output and
+// interact route them by that parent).
+const WireMessage* Kernel::output_parent() const {
+  return running_code() ? &cell_->request : nullptr;
+}
+
+void Kernel::on_output(WorkerFrame type, const json& frame) {
+  bool executing = this->executing();
+  if (!running_code() || (type == WorkerFrame::result && !executing))
+    return;  // nothing to attribute
+  auto data_it = frame.find("data");
+  json data = data_it != frame.end() ? *data_it : json();
+  json metadata = object_or_empty(frame, "metadata");
+  json transient = object_or_empty(frame, "transient");
+  std::optional<std::string> problem = bundle_problem(data);
+  if (!problem && type == WorkerFrame::update_display && !transient.contains("display_id"))
+    problem = "an update without a display_id";
+  if (problem) {
+    // Never forwarded: the client gets a plain explanation in its place.
+    data = {{"text/plain", "[belljar] an invalid display was dropped: " + *problem}};
+    metadata = json::object();
+    if (type == WorkerFrame::update_display) return;
+  }
+  redactor_.redact_json(data);  // before: the frame's srcdoc holds it escaped
+  data = apply_active_output(data, options_.policy.active_output, &widget_models_);
+  redactor_.redact_json(data);  // after: decoded references could spell a secret
+  // The whole message counts: metadata and transient are the worker's bytes too.
+  if (!budget_.take_whole(dump_json(data).size() + dump_json(metadata).size() +
+                          dump_json(transient).size()))
+    return;  // over the output cap
+  if (executing && cell_->displays.size() < kDisplaysAudited) {
+    json mimes = json::array();
+    for (auto& [mime, value] : data.items()) mimes.push_back(mime);
+    cell_->displays.push_back(mimes);
+  }
+  if (type == WorkerFrame::result) {
+    if (cell_->silent) return;
+    cell_->result_text = json_field(data, "text/plain", cell_->result_text);
+    publish("execute_result",
+            {{"execution_count", cell_->execution_count}, {"data", data}, {"metadata", metadata}},
+            output_parent());
+  } else {
+    publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
+            {{"data", data}, {"metadata", metadata}, {"transient", transient}}, output_parent());
+  }
+}
+
+void Kernel::on_clear_output(const json& frame) {
+  if (!running_code()) return;
+  json content = {{"wait", json_field(frame, "wait", false)}};
+  if (!budget_.take_whole(dump_json(content).size())) return;  // a flood of them is output too
+  publish("clear_output", std::move(content), output_parent());
+}
+
+void Kernel::on_error(const json& frame) {
+  if (!executing()) return;
+  // Once the cap is spent, a further error is not published (the reply still carries the
+  // last one); the first error of a cell is always shown, cut to what the budget allows.
+  bool publish_it = !cell_->error || !budget_.exhausted();
+  json error = create_error_content("", "", json::array());
+  for (const char* key : {"ename", "evalue", "traceback"})
+    if (auto it = frame.find(key); it != frame.end()) error[key] = *it;
+  redactor_.redact_json(error);
+  error = charge_error(std::move(error), budget_);
+  std::string ename = error["ename"], evalue = error["evalue"];
+  json traceback = std::move(error["traceback"]);
+  name_limit_in_error(ename, evalue, traceback);
+  cell_->error = create_error_content(ename, evalue, traceback);
+  if (!cell_->silent && publish_it) publish("error", *cell_->error, output_parent());
+}
+
+void Kernel::on_input_request(const json& frame) {
+  if (!executing()) {
+    // A comm handler has no prompt to show: refused, so it never waits for an answer.
+    if (running_code())
+      send_to_worker({{"type", "input_reply"}, {"error", "input() is only answered in a cell"}});
+    return;
+  }
+  json content = {
+      {"prompt", charge_text(redactor_.redact(json_field(frame, "prompt", "")), budget_)},
+      {"password", json_field(frame, "password", false)}};
+  if (!cell_->allow_stdin) {
+    send_to_worker(
+        {{"type", "input_reply"}, {"error", "this frontend does not support input requests"}});
+    return;
+  }
+  // Each request is a message to the client: a loop of them is output like any other.
+  if (!budget_.take_whole(kInputRequestCost)) {
+    send_to_worker({{"type", "input_reply"}, {"error", "the cell's output limit was reached"}});
+    return;
+  }
+  frontend_->request_input(cell_->request, content);
+}
+
+void Kernel::on_audit_request(const json& frame) {
+  // The learner's own cells, as the supervisor recorded them (the worker can't forge them).
+  if (!executing()) {
+    if (running_code()) send_to_worker({{"type", "audit_reply"}, {"records", json::array()}});
+    return;
+  }
+  size_t last = std::min(json_field<size_t>(frame, "last", 10), recent_cells_.size());
+  json records = json::array();
+  for (size_t i = recent_cells_.size() - last; i < recent_cells_.size(); ++i)
+    records.push_back(json::parse(recent_cells_[i], nullptr, false));  // our own dump_json
+  json reply = {{"type", "audit_reply"}, {"records", records}};
+  if (audit_.failures() > 0) reply["log_error"] = audit_failure_text();
+  send_to_worker(reply);
+}
+
+void Kernel::on_done(const json& frame) {
+  // The proxy's decisions for this cell's requests were posted before their responses ended,
+  // so before this done was written; but read_frames may have read it past the poll that saw
+  // them. Take them now, or the cell's record and reply would miss its last requests.
+  handle_egress();
+  // One or the other: finish_cell starts the next request, which this done is not for.
+  if (executing())
+    finish_cell(frame);
+  else if (cell_->kind == RequestKind::comm)
+    finish_comm(frame);
 }
 
 bool Kernel::answers_current_request(const json& frame) const {

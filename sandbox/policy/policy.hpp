@@ -10,14 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "sandbox/os/usage_error.hpp"
 #include "sandbox/policy/quantities.hpp"
 
 namespace belljar {
-
-// A bad flag, size or file. The message names it; callers print one line and exit 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 enum class Isolation { strict, degraded, none };
 

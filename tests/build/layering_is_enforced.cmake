@@ -37,7 +37,10 @@ set(FORBIDDEN "")
 # A front door never includes another.
 probe(kernel/mcp kernel/mcp,kernel/session,kernel/protocol kernel/jupyter/jupyter_frontend.hpp TRUE)
 # A layer below never includes one above.
-probe(kernel/protocol kernel/protocol,sandbox/policy kernel/session/frontend.hpp TRUE)
+probe(kernel/protocol kernel/protocol,sandbox/os kernel/session/frontend.hpp TRUE)
+# A relative path would name any folder without the check seeing it.
+probe(kernel/mcp kernel/mcp,kernel/session,kernel/protocol ../jupyter/jupyter_frontend.hpp TRUE)
+probe(kernel/mcp kernel/mcp,kernel/session,kernel/protocol ./mcp_tools.hpp TRUE)
 # Controls: along the declared layers, and system headers, pass.
 probe(kernel/mcp kernel/mcp,kernel/session,kernel/protocol kernel/session/kernel.hpp FALSE)
 probe(sandbox/jail sandbox/jail,sandbox/os sandbox/os/fd.hpp FALSE)

@@ -113,7 +113,8 @@ struct KernelProbe {
   static void finish(Kernel& kernel) {
     for (int i = 0; i < 4 && kernel.cell_ && kernel.worker_; ++i) {
       std::string id = kernel.cell_->id;
-      handle(kernel, {{"type", std::string(worker_answer(kernel.cell_->kind))}, {"id", id}});
+      handle(kernel, {{"type", std::string(worker_frame_name(worker_answer(kernel.cell_->kind)))},
+                      {"id", id}});
       if (kernel.cell_ && kernel.cell_->id == id) handle(kernel, {{"type", "done"}, {"id", id}});
     }
     kernel.queue_.clear();

@@ -42,8 +42,9 @@ TEST_CASE("requests the worker answers are spelled in one table") {
   CHECK(request_kind("is_complete_request") == RequestKind::is_complete);
   CHECK_FALSE(request_kind("kernel_info_request"));
   CHECK_FALSE(request_kind("execute"));
-  CHECK(worker_answer(RequestKind::execute) == "done");
-  CHECK(worker_answer(RequestKind::complete) == "complete_reply");
+  CHECK(worker_answer(RequestKind::execute) == WorkerFrame::done);
+  CHECK(worker_answer(RequestKind::comm) == WorkerFrame::done);
+  CHECK(worker_answer(RequestKind::complete) == WorkerFrame::complete_reply);
   CHECK(worker_request(RequestKind::is_complete) == "is_complete");
   for (auto kind : {RequestKind::execute, RequestKind::complete, RequestKind::inspect,
                     RequestKind::is_complete})

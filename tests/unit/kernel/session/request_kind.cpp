@@ -1,4 +1,5 @@
-// Which frame answers which request: the comm messages join the shell requests.
+// Which frame answers which request: the comm messages join the shell requests; every frame a
+// worker sends is parsed in one table.
 #include "kernel/session/request_kind.hpp"
 
 #include <catch2/catch.hpp>
@@ -10,10 +11,23 @@ TEST_CASE("the three comm messages are one request kind, answered by done", "[re
     REQUIRE(request_kind(type) == RequestKind::comm);
   }
   CHECK(worker_request(RequestKind::comm) == "comm");
-  CHECK(worker_answer(RequestKind::comm) == "done");
+  CHECK(worker_answer(RequestKind::comm) == WorkerFrame::done);
   CHECK(request_kind("comm_info_request") == RequestKind::comm_info);
-  CHECK(worker_answer(RequestKind::comm_info) == "comm_info_reply");
+  CHECK(worker_answer(RequestKind::comm_info) == WorkerFrame::comm_info_reply);
   CHECK(request_kind("execute_request") == RequestKind::execute);
   CHECK_FALSE(request_kind("kernel_info_request"));
   CHECK_FALSE(request_kind("comm_info_reply"));
+}
+
+TEST_CASE("every frame a worker sends is parsed in one table, and nothing else is",
+          "[request_kind]") {
+  for (int i = 0; i <= static_cast<int>(WorkerFrame::comm_info_reply); ++i) {
+    auto frame = static_cast<WorkerFrame>(i);
+    CHECK(worker_frame(worker_frame_name(frame)) == frame);
+  }
+  CHECK(worker_frame("display") == WorkerFrame::display);
+  CHECK(worker_frame("comm_info_reply") == WorkerFrame::comm_info_reply);
+  for (const char* unknown : {"", "Display", "display ", "execute", "execute_reply", "stream"})
+    CHECK_FALSE(worker_frame(unknown));
+  CHECK(worker_frame_name(worker_answer(RequestKind::inspect)) == "inspect_reply");
 }

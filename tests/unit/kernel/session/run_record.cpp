@@ -96,18 +96,31 @@ TEST_CASE("a result is shown as Out[n]", "[run_record]") {
 }
 
 TEST_CASE("tool arguments are checked against their schema", "[mcp_tools]") {
-  CHECK_FALSE(check_tool_arguments("run_python", {{"code", "1"}}));
-  CHECK_FALSE(check_tool_arguments("run_python", {{"code", "1"}, {"timeout_seconds", 2.5}}));
-  CHECK(check_tool_arguments("run_python", json::object()));
-  CHECK(check_tool_arguments("run_python", {{"code", 1}}));
-  CHECK(check_tool_arguments("run_python", {{"code", "1"}, {"timeout_seconds", 0}}));
-  CHECK(check_tool_arguments("run_python", {{"code", "1"}, {"extra", true}}));
-  CHECK(check_tool_arguments("read_file", {{"path", ""}}));
-  CHECK(check_tool_arguments("read_file", {{"path", "a"}, {"max_bytes", 0}}));
-  CHECK(check_tool_arguments("write_file",
+  CHECK_FALSE(check_tool_arguments(McpTool::run_python, {{"code", "1"}}));
+  CHECK_FALSE(check_tool_arguments(McpTool::run_python, {{"code", "1"}, {"timeout_seconds", 2.5}}));
+  CHECK(check_tool_arguments(McpTool::run_python, json::object()));
+  CHECK(check_tool_arguments(McpTool::run_python, {{"code", 1}}));
+  CHECK(check_tool_arguments(McpTool::run_python, {{"code", "1"}, {"timeout_seconds", 0}}));
+  CHECK(check_tool_arguments(McpTool::run_python, {{"code", "1"}, {"extra", true}}));
+  CHECK(check_tool_arguments(McpTool::read_file, {{"path", ""}}));
+  CHECK(check_tool_arguments(McpTool::read_file, {{"path", "a"}, {"max_bytes", 0}}));
+  CHECK(check_tool_arguments(McpTool::write_file,
                              {{"path", "a"}, {"content", "x"}, {"encoding", "latin-1"}}));
-  CHECK_FALSE(check_tool_arguments("list_files", json::object()));
-  CHECK(check_tool_arguments("run_python", json::array()));
+  CHECK_FALSE(check_tool_arguments(McpTool::list_files, json::object()));
+  CHECK(check_tool_arguments(McpTool::run_python, json::array()));
+}
+
+TEST_CASE("a tool is named once: parsed from its name and spelled back", "[mcp_tools]") {
+  for (McpTool tool : {McpTool::run_python, McpTool::reset_session, McpTool::list_files,
+                       McpTool::read_file, McpTool::write_file})
+    CHECK(mcp_tool(tool_name(tool)) == tool);
+  CHECK(tool_name(McpTool::read_file) == "read_file");
+  CHECK_FALSE(mcp_tool("run_pythonx"));
+  CHECK_FALSE(mcp_tool(""));
+  // what tools/list offers is exactly what a call may name
+  json listed = mcp_tool_list(Policy{});
+  REQUIRE(listed.size() == 5);
+  for (const auto& tool : listed) CHECK(mcp_tool(tool["name"].get<std::string>()));
 }
 
 TEST_CASE("protocol versions: the client's when known, else the newest", "[mcp_tools]") {

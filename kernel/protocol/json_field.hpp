@@ -2,12 +2,9 @@
 // One field of a JSON object, read without trusting its type: the value when the field is
 // there with the expected type (a string, a boolean, a number; an integer must fit), the fallback
 // otherwise. Never throws, unlike nlohmann's value(), which throws on a field of another type: the
-// worker's replies and the jail's reports are read with it, and a wrong type must not take the
-// reader down.
-//
-// It lives in sandbox/policy, the lowest layer that reads JSON (policy files), so the sandbox
-// (jail reports, cgroup records) and the kernel (replies, MCP answers) share it; sandbox/ must
-// not include kernel/.
+// worker's frames and replies and the clients' requests are read with it, and a wrong type must
+// not take the reader down. In kernel/protocol, the lowest layer of the kernel, so every
+// layer above reads JSON the same way.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
