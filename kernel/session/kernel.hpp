@@ -10,7 +10,8 @@
 //   cell_records.cpp what a request leaves: reply, audit record, metrics; restart policy
 //   comm_link.cpp    the worker's comm messages: routed to the frontend, checked, counted
 //   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
-//   workspace_link.cpp  the workspace guard's surveys: new guards, the quota
+//   workspace_link.cpp  the workspace guard's surveys: new guards, the quota (when to survey
+//                    and what a survey means: workspace_surveys.hpp, a part of its own)
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -33,6 +34,7 @@
 #include "kernel/session/request_kind.hpp"
 #include "kernel/session/usage.hpp"
 #include "kernel/session/worker_frames.hpp"
+#include "kernel/session/workspace_surveys.hpp"
 #include "sandbox/egress_api/egress_module.hpp"
 #include "sandbox/jail_client/worker_process.hpp"
 #include "sandbox/os/fd.hpp"
@@ -272,17 +274,9 @@ class Kernel {
   StreamBuffer streams_[2];  // stdout, stderr
   bool shutting_down_ = false;
   bool collecting_ = false;  // stop_on_error is gathering requests to abort
-  // The workspace guard: surveys asked of the warden and answered, the execute frame waiting
-  // for the survey numbered survey_gate_, what to tell the learner at the next chance.
-  uint64_t surveys_sent_ = 0, surveys_answered_ = 0, survey_gate_ = 0;
-  std::optional<json> held_frame_;
-  std::optional<Clock::time_point> next_survey_;
-  Clock::duration survey_period_{};
-  uint64_t survey_bytes_ = 0;
-  std::optional<uint64_t> workspace_baseline_;
-  uint64_t workspace_added_ = 0;
-  bool quota_told_ = false;
-  std::string workspace_notices_;
+  // The workspace guard: when to survey, the cell held for its survey, the quota, what to
+  // tell the learner at the next chance (workspace_surveys.hpp).
+  WorkspaceSurveys surveys_;
   int restarts_ = 0;
   BackgroundCpu background_;
   Clock::time_point next_cpu_sample_{};

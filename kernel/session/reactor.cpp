@@ -147,7 +147,8 @@ Clock::time_point Kernel::next_deadline() const {
   }
   if (restart_at_) next = std::min(next, *restart_at_);
   if (trim_at_) next = std::min(next, *trim_at_);
-  if (next_survey_ && surveys_workspace()) next = std::min(next, *next_survey_);
+  if (auto survey = surveys_.next_due(); survey && surveys_workspace())
+    next = std::min(next, *survey);
   if (frames_eof_at_) next = std::min(next, *frames_eof_at_);
   if (auto due = metrics_.due()) next = std::min(next, *due);
   if (auto due = egress_audit_.due()) next = std::min(next, *due);

@@ -37,10 +37,7 @@ json object_or_empty(const json& frame, const char* key) {
 
 void Kernel::start_worker() {
   worker_ready_ = false;
-  // A new warden answers none of the old one's surveys.
-  surveys_sent_ = surveys_answered_ = survey_gate_ = 0;
-  held_frame_.reset();
-  next_survey_.reset();
+  surveys_.new_warden();
   decoder_ = WorkerFrameDecoder();
   outbox_.clear();
   widget_models_.forget_all();  // the page's comms were the old worker's
