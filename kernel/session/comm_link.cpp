@@ -12,30 +12,11 @@
 // page does with comm traffic (requirejs for modules, innerHTML and MathJax for widget text, CSS
 // for layout) falls under --active-output: widget_models.hpp checks each message first.
 #include "kernel/protocol/base64.hpp"
-#include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/replies.hpp"
 #include "kernel/session/kernel.hpp"
 #include "sandbox/policy/quantities.hpp"
 
 namespace belljar {
-
-namespace {
-
-constexpr size_t kMaxCommId = 256;    // ids are uuids; names are short
-constexpr size_t kMaxBuffers = 1024;  // per message
-constexpr size_t kMaxCommInfoEntries = 10'000;
-
-bool short_text(const json& value, size_t max) {
-  return value.is_string() && !value.get_ref<const std::string&>().empty() &&
-         value.get_ref<const std::string&>().size() <= max;
-}
-
-json object_at(const json& holder, const char* key) {
-  auto it = holder.find(key);
-  return it != holder.end() && it->is_object() ? *it : json::object();
-}
-
-}  // namespace
 
 // The frame for a frontend's comm message, or null when it is not one (no comm_id, a comm_open
 // without a target): such a message has nothing to be delivered to.
@@ -43,8 +24,8 @@ json Kernel::comm_request_frame(const Cell& cell) {
   const WireMessage& message = cell.request;
   const json& content = message.content;
   std::string type = message.type();
-  if (!content.is_object() || !short_text(content.value("comm_id", json()), kMaxCommId) ||
-      (type == "comm_open" && !short_text(content.value("target_name", json()), kMaxCommId)))
+  if (!content.is_object() || !usable_comm_name(content.value("comm_id", json())) ||
+      (type == "comm_open" && !usable_comm_name(content.value("target_name", json()))))
     return nullptr;
   const std::string& comm_id = content["comm_id"].get_ref<const std::string&>();
   if (type == "comm_open")
@@ -62,7 +43,8 @@ json Kernel::comm_request_frame(const Cell& cell) {
           {"msg_id", message.id()}};
 }
 
-// A comm message the worker sent while serving the current request.
+// A comm message the worker sent while serving the current request: checked
+// (worker_comms.hpp), redacted, admitted by the widget models, charged, counted.
 void Kernel::publish_comm(const std::string& type, const json& frame) {
   auto refuse = [&](const std::string& why) {
     if (cell_->comm_dropped++ == 0) cell_->comm_first_drop = why;
@@ -70,45 +52,24 @@ void Kernel::publish_comm(const std::string& type, const json& frame) {
   };
   if (cell_->comm_published >= kCommMessagesPerRequest)
     return refuse("more than " + std::to_string(kCommMessagesPerRequest) + " in one request");
-  json comm_id = frame.value("comm_id", json());
-  if (!short_text(comm_id, kMaxCommId)) return refuse(type + " without a usable comm_id");
-  json content = {{"comm_id", comm_id}, {"data", object_at(frame, "data")}};
-  if (type == "comm_open") {
-    json target = frame.value("target_name", json());
-    if (!short_text(target, kMaxCommId)) return refuse("comm_open without a usable target_name");
-    content["target_name"] = target;
-    json module = frame.value("target_module", json());
-    content["target_module"] = short_text(module, kMaxCommId) ? module : json(nullptr);
-  }
-  json metadata = object_at(frame, "metadata");
-  std::vector<std::string> buffers;
-  size_t size = dump_json(content).size() + dump_json(metadata).size();
-  if (auto list = frame.find("buffers"); list != frame.end() && !list->is_null()) {
-    if (!list->is_array() || list->size() > kMaxBuffers)
-      return refuse(type + " with buffers that are not a list of at most " +
-                    std::to_string(kMaxBuffers));
-    for (const auto& item : *list) {
-      auto bytes =
-          item.is_string() ? base64_decode(item.get_ref<const std::string&>()) : std::nullopt;
-      if (!bytes) return refuse(type + " with a buffer that is not base64");
-      size += bytes->size();
-      buffers.push_back(std::move(*bytes));
-    }
-  }
-  redactor_.redact_json(content);  // a widget's value is output too
-  if (std::string why = widget_models_.admit(type, content); !why.empty()) return refuse(why);
+  auto checked = check_worker_comm(type, frame);
+  if (auto* why = std::get_if<std::string>(&checked)) return refuse(*why);
+  WorkerComm& comm = std::get<WorkerComm>(checked);
+  redactor_.redact_json(comm.content);  // a widget's value is output too
+  if (std::string why = widget_models_.admit(type, comm.content); !why.empty()) return refuse(why);
   cell_->widget_values_cleaned += widget_models_.take_cleaned();
-  redactor_.redact_json(content);  // decoded character references could spell a secret
-  if (!budget_.take_whole(size)) return refuse(type + " past the output limit");
+  redactor_.redact_json(comm.content);  // decoded character references could spell a secret
+  if (!budget_.take_whole(comm.size)) return refuse(type + " past the output limit");
   ++cell_->comm_published;
-  frontend_->publish_with_buffers(type, std::move(content), &cell_->request, std::move(buffers));
+  frontend_->publish_with_buffers(type, std::move(comm.content), &cell_->request,
+                                  std::move(comm.buffers));
 }
 
 // Said on stderr once per cell, or once per comm budget window: the widgets on the page may be
 // out of step with the sandbox.
 void Kernel::tell_comm_drops() {
   if (!cell_ || (cell_->comm_dropped == 0 && cell_->widget_values_cleaned == 0)) return;
-  if (cell_->kind == RequestKind::comm && std::exchange(comm_drops_told_, true)) return;
+  if (cell_->kind == RequestKind::comm && !comm_window_.tell_drops()) return;
   std::string text;
   if (cell_->comm_dropped > 0)
     text +=
@@ -134,7 +95,7 @@ void Kernel::finish_comm(const json& done) {
                                         std::string(limit_name(cell_->limit_hit)) +
                                         " limit and was interrupted\n"),
             &cell_->request);
-  comm_budget_ = budget_;  // what this handler spent is spent for the window
+  comm_window_.handler_finished(budget_);  // what this handler spent is spent for the window
   WireMessage request = std::move(cell_->request);
   cell_.reset();
   if (worker_) background_.request_finished(worker_->cpu_seconds(), false);
@@ -142,27 +103,15 @@ void Kernel::finish_comm(const json& done) {
   dispatch_next();
 }
 
-// comm_info_reply: what the worker says is open, each entry checked, within the cap.
+// comm_info_reply: what the worker says is open, each entry checked, within the cap; unless
+// --active-output allow, only comms the page was told of, by the target it was told.
 json Kernel::comm_info_content(const json& frame) {
-  json comms = json::object();
-  auto listed = frame.find("comms");
-  if (listed != frame.end() && listed->is_object())
-    for (const auto& [id, entry] : listed->items()) {
-      if (comms.size() >= kMaxCommInfoEntries) break;
-      if (id.empty() || id.size() > kMaxCommId || !entry.is_object()) continue;
-      json target = entry.value("target_name", json());
-      if (!short_text(target, kMaxCommId)) continue;
-      // A reloaded page rebuilds its widgets from this list: only comms it was told of, by the
-      // target it was told (allow: as the worker says).
-      if (options_.policy.active_output != ActiveOutput::allow) {
-        std::string known = widget_models_.target_of(id);
-        if (known.empty()) continue;
-        target = known;
-      }
-      comms[id] = {{"target_name", target}};
-    }
   json content = create_comm_info_reply();
-  content["comms"] = std::move(comms);
+  if (options_.policy.active_output == ActiveOutput::allow)
+    content["comms"] = checked_comm_list(frame);
+  else
+    content["comms"] = checked_comm_list(
+        frame, [this](const std::string& id) { return widget_models_.target_of(id); });
   return content;
 }
 

@@ -33,6 +33,7 @@
 #include "kernel/session/newest_entries.hpp"
 #include "kernel/session/request_kind.hpp"
 #include "kernel/session/usage.hpp"
+#include "kernel/session/worker_comms.hpp"
 #include "kernel/session/worker_frames.hpp"
 #include "kernel/session/workspace_surveys.hpp"
 #include "sandbox/egress_api/egress_module.hpp"
@@ -194,14 +195,8 @@ class Kernel {
 
   // comm_link.cpp
   static constexpr uint64_t kCommMessagesPerRequest = 10'000;
-  // The frontend decides how many comm messages there are (a slider dragged for a minute), so
-  // their handlers share one output budget, --output-limit per window: refilled a minute after
-  // it was last filled, and at each cell. A worker that answers every message with a flood
-  // gets at most that much to the browser per minute.
-  static constexpr std::chrono::seconds kCommBudgetWindow{60};
-  OutputBudget comm_budget_;
-  std::optional<Clock::time_point> comm_budget_filled_;
-  bool comm_drops_told_ = false;  // once per window: the notice is not itself a flood
+  // The output budget comm handlers share, a window at a time (worker_comms.hpp).
+  CommBudgetWindow comm_window_;
   json comm_request_frame(const Cell& cell);
   void publish_comm(const std::string& type, const json& frame);
   void tell_comm_drops();

@@ -196,7 +196,7 @@ void Kernel::start_request(const WireMessage& message) {
     cell.execution_count = execution_count_;
     budget_.reset(options_.policy.output_limit_bytes);
     for (auto& stream : streams_) stream.reset_totals();
-    comm_budget_filled_.reset();  // a cell refills the comms' budget too
+    comm_window_.cell_started();  // a cell refills the comms' budget too
     // Only the header: output between cells names it as its parent, and the code (megabytes,
     // maybe) is not kept once the cell is over.
     last_parent_.emplace().header = message.header;
@@ -227,13 +227,7 @@ void Kernel::start_request(const WireMessage& message) {
     cell.timeout = options_.policy.timeout_seconds;
     cell.cpu_limit = options_.policy.cpu_limit();
     cell.cpu_at_start = cpu_now;
-    auto now = Clock::now();
-    if (!comm_budget_filled_ || now - *comm_budget_filled_ >= kCommBudgetWindow) {
-      comm_budget_.reset(options_.policy.output_limit_bytes);
-      comm_budget_filled_ = now;
-      comm_drops_told_ = false;
-    }
-    budget_ = comm_budget_;  // given back by finish_comm
+    budget_ = comm_window_.start_handler(Clock::now(), options_.policy.output_limit_bytes);
     for (auto& stream : streams_) stream.reset_totals();
   } else if (cell.kind == RequestKind::comm_info) {
     frame = {{"type", "comm_info"}, {"id", cell.id}};
