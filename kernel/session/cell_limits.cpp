@@ -9,6 +9,7 @@
 
 #include "kernel/observability/diagnostics.hpp"
 #include "kernel/protocol/replies.hpp"
+#include "kernel/session/asked_limits.hpp"
 #include "kernel/session/cell_budget.hpp"
 #include "kernel/session/kernel.hpp"
 #include "sandbox/policy/quantities.hpp"
@@ -66,79 +67,31 @@ void Kernel::check_background_cpu(Clock::time_point now) {
 }
 
 void Kernel::handle_limits(const json& frame) {
-  // %%limits may only tighten: the worker passes the options' text on, the supervisor parses
-  // it with the command line's grammar (policy.hpp), decides and enforces.
-  const auto& policy = options_.policy;
+  // %%limits may only tighten: decided by decide_asked_limits (asked_limits.hpp), enforced here.
+  auto decided = decide_asked_limits(frame, options_.policy);
   std::string refused;
-  auto option = [&](const char* key, const char* flag) -> std::optional<std::string> {
-    auto it = frame.find(key);
-    if (it == frame.end() || !refused.empty()) return std::nullopt;
-    // A number is read as its plain decimal text (bytes, seconds), through the same grammar.
-    if (it->is_number()) return it->dump();
-    if (!it->is_string()) {
-      refused = std::string(flag) + ": expected the option's text, as written after it";
-      return std::nullopt;
-    }
-    return it->get<std::string>();
-  };
-  auto parsed = [&](auto parse, const char* key, const char* flag) {
-    std::optional<decltype(parse(std::string(), std::string()))> value;
-    if (auto text = option(key, flag)) try {
-        value = parse(flag, *text);
-      } catch (const UsageError& e) {
-        refused = e.what();  // names the option and the value: "--memory lots: expected a size ..."
-      }
-    return value;
-  };
-  auto duration = [](const std::string& flag, const std::string& text) {
-    return parse_duration(flag, text);
-  };
-  auto size = [](const std::string& flag, const std::string& text) {
-    return parse_size(flag, text);
-  };
-  auto timeout = parsed(duration, "timeout", "--timeout");
-  auto cpu = parsed(duration, "cpu", "--cpu");
-  auto output = parsed(size, "output_limit", "--output-limit");
-  auto memory = parsed(size, "memory", "--memory");
-  char text[160];
-  if (refused.empty() && timeout && *timeout > policy.timeout_seconds) {
-    std::snprintf(text, sizeof text,
-                  "--timeout %g asks for more than this kernel's policy allows (%g s)", *timeout,
-                  policy.timeout_seconds);
-    refused = text;
-  } else if (refused.empty() && cpu && *cpu > policy.cpu_limit()) {
-    std::snprintf(text, sizeof text,
-                  "--cpu %g asks for more than this kernel's policy allows (%g s)", *cpu,
-                  policy.cpu_limit());
-    refused = text;
-  } else if (refused.empty() && output && *output > policy.output_limit_bytes) {
-    refused = "--output-limit " + format_size(*output) +
-              " asks for more than this kernel's policy allows (" +
-              format_size(policy.output_limit_bytes) + ")";
-  } else if (refused.empty() && memory && *memory > policy.memory_bytes) {
-    refused = "--memory " + format_size(*memory) +
-              " asks for more than this kernel's policy allows (" +
-              format_size(policy.memory_bytes) + ")";
-  } else if (refused.empty() && memory) {
+  if (auto* why = std::get_if<std::string>(&decided)) refused = *why;
+  AskedLimits asked = refused.empty() ? std::get<AskedLimits>(decided) : AskedLimits{};
+  if (refused.empty() && asked.memory) {
     std::string why;
-    if (!worker_ || !worker_->set_memory_limit(*memory, &why))
+    if (!worker_ || !worker_->set_memory_limit(*asked.memory, &why))
       refused = "--memory can't be set for this cell: " + why;
     else
-      cell_->memory_limit = *memory;
+      cell_->memory_limit = *asked.memory;
   }
   if (!refused.empty()) {
     send_to_worker({{"type", "limits_reply"}, {"ok", false}, {"error", refused}});
     return;
   }
-  cell_->magic_timeout = timeout;
-  cell_->magic_cpu = cpu;
-  if (timeout)
-    cell_->timeout =
-        std::min(cell_->timeout,
-                 *timeout + std::chrono::duration<double>(Clock::now() - cell_->started).count());
-  if (cpu) cell_->cpu_limit = std::min(cell_->cpu_limit, *cpu);
+  cell_->magic_timeout = asked.timeout;
+  cell_->magic_cpu = asked.cpu;
+  if (asked.timeout)
+    cell_->timeout = std::min(
+        cell_->timeout,
+        *asked.timeout + std::chrono::duration<double>(Clock::now() - cell_->started).count());
+  if (asked.cpu) cell_->cpu_limit = std::min(cell_->cpu_limit, *asked.cpu);
   // Lower only, keeping what the cell already used: a forged frame can't buy more output.
-  if (output) budget_.lower(*output);
+  if (asked.output) budget_.lower(*asked.output);
   send_to_worker({{"type", "limits_reply"}, {"ok", true}});
 }
 
