@@ -302,3 +302,19 @@ def loopback_certificate(directory):
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     return context, cert
+
+
+def shell_read_fence(kc, timeout=TIMEOUT):
+    """Returns once the kernel has read every shell message this client sent before the call,
+    even those queued behind a running cell (shell requests wait for it: no shell reply can say
+    so). A kernel_info_request on control is answered at once; each pass of the kernel's reactor
+    reads control, then stdin, then shell (jupyter_frontend.cpp), and the client's and the
+    kernel's zmq I/O threads carry the messages in the order sent, so the shell messages sent
+    before it are read in the pass that answers it, before anything the client sends next."""
+    msg = kc.session.msg("kernel_info_request", {})
+    kc.control_channel.send(msg)
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = kc.get_control_msg(timeout=max(0.1, deadline - time.monotonic()))
+        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return reply

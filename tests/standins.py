@@ -10,7 +10,11 @@ compressed body. Certificates come from scripts/demo-ca.sh, a CA made for the ru
 
 Routes (any method; `?case=NAME` tags what a test sent, so each test reads its own records):
   /v1/chat/completions  OpenAI-style JSON with usage {prompt_tokens 11, completion_tokens 7}
-  /v1/messages          Anthropic-style server-sent events; the usage is in the message_delta
+  /v1/messages          Anthropic-style server-sent events; the usage is in the message_delta.
+                        With &hold=1 it sends the first event, then holds the rest until
+                        /release?stream=CASE (a client that got the first event asks for the
+                        rest: the proxy streamed it), 20 s at most
+  /release?stream=CASE  lets the held stream of that case go on
   /echo                 the request's headers and target, as JSON and in X-Echo-* headers
   /redirect             302 to a Location that quotes the Authorization header received
   /leak?which=N         a body holding the value of the stand-in's secret N, split across two
@@ -55,13 +59,19 @@ def server_context(certificate, key):
 
 
 class Received:
-    """What one stand-in was sent, request by request, and the TLS handshakes that failed."""
+    """What one stand-in was sent, request by request, the TLS handshakes that failed, its
+    connections (numbered from 1 as accepted) and which of them are over, and its held streams.
+    `lock` is a condition, notified when a connection ends or a stream is released."""
 
     def __init__(self):
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.requests = []
         self.failed_handshakes = 0
         self.connections = 0
+        self._open = {}        # client address -> connection number
+        self.finished = set()  # numbers of the connections whose handler is done
+        self.released = set()  # cases of the streams a client asked to go on
+        self.streams = {}      # case -> "released" or "never released" (a held stream)
 
     def add(self, record):
         with self.lock:
@@ -70,6 +80,24 @@ class Received:
     def case(self, name):
         with self.lock:
             return [r for r in self.requests if r["case"] == name]
+
+    def opened(self, address):
+        with self.lock:
+            self.connections += 1
+            self._open[address] = self.connections
+
+    def closed(self, address):
+        with self.lock:
+            number = self._open.pop(address, None)
+            if number is not None:
+                self.finished.add(number)
+                self.lock.notify_all()
+
+    def wait_finished(self, numbers, timeout=30):
+        """Whether the connections `numbers` are all over (their handlers saw the end of what
+        the client sent, and recorded every request in it) within `timeout`."""
+        with self.lock:
+            return self.lock.wait_for(lambda: set(numbers) <= self.finished, timeout)
 
 
 class StandIn(LoopbackServer):
@@ -90,14 +118,19 @@ class StandIn(LoopbackServer):
 
     def get_request(self):
         sock, address = self.socket.accept()
-        with self.received.lock:
-            self.received.connections += 1
+        self.received.opened(address)
         if self.context:
             sock = self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         return sock, address
 
     def handle_error(self, request, client_address):
         pass  # a refused handshake or a client gone: counted in setup, never printed
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.received.closed(client_address)
 
 
 def read_chunked(rfile):
@@ -193,13 +226,22 @@ class StandInHandler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        received, case = self.server.received, query.get("case")
         for i, (name, data) in enumerate(events):
-            if i:
-                time.sleep(0.3)
             event = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
             self.wfile.flush()
+            if i == 0 and query.get("hold"):
+                with received.lock:
+                    went_on = received.lock.wait_for(lambda: case in received.released, timeout=20)
+                    received.streams[case] = "released" if went_on else "never released"
         self.wfile.write(b"0\r\n\r\n")
+
+    def route_release(self, query, headers, body):
+        with self.server.received.lock:
+            self.server.received.released.add(query["stream"])
+            self.server.received.lock.notify_all()
+        self.send(200, b'{"released": true}')
 
     def route_echo(self, query, headers, body):
         echoed = {"target": self.path, "headers": {k: v[0] for k, v in headers.items()},

@@ -9,16 +9,23 @@ import json
 import os
 import pathlib
 import queue
-import shutil
 import subprocess
-import tempfile
 import time
 
 import psutil
 import pytest
 
-from belljar_testing import (BELLJAR, ISOLATION, PYTHON, collect, execute, of_type,
-                             running_kernel, stderr_of, stdout_of, wait_for_stream)
+from belljar_testing import (
+    BELLJAR,
+    ISOLATION,
+    PYTHON,
+    execute,
+    of_type,
+    running_kernel,
+    stderr_of,
+    stdout_of,
+    wait_for_stream,
+)
 
 MiB = 1 << 20
 NOTICE_SLACK = 4096  # one "[belljar] ... dropped" notice, and the message's own framing
@@ -146,10 +153,10 @@ def test_requests_the_worker_never_reads_the_answers_to_are_bounded():
             execute(kc, f"v{i} = {i}")
         process = kernel_process(km)
         before = peak_rss(process)
-        code = CHANNEL + ("import time\n"
+        code = CHANNEL + ("import threading\n"
                           "for _ in range(4_000):\n"
                           "    ch.send({'type': 'audit_request', 'last': 1000})\n"
-                          "time.sleep(5)\n")
+                          "threading.Event().wait()  # until the supervisor ends the worker\n")
         reply, _ = execute(kc, code, timeout=120)
         grown = peak_rss(process) - before
         assert grown < 48 * MiB, f"the supervisor grew by {grown / MiB:.0f} MiB"
@@ -164,7 +171,7 @@ def test_a_frame_of_millions_of_empty_objects_is_refused_before_it_is_built():
             "body = b'{\"type\": \"display\", \"metadata\": {}, \"transient\": {}, \"data\": ['"
             " + b'{},' * ((16 << 20) // 3) + b'{}]}'\n"
             "os.write(3, struct.pack('>I', len(body)) + body)\n"
-            "import time; time.sleep(5)\n")
+            "import threading; threading.Event().wait()  # until the supervisor ends the worker\n")
     with running_kernel() as (km, kc):
         process = kernel_process(km)
         before = peak_rss(process)
@@ -177,40 +184,74 @@ def test_a_frame_of_millions_of_empty_objects_is_refused_before_it_is_built():
 
 # -- 8. EOF on the frame socket is handled once --------------------------------------------------
 
-def test_a_half_closed_frame_socket_does_not_spin_the_supervisor():
-    # The worker shuts down its sending side of fd 3 from a thread after its cell ended and
-    # stays alive, reading: the supervisor used to poll the EOF at 100% CPU forever.
-    code = ("import os, socket, threading, time\n"
+def wait_for_text(kc, needle, timeout=60):
+    """The first stream text holding `needle`, whichever request it is parented to (output the
+    worker writes between requests goes to the last one)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            continue
+        if msg["msg_type"] == "stream" and needle in msg["content"]["text"]:
+            return msg["content"]["text"]
+    return None
+
+
+def test_a_half_closed_frame_socket_does_not_spin_the_supervisor(tmp_path):
+    # The worker shuts down its sending side of fd 3 once a request is answered and stays alive,
+    # reading: the supervisor used to poll the EOF at 100% CPU forever. Now it stops polling the
+    # socket and ends the worker past a grace period (worker_link.cpp). The half-close comes
+    # from the worker's own is_complete handler, right after its reply: idle, between requests.
+    code = ("import os, socket\n"
+            "from belljar_worker import current as _s\n"
             "half_closed = socket.socket(fileno=os.dup(3))\n"
-            "def close_later():\n"
-            "    time.sleep(0.3)\n"
+            "answer = _s.session._handlers['is_complete']\n"
+            "def answer_then_half_close(msg):\n"
+            "    answer(msg)\n"
             "    half_closed.shutdown(socket.SHUT_WR)\n"
-            "threading.Thread(target=close_later, daemon=True).start()\n")
-    with running_kernel() as (km, kc):
+            "    os.write(1, b'half-closed\\n')\n"
+            "_s.session._handlers['is_complete'] = answer_then_half_close\n")
+    audit = tmp_path / "audit.jsonl"
+    with running_kernel(flags=["--audit-log", str(audit)]) as (km, kc):
         process = kernel_process(km)
         reply, _ = execute(kc, code)
         assert reply["content"]["status"] == "ok"
-        time.sleep(1)
         start = process.cpu_times()
-        time.sleep(2)
+        asked = kc.is_complete("x = 1")
+        answer = kc.get_shell_msg(timeout=60)
+        assert answer["parent_header"]["msg_id"] == asked and answer["msg_type"] == "is_complete_reply"
+        # Written after the shutdown: the pass of the reactor that reads it sees the EOF too.
+        assert wait_for_text(kc, "half-closed") is not None, "the worker never half-closed fd 3"
+        # So this cell is never sent to the worker: it ends when the grace period does, with
+        # the worker the supervisor ended. The CPU between spans the whole grace period.
+        fence, _ = execute(kc, "print('after')")
         end = process.cpu_times()
+        assert fence["content"]["status"] == "error" and fence["content"]["ename"] == "WorkerDied"
+        faults = [json.loads(line) for line in audit.read_text().splitlines()
+                  if json.loads(line)["event"] == "worker_fault"]  # recorded before the kill
+        assert [f["fault"] for f in faults] == ["it closed its frame socket and kept running"]
         spent = (end.user + end.system) - (start.user + start.system)
-        assert spent < 0.3, f"the idle supervisor spent {spent:.2f} s of CPU in 2 s"
+        assert spent < 0.3, f"the supervisor spent {spent:.2f} s of CPU while the socket was half-closed"
         still_serves(kc)
 
 
 # -- 10. frames are tied to the request they answer -----------------------------------------------
 
 def test_a_forged_done_does_not_carry_a_cells_output_into_the_next_cell():
-    # Cell 1 ends itself early with a forged `done`, then its thread keeps displaying while
-    # cell 1's code still runs; cell 2, sent at once, must show none of it.
-    code = CHANNEL + ("import threading, time\n"
+    # Cell 1 ends itself early with a forged `done`; cell 2 is sent on its reply. Once cell 2's
+    # execute reaches the worker (fd 3 readable: the supervisor now serves cell 2), cell 1's
+    # thread displays while cell 1's code still runs; cell 2 must show none of it. Those frames
+    # come before cell 2's own `done` on the same socket, so its reply is their fence.
+    code = CHANNEL + ("import select, threading\n"
                       "def later():\n"
+                      "    select.select([3], [], [])\n"
                       "    for i in range(15):\n"
-                      "        display('from-cell-1 %d' % i); time.sleep(0.05)\n"
+                      "        display('from-cell-1 %d' % i)\n"
                       "ch.send({'type': 'done', 'status': 'ok', 'user_expressions': {}, 'payload': []})\n"
-                      "threading.Thread(target=later, daemon=True).start()\n"
-                      "time.sleep(1.5)\n")
+                      "thread = threading.Thread(target=later, daemon=True)\n"
+                      "thread.start()\n"
+                      "thread.join()\n")
     with running_kernel() as (km, kc):
         first, _ = execute(kc, code)
         second, outputs = execute(kc, "print('cell 2')")
@@ -275,8 +316,7 @@ def test_symlinks_at_the_metrics_temporary_names_are_never_written_through(host)
         for name in (f"metrics.prom.tmp.{pid}", f".metrics.prom.tmp.{pid}"):
             (logs / name).symlink_to(victim)
         for _ in range(3):
-            execute(kc, "1")
-            time.sleep(0.4)
+            execute(kc, "1")  # each cell's end rewrites the file before its reply (cell_records.cpp)
         assert victim.read_text() == "precious\n"
         assert not metrics.is_symlink()
         assert 'belljar_cells_total{status="ok"} 3' in metrics.read_text()
@@ -388,9 +428,11 @@ def test_cpu_spent_between_cells_is_charged_to_the_next_cell():
         reply, _ = execute(kc, "import threading, time\n"
                                "def burn():\n"
                                "    while time.thread_time() < 1.0: pass\n"
+                               "    print('burnt', flush=True)\n"
                                "threading.Thread(target=burn, daemon=True).start()")
         assert reply["content"]["status"] == "ok"
-        time.sleep(3)
+        # Printed between cells, so parented to the last one: the CPU is spent before cell 2.
+        assert wait_for_stream(kc, reply["parent_header"]["msg_id"], "burnt") is not None
         reply, _ = execute(kc, "pass")
         facts = reply["metadata"]["belljar"]
         assert facts["background_cpu_ms"] >= 800, facts

@@ -2,7 +2,6 @@
 only inside the sandbox (never with --isolation none), and ctest runs this file under ulimit."""
 import os
 import shutil
-import time
 
 import pytest
 
@@ -31,9 +30,7 @@ def capped():
 def test_cpu_spin_hits_the_time_limit_and_keeps_state(capped):
     km, kc, _ = capped
     execute(kc, "kept_value = 42")
-    start = time.monotonic()
-    reply, _ = execute(kc, "while True: pass")
-    assert time.monotonic() - start < 15
+    reply, _ = execute(kc, "while True: pass")  # the limit's reply, or none within TIMEOUT
     content = reply["content"]
     assert content["status"] == "error" and content["ename"] == "TimeoutError"
     assert "--timeout" in content["evalue"] and "kept" in content["evalue"]
@@ -44,10 +41,9 @@ def test_cpu_spin_hits_the_time_limit_and_keeps_state(capped):
 
 def test_sleep_hits_the_time_limit(capped):
     km, kc, _ = capped
-    start = time.monotonic()
     reply, _ = execute(kc, "import time; time.sleep(600)")
-    assert time.monotonic() - start < 15
     assert reply["content"]["ename"] == "TimeoutError"
+    assert "--timeout" in reply["content"]["evalue"]
     still_answers(km, kc, timeout=30)
 
 
@@ -115,7 +111,9 @@ def test_workspace_fill_stops_at_the_file_size(capped):
 def test_kill_minus_one_only_kills_the_sandbox(capped):
     km, kc, workspace = capped
     sentinel = os.getpid()
-    reply, _ = execute(kc, "import os, signal; os.kill(-1, signal.SIGKILL); import time; time.sleep(5)")
+    # A SIGKILL is acted on before its target runs again: had it reached the kernel, no reply
+    # would come, and had it reached this test, nothing would read one. The reply is the fence.
+    execute(kc, "import os, signal; os.kill(-1, signal.SIGKILL)")
     assert os.getpid() == sentinel and km.is_alive()
     still_answers(km, kc, timeout=30)
 

@@ -11,12 +11,17 @@ import json
 import os
 import shutil
 import threading
-import time
 
 import pytest
 
-from belljar_testing import (ISOLATION, execute, running_kernel, sandbox_writable_dir, still_answers,
-                             stdout_of)
+from belljar_testing import (
+    ISOLATION,
+    execute,
+    running_kernel,
+    sandbox_writable_dir,
+    stdout_of,
+    still_answers,
+)
 
 CAP_MIB = 256
 FLAGS = ["--isolation", ISOLATION, "--timeout", "60", "--memory", f"{CAP_MIB}M", "--pids", "64",
@@ -64,8 +69,10 @@ def _held_by(pid):
 
 
 class OutsideSampler:
-    """Samples, every 10 ms, what the kernel's sandbox holds: its processes' memory plus the
-    growth of the host's Shmem (memfds and SysV segments that no mapping shows)."""
+    """Samples, every 10 ms until stopped, what the kernel's sandbox holds: its processes' memory
+    plus the growth of the host's Shmem (memfds and SysV segments that no mapping shows). The
+    period is how often it looks, not a wait for anything; one last sample is taken on stopping,
+    so what the sandbox holds after the cell's reply is seen too."""
 
     def __init__(self, kernel_pid):
         self.kernel_pid = kernel_pid
@@ -74,12 +81,14 @@ class OutsideSampler:
         self._shmem_base = _kb(_read("/proc/meminfo"), "Shmem:")
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def _sample(self):
+        total = sum(_held_by(p) for p in _descendants(self.kernel_pid))
+        total += max(0, _kb(_read("/proc/meminfo"), "Shmem:") - self._shmem_base)
+        self.peak = max(self.peak, total)
+
     def _run(self):
-        while not self._stop.is_set():
-            total = sum(_held_by(p) for p in _descendants(self.kernel_pid))
-            total += max(0, _kb(_read("/proc/meminfo"), "Shmem:") - self._shmem_base)
-            self.peak = max(self.peak, total)
-            time.sleep(0.01)
+        while not self._stop.wait(0.01):
+            self._sample()
 
     def __enter__(self):
         self._thread.start()
@@ -88,6 +97,7 @@ class OutsideSampler:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        self._sample()
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +114,6 @@ def capped():
 def attack(km, kc, code):
     with OutsideSampler(km.provisioner.process.pid) as sampler:
         reply, outputs = execute(kc, code, timeout=120)
-        time.sleep(0.2)
     peak_mib = sampler.peak / (1 << 20)
     print(f"peak held by the sandbox, seen from outside: {peak_mib:.0f} MiB "
           f"(cap {CAP_MIB} MiB); cell: {reply['content'].get('ename')} "
@@ -154,25 +163,35 @@ finally:
         libc.shmctl(sid, 0, None)  # IPC_RMID
 """
 
-FORKED_CHILDREN = f"""
+# Each child says on a pipe when it holds its 128 MiB (or its end closes: it was killed first),
+# and the next is forked only then. A memory cgroup's OOM killer acts as the children allocate,
+# so with all six done at least one is gone; if all six still run, nothing stopped them in the
+# act and the cell waits for the warden, which samples from outside, to stop the sandbox (the
+# --timeout of 60 s would end the wait, failing the test, if it never did).
+FORKED_CHILDREN = """
 import os, time
 children = []
 for _ in range(6):
+    held, tell = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.close(held)
         hog = b'x' * (128 << 20)
+        os.write(tell, b'h')
         time.sleep(30)
         os._exit(0)
+    os.close(tell)
+    os.read(held, 1)
+    os.close(held)
     children.append(pid)
-    time.sleep(0.3)
-time.sleep(2)
-alive = 0
-for pid in children:
-    if os.waitpid(pid, os.WNOHANG) == (0, 0):  # reaps the ones already killed
-        alive += 1
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-print('alive', alive)
+running = [pid for pid in children if os.waitpid(pid, os.WNOHANG) == (0, 0)]  # reaps the killed
+if len(running) == len(children):
+    while True:
+        time.sleep(30)  # until the sandbox is stopped
+for pid in running:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+print('alive', len(running))
 """
 
 

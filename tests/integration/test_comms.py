@@ -20,8 +20,17 @@ import psutil
 import pytest
 from jupyter_client.manager import KernelManager
 
-from belljar_testing import (PYTHON, TIMEOUT, execute, of_type, running_kernel, stderr_of,
-                             stdout_of, ready_client)
+from belljar_testing import (
+    PYTHON,
+    TIMEOUT,
+    execute,
+    of_type,
+    ready_client,
+    running_kernel,
+    shell_read_fence,
+    stderr_of,
+    stdout_of,
+)
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -207,9 +216,13 @@ def test_comm_messages_sent_while_a_cell_runs_are_handled_after_it_in_order(kern
                 "    comm.on_msg(lambda m: print('message', m['content']['data']['i']))\n"
                 "get_ipython().kernel.comm_manager.register_target('ordered', ordered)\n")
     comm_round(kc, "comm_open", {"comm_id": "ordered-1", "target_name": "ordered", "data": {}})
-    cell = kc.execute("import time; time.sleep(1); print('cell done')")
+    # The cell waits on input() until the kernel has read the comm messages sent meanwhile.
+    cell = kc.execute("input(); print('cell done')", allow_stdin=True)
+    assert kc.get_stdin_msg(timeout=TIMEOUT)["msg_type"] == "input_request"
     sent = [send_comm(kc, "comm_msg", {"comm_id": "ordered-1", "data": {"i": i}})
             for i in range(3)]
+    shell_read_fence(kc)
+    kc.input("")
     seen = []  # (parent, text) in iopub order
     waiting = {cell, *sent}
     deadline = time.monotonic() + TIMEOUT
@@ -254,24 +267,27 @@ class IopubDrain:
 
     def __init__(self, kc):
         self.kc, self.messages, self._stop = kc, [], threading.Event()
+        self._arrived = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self):
         while not self._stop.is_set():
             try:
-                self.messages.append(self.kc.get_iopub_msg(timeout=0.2))
+                msg = self.kc.get_iopub_msg(timeout=0.2)
             except queue.Empty:
                 continue
+            with self._arrived:
+                self.messages.append(msg)
+                self._arrived.notify_all()
 
     def wait_idle(self, msg_id, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "status"
-                   and m["content"]["execution_state"] == "idle" for m in list(self.messages)):
-                return
-            time.sleep(0.1)
-        raise TimeoutError("no idle for %s" % msg_id)
+        def idle():
+            return any(m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "status"
+                       and m["content"]["execution_state"] == "idle" for m in self.messages)
+        with self._arrived:
+            if not self._arrived.wait_for(idle, timeout):
+                raise TimeoutError("no idle for %s" % msg_id)
 
     def stop(self):
         self._stop.set()

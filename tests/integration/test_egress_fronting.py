@@ -12,13 +12,18 @@ import json
 import os
 import shutil
 import threading
-import time
 from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from belljar_testing import (ISOLATION, loopback_certificate, printed_json, running_kernel,
-                             sandbox_writable_dir, serve_on_loopback)
+from belljar_testing import (
+    ISOLATION,
+    loopback_certificate,
+    printed_json,
+    running_kernel,
+    sandbox_writable_dir,
+    serve_on_loopback,
+)
 
 pytestmark = pytest.mark.skipif(ISOLATION != "strict",
                                 reason="the egress proxy needs the full jail's network namespace")
@@ -100,7 +105,9 @@ def raw(request):
 
 
 def audit(km):
-    time.sleep(0.3)
+    """The egress records so far. Read after a cell's reply, they hold its requests': the proxy
+    posts each decision before it answers or closes, and the supervisor records a cell's
+    decisions before its reply (kernel/session/egress_link.cpp)."""
     return [json.loads(line) for line in km.audit.read_text().splitlines()
             if '"egress"' in line]
 

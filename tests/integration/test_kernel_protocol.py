@@ -3,13 +3,21 @@ import os
 import queue
 import signal
 import subprocess
-import time
 
 import pytest
 from jupyter_client.session import Session
 
-from belljar_testing import (PYTHON, collect, execute, of_type, running_kernel, stderr_of,
-                             stdout_of, wait_for_stream)
+from belljar_testing import (
+    PYTHON,
+    collect,
+    execute,
+    of_type,
+    running_kernel,
+    shell_read_fence,
+    stderr_of,
+    stdout_of,
+    wait_for_stream,
+)
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +107,13 @@ def test_error_has_ename_evalue_traceback(kernel):
 
 def test_stop_on_error_aborts_queued_cells(kernel):
     _, kc = kernel
-    first = kc.execute("import time; time.sleep(0.5); raise ValueError('boom')")
+    # The first cell fails only once the second is queued behind it: it waits on input() until
+    # the kernel has read the second execute.
+    first = kc.execute("input('go? '); raise ValueError('boom')", allow_stdin=True)
+    assert kc.get_stdin_msg(timeout=30)["msg_type"] == "input_request"
     second = kc.execute("print('must not run')")
+    shell_read_fence(kc)
+    kc.input("go")
     replies = {}
     while len(replies) < 2:
         msg = kc.get_shell_msg(timeout=30)
@@ -314,7 +327,7 @@ def test_code_ignoring_the_interrupt_is_killed_and_the_session_restarts():
 def test_shutdown_ends_the_process():
     with running_kernel() as (km, kc):
         kc.shutdown()
-        reply = kc.get_control_msg(timeout=30) if hasattr(kc, "get_control_msg") else None
+        kc.get_control_msg(timeout=30)
         km.provisioner.process.wait(timeout=10)  # raises if it is still running then
         assert not km.is_alive()
 

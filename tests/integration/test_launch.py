@@ -14,7 +14,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 import uuid
 
 import pytest
@@ -323,16 +322,13 @@ def test_a_gateway_that_never_answers_is_tried_a_bounded_number_of_times(tmp_pat
     gateway = GatewayStandIn()
     gateway.close()  # its key is all this test needs
     port = closed_loopback_port()
-    started = time.monotonic()
     done = subprocess.run(
         [BELLJAR, "launch", "--python", PYTHON, "--isolation", ISOLATION, "--ip", "127.0.0.1",
          "--workspace", str(tmp_path), "--kernel-id", "k-unanswered", "--port-range", f"{lo}..{hi}",
          "--response-address", f"127.0.0.1:{port}", "--public-key", gateway.public_key],
-        capture_output=True, text=True, timeout=120)
-    elapsed = time.monotonic() - started
+        capture_output=True, text=True, timeout=120)  # its exit, or the test fails
     assert done.returncode == 1, done.stderr
     assert f"--response-address 127.0.0.1:{port}: connect: Connection refused (6 attempts)" in done.stderr
-    assert elapsed < 60
     # Nothing stays bound: every port of the range can be bound again.
     for p in range(lo, hi + 1):
         with socket.socket() as s:

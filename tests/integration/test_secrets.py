@@ -21,14 +21,24 @@ import re
 import secrets
 import shutil
 import tempfile
-import time
 
 import pytest
 from jupyter_client.connect import write_connection_file
-
-from belljar_testing import (ISOLATION, PYTHON, VALUE_SCAN_CELL, belljar, execute, loopback_certificate,
-                             of_type, running_kernel, sandbox_writable_dir, stderr_of, stdout_of)
 from standins import CHAT_USAGE, STREAM_USAGE, StandIn, make_ca, server_context
+
+from belljar_testing import (
+    ISOLATION,
+    PYTHON,
+    VALUE_SCAN_CELL,
+    belljar,
+    execute,
+    loopback_certificate,
+    of_type,
+    running_kernel,
+    sandbox_writable_dir,
+    stderr_of,
+    stdout_of,
+)
 
 pytestmark = pytest.mark.skipif(ISOLATION != "strict",
                                 reason="the egress proxy needs the full jail's network namespace")
@@ -55,6 +65,14 @@ import httpx, requests
 def emit(result):
     # Hex: what reached the sandbox is reported as it was, whatever the output redaction masks.
     print(json.dumps(result).encode().hex())
+
+
+def fence():
+    """A request the proxy refuses (403) before it answers. Its one thread posts decisions in
+    order, so once this is answered every decision it made before is posted, and the cell's
+    reply carries them into the audit log: a refusal inside a brokered tunnel is posted only
+    after its answer went out."""
+    return requests.get('http://fence.invalid/', timeout=20).status_code
 
 
 def tunnel(port, host="localhost", alpn=None, cafile=None):
@@ -253,13 +271,6 @@ def metric(text, name, **labels):
     return None
 
 
-def wait_for(predicate, seconds=5):
-    deadline = time.monotonic() + seconds
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return predicate()
-
-
 # --- what the sandbox holds ------------------------------------------------------------------
 
 def test_the_sandbox_holds_a_recognisable_placeholder_and_the_session_bundle(bound, placeholders):
@@ -431,18 +442,21 @@ def test_the_value_split_across_reads_is_replaced_and_bodies_are_rechunked(bound
 
 
 def test_a_streamed_reply_arrives_as_it_is_sent_with_the_final_usage(bound, world):
+    # Streamed, not held to the end: the stand-in sends the first event and holds the rest
+    # until the cell, having read that event, asks for them.
     km, kc = bound
-    got, _ = run(kc, "events, times = [], []\n"
-                     "start = time.monotonic()\n"
+    got, _ = run(kc, "events = []\n"
                      "headers = {'x-api-key': PH, 'anthropic-version': '2023-06-01'}\n"
                      "body = {'model': 'claude', 'max_tokens': 64, 'stream': True,\n"
                      "        'messages': [{'role': 'user', 'content': 'hi'}]}\n"
-                     "with httpx.stream('POST', f'https://localhost:{API}/v1/messages?case=sse', headers=headers,\n"
+                     "with httpx.stream('POST', f'https://localhost:{API}/v1/messages?case=sse&hold=1', headers=headers,\n"
                      "                  json=body, timeout=30) as r:\n"
                      "    for line in r.iter_lines():\n"
                      "        if line.startswith('data: '):\n"
-                     "            events.append(json.loads(line[6:])); times.append(time.monotonic() - start)\n"
-                     "emit({'types': [e['type'] for e in events], 'times': times,\n"
+                     "            events.append(json.loads(line[6:]))\n"
+                     "            if len(events) == 1:\n"
+                     "                requests.get(f'https://localhost:{API}/release?stream=sse&case=sse-release', timeout=20)\n"
+                     "emit({'types': [e['type'] for e in events],\n"
                      "      'usage': [e.get('usage') for e in events if e['type'] == 'message_delta'],\n"
                      "      'text': ''.join(e['delta'].get('text', '') for e in events if e['type'] == 'content_block_delta')})")
     assert only(world, "api", "sse")["headers"]["x-api-key"] == VALUE
@@ -450,8 +464,8 @@ def test_a_streamed_reply_arrives_as_it_is_sent_with_the_final_usage(bound, worl
                             "message_delta", "message_stop"]
     assert got["usage"] == [STREAM_USAGE]
     assert got["text"] == "streamed " * 40 + "answer " * 40
-    # Streamed, not held to the end: the stand-in spaces its five events 0.3 s apart.
-    assert got["times"][0] < got["times"][-1] - 0.6, got["times"]
+    assert world["servers"]["api"].received.streams["sse"] == "released", \
+        "the first event reached the cell only once the stream had ended"
 
 
 # --- what is refused --------------------------------------------------------------------------
@@ -522,13 +536,14 @@ def test_a_refusal_never_quotes_the_value_the_host_reflected(bound, world, into)
                      "                 headers={'X-Api-Key': PH}, timeout=20)\n"
                      "seen = r.text + json.dumps(dict(r.headers))\n"
                      "emit([r.status_code, r.headers.get('X-Belljar-Error'), VALUE['head'] in seen,\n"
-                     "      VALUE['head'][:12] in seen])")
+                     "      VALUE['head'][:12] in seen, fence()])")
     assert only(world, "api", case)["headers"]["x-api-key"] == VALUE  # the attack was live
-    status, error, leaked, leaked_part = got
+    status, error, leaked, leaked_part, fenced = got
     assert status == 502 and error in ("upstream-response", "compressed-response"), got
     assert not leaked and not leaked_part, got
-    assert wait_for(lambda: any(r.get("reason") == error and r.get("port") == world["ports"]["api"]
-                                for r in egress_records(km)))
+    assert fenced == 403
+    assert any(r.get("reason") == error and r.get("port") == world["ports"]["api"]
+               for r in egress_records(km))
     logged = km.audit.read_text()
     assert VALUE not in logged and VALUE[: len(VALUE) // 2] not in logged
 
@@ -658,6 +673,9 @@ def test_pipelined_requests_are_each_injected_with_the_host_forced(bound, world,
 
 def test_a_request_hidden_behind_ambiguous_framing_never_reaches_the_host(bound, world):
     km, kc = bound
+    api = world["servers"]["api"].received
+    with api.lock:
+        before = api.connections
     run(kc, "hidden = f'GET /echo?case=smuggled HTTP/1.1\\r\\nHost: evil.example\\r\\n\\r\\n'\n"
             "body = '0\\r\\n\\r\\n' + hidden\n"
             "status, head, tls = tunnel(API)\n"
@@ -668,8 +686,15 @@ def test_a_request_hidden_behind_ambiguous_framing_never_reaches_the_host(bound,
             "try:\n"
             "    emit([r.get('status') for r in responses(tls, 2)])\n"
             "except OSError:\n"
-            "    emit('closed')")
-    time.sleep(0.5)
+            "    emit('closed')\n"
+            "tls.close()")
+    # The fence: the end of every connection the host got meanwhile (the tunnel's, closed by
+    # now). The proxy forwards nothing before its upstream TLS handshake, so that connection was
+    # accepted before the cell had its answer, and a handler reads and records every request
+    # that came on its connection before it sees the end.
+    with api.lock:
+        meanwhile = range(before + 1, api.connections + 1)
+    assert api.wait_finished(meanwhile), "the tunnel's connection to the host never ended"
     assert received(world, "api", "smuggled") == []
     for request in world["servers"]["api"].received.requests:
         assert request["headers"].get("host") != "evil.example", request["target"]
@@ -746,8 +771,9 @@ emit({'hits': hits, 'unreadable': unreadable, 'scanned': scanned})
 def test_the_audit_log_and_metrics_name_the_secret_never_the_value(bound, world):
     km, kc = bound
     run(kc, "emit(requests.get(f'https://localhost:{API}/x?case=last', headers=AUTH, timeout=20).status_code)")
-    assert wait_for(lambda: any(r.get("secrets") == [KEY] and r.get("port") == world["ports"]["api"]
-                                for r in egress_records(km)))
+    # An exchange's record goes out before the end of its response: the reply is its fence.
+    assert any(r.get("secrets") == [KEY] and r.get("port") == world["ports"]["api"]
+               for r in egress_records(km))
     for path in (km.audit, km.metrics):
         data = path.read_bytes()
         for value in (VALUE, OTHER_VALUE):
@@ -798,7 +824,8 @@ def test_each_request_is_recorded_and_the_cell_sums_tokens_and_latency(recorded,
     def requests_of_the_cell():
         return [r for r in egress_records(km)
                 if "injected" in r and r.get("execution_count") == count and r.get("port") == port]
-    assert wait_for(lambda: len(requests_of_the_cell()) == 3), requests_of_the_cell()
+    # Recorded with the facts above, before the reply (kernel/session/egress_link.cpp).
+    assert len(requests_of_the_cell()) == 3, requests_of_the_cell()
     by_method = sorted(requests_of_the_cell(), key=lambda r: (r["method"], r["injected"], (r.get("tokens") or {}).get("input", 0)))
     plain, chat, sse = by_method[0], by_method[1], by_method[2]
     for record in (plain, chat, sse):
@@ -812,10 +839,7 @@ def test_each_request_is_recorded_and_the_cell_sums_tokens_and_latency(recorded,
     assert sse["method"] == "POST" and sse["injected"] is True
     assert sse["tokens"] == {"input": STREAM_USAGE["input_tokens"], "output": STREAM_USAGE["output_tokens"]}
 
-    # The cell's own record, and %audit, carry the same sums.
-    assert wait_for(lambda: any(json.loads(line).get("execution_count") == count
-                                for line in km.audit.read_text().splitlines()
-                                if json.loads(line).get("event") == "cell"))
+    # The cell's own record (written before its reply), and %audit, carry the same sums.
     cell = [json.loads(line) for line in km.audit.read_text().splitlines()
             if json.loads(line).get("event") == "cell" and json.loads(line).get("execution_count") == count][-1]
     assert cell["secrets"] == facts
@@ -826,8 +850,7 @@ def test_each_request_is_recorded_and_the_cell_sums_tokens_and_latency(recorded,
     assert "API calls" in shown[0]["text/plain"]
     assert "3 (%d+%d tokens" % (facts["input_tokens"], facts["output_tokens"]) in shown[0]["text/plain"]
 
-    assert wait_for(lambda: metric(km.metrics.read_text(), "belljar_model_tokens_total", kind="input"))
-    metrics = km.metrics.read_text()
+    metrics = km.metrics.read_text()  # rewritten at the end of each cell, before its reply
     assert metric(metrics, "belljar_secret_requests_total", secret=KEY, injected="true") == 2, metrics
     assert metric(metrics, "belljar_secret_requests_total", secret=KEY, injected="false") == 1, metrics
     assert metric(metrics, "belljar_model_tokens_total", kind="input") == facts["input_tokens"], metrics

@@ -272,14 +272,15 @@ def test_print_and_displays_keep_their_order(worker):
 
 
 def test_output_of_a_long_cell_arrives_while_it_runs(worker, tmp_path):
-    # The cell cannot finish before the test lets it (a file it waits for): 'tick' must have
-    # arrived while it still runs.
+    # The cell cannot finish before the test lets it (a FIFO it reads until the test writes):
+    # 'tick' must have arrived while it still runs.
     go = tmp_path / "go"
-    worker.start_execute(f"import os, time\nprint('tick')\n"
-                         f"while not os.path.exists({str(go)!r}): time.sleep(0.01)\nprint('tock')")
+    os.mkfifo(go)
+    worker.start_execute(f"print('tick')\nopen({str(go)!r}).read()\nprint('tock')")
     worker.wait_for_output("tick")
     assert not any(k == "frame" for k, _ in worker.events[worker._seen:])  # still running
-    go.touch()
+    with open(go, "w") as release:
+        release.write("go")
     cell = worker.finish_execute()
     assert "tock" in cell.stdout
 
