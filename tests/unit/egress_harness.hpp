@@ -10,6 +10,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -101,16 +102,26 @@ class Upstream {
   uint16_t port() const { return port_; }
   int closed_connections() const { return closed_; }
   int accepted() const { return accepted_; }
+  // Whether `n` connections were accepted (have ended) by then: the events a test waits for.
+  bool accepted_at_least(int n, std::chrono::milliseconds wait = 5000ms) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, wait, [&] { return accepted_ >= n; });
+  }
+  bool closed_at_least(int n, std::chrono::milliseconds wait = 5000ms) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, wait, [&] { return closed_ >= n; });
+  }
 
  private:
   void serve() {
     while (!stop_) {
-      if (!readable(listener_.get(), 50ms)) continue;
+      if (!readable(listener_.get(), 50ms)) continue;  // and look at stop_ again
       int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
-      ++accepted_;
       std::lock_guard lock(mutex_);
+      ++accepted_;
       workers_.emplace_back([this, fd] { handle(Fd(fd)); });
+      changed_.notify_all();
     }
   }
   void handle(Fd fd) {
@@ -148,14 +159,18 @@ class Upstream {
       if (head.find("Connection: close\r\n") != std::string::npos) break;
       got.clear();
     }
+    fd.reset();  // ended for the proxy before it counts as closed
+    std::lock_guard lock(mutex_);
     ++closed_;
+    changed_.notify_all();
   }
   bool echo_;
   uint16_t port_ = 0;
   Fd listener_;
   std::atomic<bool> stop_{false};
   std::atomic<int> closed_{0}, accepted_{0};
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards workers_, and the counts' changes for changed_
+  std::condition_variable changed_;
   std::vector<std::thread> workers_;
   std::thread thread_;
 };

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -28,16 +29,38 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// A gate the fake resolver may wait at: its answer then comes only once the test opens it.
+class Gate {
+ public:
+  void wait() {
+    std::unique_lock lock(mutex_);
+    opened_cv_.wait(lock, [&] { return opened_; });
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    opened_ = true;
+    opened_cv_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_cv_;
+  bool opened_ = false;
+};
+
+enum class Answers { at_once, when_released };
+
 // The proxy, fed the way init feeds it; connect() gives a client socket.
 class Harness {
  public:
   explicit Harness(std::vector<HostRule> rules, EgressLimits limits = {},
                    std::map<std::string, std::vector<std::string>> names = {},
-                   std::chrono::milliseconds resolve_delay = 0ms)
+                   Answers answers = Answers::at_once)
       : proxy_(std::move(rules), limits,
-               [names, resolve_delay, count = resolved_](const std::string& name) {
+               [names, count = resolved_,
+                gate = answers == Answers::at_once ? nullptr : gate_](const std::string& name) {
                  ++*count;
-                 std::this_thread::sleep_for(resolve_delay);
+                 if (gate) gate->wait();
                  Resolution r;
                  auto it = names.find(name);
                  if (it == names.end()) {
@@ -53,6 +76,9 @@ class Harness {
     proxy_.attach(Fd(sp[1]));
     sandbox_listener_ = listen_loopback(sandbox_port_);
   }
+  ~Harness() { release_resolver(); }  // before the proxy waits for its resolver threads
+
+  void release_resolver() { gate_->open(); }
 
   Fd connect() {
     Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -82,6 +108,8 @@ class Harness {
     return collected_;
   }
 
+  // Whether the proxy's count of connections falls to 0. It drops on the proxy's thread just
+  // after a connection's sockets close, and nothing says when: this looks until it has.
   bool settles(std::chrono::milliseconds wait = 3000ms) {
     auto deadline = std::chrono::steady_clock::now() + wait;
     while (proxy_.open_connections() != 0 && std::chrono::steady_clock::now() < deadline)
@@ -96,12 +124,19 @@ class Harness {
  private:
   // Shared with the resolver's threads, which may outlive the harness by a moment.
   std::shared_ptr<std::atomic<int>> resolved_ = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
   EgressProxy proxy_;
   Fd init_end_;
   Fd sandbox_listener_;
   uint16_t sandbox_port_ = 0;
   std::vector<EgressDecision> collected_;
 };
+
+// Whether `fd` reports `condition` (POLLERR, POLLHUP: reported unasked) within `wait`.
+bool reports(int fd, short condition, std::chrono::milliseconds wait = 5000ms) {
+  pollfd p{fd, 0, 0};
+  return ::poll(&p, 1, static_cast<int>(wait.count())) > 0 && (p.revents & condition);
+}
 
 size_t open_fds() {
   size_t n = 0;
@@ -269,7 +304,7 @@ TEST_CASE("upstream failures answer 502 and 504", "[egress]") {
   limits.resolve_timeout = 300ms;
   std::string p = std::to_string(closed_port);
   Harness h({rule("127.0.0.1:" + p), rule("nowhere.example:" + p), rule("slow.example:" + p)},
-            limits, {{"slow.example", {"8.8.8.8"}}}, 0ms);
+            limits, {{"slow.example", {"8.8.8.8"}}});
   std::string refused = h.request("GET http://127.0.0.1:" + p + "/ HTTP/1.1\r\n\r\n");
   CHECK(status_line(refused) == "HTTP/1.1 502 Bad Gateway");
   CHECK(refused.find("X-Belljar-Error: connect-failed") != std::string::npos);
@@ -282,10 +317,13 @@ TEST_CASE("upstream failures answer 502 and 504", "[egress]") {
   CHECK(d[0].reason == "connect-failed");
   CHECK(d[1].reason == "resolve-failed");
 
-  // The resolver answers after 2 s, past the proxy's timeout: a 504 is the timeout's (had the
-  // proxy waited, it would have tried the address and said connect-failed).
-  Harness slow({rule("slow.example:80")}, limits, {{"slow.example", {"8.8.8.8"}}}, 2000ms);
+  // The resolver answers only once the client has its response, so never before the proxy's
+  // timeout: a 504 is the timeout's (had the proxy waited, it would have tried the address and
+  // said connect-failed).
+  Harness slow({rule("slow.example:80")}, limits, {{"slow.example", {"8.8.8.8"}}},
+               Answers::when_released);
   std::string timed_out = slow.request("GET http://slow.example/ HTTP/1.1\r\n\r\n");
+  slow.release_resolver();
   CHECK(status_line(timed_out) == "HTTP/1.1 504 Gateway Timeout");
 }
 
@@ -295,14 +333,11 @@ TEST_CASE("a stuck upstream or a slow client does not delay another connection",
   Harness h({rule(target)});
   Fd stuck = h.connect();
   send_all(stuck.get(), "GET http://" + target + "/stall HTTP/1.1\r\n\r\n");
+  REQUIRE(up.accepted_at_least(1));  // the stuck one is held upstream
   Fd dribbling = h.connect();
   send_all(dribbling.get(), "GET http://" + target);  // and nothing more, for now
-  // Both held by the proxy (the stuck one upstream) before the third asks.
-  auto deadline = std::chrono::steady_clock::now() + 3s;
-  while ((h.proxy().open_connections() < 2 || up.accepted() == 0) &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(10ms);
-  REQUIRE(up.accepted() == 1);
+  // The channel hands connections over in order: the proxy holds the dribbling one before the
+  // third asks.
   std::string fast = h.request("GET http://" + target + "/hello HTTP/1.1\r\n\r\n");
   CHECK(body_of(fast) == "hello");  // served while the other two still wait
   send_all(dribbling.get(), "/hello HTTP/1.1\r\n\r\n");
@@ -316,14 +351,9 @@ TEST_CASE("a client that disconnects frees its upstream", "[egress]") {
   {
     Fd client = h.connect();
     send_all(client.get(), "GET http://" + target + "/stall HTTP/1.1\r\n\r\n");
-    auto deadline = std::chrono::steady_clock::now() + 3s;
-    while (up.accepted() == 0 && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(10ms);
-    REQUIRE(up.accepted() == 1);
+    REQUIRE(up.accepted_at_least(1));
   }  // the client goes
-  auto deadline = std::chrono::steady_clock::now() + 3s;
-  while (up.closed_connections() == 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(10ms);
+  CHECK(up.closed_at_least(1));
   CHECK(up.closed_connections() == 1);
   CHECK(h.settles());
 }
@@ -333,10 +363,8 @@ TEST_CASE("connections are bounded: the one past the limit gets 503", "[egress]"
   limits.max_connections = 4;
   Harness h({rule("example.com")}, limits);
   std::vector<Fd> held;
+  // The channel hands connections over in order: these four are held before the fifth comes.
   for (int i = 0; i < 4; ++i) held.push_back(h.connect());
-  auto deadline = std::chrono::steady_clock::now() + 3s;
-  while (h.proxy().open_connections() < 4 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(10ms);
   std::string response = h.request("GET http://example.com/ HTTP/1.1\r\n\r\n");
   CHECK(status_line(response) == "HTTP/1.1 503 Service Unavailable");
   held.clear();
@@ -402,7 +430,12 @@ TEST_CASE("what arrives on the channel is checked: only stream sockets become co
   h.proxy().attach(Fd(channel_pair[1]));
   REQUIRE(send_fd(ours.get(), r.get()) == 0);
   REQUIRE(send_fd(ours.get(), a.get()) == 0);  // a SEQPACKET socket: not a stream either
-  std::this_thread::sleep_for(200ms);
+  // The proxy's copies are the last: once it drops them, the pipe has no reader and the
+  // socket's peer is gone. Had it kept either as a connection, neither would happen.
+  r.reset();
+  a.reset();
+  CHECK(reports(w.get(), POLLERR));  // the write end of a pipe without a reader
+  CHECK(reports(b.get(), POLLHUP));
   CHECK(h.proxy().open_connections() == 1);  // only channel_probe's
   ours.reset();                              // that sandbox is gone: the proxy lets its channel go
   send_all(channel_probe.get(), "GET http://example.com/ HTTP/1.1\r\n\r\n");

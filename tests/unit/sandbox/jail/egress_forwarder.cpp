@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "egress_harness.hpp"
@@ -25,7 +27,8 @@ uint16_t free_port() {
   return port;
 }
 
-// init's loop, on a thread of its own: poll, then hand the results back.
+// init's loop, on a thread of its own: poll, then hand the results back. Each pass ends with
+// the forwarder's state settled, and says so to whoever waits for one.
 class InitLoop {
  public:
   explicit InitLoop(EgressForwarder& forwarder)
@@ -35,20 +38,38 @@ class InitLoop {
     thread_.join();
   }
   size_t max_pending() const { return max_pending_; }
+  // Whether connections were ever held back in init's queue, by `wait`.
+  bool queued(std::chrono::milliseconds wait = 10000ms) {
+    std::unique_lock lock(mutex_);
+    return passed_.wait_for(lock, wait, [&] { return max_pending_ > 0; });
+  }
+  // Returns once the pass under way when called (if any) is over: whatever on_ready was doing
+  // then is done.
+  void next_pass() {
+    std::unique_lock lock(mutex_);
+    uint64_t now = passes_;
+    passed_.wait(lock, [&] { return passes_ > now; });
+  }
 
  private:
   void run() {
     while (!stop_) {
       std::vector<pollfd> fds;
       forwarder_.poll_set(fds);
-      ::poll(fds.data(), fds.size(), 20);
+      ::poll(fds.data(), fds.size(), 20);  // and look at stop_ again
       forwarder_.on_ready(fds.data());
+      std::lock_guard lock(mutex_);
       max_pending_ = std::max(max_pending_.load(), forwarder_.pending());
+      ++passes_;
+      passed_.notify_all();
     }
   }
   EgressForwarder& forwarder_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> max_pending_{0};
+  std::mutex mutex_;  // guards passes_, and max_pending_'s changes for passed_
+  std::condition_variable passed_;
+  uint64_t passes_ = 0;
   std::thread thread_;
 };
 
@@ -107,8 +128,7 @@ TEST_CASE("the forwarder holds connections while the proxy does not read, then p
   for (int i = 0; i < 40; ++i)
     replies.push_back(std::async(std::launch::async, quiet_request, port,
                                  "GET http://" + target + "/hello HTTP/1.1\r\n\r\n"));
-  std::this_thread::sleep_for(500ms);
-  CHECK(init.max_pending() > 0);  // the channel filled up; init kept the rest, unblocked
+  CHECK(init.queued());  // the channel filled up; init kept the rest, unblocked
   EgressProxy proxy({rule(target)});
   proxy.attach(std::move(proxy_end));
   int ok = 0;
@@ -126,7 +146,8 @@ TEST_CASE("when the proxy is gone the forwarder closes its port", "[egress]") {
   Fd first = connect_to(port);  // in the backlog: accepted, then the send fails
   REQUIRE(first);
   CHECK(read_all(first.get(), 3000ms).empty());
-  std::this_thread::sleep_for(100ms);
+  // Its end came from the pass that found the proxy gone, which closes the port as it goes on.
+  init.next_pass();
   CHECK_FALSE(connect_to(port));
 }
 

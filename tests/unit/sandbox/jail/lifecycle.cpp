@@ -1,8 +1,11 @@
 // How a sandboxed worker starts, is interrupted, ends and is ended, and that nothing of it
 // outlives the session or its supervisor.
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -42,16 +45,22 @@ pid_t parent_of(pid_t pid) {
   return -1;
 }
 
-bool gone(pid_t pid) {
-  return ::kill(pid, 0) != 0 && errno == ESRCH;
+// Whether `pid` exits within `timeout_ms` (or already has): its pidfd turns readable then, any
+// process's, not only a child's. When the init of a pid namespace exits, the kernel has already
+// killed and reaped every other process in it; init itself stays listed (a zombie) until its
+// parent, or whoever inherits it, reaps it.
+bool exits(pid_t pid, int timeout_ms = 5000) {
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno == ESRCH;
+  pollfd p{fd, POLLIN, 0};
+  bool exited = ::poll(&p, 1, timeout_ms) > 0;
+  ::close(fd);
+  return exited;
 }
 
-bool wait_until(const std::function<bool()>& done, int timeout_ms = 5000) {
-  for (int waited = 0; waited < timeout_ms; waited += 20) {
-    if (done()) return true;
-    ::usleep(20000);
-  }
-  return done();
+// Nothing is left in the namespace but its init, which exited and may not be reaped yet.
+bool nothing_but(pid_t init, const std::vector<pid_t>& left) {
+  return left.empty() || left == std::vector<pid_t>{init};
 }
 
 }  // namespace
@@ -125,9 +134,16 @@ TEST_CASE("kill ends every process in the sandbox, detached ones too", "[sandbox
   TempDir ws;
   FakeWorker fake(R"PY(
 import subprocess
-# A daemon: double fork and a new session, the classic way to escape a process tree.
-subprocess.Popen(['/bin/sh', '-c', '(setsid /bin/sleep 60 &) ; sleep 60'])
-time.sleep(0.3)
+# A daemon: double fork and a new session, the classic way to escape a process tree. The
+# daemon and the shell's own sleep each say on the pipe when they run: then all are there.
+running, tell = os.pipe()
+subprocess.Popen(['/bin/sh', '-c',
+                  '(setsid /bin/sh -c "echo; exec /bin/sleep 60" &) ; /bin/sleep 60 & echo; wait'],
+                 stdout=tell)
+os.close(tell)
+said = b''
+while len(said) < 2:
+    said += os.read(running, 2 - len(said))
 report({'ready': True})
 time.sleep(60)
 )PY");
@@ -145,7 +161,8 @@ time.sleep(60)
     }
   });
   CHECK(run.exit.signal == SIGKILL);
-  CHECK(wait_until([&] { return processes_in(ns).empty() && gone(init); }));
+  CHECK(exits(init));
+  CHECK(nothing_but(init, processes_in(ns)));
 }
 
 TEST_CASE("the sandbox dies when its supervisor dies", "[sandbox]") {
@@ -177,7 +194,8 @@ TEST_CASE("the sandbox dies when its supervisor dies", "[sandbox]") {
   ::waitpid(supervisor, &status, 0);
   CHECK(WIFSIGNALED(status));
   REQUIRE_FALSE(ns.empty());
-  CHECK(wait_until([&] { return processes_in(ns).empty() && gone(pids[1]); }));
+  CHECK(exits(pids[1]));
+  CHECK(nothing_but(pids[1], processes_in(ns)));
 }
 
 TEST_CASE("a failed start names the step and leaves nothing running", "[sandbox]") {

@@ -111,10 +111,11 @@ import subprocess
 end = time.process_time() + 0.6
 while time.process_time() < end:
     pass
-# A subprocess burns CPU too, and is counted while it runs.
-child = subprocess.Popen([sys.executable, '-c', 'import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\ntime.sleep(30)'])
+# A subprocess burns CPU too, and is counted while it runs; it says when it has.
+child = subprocess.Popen([sys.executable, '-c', 'import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\nprint("burned", flush=True)\ntime.sleep(30)'],
+                         stdout=subprocess.PIPE)
 block = bytearray(96 << 20)
-time.sleep(1.0)
+child.stdout.readline()
 report({'burned': True})
 time.sleep(30)
 )PY");

@@ -33,16 +33,16 @@ TEST_CASE("the worker has uid 1000, no capabilities, no_new_privs and a seccomp 
   uid_t host_uid_seen = 0;
   FakeWorker fake(
       "report({'status': open('/proc/self/status').read()})\n"
-      "time.sleep(0.5)\n");
+      "time.sleep(60)\n");  // alive, as the worker it reported on, until the test has looked
   WorkerProcess worker = WorkerProcess::start(test_policy(ws.path), fake.launch());
-  // The host's view of the worker's uid, while it lives.
-  for (int i = 0; i < 50 && host_uid_seen == 0; ++i) {
+  // The host's view of the worker's uid, once it has reported (so runs as itself), while it lives.
+  auto run = collect(worker, 30, [&](WorkerProcess& w, const std::string& frames) {
+    if (host_uid_seen != 0 || frames.find("status") == std::string::npos) return;
     struct stat st {};
-    if (::stat(("/proc/" + std::to_string(worker.worker_pid())).c_str(), &st) == 0)
-      host_uid_seen = st.st_uid;
-    ::usleep(10000);
-  }
-  auto run = collect(worker);
+    REQUIRE(::stat(("/proc/" + std::to_string(w.worker_pid())).c_str(), &st) == 0);
+    host_uid_seen = st.st_uid;
+    w.kill();
+  });
   auto status = status_fields(run.result()["status"].get<std::string>());
   CHECK(status["Uid"] == "1000\t1000\t1000\t1000");
   CHECK(status["Gid"] == "1000\t1000\t1000\t1000");
