@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { chromium } from 'playwright-core';
 
-import { freePort, start, stop, waitFor } from './harness.mjs';
+import { allCellsDone, freePort, said, start, stop, whenPage } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
@@ -158,7 +158,9 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     server = start(NOTEBOOK_SERVER, ['--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
       `--NotebookApp.token=${token}`, `--notebook-dir=${dirs.notebooks}`,
       ...(process.getuid() === 0 ? ['--allow-root'] : [])], { env, cwd: dirs.notebooks });
-    await waitFor('jupyter-notebook', async () => (await fetch(`${base}/api/status?token=${token}`)).ok, 60_000, server);
+    // It says it is running once it listens.
+    await said(server, 'jupyter-notebook', /is running at/, 60_000);
+    assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
     context = await chromium.launchPersistentContext(dirs.chromium, {
       executablePath: CHROMIUM, headless: true,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
@@ -178,12 +180,9 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 90_000 });
     await page.click('#celllink');
     await page.click('#run_all_cells > a');
-    await page.waitForFunction(() => {
-      const prompts = [...document.querySelectorAll('.code_cell .input_prompt')].map((p) => p.textContent);
-      return prompts.length > 0 && prompts.every((p) => /\[\d+\]/.test(p))
-        && document.querySelector('#kernel_indicator_icon.kernel_idle_icon') !== null;
-    }, null, { timeout: RUN_ALL_TIMEOUT, polling: 250 });
-    await page.waitForTimeout(1500);  // outputs after the last reply; MathJax typesetting
+    await whenPage(page, 'Run All', allCellsDone, null, RUN_ALL_TIMEOUT);
+    // MathJax typesets what it was given in its queue's order: this runs once all of it is done.
+    await page.evaluate(() => new Promise((resolve) => (window.MathJax?.Hub ? window.MathJax.Hub.Queue(() => resolve()) : resolve())));
     for (const frame of page.frames()) {
       for (const link of await frame.$$('a[href^="javascript:" i]').catch(() => [])) {
         await link.click({ timeout: 2000, force: true }).catch(() => {});

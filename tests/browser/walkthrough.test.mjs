@@ -17,7 +17,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { chromium } from 'playwright-core';
 
-import { freePort, start, stop, waitFor } from './harness.mjs';
+import { allCellsDone, freePort, said, start, stop, whenPage } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
@@ -65,7 +65,7 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     chat = start(PYTHON, [path.join(SOURCE, 'notebooks', 'services', 'chat_standin.py'), '--port', '0',
       '--tls-cert', path.join(dirs.tls, 'localhost.crt'), '--tls-key', path.join(dirs.tls, 'localhost-key.txt')],
     { env: { ...process.env, OPENAI_API_KEY: SERVER_SECRET } });
-    chatPort = await waitFor('chat stand-in', async () => chat.log.match(/127\.0\.0\.1:(\d+)/)?.[1], 20_000, chat);
+    chatPort = (await said(chat, 'chat stand-in', /127\.0\.0\.1:(\d+)/, 20_000))[1];
 
     // The kernelspec with the course's policy, as scripts/demo.sh installs it, in a private prefix.
     const install = spawnSync(BELLJAR, ['install', '--prefix', dirs.prefix, '--name', 'belljar',
@@ -94,7 +94,9 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     server = start(NOTEBOOK_SERVER, ['--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
       `--NotebookApp.token=${token}`, `--notebook-dir=${dirs.notebooks}`,
       ...(process.getuid() === 0 ? ['--allow-root'] : [])], { env, cwd: dirs.notebooks });
-    await waitFor('jupyter-notebook', async () => (await fetch(`${base}/api/status?token=${token}`)).ok, 60_000, server);
+    // It says it is running once it listens.
+    await said(server, 'jupyter-notebook', /is running at/, 60_000);
+    assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
 
     context = await chromium.launchPersistentContext(dirs.chromium, {
       executablePath: CHROMIUM,
@@ -110,16 +112,8 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     // Run everything as a learner does: the Cell menu, then Run All.
     await page.click('#celllink');
     await page.click('#run_all_cells > a');
-    const allDone = () => {
-      const prompts = [...document.querySelectorAll('.code_cell .input_prompt')].map((p) => p.textContent);
-      return prompts.length > 0 && prompts.every((p) => /\[\d+\]/.test(p))
-        && document.querySelector('#kernel_indicator_icon.kernel_idle_icon') !== null;
-    };
     try {
-      await page.waitForFunction(allDone, null, { timeout: RUN_ALL_TIMEOUT, polling: 250 });
-      // Replies and outputs travel on different channels: let the last outputs land, then check again.
-      await page.waitForTimeout(1000);
-      await page.waitForFunction(allDone, null, { timeout: 10_000 });
+      await whenPage(page, 'Run All', allCellsDone, null, RUN_ALL_TIMEOUT);
     } finally {
       await keepScreenshot().catch((error) => process.stderr.write(`no screenshot: ${error}\n`));
     }
@@ -148,8 +142,16 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
       const header = document.querySelector('#header')?.offsetHeight ?? 0;
       return header + document.querySelector('#notebook').scrollHeight + 40;
     });
-    await page.setViewportSize({ width: 1280, height: Math.min(Math.max(height, 900), 30_000) });
-    await page.waitForTimeout(500);  // the notebook resizes #site on the resize event
+    const size = { width: 1280, height: Math.min(Math.max(height, 900), 30_000) };
+    if (size.height !== page.viewportSize().height) {
+      // The notebook sizes #site in its own resize handler, bound at load: a handler bound now
+      // runs after it.
+      await page.evaluate(() => {
+        window.belljarResized = new Promise((resolve) => window.addEventListener('resize', resolve, { once: true }));
+      });
+      await page.setViewportSize(size);
+      await page.evaluate(() => window.belljarResized.then(() => undefined));
+    }
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: screenshot, fullPage: true });
     await page.setViewportSize({ width: 1280, height: 900 });
@@ -266,11 +268,12 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     const cell = page.locator('.code_cell', { hasText: 'widgets.interact(' });
     const output = cell.locator('.output_wrapper').first();  // the Output widget nests its own
     let last = '';  // what the output showed when last looked at, for the failure report
-    const shows = async (pattern, what) => {
+    // Until the output's text matches.
+    const until = async (test, arg, what) => {
       try {
-        await waitFor(what, async () => pattern.test(last = await output.innerText()
-          .catch((error) => `(unreadable: ${error.message})`)), WIDGET_RUN_TIMEOUT);
+        await whenPage(page, what, test, [await output.elementHandle(), arg], WIDGET_RUN_TIMEOUT);
       } catch (error) {
+        last = await output.innerText().catch((e) => `(unreadable: ${e.message})`);
         error.message += `\n--- the exercise's output ---\n${last}`;
         throw error;
       } finally {
@@ -278,6 +281,8 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
       }
       return output.innerText();
     };
+    const shows = (pattern, what) => until(([element, source]) => new RegExp(source).test(element.innerText),
+      pattern.source, what);
     const answerIn = (text) => text.split('\n').find((line) => line.includes('(answered by'));
     await shows(/workload 1,000,000: \d+\.\d\d s \(the kernel's cap: 30 s\)/, 'the first run, from Run All');
     const firstAnswer = answerIn(await output.innerText());
@@ -295,10 +300,10 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
 
     // Temperature 1.0: the chat stand-in samples more of its facts, so the answer changes.
     await cell.locator('select').selectOption({ label: '1.0' });
-    await waitFor('the re-run at temperature 1.0', async () => {
-      const answer = answerIn(await output.innerText());
-      return answer && answer !== firstAnswer;
-    }, WIDGET_RUN_TIMEOUT);
+    await until(([element, before]) => {
+      const answer = element.innerText.split('\n').find((line) => line.includes('(answered by'));
+      return answer !== undefined && answer !== before;
+    }, firstAnswer, 'the re-run at temperature 1.0');
     await cell.screenshot({ path: widgetScreenshot });
     const text = await output.innerText();
     assert.match(text, /workload 100,000,000: \d+\.\d\d s/);

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import readline from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 
-import { makeWorkspace, serverParameters } from './server_config.mjs';
+import { fifoIn, makeWorkspace, serverParameters } from './server_config.mjs';
 
 // A server process and the JSON messages it printed, one per stdout line.
 class RawServer {
@@ -118,13 +118,16 @@ describe('belljar mcp on the wire', () => {
   });
 
   it('answers pings at once while a cell runs, and tool calls in order', async () => {
+    // The first cell runs until the test has its answers: it reads a FIFO the test writes then.
+    const go = fifoIn(workspace, 'ordered-go');
     const from = server.messages.length;
-    server.send({ jsonrpc: '2.0', id: 20, method: 'tools/call', params: { name: 'run_python', arguments: { code: 'import time; time.sleep(2); "first"' } } });
+    server.send({ jsonrpc: '2.0', id: 20, method: 'tools/call', params: { name: 'run_python', arguments: { code: `open(${JSON.stringify(go)}).read()\n"first"` } } });
     server.send({ jsonrpc: '2.0', id: 21, method: 'tools/call', params: { name: 'run_python', arguments: { code: '"second"' } } });
     const pong = await server.request(22, 'ping');
     assert.deepEqual(pong.result, {});
     const tools = await server.request(23, 'tools/list');
     assert.equal(tools.result.tools.length, 5);
+    await fs.promises.writeFile(go, 'go');
     await server.response(21, from);
     const order = server.messages.slice(from).map((m) => m.id);
     assert.deepEqual(order, [22, 23, 20, 21]);

@@ -1,6 +1,7 @@
 // How the tests start `belljar mcp`: from the mcpServers block the README gives to agents, so
 // the documented configuration is the one exercised. Test-only flags are appended (later
 // policy flags win): the sandbox's interpreter, a short timeout, the isolation under test.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,6 +32,14 @@ export function makeWorkspace() {
   fs.symlinkSync('/etc/passwd', path.join(dir, 'passwd-link'));
   fs.symlinkSync('/etc', path.join(dir, 'etc-link'));
   return dir;
+}
+
+// A FIFO in the workspace, for a cell to wait on (open(path).read()) until the test writes it
+// (with fs.promises.writeFile: its open waits for the reader off the event loop).
+export function fifoIn(workspace, name) {
+  const fifo = path.join(workspace, name);
+  execFileSync('mkfifo', ['-m', '0666', fifo]);
+  return fifo;
 }
 
 // {command, args} for StdioClientTransport or child_process.spawn.
