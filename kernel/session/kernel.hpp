@@ -33,6 +33,7 @@
 #include "kernel/session/newest_entries.hpp"
 #include "kernel/session/request_kind.hpp"
 #include "kernel/session/usage.hpp"
+#include "kernel/session/worker_channel.hpp"
 #include "kernel/session/worker_comms.hpp"
 #include "kernel/session/worker_frames.hpp"
 #include "kernel/session/workspace_surveys.hpp"
@@ -234,13 +235,11 @@ class Kernel {
   std::unique_ptr<EgressService> egress_;
   std::optional<WorkerProcess> worker_;
   WorkerFrameDecoder decoder_;
-  std::string outbox_;
+  WorkerOutbox outbox_;
   bool worker_ready_ = false;
   bool pipe_open_[2] = {false, false};
-  // Bytes read from the worker's fd 1/2 since it started, and the estimate of those written
-  // around its streams, which its frames' cursors do not count (read_output_before).
-  uint64_t pipe_read_[2] = {0, 0}, uncounted_[2] = {0, 0};
-  bool frames_open_ = false;                        // polled until EOF or a fault
+  OutputCursors cursors_;     // where its frames fall in the text of fd 1/2 (read_output_before)
+  bool frames_open_ = false;  // polled until EOF or a fault
   std::optional<Clock::time_point> frames_eof_at_;  // EOF seen: at fault if still running then
   json language_info_ = json::object();
   // What the running sandbox lacks or does differently (WorkerProcess::notes): for the banner,

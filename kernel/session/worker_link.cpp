@@ -23,7 +23,6 @@ namespace {
 const char* kStreamNames[] = {"stdout", "stderr"};
 
 constexpr size_t kDrainBudget = 16u << 20;  // pipe bytes read in one go before a frame
-constexpr size_t kMaxOutbox = 8u << 20;     // bytes queued for a worker that is not reading
 constexpr auto kFramesEofGrace = std::chrono::seconds(2);
 constexpr size_t kDisplaysAudited = 1000;   // mime lists kept per cell for the audit record
 constexpr uint64_t kInputRequestCost = 64;  // what one input_request is charged, prompt aside
@@ -56,7 +55,7 @@ void Kernel::start_worker() {
   for (int fd : {worker_->frames_fd(), worker_->stdout_fd(), worker_->stderr_fd()})
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   pipe_open_[0] = pipe_open_[1] = true;
-  pipe_read_[0] = pipe_read_[1] = uncounted_[0] = uncounted_[1] = 0;
+  cursors_.reset();
   // This sandbox's connections to 127.0.0.1:3128 arrive on its channel.
   if (egress_)
     if (Fd channel = worker_->take_egress_channel()) egress_->attach(std::move(channel));
@@ -68,11 +67,8 @@ void Kernel::start_worker() {
 
 void Kernel::send_to_worker(const json& frame) {
   if (!worker_ || !frames_open_) return;
-  // An honest worker reads each reply before it asks again; one that keeps asking without
-  // reading would grow this without end.
-  if (outbox_.size() > kMaxOutbox)
+  if (!outbox_.queue(frame))
     return fault_worker("it left " + format_size(outbox_.size()) + " of frames unread");
-  outbox_ += encode_worker_frame(frame);
   flush_outbox();
 }
 
@@ -88,17 +84,8 @@ void Kernel::fault_worker(const std::string& why) {
 }
 
 void Kernel::flush_outbox() {
-  while (worker_ && frames_open_ && !outbox_.empty()) {
-    ssize_t n = ::write(worker_->frames_fd(), outbox_.data(), outbox_.size());
-    if (n > 0) {
-      outbox_.erase(0, static_cast<size_t>(n));
-      give_back_room(outbox_);  // a cell's megabytes of code are not kept once sent
-    } else {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno != EAGAIN) outbox_.clear();  // the worker is gone; its exit reports it
-      return;
-    }
-  }
+  // A worker that is gone drops the queue: its exit reports it.
+  if (worker_ && frames_open_) outbox_.flush(worker_->frames_fd());
 }
 
 void Kernel::read_pipe(int index, size_t budget) {
@@ -111,7 +98,7 @@ void Kernel::read_pipe(int index, size_t budget) {
     ssize_t n = ::read(fd, chunk, std::min(sizeof chunk, budget - total));
     if (n > 0) {
       total += static_cast<size_t>(n);
-      pipe_read_[index] += static_cast<uint64_t>(n);
+      cursors_.read(index, static_cast<uint64_t>(n));
       streams_[index].append(std::string_view(chunk, static_cast<size_t>(n)), budget_);
       if (streams_[index].due(Clock::now())) flush_streams(false);
       continue;
@@ -128,33 +115,17 @@ void Kernel::drain_pipes() {
 }
 
 void Kernel::read_output_before(const json& frame) {
-  // The frame says how much its streams had written to fd 1 and fd 2 when it was sent: that
-  // much is read and shown before it, and no more, so text printed just after the frame (the
-  // next line of a clear_output loop) waits for the next turn. Bytes written around the
-  // worker's streams (subprocesses, C code) are not counted, so the cursor is a lower bound,
-  // corrected by what the pipes held beyond it at the last `done`; text read before the
-  // frame, those bytes included, is always shown before it (see PROTOCOL.md).
-  auto cursor = frame.find("written");
-  bool counted = cursor != frame.end() && cursor->is_array() && cursor->size() == 2 &&
-                 (*cursor)[0].is_number_unsigned() && (*cursor)[1].is_number_unsigned();
-  for (int i = 0; counted && i < 2; ++i) {
-    uint64_t target = (*cursor)[i].get<uint64_t>() + uncounted_[i];
-    if (target > pipe_read_[i])
-      read_pipe(i, static_cast<size_t>(std::min<uint64_t>(target - pipe_read_[i], kDrainBudget)));
-  }
+  // That much is read and shown before the frame, and no more, so text printed just after it
+  // (the next line of a clear_output loop) waits for the next turn; text read before the frame,
+  // bytes written around the streams included, is always shown before it (worker_channel.hpp).
+  auto due = cursors_.due_before(frame, kDrainBudget);
+  for (int i = 0; i < 2; ++i)
+    if (due[i] > 0) read_pipe(i, static_cast<size_t>(due[i]));
   flush_streams(true);
 }
 
 void Kernel::learn_uncounted_output(const json& done) {
-  // At `done` the pipes were read to the end: what they held beyond the worker's count was
-  // written around its streams, and later cursors are moved by that much.
-  auto cursor = done.find("written");
-  if (cursor == done.end() || !cursor->is_array() || cursor->size() != 2) return;
-  for (int i = 0; i < 2; ++i) {
-    if (!(*cursor)[i].is_number_unsigned()) return;
-    uint64_t counted = (*cursor)[i].get<uint64_t>();
-    uncounted_[i] = pipe_read_[i] > counted ? pipe_read_[i] - counted : 0;
-  }
+  cursors_.learn_at_done(done);
 }
 
 void Kernel::flush_streams(bool final) {
