@@ -130,9 +130,9 @@ void Kernel::finish_cell(const json& done) {
   metrics_.flush(Clock::now(), true);  // the reply's facts are in the file when the client has it
   bool abort = cell.error && cell.stop_on_error;
   if (abort) {
-    collecting_ = true;
+    queue_.set_collecting(true);
     frontend_->collect_pending(*this);
-    collecting_ = false;
+    queue_.set_collecting(false);
   }
   WireMessage request = std::move(cell.request);
   cell_.reset();

@@ -4,11 +4,14 @@
 // messages (interrupt, shutdown) are served even while a cell spins.
 // Requests arrive through a Frontend (Jupyter's sockets, MCP, the runner); the core is the same.
 //   reactor.cpp      the loop: poll, signals, timers
-//   requests.cpp     requests: queueing, dispatch, replies
+//   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
 //   worker_link.cpp  the worker: start, frames in and out, its output pipes, faults, exits
-//   cell_limits.cpp  a cell's limits: timeout, CPU, memory, %%limits, the errors naming them
+//                    (the outbox and the text cursors: worker_channel.hpp)
+//   cell_limits.cpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), the
+//                    errors naming them
 //   cell_records.cpp what a request leaves: reply, audit record, metrics; restart policy
-//   comm_link.cpp    the worker's comm messages: routed to the frontend, checked, counted
+//   comm_link.cpp    the worker's comm messages: routed to the frontend, counted (checked:
+//                    worker_comms.hpp)
 //   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
 //   workspace_link.cpp  the workspace guard's surveys: new guards, the quota (when to survey
 //                    and what a survey means: workspace_surveys.hpp, a part of its own)
@@ -32,6 +35,7 @@
 #include "kernel/session/history.hpp"
 #include "kernel/session/newest_entries.hpp"
 #include "kernel/session/request_kind.hpp"
+#include "kernel/session/request_queue.hpp"
 #include "kernel/session/usage.hpp"
 #include "kernel/session/worker_channel.hpp"
 #include "kernel/session/worker_comms.hpp"
@@ -116,10 +120,6 @@ class Kernel {
     } secrets;
     json expressions_asked =
         json::object();  // the client's user_expressions: the only names answered
-  };
-  struct QueuedRequest {
-    Channel channel;
-    WireMessage message;
   };
 
   bool executing() const { return cell_ && cell_->kind == RequestKind::execute; }
@@ -254,7 +254,7 @@ class Kernel {
   int failed_starts_ = 0;
   std::string start_error_;
 
-  std::deque<QueuedRequest> queue_;
+  RequestQueue queue_;  // requests waiting for the worker (request_queue.hpp)
   std::optional<Cell> cell_;
   std::optional<WireMessage> last_parent_;  // where output between cells goes: a header alone
   int execution_count_ = 0;
@@ -267,7 +267,6 @@ class Kernel {
   OutputBudget budget_;
   StreamBuffer streams_[2];  // stdout, stderr
   bool shutting_down_ = false;
-  bool collecting_ = false;  // stop_on_error is gathering requests to abort
   // The workspace guard: when to survey, the cell held for its survey, the quota, what to
   // tell the learner at the next chance (workspace_surveys.hpp).
   WorkspaceSurveys surveys_;

@@ -6,8 +6,8 @@
 namespace belljar {
 
 void Kernel::submit_shell(WireMessage message) {
-  queue_.push_back({Channel::shell, std::move(message)});
-  if (!collecting_) dispatch_next();
+  queue_.push_shell(std::move(message));
+  if (!queue_.collecting()) dispatch_next();
 }
 
 void Kernel::deliver_input(const std::string& value) {
@@ -28,7 +28,7 @@ void Kernel::submit_control(const WireMessage& message) {
 void Kernel::serve_control(const WireMessage& message) {
   std::string type = message.type();
   if (type == "kernel_info_request" && !worker_ready_) {
-    queue_.push_front({Channel::control, message});  // answered once the worker says hello
+    queue_.push_control_first(message);  // answered once the worker says hello
     return;
   }
   publish_status("busy", &message);
@@ -54,20 +54,16 @@ void Kernel::serve_control(const WireMessage& message) {
 
 void Kernel::dispatch_next() {
   while (!cell_ && !queue_.empty() && !shutting_down_) {
-    auto& front = queue_.front();
-    std::string type = front.message.type();
+    std::string type = queue_.front().message.type();
     if ((request_kind(type) || type == "kernel_info_request") && !worker_ready_) {
       if (!start_error_.empty() && request_kind(type) == RequestKind::execute) {
         // No sandbox could be started: say so instead of leaving the request hanging.
-        QueuedRequest request = std::move(front);
-        queue_.pop_front();
-        refuse_execute(request.message, "SandboxError", start_error_);
+        refuse_execute(queue_.take_front().message, "SandboxError", start_error_);
         continue;
       }
       return;  // waits for the worker's hello
     }
-    QueuedRequest request = std::move(front);
-    queue_.pop_front();
+    QueuedRequest request = queue_.take_front();
     if (request.channel == Channel::shell && request_kind(type) == RequestKind::execute &&
         options_.policy.audit_required && audit_.failures() > 0) {
       // --audit-required: a cell that could run unrecorded does not run at all.
@@ -263,19 +259,12 @@ void Kernel::abort_queued_executes() {
   // Like ipykernel's stop_on_error: requests sent behind the failed cell are aborted. They were
   // gathered before its reply went out (finish_cell), so a request the client sends after
   // seeing the error is never caught up in it.
-  std::deque<QueuedRequest> kept;
-  for (auto& request : queue_) {
-    if (request.channel == Channel::shell &&
-        request_kind(request.message.type()) == RequestKind::execute) {
-      publish_status("busy", &request.message);
-      reply(Channel::shell, request.message, "execute_reply", create_aborted_reply(),
-            {{"status", "aborted"}});
-      publish_status("idle", &request.message);
-    } else {
-      kept.push_back(std::move(request));
-    }
+  for (const WireMessage& request : queue_.take_executes()) {
+    publish_status("busy", &request);
+    reply(Channel::shell, request, "execute_reply", create_aborted_reply(),
+          {{"status", "aborted"}});
+    publish_status("idle", &request);
   }
-  queue_ = std::move(kept);
 }
 
 void Kernel::reply(Channel channel, const WireMessage& parent, const std::string& type,
