@@ -24,6 +24,7 @@ class RequestQueue {
     queue_.push_front({Channel::control, std::move(message)});
   }
   bool empty() const { return queue_.empty(); }
+  void clear() { queue_.clear(); }
   const QueuedRequest& front() const { return queue_.front(); }
   QueuedRequest take_front();
   // The execute requests on the shell channel, taken out in order (to be answered aborted).
