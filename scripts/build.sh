@@ -12,5 +12,7 @@ fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # The build tree's Python tools from PyPI, exact versions with hashes, in a venv of their own
-# (scripts/python-env.sh; seconds once pip's cache has them): ruff, for `style: ruff`.
+# (scripts/python-env.sh; seconds once pip's cache has them): ruff, for `style: ruff`, and a
+# learner's venv of current PyPI releases the notebooks run in (tests/integration/test_notebooks).
 "$root/scripts/python-env.sh" lint "$build" >/dev/null
+"$root/scripts/python-env.sh" sandbox-python "$build" >/dev/null

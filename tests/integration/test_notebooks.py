@@ -18,12 +18,17 @@ import urllib.request
 import nbformat
 import pytest
 
-from belljar_testing import SOURCE, install_kernelspec
+from belljar_testing import PYTHON, SOURCE, install_kernelspec
 
 sys.path.insert(0, str(SOURCE / "scripts"))
 from execute_notebook import NotebookClient  # noqa: E402  nbclient, reading ipywidgets 6's widgets too
 
 NOTEBOOKS = sorted((SOURCE / "notebooks").glob("*.ipynb"))
+# The session's Python: Debian's, with its packages, and a learner's venv of current PyPI
+# releases (requirements/sandbox-python.txt, made by scripts/build.sh).
+SESSION_PYTHONS = {"debian": PYTHON,
+                   "venv": os.environ.get("BELLJAR_SANDBOX_VENV_PYTHON",
+                                          str(SOURCE / "build/venvs/sandbox-python/bin/python"))}
 KERNEL_KEY = "sk-kernel-env-secret-abcdef123456"  # the course's key: the kernel's environment only
 PLACEHOLDER = r"belljar-secret-OPENAI_API_KEY-[0-9a-f]{32}"
 
@@ -46,11 +51,11 @@ def chat_service():
     shutil.rmtree(tls, ignore_errors=True)
 
 
-def execute_notebook(path, service, workdir):
+def execute_notebook(path, service, workdir, python=PYTHON):
     prefix = tempfile.mkdtemp(prefix="belljar-nb-")
     port = service["port"]
     spec = install_kernelspec(prefix, "belljar-nb", [
-        "--timeout", "30", "--secret", f"OPENAI_API_KEY@localhost:{port}",
+        "--python", python, "--timeout", "30", "--secret", f"OPENAI_API_KEY@localhost:{port}",
         "--allow-local-net", f"localhost:{port}",
         "--set-env", f"CHAT_API_BASE=https://localhost:{port}/v1"])
     os.environ["JUPYTER_PATH"] = str(spec.parent.parent)
@@ -70,15 +75,24 @@ def text_of(outputs):
     return "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in outputs)
 
 
+def widget_outputs_of(nb):
+    """What Output widgets captured (ipywidgets 8's interact prints into one), from the widget
+    state the client saved with the notebook."""
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    return [o for model in state.get("state", {}).values()
+            for o in model.get("state", {}).get("outputs", [])]
+
+
+@pytest.mark.parametrize("python", SESSION_PYTHONS)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_without_unexpected_errors(path, chat_service, tmp_path):
+def test_notebook_runs_without_unexpected_errors(path, python, chat_service, tmp_path):
     os.chmod(tmp_path, 0o777)
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-notebook-test-secret-123456\n")
     # What the kernel inherits: the course's key, and the demo CA it verifies the service with.
     os.environ["OPENAI_API_KEY"] = KERNEL_KEY
     os.environ["SSL_CERT_FILE"] = chat_service["ca"]
     try:
-        nb = execute_notebook(path, chat_service, tmp_path)
+        nb = execute_notebook(path, chat_service, tmp_path, SESSION_PYTHONS[python])
     finally:
         del os.environ["OPENAI_API_KEY"]
         del os.environ["SSL_CERT_FILE"]
@@ -100,9 +114,12 @@ def test_notebook_runs_without_unexpected_errors(path, chat_service, tmp_path):
         assert re.search(r"3\. written, read back: %s\n" % PLACEHOLDER, text), text
         assert re.fullmatch(PLACEHOLDER, (tmp_path / "stolen-key.txt").read_text())  # on the host too
         # The widget exercise: interact's first run (workload 10**6, temperature 0) printed its time
-        # and the chat answer. (Its view is not kept: interact's clear_output, meant for its Output
-        # widget, clears the cell when no frontend routes it, as on ipykernel.)
-        assert re.search(r"workload 1,000,000: \d+\.\d\d s \(the kernel's cap: 30 s\)\n.*answered by", text), text
+        # and the chat answer: into the cell with ipywidgets 6 (its view is not kept: interact's
+        # clear_output, meant for its Output widget, clears the cell when no frontend routes it,
+        # as on ipykernel), into its Output widget's state with ipywidgets 8.
+        shown = text + text_of(widget_outputs_of(nb))
+        assert re.search(r"workload 1,000,000: \d+\.\d\d s \(the kernel's cap: 30 s\)\n.*answered by",
+                         shown), shown
 
 
 def test_the_chat_standin_wants_the_real_key_over_https(chat_service):
