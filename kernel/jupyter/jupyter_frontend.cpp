@@ -1,5 +1,6 @@
 #include "kernel/jupyter/jupyter_frontend.hpp"
 
+#include "kernel/protocol/json_field.hpp"
 #include "kernel/session/kernel.hpp"
 
 namespace belljar {
@@ -74,10 +75,7 @@ void JupyterFrontend::deliver(Channel channel, WireMessage message, Kernel& kern
         wire_log_.log("dropped stdin message", "unexpected " + message.type());
         break;
       }
-      auto value = message.content.find("value");
-      kernel.deliver_input(value != message.content.end() && value->is_string()
-                               ? value->get<std::string>()
-                               : std::string());
+      kernel.deliver_input(json_field(message.content, "value", ""));
       break;
   }
 }

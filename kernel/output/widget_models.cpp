@@ -11,6 +11,7 @@
 
 #include "kernel/output/active_output.hpp"
 #include "kernel/output/html_sanitizer.hpp"
+#include "kernel/protocol/json_field.hpp"
 
 namespace belljar {
 
@@ -361,9 +362,9 @@ std::string WidgetModels::target_of(const std::string& comm_id) const {
 
 bool WidgetModels::view_is_checked(const json& view) const {
   if (!view.is_object()) return false;
-  auto id = view.find("model_id");
-  if (id == view.end() || !id->is_string()) return false;
-  auto it = comms_.find(id->get_ref<const std::string&>());
+  std::string id = json_field(view, "model_id", "");
+  if (id.empty()) return false;
+  auto it = comms_.find(id);
   return it != comms_.end() && it->second.widget;
 }
 

@@ -360,9 +360,7 @@ void Kernel::on_done(const json& frame) {
 }
 
 bool Kernel::answers_current_request(const json& frame) const {
-  auto id = frame.find("id");
-  return cell_ && id != frame.end() && id->is_string() &&
-         id->get_ref<const std::string&>() == cell_->id;
+  return cell_ && !cell_->id.empty() && json_field(frame, "id", "") == cell_->id;
 }
 
 void Kernel::on_worker_exit(const WorkerExit& exit) {
