@@ -26,6 +26,8 @@ const CHROMIUM = '/usr/bin/chromium';
 const NOTEBOOK_SERVER = '/usr/bin/jupyter-notebook';
 const PYTHON = '/usr/bin/python3';
 const RUN_ALL_TIMEOUT = 120_000;
+// The vectors whose script still runs under --active-output isolate, in a sandboxed frame.
+const RUN_ISOLATED = ['application-javascript', 'html-script', 'execute-result'];
 
 // The attack, run wherever a vector gets script to run. It reports where it ran on the console.
 function probe(id, origin) {
@@ -40,6 +42,7 @@ function probe(id, origin) {
   const body = JSON.stringify({ type: 'file', format: 'text', content: 'written by ' + id });
   try { await fetch(origin + '/api/contents/pwned-' + id + '.txt', { method: 'PUT', credentials: 'include', headers, body }); } catch (e) {}
   try { await fetch(origin + '/api/terminals', { method: 'POST', credentials: 'include', headers }); } catch (e) {}
+  console.log('belljar-probe settled ' + id + ' in ' + here);  // its requests are answered
 })();`;
 }
 // The probe as an expression without quotes of its own, for attributes and URLs.
@@ -129,11 +132,12 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
   before(async () => {
     try {
       await setUp();
-      isolated = await runNotebook('vectors.ipynb', 'belljar', vectorCells(base, ''));
+      isolated = await runNotebook('vectors.ipynb', 'belljar', vectorCells(base, ''), RUN_ISOLATED);
       const controlled = ['application-javascript', 'html-script', 'widget-html', 'comm-target-module',
         'widget-version', 'markdown-fence-language', 'markdown-image'];
       const all = vectorCells(base, 'control-');
-      control = await runNotebook('control.ipynb', 'belljar-allow', Object.fromEntries(controlled.map((id) => [id, all[id]])));
+      control = await runNotebook('control.ipynb', 'belljar-allow', Object.fromEntries(controlled.map((id) => [id, all[id]])),
+        controlled.filter((id) => id !== 'markdown-image').map((id) => `control-${id}`));
     } catch (error) {
       error.message += `\n--- jupyter-notebook log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
       throw error;
@@ -171,9 +175,41 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     page.on('console', (message) => consoleLines.push(message.text()));
   }
 
+  // Waits for events, not time: every probe that must run has said so on the console, every
+  // probe that ran has said its requests were answered, and every image the page holds has
+  // loaded or failed (the markdown image's request is the attack). Past 30 s it fails, saying
+  // what ran.
+  async function probesSettled(firstLine, mustRun) {
+    const lines = () => consoleLines.slice(firstLine);
+    const after = (prefix) => lines().filter((line) => line.startsWith(prefix)).map((line) => line.slice(prefix.length));
+    const done = () => {
+      const ran = after('belljar-probe ran '), settled = new Set(after('belljar-probe settled '));
+      return mustRun.every((id) => ran.some((where) => where.startsWith(`${id} in `))) &&
+        ran.every((where) => settled.has(where));
+    };
+    await new Promise((resolve, reject) => {
+      if (done()) return resolve();
+      const check = () => {
+        if (!done()) return;
+        clearTimeout(timer);
+        page.off('console', check);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        page.off('console', check);
+        reject(new Error(`the probes did not all run and settle: ${lines().join('; ')}`));
+      }, 30_000);
+      page.on('console', check);  // after the listener that keeps consoleLines
+    });
+    for (const frame of page.frames()) {
+      await frame.waitForFunction(() => [...document.images].every((image) => image.complete), null,
+        { timeout: 30_000 }).catch(() => {});  // a frame that went away holds no image
+    }
+  }
+
   // Opens the notebook, runs every cell, clicks every javascript: link (page and frames), waits
-  // for the probes' requests, and says what happened.
-  async function runNotebook(file, kernel, cells) {
+  // for the probes (`mustRun` among them) to run and settle, and says what happened.
+  async function runNotebook(file, kernel, cells, mustRun) {
     fs.writeFileSync(path.join(dirs.notebooks, file), notebook(cells, kernel));
     const firstLine = consoleLines.length;
     await page.goto(`${base}/notebooks/${file}?token=${token}`);
@@ -188,7 +224,7 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
         await link.click({ timeout: 2000, force: true }).catch(() => {});
       }
     }
-    await page.waitForTimeout(2500);  // the probes' requests
+    await probesSettled(firstLine, mustRun);
     const outputs = await page.$$eval('.code_cell', (elements) => elements.map((cell) => ({
       text: (cell.querySelector('.widget-area')?.innerText ?? '') + (cell.querySelector('.output_wrapper')?.innerText ?? ''),
       frames: cell.querySelectorAll('.belljar-isolated iframe[sandbox="allow-scripts"]').length,
@@ -228,7 +264,7 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
   });
 
   it('still ran the scripts, isolated in sandboxed frames with an opaque origin', () => {
-    for (const id of ['application-javascript', 'html-script', 'execute-result']) {
+    for (const id of RUN_ISOLATED) {
       assert.ok(isolated.ran.includes(`belljar-probe ran ${id} in null`), `${id}: ${isolated.ran.join('; ')}`);
       assert.equal(isolated.outputs[id].frames, 1, `${id} is shown in one isolated frame`);
       assert.match(isolated.outputs[id].text, /runs in an isolated frame/);
