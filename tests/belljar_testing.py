@@ -250,14 +250,16 @@ def still_answers(km, kc, timeout=TIMEOUT):
 def wait_for_stream(kc, parent_id, needle, timeout=TIMEOUT):
     """The text of the first stream message of request `parent_id` holding `needle` (what a
     cell prints when it has reached a point: a test waits for that, never for time), or None
-    after `timeout`. Other messages are consumed."""
+    after `timeout`. Other messages are consumed. parent_id None: whichever request it is
+    parented to (output the worker writes between requests goes to the last one)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
         except queue.Empty:
             continue
-        if (msg["msg_type"] == "stream" and msg["parent_header"].get("msg_id") == parent_id
+        if (msg["msg_type"] == "stream"
+                and parent_id in (None, msg["parent_header"].get("msg_id"))
                 and needle in msg["content"]["text"]):
             return msg["content"]["text"]
     return None

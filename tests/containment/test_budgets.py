@@ -8,9 +8,7 @@ the audit log and the metrics file."""
 import json
 import os
 import pathlib
-import queue
 import subprocess
-import time
 
 import psutil
 import pytest
@@ -184,18 +182,6 @@ def test_a_frame_of_millions_of_empty_objects_is_refused_before_it_is_built():
 
 # -- 8. EOF on the frame socket is handled once --------------------------------------------------
 
-def wait_for_text(kc, needle, timeout=60):
-    """The first stream text holding `needle`, whichever request it is parented to (output the
-    worker writes between requests goes to the last one)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            continue
-        if msg["msg_type"] == "stream" and needle in msg["content"]["text"]:
-            return msg["content"]["text"]
-    return None
 
 
 def test_a_half_closed_frame_socket_does_not_spin_the_supervisor(tmp_path):
@@ -222,7 +208,7 @@ def test_a_half_closed_frame_socket_does_not_spin_the_supervisor(tmp_path):
         answer = kc.get_shell_msg(timeout=60)
         assert answer["parent_header"]["msg_id"] == asked and answer["msg_type"] == "is_complete_reply"
         # Written after the shutdown: the pass of the reactor that reads it sees the EOF too.
-        assert wait_for_text(kc, "half-closed") is not None, "the worker never half-closed fd 3"
+        assert wait_for_stream(kc, None, "half-closed") is not None, "the worker never half-closed fd 3"
         # So this cell is never sent to the worker: it ends when the grace period does, with
         # the worker the supervisor ended. The CPU between spans the whole grace period.
         fence, _ = execute(kc, "print('after')")
