@@ -200,6 +200,21 @@ bool is_widget_version(std::string_view version) {
   }
 }
 
+// The majors of each of ipywidgets' own modules that ipywidgets 6, 7 and 8 register:
+// jupyter-js-widgets 2 (6), base 1 and controls 1 (7), base 2 and controls 2 (8), output 1
+// (7, 8). A version naming another major is one the page has no class for: a widget manager
+// that cannot find it may fetch the module from a CDN, which no notebook of ours asks for.
+bool known_major(std::string_view module, std::string_view version) {
+  if (version.empty() || version == "*") return true;  // any: the page's own
+  if (version.front() == '~' || version.front() == '^') version.remove_prefix(1);
+  std::string_view major = version.substr(0, version.find('.'));
+  if (module == "jupyter-js-widgets") return major == "2";
+  if (module == "@jupyter-widgets/base" || module == "@jupyter-widgets/controls")
+    return major == "1" || major == "2";
+  if (module == "@jupyter-widgets/output") return major == "1";
+  return false;
+}
+
 // A comm target as libraries name them ("jupyter.widget", "plotly.comm"): the page looks it up
 // and may name it in a message, so [A-Za-z0-9_.:-]{1,128} and nothing else.
 bool is_comm_target(std::string_view target) {
@@ -258,11 +273,18 @@ std::string WidgetModels::check_state(json& state, Comm& comm) {
     if (!it->is_string() || !registry->count(it->get_ref<const std::string&>()))
       return std::string("a widget whose ") + key + " is not one of ipywidgets' own classes";
   }
-  for (const char* key : {"_model_module_version", "_view_module_version"}) {
+  for (auto [key, module_key] : {std::pair{"_model_module_version", "_model_module"},
+                                 std::pair{"_view_module_version", "_view_module"}}) {
     auto it = state.find(key);
-    if (it != state.end() && !it->is_null() &&
-        (!it->is_string() || !is_widget_version(it->get_ref<const std::string&>())))
+    if (it == state.end() || it->is_null()) continue;
+    if (!it->is_string() || !is_widget_version(it->get_ref<const std::string&>()))
       return std::string("a widget whose ") + key + " is not a version";
+    // Checked against its module when the same message names it (an update may not).
+    auto module = state.find(module_key);
+    if (module != state.end() && module->is_string() &&
+        !known_major(module->get_ref<const std::string&>(), it->get_ref<const std::string&>()))
+      return std::string("a widget whose ") + key + " is " + it->get<std::string>() +
+             ": not a version of " + module->get<std::string>() + " that ipywidgets registers";
   }
   if (auto name = state.find("_model_name"); name != state.end() && name->is_string()) {
     // The page's class is the first name it saw: once a name allowed markup, it always does.

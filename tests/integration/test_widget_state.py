@@ -9,10 +9,11 @@ frontend would receive it through jupyter_client; under --active-output allow th
 pass unchanged (so the checks here are what makes the difference). tests/browser runs the
 module-loading vectors in a real page."""
 import json
+import os
 
 import pytest
 
-from belljar_testing import execute, of_type, running_kernel, stderr_of
+from belljar_testing import SOURCE, execute, of_type, running_kernel, stderr_of
 
 EVIL_MODULE = "/files/evil.js"
 RAW_WIDGET = """
@@ -200,3 +201,65 @@ def test_allow_passes_the_same_messages_unchanged():
         assert opens[0]["content"]["target_module"] == EVIL_MODULE
         assert opens[1]["content"]["data"]["_model_module"] == EVIL_MODULE
         assert state_of(outputs, "HTMLModel")["value"] == "<script>alert(7)</script>"
+
+
+# -- ipywidgets 8 (widget protocol 2), in a learner's venv of current PyPI releases ----------
+
+VENV_PYTHON = os.environ.get("BELLJAR_SANDBOX_VENV_PYTHON",
+                             str(SOURCE / "build/venvs/sandbox-python/bin/python"))
+
+
+@pytest.fixture(scope="module")
+def kernel8():
+    with running_kernel(flags=["--timeout", "20", "--python", VENV_PYTHON]) as (km, kc):
+        reply, outputs = execute(kc, RAW_WIDGET + "import ipywidgets as w\n"
+                                 "assert w.__version__.startswith('8.'), w.__version__")
+        assert reply["content"]["status"] == "ok", stderr_of(outputs)
+        yield km, kc
+
+
+def test_ipywidgets_8_ordinary_widgets_reach_the_page_whole(kernel8):
+    _, kc = kernel8
+    outputs = sent(kc, "from IPython.display import display\n"
+                       "png = bytes.fromhex('89504e470d0a1a0a')\n"
+                       "s = w.IntSlider(value=3, description='n'); d = w.Dropdown(options=['a', 'b'])\n"
+                       "b = w.Button(description='go'); h = w.HTML(value='<b>bold</b>')\n"
+                       "i = w.Image(value=png, format='png'); o = w.Output()\n"
+                       "display(s, d, b, h, i, o)\n"
+                       "with o:\n    print('inside the output widget')")
+    states = opened_states(outputs)
+    versions = {(s["_model_module"], s["_model_module_version"]) for s in states.values()}
+    assert versions == {("@jupyter-widgets/base", "2.0.0"), ("@jupyter-widgets/controls", "2.0.0"),
+                        ("@jupyter-widgets/output", "1.0.0")}, versions
+    for model in ("IntSliderModel", "DropdownModel", "ButtonModel", "HTMLModel", "ImageModel",
+                  "OutputModel"):
+        state_of(outputs, model)
+    assert state_of(outputs, "HTMLModel")["value"] == "<b>bold</b>"  # inert markup passes as is
+    views = [m for m in of_type(outputs, "display_data")
+             if "application/vnd.jupyter.widget-view+json" in m["content"]["data"]]
+    assert len(views) == 6
+    # The image's bytes travel as a binary buffer (protocol 2's buffer_paths), not in the JSON.
+    (image_open,) = [m for m in of_type(outputs, "comm_open")
+                     if m["content"]["data"]["state"].get("_model_name") == "ImageModel"]
+    assert image_open["content"]["data"]["buffer_paths"] == [["value"]]
+    assert bytes(image_open["buffers"][0]) == bytes.fromhex("89504e470d0a1a0a")
+    # What the Output widget captures is the cell's output, routed by the page to the widget.
+    assert any(m["content"].get("text") == "inside the output widget\n"
+               for m in of_type(outputs, "stream"))
+    assert "withheld" not in stderr_of(outputs)
+
+
+def test_ipywidgets_8_active_parts_and_unregistered_versions_are_withheld(kernel8):
+    _, kc = kernel8
+    outputs = sent(kc, "h = w.HTML(value='<script>alert(1)</script><i>kept</i>')")
+    value = state_of(outputs, "HTMLModel")["value"]
+    assert "<i>kept</i>" in value and "script" not in value and "alert" not in value
+    assert "held active content" in stderr_of(outputs)
+    # A controls model at a major ipywidgets never registered: the page would look for it
+    # elsewhere (a CDN). Withheld, said once.
+    outputs = sent(kc, "c = widget({'state': {'_model_module': '@jupyter-widgets/controls',\n"
+                       "    '_model_module_version': '99.0.0', '_model_name': 'IntSliderModel',\n"
+                       "    '_view_module': '@jupyter-widgets/controls', '_view_module_version': '2.0.0',\n"
+                       "    '_view_name': 'IntSliderView', 'value': 1}, 'buffer_paths': []})")
+    assert of_type(outputs, "comm_open") == []
+    assert "not a version of @jupyter-widgets/controls that ipywidgets registers" in stderr_of(outputs)

@@ -224,14 +224,42 @@ TEST_CASE("names and versions outside ipywidgets' own grammar are withheld (roun
     json open_v7 = open_message("w", {{"state", state}, {"buffer_paths", json::array()}});
     CHECK_FALSE(models.admit("comm_open", open_v7).empty());
   }
-  // What ipywidgets 6, 7 and 8 send passes.
-  for (const char* version : {"~2.1.4", "*", "", "1.5.0", "2.0.0", "^2.0.0", "2.*", "1"}) {
-    INFO(version);
+  // What ipywidgets 6, 7 and 8 send passes, each module at the majors ipywidgets registers.
+  for (auto [module, version] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"jupyter-js-widgets", "~2.1.4"},
+           {"jupyter-js-widgets", "*"},
+           {"jupyter-js-widgets", ""},
+           {"@jupyter-widgets/controls", "1.5.0"},
+           {"@jupyter-widgets/controls", "2.0.0"},
+           {"@jupyter-widgets/controls", "^2.0.0"},
+           {"@jupyter-widgets/controls", "2.*"},
+           {"@jupyter-widgets/base", "1.2.0"},
+           {"@jupyter-widgets/base", "2.0.0"},
+           {"@jupyter-widgets/base", "1"},
+           {"@jupyter-widgets/output", "1.0.0"}}) {
+    INFO(module << " " << version);
     json state = slider_state();
+    state["_model_module"] = state["_view_module"] = module;
     state["_model_module_version"] = version;
     state["_view_module_version"] = version;
-    json open = open_message(std::string("ok") + version, state);
+    json open = open_message(std::string("ok") + module + version, state);
     CHECK(models.admit("comm_open", open).empty());
+  }
+  // A major ipywidgets never registered for that module is one the page would look for
+  // elsewhere (a CDN): withheld.
+  for (auto [module, version] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"@jupyter-widgets/controls", "3.0.0"},
+           {"@jupyter-widgets/controls", "^99.0.0"},
+           {"@jupyter-widgets/output", "2.0.0"},
+           {"@jupyter-widgets/base", "0.9"},
+           {"jupyter-js-widgets", "1.5.0"}}) {
+    INFO(module << " " << version);
+    json state = slider_state();
+    state["_model_module"] = module;
+    state["_model_module_version"] = version;
+    json open = open_message(std::string("bad") + module + version, state);
+    std::string why = models.admit("comm_open", open);
+    CHECK(why.find("that ipywidgets registers") != std::string::npos);
   }
   json v8 = open_message("eight", {{"state",
                                     {{"_model_module", "@jupyter-widgets/controls"},
