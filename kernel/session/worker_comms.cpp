@@ -9,13 +9,15 @@ using json = nlohmann::json;
 
 namespace {
 
-json field(const json& holder, const char* key) {
+// A field by reference (null when missing): buffers and lists are read in place, not copied.
+const json& field(const json& holder, const char* key) {
+  static const json kMissing;
   auto it = holder.find(key);
-  return it != holder.end() ? *it : json();
+  return it != holder.end() ? *it : kMissing;
 }
 
 json object_at(const json& holder, const char* key) {
-  json value = field(holder, key);
+  const json& value = field(holder, key);
   return value.is_object() ? value : json::object();
 }
 
@@ -28,20 +30,20 @@ bool usable_comm_name(const json& value) {
 
 std::variant<WorkerComm, std::string> check_worker_comm(std::string_view type, const json& frame) {
   const std::string name(type);
-  json comm_id = field(frame, "comm_id");
+  const json& comm_id = field(frame, "comm_id");
   if (!usable_comm_name(comm_id)) return name + " without a usable comm_id";
   WorkerComm comm;
   comm.content = {{"comm_id", comm_id}, {"data", object_at(frame, "data")}};
   if (type == "comm_open") {
-    json target = field(frame, "target_name");
+    const json& target = field(frame, "target_name");
     if (!usable_comm_name(target)) return std::string("comm_open without a usable target_name");
     comm.content["target_name"] = target;
-    json module = field(frame, "target_module");
+    const json& module = field(frame, "target_module");
     comm.content["target_module"] = usable_comm_name(module) ? module : json(nullptr);
   }
   comm.metadata = object_at(frame, "metadata");
   comm.size = dump_json(comm.content).size() + dump_json(comm.metadata).size();
-  json list = field(frame, "buffers");
+  const json& list = field(frame, "buffers");
   if (!list.is_null()) {
     if (!list.is_array() || list.size() > kMaxCommBuffers)
       return name + " with buffers that are not a list of at most " +
@@ -60,21 +62,21 @@ std::variant<WorkerComm, std::string> check_worker_comm(std::string_view type, c
 json checked_comm_list(const json& frame,
                        const std::function<std::string(const std::string&)>& known_target) {
   json comms = json::object();
-  json listed = field(frame, "comms");
+  const json& listed = field(frame, "comms");
   if (!listed.is_object()) return comms;
   for (const auto& [id, entry] : listed.items()) {
     if (comms.size() >= kMaxCommInfoEntries) break;
     if (id.empty() || id.size() > kMaxCommId || !entry.is_object()) continue;
-    json target = field(entry, "target_name");
+    const json& target = field(entry, "target_name");
     if (!usable_comm_name(target)) continue;
-    if (known_target) {
-      // A reloaded page rebuilds its widgets from this list: only comms it was told of, by the
-      // target it was told.
-      std::string known = known_target(id);
-      if (known.empty()) continue;
-      target = known;
+    if (!known_target) {
+      comms[id] = {{"target_name", target}};
+      continue;
     }
-    comms[id] = {{"target_name", target}};
+    // A reloaded page rebuilds its widgets from this list: only comms it was told of, by the
+    // target it was told.
+    std::string known = known_target(id);
+    if (!known.empty()) comms[id] = {{"target_name", known}};
   }
   return comms;
 }

@@ -549,50 +549,48 @@ void WorkspaceBroker::answer(Call& call) {
     hand_back(fd.get(), flags, true);
   };
 
-  // `again`: the name was made by someone else between the walk and the open (the host); the
-  // call is answered afresh, once.
-  std::function<void(int, uint64_t, int, mode_t, bool)> do_open =
-      [&](int dirfd, uint64_t address, int flags, mode_t mode, bool again) {
-        bool tmpfile = (flags & kOTmpfileBit) != 0;
-        bool follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
-        WalkedPath at;
-        int resolved = judge.resolve(dirfd, address, follow || tmpfile, at);
-        if (resolved == EXDEV && !at.name.empty()) return reopen(at, flags);
-        if (resolved) return call.reply(resolved);
-        if (gone()) return;
-        if (at.name.empty()) return call.reply(EISDIR);
-        if (at.dots_last && !tmpfile && (flags & O_CREAT)) return call.reply(EISDIR);
-        if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
-        struct stat st {};
-        bool there = exists(at, st);
-        bool writes = (flags & (O_WRONLY | O_RDWR | O_TRUNC)) != 0;
-        if (!there && !(flags & (O_CREAT | kOTmpfileBit))) return call.reply(ENOENT);
-        if (tmpfile) {
-          if (judge.in_workspace(at)) return call.reply(EOPNOTSUPP);  // unnamed bytes, uncounted
-          if (int error = judge.decide(at, Change::write)) return call.reply(error);
-        } else if (there && !writes) {
-          // O_CREAT on a file that is there: a read, which the workspace allows; elsewhere only
-          // where the sandbox may write (Landlock's limits are not the broker's own)
-          if (!judge.in_workspace(at))
-            if (int error = judge.decide(at, Change::write)) return call.reply(error);
-        } else if (int error = judge.decide(at, there ? Change::write : Change::create)) {
-          return call.reply(error);
-        }
-        mode_t created = (flags & (O_CREAT | kOTmpfileBit)) ? (mode & 0777 & ~umasks.of(pid)) : 0;
-        // What is there and is no regular file (a FIFO) is opened without blocking.
-        bool special = there && !S_ISREG(st.st_mode);
-        // What was not there is made, not opened: a FIFO the host put there meanwhile is not
-        // opened blocking.
-        int open_flags = (flags | O_NOFOLLOW | O_CLOEXEC | (special ? O_NONBLOCK : 0) |
-                          (there || tmpfile ? 0 : O_EXCL)) &
-                         ~O_NOCTTY;
-        Fd fd(::openat(at.parent.get(), at.name.c_str(), open_flags, created));
-        if (!fd && errno == EEXIST && !(flags & O_EXCL) && !again)
-          return do_open(dirfd, address, flags, mode, true);
-        if (!fd) return call.reply(errno);
-        if (!there && at.name == kEnvironmentMarker) invalidate();  // a folder became a venv
-        hand_back(fd.get(), flags, special);
-      };
+  auto do_open = [&](int dirfd, uint64_t address, int flags, mode_t mode) {
+    bool tmpfile = (flags & kOTmpfileBit) != 0;
+    bool follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+    WalkedPath at;
+    int resolved = judge.resolve(dirfd, address, follow || tmpfile, at);
+    if (resolved == EXDEV && !at.name.empty()) return reopen(at, flags);
+    if (resolved) return call.reply(resolved);
+    if (gone()) return;
+    if (at.name.empty()) return call.reply(EISDIR);
+    if (at.dots_last && !tmpfile && (flags & O_CREAT)) return call.reply(EISDIR);
+    if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
+    struct stat st {};
+    bool there = exists(at, st);
+    bool writes = (flags & (O_WRONLY | O_RDWR | O_TRUNC)) != 0;
+    if (!there && !(flags & (O_CREAT | kOTmpfileBit))) return call.reply(ENOENT);
+    if (tmpfile) {
+      if (judge.in_workspace(at)) return call.reply(EOPNOTSUPP);  // unnamed bytes, uncounted
+      if (int error = judge.decide(at, Change::write)) return call.reply(error);
+    } else if (there && !writes) {
+      // O_CREAT on a file that is there: a read, which the workspace allows; elsewhere only
+      // where the sandbox may write (Landlock's limits are not the broker's own)
+      if (!judge.in_workspace(at))
+        if (int error = judge.decide(at, Change::write)) return call.reply(error);
+    } else if (int error = judge.decide(at, there ? Change::write : Change::create)) {
+      return call.reply(error);
+    }
+    mode_t created = (flags & (O_CREAT | kOTmpfileBit)) ? (mode & 0777 & ~umasks.of(pid)) : 0;
+    // What is there and is no regular file (a FIFO) is opened without blocking.
+    bool special = there && !S_ISREG(st.st_mode);
+    int open_flags = (flags | O_NOFOLLOW | O_CLOEXEC | (special ? O_NONBLOCK : 0)) & ~O_NOCTTY;
+    // What was not there is made, not opened; if the host made the name meanwhile, what it
+    // made is opened as the call asked, without blocking (it may be a FIFO).
+    bool made = !there && !tmpfile;
+    Fd fd(::openat(at.parent.get(), at.name.c_str(), open_flags | (made ? O_EXCL : 0), created));
+    if (!fd && made && errno == EEXIST && !(flags & O_EXCL)) {
+      special = true;
+      fd.reset(::openat(at.parent.get(), at.name.c_str(), open_flags | O_NONBLOCK, created));
+    }
+    if (!fd) return call.reply(errno);
+    if (!there && at.name == kEnvironmentMarker) invalidate();  // a folder became a venv
+    hand_back(fd.get(), flags, special);
+  };
 
   // A name that must not exist yet (mkdir, mknod, symlink): resolved, judged as `change`.
   // false when the call was answered (or its caller went) instead.
@@ -827,12 +825,11 @@ void WorkspaceBroker::answer(Call& call) {
   const uint64_t* a = call.args;
   switch (call.nr) {
     case SYS_open:
-      return do_open(AT_FDCWD, a[0], call.arg_int(1), static_cast<mode_t>(a[2]), false);
+      return do_open(AT_FDCWD, a[0], call.arg_int(1), static_cast<mode_t>(a[2]));
     case SYS_openat:
-      return do_open(dirfd_arg(0), a[1], call.arg_int(2), static_cast<mode_t>(a[3]), false);
+      return do_open(dirfd_arg(0), a[1], call.arg_int(2), static_cast<mode_t>(a[3]));
     case SYS_creat:
-      return do_open(AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC, static_cast<mode_t>(a[1]),
-                     false);
+      return do_open(AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC, static_cast<mode_t>(a[1]));
     case SYS_mkdir:
       return do_mkdir(AT_FDCWD, a[0], static_cast<mode_t>(a[1]));
     case SYS_mkdirat:
