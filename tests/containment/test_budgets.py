@@ -406,9 +406,11 @@ def test_a_daemon_thread_spinning_between_cells_is_stopped_at_the_cpu_limit(tmp_
         assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "False\n"
     records = [json.loads(line) for line in audit.read_text().splitlines()]
     stopped = [r for r in records if r["event"] == "background_cpu"]
-    # Stopped by --cpu 3, once past it (which limit held, rather than a bound on how late).
+    # Stopped by --cpu 3, once past it, and before it had taken much more: CPU the sandbox
+    # spent (a containment bound, not a duration: the sampler looks once a second of wall time,
+    # so at most about a second of CPU more, however loaded the machine).
     assert len(stopped) == 1 and stopped[0]["limit_seconds"] == 3, stopped
-    assert stopped[0]["cpu_seconds"] >= 3, stopped
+    assert 3 <= stopped[0]["cpu_seconds"] < 5, stopped
 
 
 def test_cpu_spent_between_cells_is_charged_to_the_next_cell():
