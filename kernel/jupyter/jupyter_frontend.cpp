@@ -93,16 +93,17 @@ void JupyterFrontend::reply(Channel channel, const WireMessage& parent, const st
 
 void JupyterFrontend::publish(const std::string& type, nlohmann::json content,
                               const WireMessage* parent) {
-  publish_with_buffers(type, std::move(content), parent, {});
+  publish_comm(type, std::move(content), nlohmann::json::object(), parent, {});
 }
 
-void JupyterFrontend::publish_with_buffers(const std::string& type, nlohmann::json content,
-                                           const WireMessage* parent,
-                                           std::vector<std::string> buffers) {
+void JupyterFrontend::publish_comm(const std::string& type, nlohmann::json content,
+                                   nlohmann::json metadata, const WireMessage* parent,
+                                   std::vector<std::string> buffers) {
   WireMessage message;
   message.identities = {"kernel." + session_id_.substr(0, 8) + "." + type};
   message.header = make_header(type, session_id_);
   if (parent) message.parent_header = parent->header;
+  message.metadata = std::move(metadata);
   message.content = std::move(content);
   message.buffers = std::move(buffers);
   transport_.publish(serialize_wire_message(message, signer_));

@@ -24,8 +24,8 @@ class JupyterFrontend : public Frontend {
   void reply(Channel channel, const WireMessage& parent, const std::string& type,
              nlohmann::json content, nlohmann::json metadata) override;
   void publish(const std::string& type, nlohmann::json content, const WireMessage* parent) override;
-  void publish_with_buffers(const std::string& type, nlohmann::json content,
-                            const WireMessage* parent, std::vector<std::string> buffers) override;
+  void publish_comm(const std::string& type, nlohmann::json content, nlohmann::json metadata,
+                    const WireMessage* parent, std::vector<std::string> buffers) override;
   void request_input(const WireMessage& parent, nlohmann::json content) override;
 
  private:

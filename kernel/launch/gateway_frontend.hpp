@@ -35,9 +35,10 @@ class GatewayFrontend : public Frontend {
                const WireMessage* parent) override {
     jupyter_.publish(type, std::move(content), parent);
   }
-  void publish_with_buffers(const std::string& type, nlohmann::json content,
-                            const WireMessage* parent, std::vector<std::string> buffers) override {
-    jupyter_.publish_with_buffers(type, std::move(content), parent, std::move(buffers));
+  void publish_comm(const std::string& type, nlohmann::json content, nlohmann::json metadata,
+                    const WireMessage* parent, std::vector<std::string> buffers) override {
+    jupyter_.publish_comm(type, std::move(content), std::move(metadata), parent,
+                          std::move(buffers));
   }
   void request_input(const WireMessage& parent, nlohmann::json content) override {
     jupyter_.request_input(parent, std::move(content));

@@ -24,6 +24,8 @@ const std::set<std::string, std::less<>> kInertMimeTypes = {"text/plain",
                                                             "image/webp",
                                                             "image/bmp",
                                                             "application/json",
+                                                            // %audit's records (no renderer)
+                                                            "application/vnd.belljar.audit+json",
                                                             "application/vnd.jupyter.stdout",
                                                             "application/vnd.jupyter.stderr"};
 

@@ -61,8 +61,8 @@ void Kernel::publish_comm(const std::string& type, const json& frame) {
   redactor_.redact_json(comm.content);  // decoded character references could spell a secret
   if (!budget_.take_whole(comm.size)) return refuse(type + " past the output limit");
   ++cell_->comm_published;
-  frontend_->publish_with_buffers(type, std::move(comm.content), &cell_->request,
-                                  std::move(comm.buffers));
+  frontend_->publish_comm(type, std::move(comm.content), std::move(comm.metadata), &cell_->request,
+                          std::move(comm.buffers));
 }
 
 // Said on stderr once per cell, or once per comm budget window: the widgets on the page may be

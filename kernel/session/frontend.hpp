@@ -37,10 +37,13 @@ class Frontend {
                      nlohmann::json content, nlohmann::json metadata) = 0;
   virtual void publish(const std::string& type, nlohmann::json content,
                        const WireMessage* parent) = 0;
-  // A message with binary buffers (comm messages): the Jupyter front door sends them as extra
-  // frames; the others have no use for them and publish the content alone.
-  virtual void publish_with_buffers(const std::string& type, nlohmann::json content,
-                                    const WireMessage* parent, std::vector<std::string> buffers) {
+  // A comm message, with its metadata (ipywidgets' protocol version) and binary buffers: the
+  // Jupyter front door sends them (buffers as extra frames); the others have no use for them
+  // and publish the content alone.
+  virtual void publish_comm(const std::string& type, nlohmann::json content,
+                            nlohmann::json metadata, const WireMessage* parent,
+                            std::vector<std::string> buffers) {
+    (void)metadata;
     (void)buffers;
     publish(type, std::move(content), parent);
   }

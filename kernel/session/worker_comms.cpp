@@ -23,6 +23,27 @@ json object_at(const json& holder, const char* key) {
 
 }  // namespace
 
+json comm_metadata(const json& metadata) {
+  if (!metadata.is_object()) return json::object();
+  const json& version = field(metadata, "version");
+  if (!version.is_string()) return json::object();
+  const std::string& text = version.get_ref<const std::string&>();
+  // Up to four numbers of up to six digits, dot-separated: "2", "2.1.0".
+  size_t numbers = 0, digits = 0;
+  for (char c : text) {
+    if (c >= '0' && c <= '9' && digits < 6) {
+      ++digits;
+    } else if (c == '.' && digits > 0 && numbers < 3) {
+      ++numbers;
+      digits = 0;
+    } else {
+      return json::object();
+    }
+  }
+  if (digits == 0) return json::object();
+  return {{"version", text}};
+}
+
 bool usable_comm_name(const json& value) {
   return value.is_string() && !value.get_ref<const std::string&>().empty() &&
          value.get_ref<const std::string&>().size() <= kMaxCommId;
@@ -41,7 +62,7 @@ std::variant<WorkerComm, std::string> check_worker_comm(std::string_view type, c
     const json& module = field(frame, "target_module");
     comm.content["target_module"] = usable_comm_name(module) ? module : json(nullptr);
   }
-  comm.metadata = object_at(frame, "metadata");
+  comm.metadata = comm_metadata(field(frame, "metadata"));
   comm.size = dump_json(comm.content).size() + dump_json(comm.metadata).size();
   const json& list = field(frame, "buffers");
   if (!list.is_null()) {

@@ -33,10 +33,14 @@ bool usable_comm_name(const nlohmann::json& value);
 // A worker's comm_open, comm_msg or comm_close as the frontend will get it.
 struct WorkerComm {
   nlohmann::json content;            // comm_id, data; target_name and target_module to open
-  nlohmann::json metadata;           // an object
+  nlohmann::json metadata;           // {} or {"version": "2.1.0"} (comm_metadata)
   std::vector<std::string> buffers;  // decoded
   size_t size = 0;                   // what it costs the output budget: all of it
 };
+// A comm message's metadata as the page gets it: only a protocol `version` of digits and dots
+// (ipywidgets 8's widget manager refuses a comm_open without its major version, and reads
+// nothing else there); any other key, or another shape, is left out.
+nlohmann::json comm_metadata(const nlohmann::json& metadata);
 // The message, or why it is refused. `type`: comm_open, comm_msg or comm_close.
 std::variant<WorkerComm, std::string> check_worker_comm(std::string_view type,
                                                         const nlohmann::json& frame);

@@ -845,7 +845,7 @@ def test_each_request_is_recorded_and_the_cell_sums_tokens_and_latency(recorded,
     assert cell["secrets"] == facts
     _, outputs = execute(kc, "%audit 3")
     shown = [m["content"]["data"] for m in of_type(outputs, "display_data")]
-    assert shown and [r for r in shown[0]["application/json"]["records"]
+    assert shown and [r for r in shown[0]["application/vnd.belljar.audit+json"]["records"]
                       if r["execution_count"] == count][0]["secrets"] == facts
     assert "API calls" in shown[0]["text/plain"]
     assert "3 (%d+%d tokens" % (facts["input_tokens"], facts["output_tokens"]) in shown[0]["text/plain"]

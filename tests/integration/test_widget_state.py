@@ -243,6 +243,9 @@ def test_ipywidgets_8_ordinary_widgets_reach_the_page_whole(kernel8):
                      if m["content"]["data"]["state"].get("_model_name") == "ImageModel"]
     assert image_open["content"]["data"]["buffer_paths"] == [["value"]]
     assert bytes(image_open["buffers"][0]) == bytes.fromhex("89504e470d0a1a0a")
+    # Each comm_open carries the widget protocol's version in its metadata: ipywidgets 8's page
+    # refuses to make a model without it ("Wrong widget protocol version").
+    assert {m["metadata"].get("version") for m in of_type(outputs, "comm_open")} == {"2.1.0"}
     # What the Output widget captures is the cell's output, routed by the page to the widget.
     assert any(m["content"].get("text") == "inside the output widget\n"
                for m in of_type(outputs, "stream"))
@@ -263,3 +266,10 @@ def test_ipywidgets_8_active_parts_and_unregistered_versions_are_withheld(kernel
                        "    '_view_name': 'IntSliderView', 'value': 1}, 'buffer_paths': []})")
     assert of_type(outputs, "comm_open") == []
     assert "not a version of @jupyter-widgets/controls that ipywidgets registers" in stderr_of(outputs)
+    # The metadata keeps the version alone, of digits and dots; nothing else reaches the page.
+    outputs = sent(kc, "from comm import create_comm\n"
+                       "create_comm(target_name='belljar.probe', data={}, metadata={\n"
+                       "    'version': '2.1.0', 'html': '<img src=x onerror=alert(1)>'})\n"
+                       "create_comm(target_name='belljar.probe', data={},\n"
+                       "            metadata={'version': '2<img src=x onerror=alert(1)>'})")
+    assert [m["metadata"] for m in of_type(outputs, "comm_open")] == [{"version": "2.1.0"}, {}]

@@ -40,9 +40,14 @@ def _cell(key, value):
     return str(value)
 
 
+AUDIT_JSON = "application/vnd.belljar.audit+json"
+
+
 def audit_bundle(records, log_error=None):
-    """text/plain, text/html and application/json of the records; `log_error` is the supervisor's
-    word that audit records could not be written (they are missing from the audit log)."""
+    """text/plain, text/html and the records as JSON; `log_error` is the supervisor's word that
+    audit records could not be written (they are missing from the audit log). The JSON has a type
+    of its own: JupyterLab ranks `application/json` above HTML and would show a learner a
+    collapsed JSON tree where the table is meant; a client reads the records under AUDIT_JSON."""
     import html  # only when %audit runs: plain cells don't pay for it
     rows = [[_cell(key, record.get(key)) for key, _ in COLUMNS] for record in records]
     header = [title for _, title in COLUMNS]
@@ -56,8 +61,8 @@ def audit_bundle(records, log_error=None):
         "text/plain": text + ("\n" + warning if warning else ""),
         "text/html": "<table><thead><tr>%s</tr></thead><tbody>%s</tbody></table>" % (head, table)
                      + ("<p><strong>%s</strong></p>" % html.escape(warning) if warning else ""),
-        "application/json": {"records": records},
+        AUDIT_JSON: {"records": records},
     }
     if warning:
-        bundle["application/json"]["log_error"] = log_error
+        bundle[AUDIT_JSON]["log_error"] = log_error
     return bundle

@@ -43,6 +43,22 @@ TEST_CASE("a worker's comm message passes in its checked shape", "[worker_comms]
   CHECK(std::get<WorkerComm>(plain).metadata == json::object());
 }
 
+TEST_CASE("a comm message's metadata keeps only a protocol version of digits and dots",
+          "[worker_comms]") {
+  CHECK(comm_metadata({{"version", "2.1.0"}}) == json{{"version", "2.1.0"}});
+  CHECK(comm_metadata({{"version", "2"}}) == json{{"version", "2"}});
+  CHECK(comm_metadata({{"version", "1.2.3.4"}}) == json{{"version", "1.2.3.4"}});
+  // other keys never pass; another shape of version is left out, never repaired
+  CHECK(comm_metadata({{"version", "2.1.0"}, {"html", "<img src=x onerror=alert(1)>"}}) ==
+        json{{"version", "2.1.0"}});
+  for (const char* bad : {"", ".", "2.", ".2", "2..1", "1.2.3.4.5", "1234567", "2.1.0-rc",
+                          "2.1.0<script>", " 2", "v2"})
+    CHECK(comm_metadata({{"version", bad}}) == json::object());
+  CHECK(comm_metadata({{"version", 2}}) == json::object());
+  CHECK(comm_metadata({{"other", "x"}}) == json::object());
+  CHECK(comm_metadata("2.1.0") == json::object());
+}
+
 TEST_CASE("a worker's comm message that is not of the protocol's shape is refused",
           "[worker_comms]") {
   CHECK(refusal("comm_msg", json::object()) == "comm_msg without a usable comm_id");
