@@ -11,8 +11,14 @@ if command -v ccache >/dev/null; then
 fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
 cmake --build "$build" -j"$(nproc)"
-# The build tree's Python tools from PyPI, exact versions with hashes, in a venv of their own
-# (scripts/python-env.sh; seconds once pip's cache has them): ruff, for `style: ruff`, and a
-# learner's venv of current PyPI releases the notebooks run in (tests/integration/test_notebooks).
-"$root/scripts/python-env.sh" lint "$build" >/dev/null
-"$root/scripts/python-env.sh" sandbox-python "$build" >/dev/null
+# The build tree's Python from PyPI, exact versions with hashes, each in a venv of its own
+# (scripts/python-env.sh; seconds once pip's cache has them): ruff, for `style: ruff`; a
+# learner's venv of current PyPI releases the notebooks run in (tests/integration/test_notebooks);
+# and the Jupyter frontends and clients the tests drive (JupyterLab, Notebook 7, nbclient,
+# papermill, jupyter_kernel_test, ipykernel as the baseline). BELLJAR_VENVS=0 skips them (the
+# sanitizer build, whose tests are the unit tests and the fuzzers).
+if [ "${BELLJAR_VENVS:-1}" != 0 ]; then
+  for name in lint sandbox-python frontends; do
+    "$root/scripts/python-env.sh" "$name" "$build" >/dev/null
+  done
+fi

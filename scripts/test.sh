@@ -46,7 +46,7 @@ if [ "${BELLJAR_SKIP_SANITIZERS:-}" != 1 ]; then
   # One clang build at -O1 -g1 (-Os and full debug info cost compile time the checks don't
   # need): every object instrumented once, linked into the unit tests and the fuzzers alike.
   stage "build: ASan+UBSan and libFuzzer (clang)"
-  CXX=clang++ BUILD_DIR="$root/build-check" BUILD_TYPE=Debug "$root/scripts/build.sh" \
+  CXX=clang++ BUILD_DIR="$root/build-check" BELLJAR_VENVS=0 BUILD_TYPE=Debug "$root/scripts/build.sh" \
     -DBELLJAR_FUZZ=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DFUZZ_TIME="${BELLJAR_FUZZ_TIME:-25}" \
     || status=1
 
