@@ -10,6 +10,10 @@ port=${BELLJAR_DEMO_PORT:-8765}
 
 "$root/scripts/install-deps.sh"
 BUILD_DIR="$root/build" "$root/scripts/build.sh"
+# build.sh also makes the venvs from PyPI: a learner's Python (ipywidgets 8, numpy, pandas,
+# matplotlib) the session runs in, and the Jupyter clients (nbconvert 7, nbclient 0.11).
+learner_python=$root/build/venvs/sandbox-python/bin/python
+jupyter=$root/build/venvs/frontends/bin/jupyter
 
 # The course's API key, in the kernel's environment only (a real course would export its own).
 # The chat stand-in plays the real API and wants exactly this key.
@@ -18,7 +22,7 @@ export OPENAI_API_KEY=sk-demo-kernel-environment-secret-0123456789
 # The course's policy: a short time cap, and the key bound to the chat service, which is thereby
 # the one allowlisted host (--allow-local-net: localhost is a loopback name). Inside the sandbox
 # OPENAI_API_KEY is a placeholder; the egress proxy puts the real key into requests to that host.
-"$root/build/belljar" install --name belljar --python /usr/bin/python3 --timeout 30 \
+"$root/build/belljar" install --name belljar --python "$learner_python" --timeout 30 \
   --secret "OPENAI_API_KEY@localhost:$port" --allow-local-net "localhost:$port" \
   --set-env "CHAT_API_BASE=https://localhost:$port/v1"
 
@@ -42,11 +46,10 @@ for _ in $(seq 100); do  # listening within 10 s
 done
 
 cd "$out"
-# Executed as `jupyter nbconvert --execute --inplace` would, through a client that also reads
-# Debian 12's ipywidgets 6 (scripts/execute_notebook.py says why nbconvert alone cannot).
-SSL_CERT_FILE="$tls/ca.crt" /usr/bin/python3 "$root/scripts/execute_notebook.py" \
-  --kernel belljar --timeout 300 walkthrough.ipynb
-/usr/bin/python3 -m nbconvert --to html walkthrough.ipynb >/dev/null 2>&1
+# Executed by nbconvert, widget cells included, as a course's CI would run it.
+SSL_CERT_FILE="$tls/ca.crt" "$jupyter" nbconvert --to notebook --execute --inplace \
+  --ExecutePreprocessor.kernel_name=belljar --ExecutePreprocessor.timeout=300 walkthrough.ipynb
+"$jupyter" nbconvert --to html walkthrough.ipynb >/dev/null 2>&1
 echo
 echo "executed walkthrough: $out/walkthrough.ipynb"
 echo "HTML rendering:       $out/walkthrough.html"

@@ -25,6 +25,13 @@ BELLJAR = os.environ.get("BELLJAR", str(SOURCE / "build" / "belljar"))
 PYTHON = "/usr/bin/python3"
 ISOLATION = os.environ.get("BELLJAR_TEST_ISOLATION", "strict")
 TIMEOUT = 60
+# The Jupyter frontends and clients from PyPI (requirements/frontends.txt: nbconvert, papermill,
+# jupyter_console, jupyter_kernel_test, ipykernel as the baseline), in a venv scripts/build.sh
+# makes; the suites run its programs (and tests/clients under its Python) as subprocesses.
+FRONTENDS = pathlib.Path(os.environ.get("BELLJAR_FRONTENDS", SOURCE / "build" / "venvs" / "frontends"))
+# A learner's venv of current PyPI releases (requirements/sandbox-python.txt), for --python.
+SANDBOX_VENV_PYTHON = os.environ.get("BELLJAR_SANDBOX_VENV_PYTHON",
+                                     str(SOURCE / "build" / "venvs" / "sandbox-python" / "bin" / "python"))
 
 # Code for cells that look for a secret's value without holding it (the secrets tests and the
 # containment probes): a needle is the value's first half, its length and its SHA-256, so a

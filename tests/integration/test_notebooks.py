@@ -1,5 +1,10 @@
-"""nbclient executes every notebook in notebooks/ on the belljar kernel, in the sandbox, with the
-chat stand-in running on loopback as the demo runs it: over HTTPS with a demo CA made for the run
+"""Every notebook in notebooks/ runs on the belljar kernel, in the sandbox, through two client
+stacks: Debian 12's (its python3 in the sandbox with ipywidgets 6, nbclient 0.7 in this process)
+and a learner's PyPI stack (a venv of current releases in the sandbox, ipywidgets 8, run by
+`jupyter nbconvert --to notebook --execute` from the frontends venv: nbconvert 7.17, nbclient 0.11,
+as a course's CI runs it, with no helper). papermill re-runs the walkthrough with a parameter.
+
+The chat stand-in runs on loopback as the demo runs it: over HTTPS with a demo CA made for the run
 (scripts/demo-ca.sh) that the kernel trusts through SSL_CERT_FILE in its environment, wanting the
 real OPENAI_API_KEY, which the kernel holds and binds to the stand-in with --secret. An error in
 a cell not tagged raises-exception fails the test."""
@@ -15,22 +20,31 @@ import tempfile
 import urllib.error
 import urllib.request
 
+import nbclient
 import nbformat
 import pytest
 
-from belljar_testing import PYTHON, SOURCE, install_kernelspec
-
-sys.path.insert(0, str(SOURCE / "scripts"))
-from execute_notebook import NotebookClient  # noqa: E402  nbclient, reading ipywidgets 6's widgets too
+from belljar_testing import FRONTENDS, PYTHON, SANDBOX_VENV_PYTHON, SOURCE, install_kernelspec
 
 NOTEBOOKS = sorted((SOURCE / "notebooks").glob("*.ipynb"))
-# The session's Python: Debian's, with its packages, and a learner's venv of current PyPI
-# releases (requirements/sandbox-python.txt, made by scripts/build.sh).
-SESSION_PYTHONS = {"debian": PYTHON,
-                   "venv": os.environ.get("BELLJAR_SANDBOX_VENV_PYTHON",
-                                          str(SOURCE / "build/venvs/sandbox-python/bin/python"))}
+# The session's Python, and the client that runs the notebook with it (execute_notebook).
+SESSION_PYTHONS = {"debian": PYTHON, "venv": SANDBOX_VENV_PYTHON}
 KERNEL_KEY = "sk-kernel-env-secret-abcdef123456"  # the course's key: the kernel's environment only
 PLACEHOLDER = r"belljar-secret-OPENAI_API_KEY-[0-9a-f]{32}"
+KERNEL_NAME = "belljar-nb"
+
+
+class ProtocolOneClient(nbclient.NotebookClient):
+    """Debian's nbclient, reading ipywidgets 6's widgets too. Widget protocol 1 puts a model's
+    state in the comm_open's data itself; nbclient (0.7 as 0.11) reads only protocol 2's
+    data["state"] and stops with KeyError: 'state' at the first widget, on any kernel. A
+    protocol-1 widget is left to the frontend that is not there, as nbclient leaves every model
+    it does not mimic; the cell's own outputs are kept as usual."""
+
+    def on_comm_open_jupyter_widget(self, msg):
+        if "state" not in msg["content"]["data"]:
+            return None
+        return super().on_comm_open_jupyter_widget(msg)
 
 
 @pytest.fixture(scope="module")
@@ -51,20 +65,51 @@ def chat_service():
     shutil.rmtree(tls, ignore_errors=True)
 
 
-def execute_notebook(path, service, workdir, python=PYTHON):
+def course_kernelspec(service, python):
+    """The course's kernelspec (the demo's policy) in a fresh prefix; returns the prefix."""
     prefix = tempfile.mkdtemp(prefix="belljar-nb-")
     port = service["port"]
-    spec = install_kernelspec(prefix, "belljar-nb", [
+    install_kernelspec(prefix, KERNEL_NAME, [
         "--python", python, "--timeout", "30", "--secret", f"OPENAI_API_KEY@localhost:{port}",
         "--allow-local-net", f"localhost:{port}",
         "--set-env", f"CHAT_API_BASE=https://localhost:{port}/v1"])
-    os.environ["JUPYTER_PATH"] = str(spec.parent.parent)
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, kernel_name="belljar-nb", timeout=120,
-                            resources={"metadata": {"path": str(workdir)}})
-    client.execute()
-    shutil.rmtree(prefix, ignore_errors=True)
-    return nb
+    return prefix
+
+
+def client_env(service, prefix):
+    """What the client, and so the kernel it starts, runs with: the kernelspec's prefix, the
+    course's key, and the demo CA it verifies the service with."""
+    return dict(os.environ, JUPYTER_PATH=f"{prefix}/share/jupyter", OPENAI_API_KEY=KERNEL_KEY,
+                SSL_CERT_FILE=service["ca"])
+
+
+def execute_notebook(path, service, workdir, python="debian"):
+    """The notebook at `path` executed in `workdir` (the kernel's workspace), as the notebook
+    the client wrote."""
+    prefix = course_kernelspec(service, SESSION_PYTHONS[python])
+    env = client_env(service, prefix)
+    try:
+        if python == "debian":
+            saved = dict(os.environ)
+            os.environ.update(env)
+            try:
+                nb = nbformat.read(path, as_version=4)
+                ProtocolOneClient(nb, kernel_name=KERNEL_NAME, timeout=120,
+                                  resources={"metadata": {"path": str(workdir)}}).execute()
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+            return nb
+        shutil.copy(path, workdir / path.name)
+        done = subprocess.run(
+            [FRONTENDS / "bin" / "jupyter", "nbconvert", "--to", "notebook", "--execute",
+             f"--ExecutePreprocessor.kernel_name={KERNEL_NAME}", "--ExecutePreprocessor.timeout=120",
+             "--output", f"executed-{path.name}", path.name],
+            cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-4000:]
+        return nbformat.read(workdir / f"executed-{path.name}", as_version=4)
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
 
 
 def outputs_of(nb):
@@ -88,14 +133,7 @@ def widget_outputs_of(nb):
 def test_notebook_runs_without_unexpected_errors(path, python, chat_service, tmp_path):
     os.chmod(tmp_path, 0o777)
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-notebook-test-secret-123456\n")
-    # What the kernel inherits: the course's key, and the demo CA it verifies the service with.
-    os.environ["OPENAI_API_KEY"] = KERNEL_KEY
-    os.environ["SSL_CERT_FILE"] = chat_service["ca"]
-    try:
-        nb = execute_notebook(path, chat_service, tmp_path, SESSION_PYTHONS[python])
-    finally:
-        del os.environ["OPENAI_API_KEY"]
-        del os.environ["SSL_CERT_FILE"]
+    nb = execute_notebook(path, chat_service, tmp_path, python)
     text = text_of(outputs_of(nb))
     assert "sk-notebook-test-secret" not in text and "sk-kernel-env-secret" not in text
     assert "sk-kernel-env-secret" not in nbformat.writes(nb)  # the saved notebook, metadata and all
@@ -120,6 +158,49 @@ def test_notebook_runs_without_unexpected_errors(path, python, chat_service, tmp
         shown = text + text_of(widget_outputs_of(nb))
         assert re.search(r"workload 1,000,000: \d+\.\d\d s \(the kernel's cap: 30 s\)\n.*answered by",
                          shown), shown
+
+
+def test_papermill_reruns_the_walkthrough_with_a_parameter(chat_service, tmp_path):
+    """`papermill walkthrough.ipynb out.ipynb -k belljar -p workload 5`, as a course author re-runs
+    an exercise with other values: papermill puts its cell after the one tagged `parameters`,
+    and sections 4 and the widget exercise run with workload 5, not 10**6. papermill counts an
+    error output as a failure even in a cell tagged raises-exception: it runs every cell (the
+    tag lets the run go on), then exits 1 naming the first error, which must be section 4's
+    TimeoutError, the one the walkthrough means to show."""
+    os.chmod(tmp_path, 0o777)
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-notebook-test-secret-123456\n")
+    shutil.copy(SOURCE / "notebooks" / "walkthrough.ipynb", tmp_path / "walkthrough.ipynb")
+    prefix = course_kernelspec(chat_service, SANDBOX_VENV_PYTHON)
+    try:
+        done = subprocess.run([FRONTENDS / "bin" / "papermill", "walkthrough.ipynb", "out.ipynb",
+                               "-k", KERNEL_NAME, "-p", "workload", "5"],
+                              cwd=tmp_path, env=client_env(chat_service, prefix),
+                              capture_output=True, text=True, timeout=900)
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+    nb = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    limits = next(cell for cell in code if cell.source.startswith("%%limits"))
+    assert done.returncode == 1, done.stderr[-4000:]
+    assert re.search(r"PapermillExecutionError: \n-+\nException encountered at \"In \[%d\]\"" %
+                     limits.execution_count, done.stderr), done.stderr[-4000:]
+    assert "TimeoutError" in done.stderr
+    errors = [(cell.source, o.ename) for cell in code for o in cell.outputs if o.output_type == "error"]
+    assert errors == [(limits.source, "TimeoutError")]
+    # Every cell ran, in order, the injected one right after the parameters cell.
+    assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
+    tags = [cell.metadata.get("tags", []) for cell in code]
+    at = tags.index(["parameters"])
+    assert tags[at + 1] == ["injected-parameters"]
+    assert re.search(r"^workload = 5$", code[at + 1].source, re.M), code[at + 1].source
+    assert nb.metadata.papermill.parameters == {"workload": 5}
+    # Section 4 summed five squares (0 + 1 + 4 + 9 + 16), and the widget exercise ran with 5.
+    section4 = next(cell for cell in code if "range(workload)" in cell.source and "survivor" in cell.source)
+    assert [o.data["text/plain"] for o in section4.outputs if o.output_type == "execute_result"] == ["30"]
+    shown = text_of(widget_outputs_of(nb))
+    assert re.search(r"^workload 5: \d+\.\d\d s \(the kernel's cap: 30 s\)\n.*answered by", shown, re.M), shown
+    assert "workload 1,000,000" not in shown
+    assert "sk-kernel-env-secret" not in nbformat.writes(nb)
 
 
 def test_the_chat_standin_wants_the_real_key_over_https(chat_service):

@@ -2,7 +2,7 @@
 
 The commands are read from README.md itself and the documents in docs/ it links: each line of its shell blocks and of its command
 line synopsis, and each inline code span, that starts with `belljar`, `build/belljar`,
-`jupyter`, `./scripts/`, `/usr/bin/python3` or `echo`. Each one is either run here (COMMANDS) or skipped
+`jupyter`, `papermill`, `./scripts/`, `/usr/bin/python3` or `echo`. Each one is either run here (COMMANDS) or skipped
 for a reason given in SKIPPED; a command added to the README that is in neither fails
 test_every_readme_command_is_run_or_skipped_for_a_reason until it is handled here.
 
@@ -34,7 +34,7 @@ from belljar_testing import (
 )
 
 README = user_docs()  # README.md and the docs/ it links
-STARTS = r"(?:\./scripts/|build/belljar |belljar |jupyter |/usr/bin/python3 |echo )"
+STARTS = r"(?:\./scripts/|build/belljar |belljar |jupyter |papermill |/usr/bin/python3 |echo )"
 POLICY = f"--python {PYTHON} --isolation {ISOLATION}"
 
 # The README's command -> why this test does not run it.
@@ -56,6 +56,9 @@ SKIPPED = {
     "belljar kernel": "the command's name in prose; kernel.json runs it (`jupyter console` below)",
     "./scripts/build-image.sh":
         "builds the kernel image (root, podman, minutes): tests/image/test_kernel_image.py runs it",
+    "papermill walkthrough.ipynb out.ipynb -k belljar -p workload 5":
+        "the walkthrough needs its chat stand-in and papermill from the frontends venv: "
+        "tests/integration/test_notebooks.py runs it (test_papermill_reruns_the_walkthrough_with_a_parameter)",
     "/usr/bin/python3 bench/bench.py":
         "the benchmark: minutes of runs, and it rewrites bench/RESULTS.md in the source tree",
     "/usr/bin/python3 bench/density.py":

@@ -9,11 +9,10 @@ frontend would receive it through jupyter_client; under --active-output allow th
 pass unchanged (so the checks here are what makes the difference). tests/browser runs the
 module-loading vectors in a real page."""
 import json
-import os
 
 import pytest
 
-from belljar_testing import SOURCE, execute, of_type, running_kernel, stderr_of
+from belljar_testing import SANDBOX_VENV_PYTHON, execute, of_type, running_kernel, stderr_of
 
 EVIL_MODULE = "/files/evil.js"
 RAW_WIDGET = """
@@ -205,13 +204,10 @@ def test_allow_passes_the_same_messages_unchanged():
 
 # -- ipywidgets 8 (widget protocol 2), in a learner's venv of current PyPI releases ----------
 
-VENV_PYTHON = os.environ.get("BELLJAR_SANDBOX_VENV_PYTHON",
-                             str(SOURCE / "build/venvs/sandbox-python/bin/python"))
-
 
 @pytest.fixture(scope="module")
 def kernel8():
-    with running_kernel(flags=["--timeout", "20", "--python", VENV_PYTHON]) as (km, kc):
+    with running_kernel(flags=["--timeout", "20", "--python", SANDBOX_VENV_PYTHON]) as (km, kc):
         reply, outputs = execute(kc, RAW_WIDGET + "import ipywidgets as w\n"
                                  "assert w.__version__.startswith('8.'), w.__version__")
         assert reply["content"]["status"] == "ok", stderr_of(outputs)
