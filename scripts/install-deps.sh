@@ -25,8 +25,9 @@ packages=(
   # the `jupyter kernelspec|console|nbconvert` commands the README shows (python3-* are modules only)
   jupyter-client jupyter-console jupyter-nbconvert
   # tests and tools: network namespaces, certificates (scripts/demo-ca.sh), a client the
-  # secrets tests run inside the sandbox (curl), browser
-  iproute2 openssl curl procps git chromium chromium-driver
+  # secrets tests run inside the sandbox (curl), browser, a terminal jupyter console runs in
+  # (tmux: tests/integration/test_console.py)
+  iproute2 openssl curl procps git chromium chromium-driver tmux
   # the kernel image (scripts/build-image.sh, tests/image): a Debian root file system, podman
   mmdebstrap podman runc
 )
