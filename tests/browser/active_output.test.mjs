@@ -14,15 +14,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
-import { chromium } from 'playwright-core';
-
-import { allCellsDone, freePort, said, start, stop, whenPage } from './harness.mjs';
+import {
+  allCellsDone, freePort, launchChromium, said, start, stopServer, whenPage,
+} from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
 const BELLJAR = process.env.BELLJAR ?? path.join(SOURCE, 'build', 'belljar');
 const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
-const CHROMIUM = '/usr/bin/chromium';
 const NOTEBOOK_SERVER = '/usr/bin/jupyter-notebook';
 const PYTHON = '/usr/bin/python3';
 const RUN_ALL_TIMEOUT = 120_000;
@@ -165,12 +164,7 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     // It says it is running once it listens.
     await said(server, 'jupyter-notebook', /is running at/, 60_000);
     assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
-    context = await chromium.launchPersistentContext(dirs.chromium, {
-      executablePath: CHROMIUM, headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-        '--disable-component-update', '--no-first-run'],
-      viewport: { width: 1280, height: 900 },
-    });
+    context = await launchChromium(dirs.chromium);
     page = context.pages()[0] ?? await context.newPage();
     page.on('console', (message) => consoleLines.push(message.text()));
   }
@@ -244,17 +238,7 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
 
   after(async () => {
     await context?.close();
-    if (server && server.exitCode === null) {
-      try {
-        for (const { name } of await (await fetch(`${base}/api/terminals?token=${token}`)).json())
-          await fetch(`${base}/api/terminals/${name}?token=${token}`, { method: 'DELETE' });
-        for (const { id } of await (await fetch(`${base}/api/kernels?token=${token}`)).json())
-          await fetch(`${base}/api/kernels/${id}?token=${token}`, { method: 'DELETE' });
-      } catch (error) {
-        process.stderr.write(`shutting down: ${error}\n`);
-      }
-    }
-    await stop(server);
+    await stopServer(server, base, token);
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 

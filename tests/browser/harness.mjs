@@ -1,8 +1,11 @@
 // What the browser suites share: free loopback ports, child processes whose output is kept for
 // the failure report (and can be waited on for what they say), and the page's own test of
 // "every cell has run and all its output is in".
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
+import path from 'node:path';
+
+import { chromium } from 'playwright-core';
 
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -103,4 +106,54 @@ export async function stop(child) {
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await child.exited;
   clearTimeout(timer);
+}
+
+// Debian's Chromium, headless, with a profile of its own (never a downloaded browser).
+export function launchChromium(userDataDir, viewport = { width: 1280, height: 900 }) {
+  return chromium.launchPersistentContext(userDataDir, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--no-first-run'],
+    viewport,
+  });
+}
+
+// The course as the demo sets it up (scripts/demo.sh): the chat stand-in on a free loopback port,
+// over HTTPS with a demo CA made for the run (in `tls`), wanting `serverSecret` as its key; and
+// the kernelspec `belljar` with the course's policy in a private prefix, its sandbox on `python`.
+// Returns the stand-in's process and port.
+export async function startCourse({ source, belljar, prefix, tls, python, isolation, serverSecret }) {
+  const ca = spawnSync(path.join(source, 'scripts', 'demo-ca.sh'), [tls, 'localhost'], { encoding: 'utf8' });
+  if (ca.status !== 0) throw new Error(`demo-ca.sh: ${ca.stderr}`);
+  const chat = start('/usr/bin/python3', [path.join(source, 'notebooks', 'services', 'chat_standin.py'),
+    '--port', '0', '--tls-cert', path.join(tls, 'localhost.crt'), '--tls-key', path.join(tls, 'localhost-key.txt')],
+  { env: { ...process.env, OPENAI_API_KEY: serverSecret } });
+  const chatPort = (await said(chat, 'chat stand-in', /127\.0\.0\.1:(\d+)/, 20_000))[1];
+  const install = spawnSync(belljar, ['install', '--prefix', prefix, '--name', 'belljar',
+    '--python', python, '--timeout', '30', '--secret', `OPENAI_API_KEY@localhost:${chatPort}`,
+    '--allow-local-net', `localhost:${chatPort}`,
+    '--set-env', `CHAT_API_BASE=https://localhost:${chatPort}/v1`, '--isolation', isolation],
+  { encoding: 'utf8' });
+  if (install.status !== 0) {
+    await stop(chat);
+    throw new Error(`belljar install: ${install.stderr}`);
+  }
+  return { chat, chatPort };
+}
+
+// Closes the server's terminals (a probe may have opened one) and shuts its kernels down through
+// its API (so that no sandbox outlives the test), then stops the server.
+export async function stopServer(server, base, token) {
+  if (server && server.exitCode === null) {
+    try {
+      for (const { name } of await (await fetch(`${base}/api/terminals?token=${token}`)).json())
+        await fetch(`${base}/api/terminals/${name}?token=${token}`, { method: 'DELETE' });
+      const kernels = await (await fetch(`${base}/api/kernels?token=${token}`)).json();
+      for (const { id } of kernels) await fetch(`${base}/api/kernels/${id}?token=${token}`, { method: 'DELETE' });
+    } catch (error) {
+      process.stderr.write(`shutting the kernels down: ${error}\n`);
+    }
+  }
+  await stop(server);
 }

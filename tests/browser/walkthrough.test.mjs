@@ -7,7 +7,6 @@
 // a full-page screenshot and one of the widget exercise after its slider was dragged are kept in
 // BELLJAR_ARTIFACTS (printed at the end).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,16 +14,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
-import { chromium } from 'playwright-core';
-
-import { allCellsDone, freePort, said, start, stop, whenPage } from './harness.mjs';
+import {
+  allCellsDone, freePort, launchChromium, said, start, startCourse, stop, stopServer, whenPage,
+} from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
 const BELLJAR = process.env.BELLJAR ?? path.join(SOURCE, 'build', 'belljar');
 const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
 const ARTIFACTS = process.env.BELLJAR_ARTIFACTS ?? path.join(SOURCE, 'build', 'tests', 'artifacts');
-const CHROMIUM = '/usr/bin/chromium';
 const NOTEBOOK_SERVER = '/usr/bin/jupyter-notebook';
 const PYTHON = '/usr/bin/python3';
 
@@ -58,22 +56,9 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
     fs.chmodSync(dirs.notebooks, 0o777);  // the workspace; the sandbox user is `nobody` under root
 
-    // The course's chat service on a free loopback port (it prints its address when listening),
-    // over HTTPS with a demo CA made for the run, wanting the course's key.
-    const ca = spawnSync(path.join(SOURCE, 'scripts', 'demo-ca.sh'), [dirs.tls, 'localhost'], { encoding: 'utf8' });
-    assert.equal(ca.status, 0, `demo-ca.sh: ${ca.stderr}`);
-    chat = start(PYTHON, [path.join(SOURCE, 'notebooks', 'services', 'chat_standin.py'), '--port', '0',
-      '--tls-cert', path.join(dirs.tls, 'localhost.crt'), '--tls-key', path.join(dirs.tls, 'localhost-key.txt')],
-    { env: { ...process.env, OPENAI_API_KEY: SERVER_SECRET } });
-    chatPort = (await said(chat, 'chat stand-in', /127\.0\.0\.1:(\d+)/, 20_000))[1];
-
-    // The kernelspec with the course's policy, as scripts/demo.sh installs it, in a private prefix.
-    const install = spawnSync(BELLJAR, ['install', '--prefix', dirs.prefix, '--name', 'belljar',
-      '--python', PYTHON, '--timeout', '30', '--secret', `OPENAI_API_KEY@localhost:${chatPort}`,
-      '--allow-local-net', `localhost:${chatPort}`,
-      '--set-env', `CHAT_API_BASE=https://localhost:${chatPort}/v1`, '--isolation', ISOLATION],
-    { encoding: 'utf8' });
-    assert.equal(install.status, 0, `belljar install: ${install.stderr}`);
+    // The course's chat service and the kernelspec with its policy, as scripts/demo.sh sets them up.
+    ({ chat, chatPort } = await startCourse({ source: SOURCE, belljar: BELLJAR, prefix: dirs.prefix, tls: dirs.tls,
+      python: PYTHON, isolation: ISOLATION, serverSecret: SERVER_SECRET }));
 
     fs.copyFileSync(path.join(SOURCE, 'notebooks', 'walkthrough.ipynb'), path.join(dirs.notebooks, 'walkthrough.ipynb'));
     fs.writeFileSync(path.join(dirs.notebooks, '.env'), `OPENAI_API_KEY=${WORKSPACE_SECRET}\n`);
@@ -98,13 +83,7 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     await said(server, 'jupyter-notebook', /is running at/, 60_000);
     assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
 
-    context = await chromium.launchPersistentContext(dirs.chromium, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-        '--disable-component-update', '--no-first-run'],
-      viewport: { width: 1280, height: 900 },
-    });
+    context = await launchChromium(dirs.chromium);
     page = context.pages()[0] ?? await context.newPage();
     await page.goto(`${base}/notebooks/walkthrough.ipynb?token=${token}`);
     await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 90_000 });
@@ -159,16 +138,7 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
 
   after(async () => {
     await context?.close();
-    // Shut the kernels down through the server, so that no sandbox outlives the test.
-    if (server && server.exitCode === null) {
-      try {
-        const kernels = await (await fetch(`${base}/api/kernels?token=${token}`)).json();
-        for (const { id } of kernels) await fetch(`${base}/api/kernels/${id}?token=${token}`, { method: 'DELETE' });
-      } catch (error) {
-        process.stderr.write(`shutting the kernels down: ${error}\n`);
-      }
-    }
-    await stop(server);
+    await stopServer(server, base, token);
     await stop(chat);
     fs.rmSync(tmp, { recursive: true, force: true });
     process.stdout.write(`screenshots: ${screenshot} ${widgetScreenshot}\n`);

@@ -1,0 +1,464 @@
+// What a learner sees in JupyterLab 4 or Notebook 7 (BELLJAR_FRONTEND=lab|notebook; both are
+// built from JupyterLab's components), installed from PyPI into the build tree's frontends venv,
+// served on loopback with a token, driven in Debian's headless Chromium through the UI only:
+// menus, toolbar buttons, keys, the mouse. The sandbox's Python is a learner's venv of PyPI
+// releases (ipywidgets 8, pandas, matplotlib), and the course is set up as the demo sets it up.
+//
+// The walkthrough runs top to bottom (Run → Run All Cells) and what rendered is checked: text,
+// the PNG figure, the pandas table, markdown, the %%limits cell's error, the audit table; its
+// exercise's slider is dragged and its interact dropdown changed, each re-running it in the
+// sandbox. A second notebook takes the learner's other paths: input() answered in its box, LaTeX
+// typeset, an interrupt and a restart from the toolbar with the kernel status indicator, Tab
+// completion and the Shift-Tab tooltip. Each step keeps a screenshot in BELLJAR_ARTIFACTS
+// (named <frontend>-<step>.png, listed at the end) for a person to look at.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+
+import { freePort, launchChromium, said, start, startCourse, stop, stopServer, whenPage } from './harness.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
+const BELLJAR = process.env.BELLJAR ?? path.join(SOURCE, 'build', 'belljar');
+const FRONTENDS = process.env.BELLJAR_FRONTENDS ?? path.join(SOURCE, 'build', 'venvs', 'frontends');
+const SANDBOX_PYTHON = process.env.BELLJAR_SANDBOX_VENV_PYTHON
+  ?? path.join(SOURCE, 'build', 'venvs', 'sandbox-python', 'bin', 'python');
+const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
+const ARTIFACTS = process.env.BELLJAR_ARTIFACTS ?? path.join(SOURCE, 'build', 'tests', 'artifacts');
+
+// The two frontends: the server's command, where a notebook opens, the log's name.
+const FRONTEND = {
+  lab: { title: 'JupyterLab 4', app: 'lab', open: (file) => `/lab/tree/${file}`, appClass: 'LabApp' },
+  notebook: { title: 'Notebook 7', app: 'notebook', open: (file) => `/notebooks/${file}`, appClass: 'JupyterNotebookApp' },
+}[process.env.BELLJAR_FRONTEND ?? 'lab'];
+assert.ok(FRONTEND, `BELLJAR_FRONTEND is lab or notebook, not ${process.env.BELLJAR_FRONTEND}`);
+const SHOT_PREFIX = FRONTEND.app === 'lab' ? 'jupyterlab' : 'notebook7';
+
+const RUN_ALL_TIMEOUT = 240_000;  // every cell, the 2 s limit and a cold kernel start included
+const STEP_TIMEOUT = 90_000;      // one cell, or one re-run of the exercise on a busy machine
+const WORKSPACE_SECRET = 'sk-browser-workspace-secret-0123456789';
+const SERVER_SECRET = 'sk-browser-server-environment-secret-0123456789';  // the course's key
+const PLACEHOLDER = 'belljar-secret-OPENAI_API_KEY-[0-9a-f]{32}';
+
+// The notebook in view (JupyterLab keeps other tabs in the page, hidden).
+const PANEL = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+
+// In the page: every code cell of the notebook in view shows its execution count. JupyterLab
+// sets the count once the execute's future is done, that is once it has both the reply and
+// the idle status that follows all of the cell's output: every output is in.
+function allCellsRan(panelSelector) {
+  const cells = [...document.querySelectorAll(`${panelSelector} .jp-CodeCell`)];
+  return cells.length > 0 && cells.every(
+    (cell) => /^\[\d+\]/.test(cell.querySelector('.jp-InputPrompt')?.textContent ?? ''));
+}
+
+// In the page: the notebook in view is `file`, and its kernel is connected, ready and idle.
+function kernelReady(file) {
+  const panel = window.jupyterapp?.shell?.currentWidget;
+  const kernel = panel?.sessionContext?.session?.kernel;
+  return panel?.context?.path === file && panel.sessionContext.isReady
+    && kernel?.connectionStatus === 'connected' && kernel.status === 'idle';
+}
+
+// A notebook of code cells for the learner's other paths.
+function notebookOf(sources) {
+  return JSON.stringify({
+    cells: sources.map((source, i) => ({
+      cell_type: 'code', execution_count: null, id: `cell-${i}`, metadata: {}, outputs: [], source,
+    })),
+    metadata: { kernelspec: { display_name: 'Python 3 (belljar)', language: 'python', name: 'belljar' } },
+    nbformat: 4,
+    nbformat_minor: 5,
+  });
+}
+
+describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), `belljar-${FRONTEND.app}-`));
+  const dirs = Object.fromEntries(['home', 'runtime', 'config', 'data', 'prefix', 'notebooks', 'chromium', 'tls',
+    'settings', 'workspaces'].map((name) => [name, path.join(tmp, name)]));
+  const token = crypto.randomBytes(24).toString('hex');
+  const shots = [];
+  let chat, server, context, page, base;
+  let walkthrough = [];  // per cell of the walkthrough: {type, source, tags, prompt, outputs}
+  let panelText = '';
+
+  const shot = (name) => {
+    const file = path.join(ARTIFACTS, `${SHOT_PREFIX}-${name}.png`);
+    shots.push(file);
+    return file;
+  };
+
+  before(async () => {
+    try {
+      await setUp();
+      await runTheWalkthrough();
+    } catch (error) {
+      error.message += `\n--- jupyter ${FRONTEND.app} log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
+      throw error;
+    }
+  });
+
+  async function setUp() {
+    for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    fs.chmodSync(dirs.notebooks, 0o777);  // the workspace; the sandbox user is `nobody` under root
+    ({ chat } = await startCourse({ source: SOURCE, belljar: BELLJAR, prefix: dirs.prefix, tls: dirs.tls,
+      python: SANDBOX_PYTHON, isolation: ISOLATION, serverSecret: SERVER_SECRET }));
+    fs.copyFileSync(path.join(SOURCE, 'notebooks', 'walkthrough.ipynb'), path.join(dirs.notebooks, 'walkthrough.ipynb'));
+    fs.writeFileSync(path.join(dirs.notebooks, '.env'), `OPENAI_API_KEY=${WORKSPACE_SECRET}\n`);
+
+    // The user's settings, as a learner would set them once: every cell in the page (not only
+    // those scrolled into view, so that the screenshot and the checks see them all), and no
+    // news fetched from the internet.
+    const settings = (plugin, values) => {
+      const file = path.join(dirs.settings, '@jupyterlab', plugin);
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, JSON.stringify(values));
+    };
+    settings('notebook-extension/tracker.jupyterlab-settings', { windowingMode: 'none' });
+    settings('apputils-extension/notification.jupyterlab-settings', { fetchNews: 'false', checkForUpdates: false });
+
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const env = {
+      ...process.env,
+      HOME: dirs.home,
+      JUPYTER_PATH: path.join(dirs.prefix, 'share', 'jupyter'),
+      JUPYTER_RUNTIME_DIR: dirs.runtime,
+      JUPYTER_CONFIG_DIR: dirs.config,
+      JUPYTER_DATA_DIR: dirs.data,
+      JUPYTERLAB_SETTINGS_DIR: dirs.settings,
+      JUPYTERLAB_WORKSPACES_DIR: dirs.workspaces,
+      IPYTHONDIR: path.join(dirs.home, '.ipython'),
+      OPENAI_API_KEY: SERVER_SECRET,  // the kernel inherits it; the sandbox must not
+      SSL_CERT_FILE: path.join(dirs.tls, 'ca.crt'),  // the kernel verifies the stand-in with it
+    };
+    server = start(path.join(FRONTENDS, 'bin', 'jupyter'), [FRONTEND.app, '--no-browser', '--ip=127.0.0.1',
+      `--port=${port}`, '--port-retries=0', `--IdentityProvider.token=${token}`,
+      `--ServerApp.root_dir=${dirs.notebooks}`,
+      // window.jupyterapp, read by the test only to know when a notebook's kernel is ready
+      `--${FRONTEND.appClass}.expose_app_in_browser=True`, ...(process.getuid() === 0 ? ['--allow-root'] : [])],
+    { env, cwd: dirs.notebooks });
+    await said(server, `jupyter ${FRONTEND.app}`, /is running at/, 90_000);
+    assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
+
+    context = await launchChromium(dirs.chromium);
+    page = context.pages()[0] ?? await context.newPage();
+  }
+
+  // Opens a notebook and waits until its kernel (belljar, its sandbox started) is ready: connected,
+  // kernel_info answered, idle. Before that, Run All would ask which kernel to start.
+  async function open(file) {
+    await page.goto(`${base}${FRONTEND.open(file)}?token=${token}`);
+    await whenPage(page, `${file}'s kernel ready`, kernelReady, file, STEP_TIMEOUT);
+  }
+
+  async function menu(top, item) {
+    await page.click(`.lm-MenuBar-itemLabel:text-is("${top}")`);
+    await page.click(`.lm-Menu-itemLabel:text-is("${item}")`);
+  }
+
+  async function runTheWalkthrough() {
+    await open('walkthrough.ipynb');
+    await menu('Run', 'Run All Cells');
+    try {
+      await whenPage(page, 'Run All', allCellsRan, PANEL, RUN_ALL_TIMEOUT);
+    } finally {
+      await fullNotebookScreenshot(shot('walkthrough')).catch((error) => process.stderr.write(`no screenshot: ${error}\n`));
+    }
+    const stored = JSON.parse(fs.readFileSync(path.join(SOURCE, 'notebooks', 'walkthrough.ipynb'), 'utf8')).cells;
+    walkthrough = (await page.$$eval(`${PANEL} .jp-Cell`, (elements) => elements.map((cell) => ({
+      prompt: cell.querySelector('.jp-InputPrompt')?.textContent ?? '',
+      html: cell.querySelector('.jp-MarkdownOutput')?.innerHTML ?? '',
+      outputs: [...cell.querySelectorAll(':scope .jp-OutputArea-output')].map((area) => ({
+        mime: area.dataset.mimeType ?? '',
+        classes: [...area.classList],
+        text: area.innerText,
+        html: area.innerHTML,
+      })),
+    })))).map((cell, i) => ({
+      ...cell, type: stored[i].cell_type, source: [stored[i].source].flat().join(''), tags: stored[i].metadata.tags ?? [],
+    }));
+    assert.equal(walkthrough.length, stored.length, 'one cell in the page per cell of the notebook');
+    panelText = await page.innerText(PANEL);
+  }
+
+  // The notebook scrolls inside its panel, with room to scroll past its end: the viewport grows
+  // to the notebook's last cell (JupyterLab lays out again on the window's resize), scrolled to
+  // the top, for one screenshot of every cell; then it shrinks back.
+  async function fullNotebookScreenshot(file) {
+    const height = await page.evaluate((panel) => {
+      const scroller = document.querySelector(`${panel} .jp-WindowedPanel-outer`);
+      const cells = scroller.querySelectorAll('.jp-Cell');
+      const end = cells[cells.length - 1].getBoundingClientRect().bottom - scroller.getBoundingClientRect().top
+        + scroller.scrollTop;
+      return Math.ceil(window.innerHeight - scroller.clientHeight + end + 40);
+    }, PANEL);
+    await page.setViewportSize({ width: 1280, height: Math.min(Math.max(height, 900), 30_000) });
+    await whenPage(page, 'the notebook laid out whole, from its top', (panel) => {
+      const scroller = document.querySelector(`${panel} .jp-WindowedPanel-outer`);
+      scroller.scrollTop = 0;
+      const cells = scroller.querySelectorAll('.jp-Cell');
+      return cells[cells.length - 1].getBoundingClientRect().bottom <= window.innerHeight;
+    }, PANEL, 30_000).catch(() => {});  // a notebook taller than the cap is shot as far as it goes
+    await page.screenshot({ path: file });
+    await page.setViewportSize({ width: 1280, height: 900 });
+  }
+
+  after(async () => {
+    await context?.close();
+    await stopServer(server, base, token);
+    await stop(chat);
+    fs.rmSync(tmp, { recursive: true, force: true });
+    process.stdout.write(`screenshots:\n${shots.map((file) => `  ${file}\n`).join('')}`);
+  });
+
+  const cellWith = (fragment) => {
+    const found = walkthrough.find((cell) => cell.type === 'code' && cell.source.includes(fragment));
+    assert.ok(found, `no code cell with ${fragment}`);
+    return found;
+  };
+  const textOf = (cell) => cell.outputs.map((o) => o.text).join('\n');
+
+  describe('the walkthrough, Run All Cells from the menu', () => {
+    it('ran on the belljar kernelspec, its sandbox on the learner\'s venv', async () => {
+      const specs = await (await fetch(`${base}/api/kernelspecs?token=${token}`)).json();
+      const { argv, display_name: name } = specs.kernelspecs.belljar.spec;
+      assert.equal(fs.realpathSync(argv[0]), fs.realpathSync(BELLJAR));
+      assert.equal(argv[argv.indexOf('--python') + 1], SANDBOX_PYTHON);
+      assert.equal((await page.innerText(`${PANEL} .jp-Toolbar-kernelName`)).trim(), name);
+    });
+
+    it('gave every code cell an execution count, once each, in order', () => {
+      const numbers = walkthrough.filter((cell) => cell.type === 'code')
+        .map((cell) => Number(cell.prompt.match(/\[(\d+)\]/)?.[1]));
+      assert.ok(numbers.length >= 10, `${numbers.length} code cells`);
+      assert.deepEqual(numbers, numbers.map((_, i) => i + 1));
+    });
+
+    it('rendered the markdown: headings, emphasis and lists', () => {
+      const first = walkthrough.find((cell) => cell.type === 'markdown');
+      assert.match(first.html, /<h1[^>]*>.*Code Execution &amp; Sandboxing/);
+      assert.match(first.html, /<strong>no network<\/strong>/);
+      assert.match(first.html, /<li>/);
+    });
+
+    it('shows the workspace write and the refused writes', () => {
+      const text = textOf(cellWith('results.txt'));
+      assert.match(text, /workspace write: written from the sandbox/);
+      assert.match(text, /\/etc\/evil\.txt: refused/);
+    });
+
+    it('keeps the secrets out and answers through the chat stand-in with the real key', () => {
+      assert.match(textOf(cellWith('OPENAI_API_KEY inside the sandbox:')),
+        new RegExp(`OPENAI_API_KEY inside the sandbox: ${PLACEHOLDER}\\n`));
+      assert.match(textOf(cellWith('http://example.com')), /example\.com: blocked ->/);
+      assert.match(textOf(cellWith('def ask(')), /\(answered by gpt-4o-mini\)/);
+      assert.ok(!panelText.includes(WORKSPACE_SECRET) && !panelText.includes(SERVER_SECRET));
+    });
+
+    it('shows the %%limits cell\'s TimeoutError as an error, and the session survives', async () => {
+      const limited = cellWith('%%limits --timeout 2');
+      const errors = limited.outputs.filter((o) => o.mime === 'application/vnd.jupyter.stderr'
+        && /TimeoutError/.test(o.text));
+      assert.equal(errors.length, 1, JSON.stringify(limited.outputs));
+      assert.match(errors[0].text, /wall-clock limit of 2 s/);
+      assert.match(textOf(cellWith('print(survivor')), /still here - the loop counted to \d+/);
+      await page.locator(`${PANEL} .jp-CodeCell`, { hasText: '%%limits --timeout 2' })
+        .screenshot({ path: shot('limit-error') });
+    });
+
+    it('shows no error output anywhere else', () => {
+      const unexpected = walkthrough.filter((cell) => cell.type === 'code' && !cell.tags.includes('raises-exception')
+        && cell.outputs.some((o) => o.mime === 'application/vnd.jupyter.stderr' && /Traceback|Error/.test(o.text)));
+      assert.deepEqual(unexpected.map((cell) => `${cell.source}\n${textOf(cell)}`), []);
+    });
+
+    it('renders the matplotlib figure as a PNG image', async () => {
+      const plot = cellWith('plt.show()');
+      assert.ok(plot.outputs.some((o) => o.mime === 'image/png'), JSON.stringify(plot.outputs.map((o) => o.mime)));
+      const sizes = await page.$$eval(`${PANEL} .jp-RenderedImage img`,
+        (images) => images.map((image) => [image.naturalWidth, image.naturalHeight]));
+      assert.ok(sizes.length >= 1 && sizes.every(([w, h]) => w > 100 && h > 100), JSON.stringify(sizes));
+    });
+
+    it('renders the pandas DataFrame as an HTML table', () => {
+      const table = cellWith('pd.DataFrame(').outputs.find((o) => o.mime === 'text/html');
+      assert.ok(table, 'an HTML output');
+      assert.match(table.html, /<table[^>]*class="dataframe"/);
+      assert.match(table.text, /workspace only/);
+    });
+
+    it('shows %audit as a table, not a JSON tree', () => {
+      const audit = cellWith('%audit').outputs;
+      assert.deepEqual(audit.map((o) => o.mime), ['text/html']);
+      assert.match(audit[0].html, /<th>limit hit<\/th>/);
+      assert.match(audit[0].html, /<td>timeout<\/td>/);
+    });
+
+    // The exercise as a learner does it: drag the workload slider, pick a temperature in the
+    // interact dropdown; each re-runs `experiment` in the sandbox, its output replacing the last.
+    it('drives the widget exercise: a slider drag and the interact dropdown re-run it', async () => {
+      const cell = page.locator(`${PANEL} .jp-CodeCell`, { hasText: 'widgets.interact(' });
+      const output = cell.locator('.jp-OutputArea-output .widget-output').first();
+      const shows = async (test, arg, what) => {
+        try {
+          await whenPage(page, what, test, [await output.elementHandle(), arg], STEP_TIMEOUT);
+        } catch (error) {
+          error.message += `\n--- the exercise's output ---\n${await output.innerText().catch((e) => e.message)}`;
+          throw error;
+        }
+        return output.innerText();
+      };
+      const matches = (pattern, what) => shows(([element, source]) => new RegExp(source).test(element.innerText),
+        pattern.source, what);
+      const answerIn = (text) => text.split('\n').find((line) => line.includes('(answered by'));
+      await matches(/workload 1,000,000: \d+\.\d\d s \(the kernel's cap: 30 s\)/, 'the first run, from Run All');
+      const firstAnswer = answerIn(await output.innerText());
+
+      // Five stops (10**5 .. 10**9), the handle on the second: let go over the fourth (10**8).
+      await cell.locator('.widget-slider').scrollIntoViewIfNeeded();  // the mouse acts in the viewport
+      const track = await cell.locator('.widget-slider .noUi-target').boundingBox();
+      const handle = await cell.locator('.widget-slider .noUi-handle').boundingBox();
+      await page.mouse.move(handle.x + handle.width / 2, handle.y + handle.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(track.x + track.width * 0.75, track.y + track.height / 2, { steps: 12 });
+      await page.mouse.up();
+      assert.equal(await cell.locator('.widget-slider .widget-readout').innerText(), '100000000');
+      const moved = await matches(/workload 100,000,000: \d+\.\d\d s/, 'the re-run after the drag');
+      assert.doesNotMatch(moved, /workload 1,000,000:/, 'the new output replaced the old');
+      await cell.screenshot({ path: shot('widget-slider') });
+
+      // interact's dropdown: temperature 1.0 makes the stand-in sample more of its facts.
+      await cell.locator('.widget-dropdown select').selectOption({ label: '1.0' });
+      await shows(([element, before]) => {
+        const answer = element.innerText.split('\n').find((line) => line.includes('(answered by'));
+        return answer !== undefined && answer !== before;
+      }, firstAnswer, 'the re-run at temperature 1.0');
+      await cell.screenshot({ path: shot('interact-dropdown') });
+      const text = await output.innerText();
+      assert.match(text, /workload 100,000,000: \d+\.\d\d s/);
+      assert.match(answerIn(text), /Limits stop runaway code/);
+      assert.ok(!text.includes(SERVER_SECRET) && !text.includes(WORKSPACE_SECRET));
+    });
+  });
+
+  describe('the learner\'s other paths, in a notebook of their own', () => {
+    const cell = (fragment) => page.locator(`${PANEL} .jp-CodeCell`, { hasText: fragment });
+    const status = () => page.getAttribute(`${PANEL} .jp-Notebook-ExecutionIndicator`, 'data-status');
+
+    before(async () => {
+      fs.writeFileSync(path.join(dirs.notebooks, 'learner.ipynb'), notebookOf([
+        'name = input("your name? ")\nprint("hello,", name)',
+        'from IPython.display import Math, Markdown, display\n'
+          + 'display(Math(r"\\int_0^1 x^2\\,dx = \\frac{1}{3}"))\n'
+          + 'display(Markdown("Euler: $e^{i\\\\pi} + 1 = 0$"))',
+        'import time\nprint("counting sheep", flush=True)\ntime.sleep(600)',
+        'print("is name still defined?", "name" in dir())',
+        'import collections',
+        'collections.',
+        'print(',
+      ]));
+      await open('learner.ipynb');
+    });
+
+    // Runs one cell the way a learner does: click into it, Shift-Enter.
+    async function run(fragment) {
+      await cell(fragment).locator('.jp-InputArea-prompt').click();
+      await page.keyboard.press('Shift+Enter');
+    }
+
+    it('answers input() in its box under the cell', async () => {
+      await run('input("your name? ")');
+      const box = cell('input("your name? ")').locator('.jp-Stdin-input');
+      await box.waitFor({ timeout: STEP_TIMEOUT });
+      assert.match(await cell('input("your name? ")').innerText(), /your name\?/);
+      await box.fill('Ada');
+      await cell('input("your name? ")').screenshot({ path: shot('input-box') });
+      await box.press('Enter');
+      await whenPage(page, 'hello, Ada', (panel) => [...document.querySelectorAll(`${panel} .jp-OutputArea-output`)]
+        .some((o) => o.innerText.includes('hello, Ada')), PANEL, STEP_TIMEOUT);
+      await cell('input("your name? ")').screenshot({ path: shot('input-answered') });
+    });
+
+    it('typesets LaTeX with MathJax, in a display and in markdown', async () => {
+      await run('display(Math(');
+      const math = cell('display(Math(');
+      await math.locator('mjx-container').nth(1).waitFor({ timeout: STEP_TIMEOUT });
+      assert.equal(await math.locator('.jp-OutputArea-output mjx-container').count(), 2);
+      assert.match(await math.locator('.jp-RenderedMarkdown').innerText(), /Euler:/);
+      await math.screenshot({ path: shot('latex') });
+    });
+
+    it('interrupts a running cell from the toolbar; the status indicator shows busy, then idle', async () => {
+      await run('counting sheep');
+      const sleeper = cell('counting sheep');
+      await sleeper.locator('.jp-OutputArea-output', { hasText: 'counting sheep' }).waitFor({ timeout: STEP_TIMEOUT });
+      assert.equal(await status(), 'busy');
+      await page.locator(`${PANEL} .jp-NotebookPanel-toolbar`).screenshot({ path: shot('status-busy') });
+      await page.click(`${PANEL} jp-button[data-command="notebook:interrupt-kernel"]`);
+      await sleeper.locator('.jp-OutputArea-output', { hasText: 'KeyboardInterrupt' }).waitFor({ timeout: STEP_TIMEOUT });
+      await page.waitForSelector(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`, { timeout: STEP_TIMEOUT });
+      assert.match(await sleeper.locator('.jp-InputPrompt').innerText(), /\[\d+\]/);
+      await sleeper.screenshot({ path: shot('interrupted') });
+      await page.locator(`${PANEL} .jp-NotebookPanel-toolbar`).screenshot({ path: shot('status-idle') });
+    });
+
+    it('restarts the kernel from the toolbar: a new session, the variables gone', async () => {
+      // The kernel says when it starts restarting; then it is ready and idle again.
+      const restarting = page.evaluate(() => new Promise((resolve) => {
+        const { kernel } = window.jupyterapp.shell.currentWidget.sessionContext.session;
+        kernel.statusChanged.connect((_, now) => { if (now === 'restarting') resolve(); });
+      }));
+      await page.click(`${PANEL} jp-button[data-command="notebook:restart-kernel"]`);
+      await page.click('.jp-Dialog .jp-mod-accept');
+      await restarting;
+      await whenPage(page, 'ready after the restart', kernelReady, 'learner.ipynb', STEP_TIMEOUT);
+      await run('is name still defined?');
+      await cell('is name still defined?').locator('.jp-OutputArea-output', { hasText: 'is name still defined? False' })
+        .waitFor({ timeout: STEP_TIMEOUT });
+      await page.screenshot({ path: shot('restarted') });
+    });
+
+    it('completes with Tab from the sandbox\'s namespace', async () => {
+      await run('import collections');  // the module is in the session, as a learner had run it
+      await whenPage(page, 'the import ran', (panel) => [...document.querySelectorAll(`${panel} .jp-CodeCell`)]
+        .some((c) => c.innerText.includes('import collections') && /\[\d+\]/.test(c.querySelector('.jp-InputPrompt').textContent)),
+      PANEL, STEP_TIMEOUT);
+      const editor = cell('collections.').last().locator('.cm-content');
+      await editor.click();
+      await page.keyboard.press('Control+End');
+      await page.keyboard.press('Tab');
+      const completer = page.locator('.jp-Completer:visible');
+      await completer.waitFor({ timeout: STEP_TIMEOUT });
+      const items = await completer.locator('.jp-Completer-item').allInnerTexts();
+      for (const name of ['Counter', 'OrderedDict', 'defaultdict', 'namedtuple'])
+        assert.ok(items.some((item) => item.includes(name)), `${name} in ${items.join(', ')}`);
+      await page.screenshot({ path: shot('completion') });
+      await page.keyboard.press('Escape');
+    });
+
+    it('shows the Shift-Tab tooltip with the docstring', async () => {
+      const editor = cell('print(').last().locator('.cm-content');
+      await editor.click();
+      await page.keyboard.press('Control+End');
+      await page.keyboard.press('Shift+Tab');
+      const tooltip = page.locator('.jp-Tooltip');
+      await tooltip.waitFor({ timeout: STEP_TIMEOUT });
+      assert.match(await tooltip.innerText(), /Prints the values to a stream/);
+      await page.screenshot({ path: shot('tooltip') });
+      await page.keyboard.press('Escape');
+    });
+  });
+
+  it('kept a screenshot of each step for a person to look at', () => {
+    assert.deepEqual(shots.map((file) => path.basename(file, '.png').slice(SHOT_PREFIX.length + 1)), [
+      'walkthrough', 'limit-error', 'widget-slider', 'interact-dropdown', 'input-box', 'input-answered', 'latex',
+      'status-busy', 'interrupted', 'status-idle', 'restarted', 'completion', 'tooltip']);
+    for (const file of shots) assert.ok(fs.statSync(file, { throwIfNoEntry: false })?.size > 1000, `${file} is missing`);
+  });
+});
