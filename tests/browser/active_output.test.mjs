@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  allCellsDone, freePort, launchChromium, said, start, stopServer, whenPage,
+  allCellsDone, freePort, jupyterEnvironment, launchChromium, said, start, stopServer, whenPage,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -153,11 +153,7 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     }
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    const env = {
-      ...process.env, HOME: dirs.home, JUPYTER_PATH: path.join(dirs.prefix, 'share', 'jupyter'),
-      JUPYTER_RUNTIME_DIR: dirs.runtime, JUPYTER_CONFIG_DIR: dirs.config, JUPYTER_DATA_DIR: dirs.data,
-      IPYTHONDIR: path.join(dirs.home, '.ipython'),
-    };
+    const env = jupyterEnvironment(dirs);
     server = start(NOTEBOOK_SERVER, ['--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
       `--NotebookApp.token=${token}`, `--notebook-dir=${dirs.notebooks}`,
       ...(process.getuid() === 0 ? ['--allow-root'] : [])], { env, cwd: dirs.notebooks });

@@ -1,6 +1,7 @@
 // What the browser suites share: free loopback ports, child processes whose output is kept for
 // the failure report (and can be waited on for what they say), and the page's own test of
 // "every cell has run and all its output is in".
+import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
@@ -106,6 +107,75 @@ export async function stop(child) {
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await child.exited;
   clearTimeout(timer);
+}
+
+// A Jupyter server's environment with every place it reads or writes in the test's own `dirs`
+// (home, runtime, config, data, and the kernelspec's prefix first on JUPYTER_PATH).
+export function jupyterEnvironment(dirs) {
+  return {
+    ...process.env,
+    HOME: dirs.home,
+    JUPYTER_PATH: path.join(dirs.prefix, 'share', 'jupyter'),
+    JUPYTER_RUNTIME_DIR: dirs.runtime,
+    JUPYTER_CONFIG_DIR: dirs.config,
+    JUPYTER_DATA_DIR: dirs.data,
+    IPYTHONDIR: path.join(dirs.home, '.ipython'),
+  };
+}
+
+// Drags a slider's handle with the mouse, as a person does, and lets go at `fraction` of its
+// track's width.
+export async function dragSlider(page, handle, track, fraction) {
+  await handle.scrollIntoViewIfNeeded();  // the mouse acts in the viewport
+  const from = await handle.boundingBox();
+  const along = await track.boundingBox();
+  await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(along.x + along.width * fraction, along.y + along.height / 2, { steps: 12 });
+  await page.mouse.up();
+}
+
+// The walkthrough's widget exercise as a learner does it, without editing code: drag the workload
+// slider from 10**6 (the second of five stops) to 10**8, then pick temperature 1.0 in interact's
+// dropdown (the chat stand-in then samples more of its facts, so the answer changes); each
+// change re-runs `experiment` in the sandbox and its output replaces the last. `parts` locates
+// the exercise's pieces in the frontend at hand: cell, output, handle, track, readout, dropdown;
+// shot(step) keeps a screenshot after 'slider' and 'dropdown'. Returns the final output's text.
+export async function driveTheExercise(page, parts, shot, timeoutMs) {
+  const { cell, output } = parts;
+  const until = async (test, arg, what) => {
+    try {
+      await whenPage(page, what, test, [await output.elementHandle(), arg], timeoutMs);
+    } catch (error) {
+      error.message += `\n--- the exercise's output ---\n${await output.innerText().catch((e) => e.message)}`;
+      await cell.screenshot({ path: shot('failed') }).catch(() => {});
+      throw error;
+    }
+    return output.innerText();
+  };
+  const shows = (pattern, what) => until(([element, source]) => new RegExp(source).test(element.innerText),
+    pattern.source, what);
+  const answerIn = (text) => text.split('\n').find((line) => line.includes('(answered by'));
+  await shows(/workload 1,000,000: \d+\.\d\d s \(the kernel's cap: 30 s\)/, 'the first run, from Run All');
+  const firstAnswer = answerIn(await output.innerText());
+
+  await dragSlider(page, parts.handle, parts.track, 0.75);
+  assert.equal(await parts.readout.innerText(), '100000000');
+  const moved = await shows(/workload 100,000,000: \d+\.\d\d s/, 'the re-run after the drag');
+  assert.doesNotMatch(moved, /workload 1,000,000:/, 'the new output replaced the old');
+  await cell.screenshot({ path: shot('slider') });
+
+  await parts.dropdown.selectOption({ label: '1.0' });
+  await until(([element, before]) => {
+    const answer = element.innerText.split('\n').find((line) => line.includes('(answered by'));
+    return answer !== undefined && answer !== before;
+  }, firstAnswer, 'the re-run at temperature 1.0');
+  await cell.screenshot({ path: shot('dropdown') });
+  const text = await output.innerText();
+  assert.match(text, /workload 100,000,000: \d+\.\d\d s/);
+  assert.match(answerIn(text), /Limits stop runaway code/);
+  assert.ok(answerIn(text).length > firstAnswer.length, `${firstAnswer}\n${answerIn(text)}`);
+  return text;
 }
 
 // Debian's Chromium, headless, with a profile of its own (never a downloaded browser).

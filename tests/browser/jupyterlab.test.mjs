@@ -19,7 +19,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
-import { freePort, launchChromium, said, start, startCourse, stop, stopServer, whenPage } from './harness.mjs';
+import {
+  driveTheExercise, freePort, jupyterEnvironment, launchChromium, said, start, startCourse, stop, stopServer, whenPage,
+} from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
@@ -125,15 +127,9 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     const env = {
-      ...process.env,
-      HOME: dirs.home,
-      JUPYTER_PATH: path.join(dirs.prefix, 'share', 'jupyter'),
-      JUPYTER_RUNTIME_DIR: dirs.runtime,
-      JUPYTER_CONFIG_DIR: dirs.config,
-      JUPYTER_DATA_DIR: dirs.data,
+      ...jupyterEnvironment(dirs),
       JUPYTERLAB_SETTINGS_DIR: dirs.settings,
       JUPYTERLAB_WORKSPACES_DIR: dirs.workspaces,
-      IPYTHONDIR: path.join(dirs.home, '.ipython'),
       OPENAI_API_KEY: SERVER_SECRET,  // the kernel inherits it; the sandbox must not
       SSL_CERT_FILE: path.join(dirs.tls, 'ca.crt'),  // the kernel verifies the stand-in with it
     };
@@ -304,45 +300,15 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
     // interact dropdown; each re-runs `experiment` in the sandbox, its output replacing the last.
     it('drives the widget exercise: a slider drag and the interact dropdown re-run it', async () => {
       const cell = page.locator(`${PANEL} .jp-CodeCell`, { hasText: 'widgets.interact(' });
-      const output = cell.locator('.jp-OutputArea-output .widget-output').first();
-      const shows = async (test, arg, what) => {
-        try {
-          await whenPage(page, what, test, [await output.elementHandle(), arg], STEP_TIMEOUT);
-        } catch (error) {
-          error.message += `\n--- the exercise's output ---\n${await output.innerText().catch((e) => e.message)}`;
-          throw error;
-        }
-        return output.innerText();
-      };
-      const matches = (pattern, what) => shows(([element, source]) => new RegExp(source).test(element.innerText),
-        pattern.source, what);
-      const answerIn = (text) => text.split('\n').find((line) => line.includes('(answered by'));
-      await matches(/workload 1,000,000: \d+\.\d\d s \(the kernel's cap: 30 s\)/, 'the first run, from Run All');
-      const firstAnswer = answerIn(await output.innerText());
-
-      // Five stops (10**5 .. 10**9), the handle on the second: let go over the fourth (10**8).
-      await cell.locator('.widget-slider').scrollIntoViewIfNeeded();  // the mouse acts in the viewport
-      const track = await cell.locator('.widget-slider .noUi-target').boundingBox();
-      const handle = await cell.locator('.widget-slider .noUi-handle').boundingBox();
-      await page.mouse.move(handle.x + handle.width / 2, handle.y + handle.height / 2);
-      await page.mouse.down();
-      await page.mouse.move(track.x + track.width * 0.75, track.y + track.height / 2, { steps: 12 });
-      await page.mouse.up();
-      assert.equal(await cell.locator('.widget-slider .widget-readout').innerText(), '100000000');
-      const moved = await matches(/workload 100,000,000: \d+\.\d\d s/, 'the re-run after the drag');
-      assert.doesNotMatch(moved, /workload 1,000,000:/, 'the new output replaced the old');
-      await cell.screenshot({ path: shot('widget-slider') });
-
-      // interact's dropdown: temperature 1.0 makes the stand-in sample more of its facts.
-      await cell.locator('.widget-dropdown select').selectOption({ label: '1.0' });
-      await shows(([element, before]) => {
-        const answer = element.innerText.split('\n').find((line) => line.includes('(answered by'));
-        return answer !== undefined && answer !== before;
-      }, firstAnswer, 'the re-run at temperature 1.0');
-      await cell.screenshot({ path: shot('interact-dropdown') });
-      const text = await output.innerText();
-      assert.match(text, /workload 100,000,000: \d+\.\d\d s/);
-      assert.match(answerIn(text), /Limits stop runaway code/);
+      const text = await driveTheExercise(page, {
+        cell,
+        output: cell.locator('.jp-OutputArea-output .widget-output').first(),
+        handle: cell.locator('.widget-slider .noUi-handle'),
+        track: cell.locator('.widget-slider .noUi-target'),
+        readout: cell.locator('.widget-slider .widget-readout'),
+        dropdown: cell.locator('.widget-dropdown select'),
+      }, (step) => shot({ slider: 'widget-slider', dropdown: 'interact-dropdown' }[step] ?? `exercise-${step}`),
+      STEP_TIMEOUT);
       assert.ok(!text.includes(SERVER_SECRET) && !text.includes(WORKSPACE_SECRET));
     });
   });

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  allCellsDone, freePort, launchChromium, said, start, startCourse, stop, stopServer, whenPage,
+  allCellsDone, driveTheExercise, freePort, jupyterEnvironment, launchChromium, said, start, startCourse, stop, stopServer, whenPage,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -66,13 +66,7 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     const env = {
-      ...process.env,
-      HOME: dirs.home,
-      JUPYTER_PATH: path.join(dirs.prefix, 'share', 'jupyter'),
-      JUPYTER_RUNTIME_DIR: dirs.runtime,
-      JUPYTER_CONFIG_DIR: dirs.config,
-      JUPYTER_DATA_DIR: dirs.data,
-      IPYTHONDIR: path.join(dirs.home, '.ipython'),
+      ...jupyterEnvironment(dirs),
       OPENAI_API_KEY: SERVER_SECRET,  // the kernel inherits it; the sandbox must not
       SSL_CERT_FILE: path.join(dirs.tls, 'ca.crt'),  // the kernel verifies the stand-in with it
     };
@@ -236,49 +230,14 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
   // temperature; each change re-runs `experiment` in the sandbox and its output replaces the last.
   it('drives the widget exercise: the slider and the dropdown re-run it in the sandbox', async () => {
     const cell = page.locator('.code_cell', { hasText: 'widgets.interact(' });
-    const output = cell.locator('.output_wrapper').first();  // the Output widget nests its own
-    let last = '';  // what the output showed when last looked at, for the failure report
-    // Until the output's text matches.
-    const until = async (test, arg, what) => {
-      try {
-        await whenPage(page, what, test, [await output.elementHandle(), arg], WIDGET_RUN_TIMEOUT);
-      } catch (error) {
-        last = await output.innerText().catch((e) => `(unreadable: ${e.message})`);
-        error.message += `\n--- the exercise's output ---\n${last}`;
-        throw error;
-      } finally {
-        await cell.screenshot({ path: widgetScreenshot }).catch(() => {});
-      }
-      return output.innerText();
-    };
-    const shows = (pattern, what) => until(([element, source]) => new RegExp(source).test(element.innerText),
-      pattern.source, what);
-    const answerIn = (text) => text.split('\n').find((line) => line.includes('(answered by'));
-    await shows(/workload 1,000,000: \d+\.\d\d s \(the kernel's cap: 30 s\)/, 'the first run, from Run All');
-    const firstAnswer = answerIn(await output.innerText());
-
-    // The handle starts at 10**6, the second of five stops; let go over the fourth (10**8).
-    const track = await cell.locator('.widget-hslider .slider').boundingBox();
-    const handle = await cell.locator('.widget-hslider .ui-slider-handle').boundingBox();
-    await page.mouse.move(handle.x + handle.width / 2, handle.y + handle.height / 2);
-    await page.mouse.down();
-    await page.mouse.move(track.x + track.width * 0.75, track.y + track.height / 2, { steps: 12 });
-    await page.mouse.up();
-    assert.equal(await cell.locator('.widget-hslider .widget-readout').innerText(), '100000000');
-    const moved = await shows(/workload 100,000,000: \d+\.\d\d s/, 'the re-run after the drag');
-    assert.doesNotMatch(moved, /workload 1,000,000:/, 'the new output replaced the old');
-
-    // Temperature 1.0: the chat stand-in samples more of its facts, so the answer changes.
-    await cell.locator('select').selectOption({ label: '1.0' });
-    await until(([element, before]) => {
-      const answer = element.innerText.split('\n').find((line) => line.includes('(answered by'));
-      return answer !== undefined && answer !== before;
-    }, firstAnswer, 'the re-run at temperature 1.0');
-    await cell.screenshot({ path: widgetScreenshot });
-    const text = await output.innerText();
-    assert.match(text, /workload 100,000,000: \d+\.\d\d s/);
-    assert.match(answerIn(text), /Limits stop runaway code/);
-    assert.ok(answerIn(text).length > firstAnswer.length, `${firstAnswer}\n${answerIn(text)}`);
+    const text = await driveTheExercise(page, {
+      cell,
+      output: cell.locator('.output_wrapper').first(),  // the Output widget nests its own
+      handle: cell.locator('.widget-hslider .ui-slider-handle'),
+      track: cell.locator('.widget-hslider .slider'),
+      readout: cell.locator('.widget-hslider .widget-readout'),
+      dropdown: cell.locator('select'),
+    }, () => widgetScreenshot, WIDGET_RUN_TIMEOUT);
     assert.ok(!text.includes(SERVER_SECRET) && !text.includes(WORKSPACE_SECRET));
   });
 });
