@@ -280,6 +280,10 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
       const sizes = await page.$$eval(`${PANEL} .jp-RenderedImage img`,
         (images) => images.map((image) => [image.naturalWidth, image.naturalHeight]));
       assert.ok(sizes.length >= 1 && sizes.every(([w, h]) => w > 100 && h > 100), JSON.stringify(sizes));
+      // The window as the learner sees it there: the figure, the table, the limit's error above.
+      await page.locator(`${PANEL} .jp-CodeCell`, { hasText: 'plt.show()' }).locator('.jp-RenderedImage')
+        .scrollIntoViewIfNeeded();
+      await page.screenshot({ path: shot('rich-output') });
     });
 
     it('renders the pandas DataFrame as an HTML table', () => {
@@ -423,7 +427,7 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
 
   it('kept a screenshot of each step for a person to look at', () => {
     assert.deepEqual(shots.map((file) => path.basename(file, '.png').slice(SHOT_PREFIX.length + 1)), [
-      'walkthrough', 'limit-error', 'widget-slider', 'interact-dropdown', 'input-box', 'input-answered', 'latex',
+      'walkthrough', 'limit-error', 'rich-output', 'widget-slider', 'interact-dropdown', 'input-box', 'input-answered', 'latex',
       'status-busy', 'interrupted', 'status-idle', 'restarted', 'completion', 'tooltip']);
     for (const file of shots) assert.ok(fs.statSync(file, { throwIfNoEntry: false })?.size > 1000, `${file} is missing`);
   });

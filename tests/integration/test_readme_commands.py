@@ -59,6 +59,8 @@ SKIPPED = {
     "papermill walkthrough.ipynb out.ipynb -k belljar -p workload 5":
         "the walkthrough needs its chat stand-in and papermill from the frontends venv: "
         "tests/integration/test_notebooks.py runs it (test_papermill_reruns_the_walkthrough_with_a_parameter)",
+    "jupyter lab": "starts a server and waits for a browser: tests/browser/jupyterlab.test.mjs "
+                   "starts it on loopback and drives it in Chromium",
     "/usr/bin/python3 bench/bench.py":
         "the benchmark: minutes of runs, and it rewrites bench/RESULTS.md in the source tree",
     "/usr/bin/python3 bench/density.py":
