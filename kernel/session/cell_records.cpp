@@ -175,6 +175,7 @@ void Kernel::finish_request_reply(const json& frame) {
 void Kernel::fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome) {
   if (!cell_) return;
   if (!executing()) {
+    if (cell_->kind == RequestKind::comm) tell_session_lost_by_handler(ename + ": " + evalue);
     // complete/inspect/is_complete: answer with nothing found rather than leaving it waiting.
     finish_request_reply(json::object());
     return;

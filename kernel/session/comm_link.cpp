@@ -65,6 +65,14 @@ void Kernel::publish_comm(const std::string& type, const json& frame) {
                           std::move(comm.buffers));
 }
 
+void Kernel::tell_session_lost_by_handler(const std::string& why) {
+  session_lost_notice_ =
+      "[belljar] a widget's handler (a comm message from the page) ended the "
+      "session: " +
+      why + "\n";
+  publish("stream", create_stream("stderr", "\n" + session_lost_notice_), &cell_->request);
+}
+
 // Said on stderr once per cell, or once per comm budget window: the widgets on the page may be
 // out of step with the sandbox.
 void Kernel::tell_comm_drops() {

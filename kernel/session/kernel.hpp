@@ -198,6 +198,10 @@ class Kernel {
   static constexpr uint64_t kCommMessagesPerRequest = 10'000;
   // The output budget comm handlers share, a window at a time (worker_comms.hpp).
   CommBudgetWindow comm_window_;
+  // A comm handler (a widget moved, a file uploaded) took the session down with it: said on the
+  // handler's stderr, which a page shows nowhere, and again at the start of the next cell.
+  void tell_session_lost_by_handler(const std::string& why);
+  std::string session_lost_notice_;
   json comm_request_frame(const Cell& cell);
   void publish_comm(const std::string& type, const json& frame);
   void tell_comm_drops();

@@ -200,6 +200,9 @@ void Kernel::start_request(const WireMessage& message) {
     if (!cell.silent)
       publish("execute_input",
               create_execute_input(redactor_.redact(cell.code), cell.execution_count), &message);
+    // The session this cell runs in is not the one the learner last saw: say so first.
+    if (!cell.silent && !session_lost_notice_.empty())
+      publish("stream", create_stream("stderr", std::exchange(session_lost_notice_, {})), &message);
     auto expressions = c.find("user_expressions");
     if (expressions != c.end() && expressions->is_object()) cell.expressions_asked = *expressions;
     frame = {{"type", "execute"},

@@ -23,10 +23,13 @@ from jupyter_client.manager import KernelManager
 from belljar_testing import (
     PYTHON,
     TIMEOUT,
+    comm_round,
     execute,
     of_type,
+    outputs_of,
     ready_client,
     running_kernel,
+    send_comm,
     shell_read_fence,
     stderr_of,
     stdout_of,
@@ -60,30 +63,6 @@ manager.register_target('echo', echo_target)
 def kernel():
     with running_kernel(flags=["--timeout", "20"]) as (km, kc):
         yield km, kc
-
-
-def send_comm(kc, msg_type, content, buffers=()):
-    """A frontend's comm message on the shell channel; its msg_id."""
-    msg = kc.session.msg(msg_type, content)
-    kc.session.send(kc.shell_channel.socket, msg, buffers=list(buffers))
-    return msg["header"]["msg_id"]
-
-
-def outputs_of(kc, msg_id, timeout=TIMEOUT):
-    """The iopub messages parented to msg_id, up to its idle status (comm messages have no
-    shell reply: busy and idle surround them, as with ipykernel)."""
-    outputs, deadline = [], time.monotonic() + timeout
-    while True:
-        msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return outputs
-        outputs.append(msg)
-
-
-def comm_round(kc, msg_type, content, buffers=()):
-    return outputs_of(kc, send_comm(kc, msg_type, content, buffers))
 
 
 def comm_info(kc, target_name=None):

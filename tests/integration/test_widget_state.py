@@ -8,11 +8,20 @@ set layout traits as CSS. Each cell here sends what the attacker in the sandbox 
 frontend would receive it through jupyter_client; under --active-output allow the same messages
 pass unchanged (so the checks here are what makes the difference). tests/browser runs the
 module-loading vectors in a real page."""
+import hashlib
 import json
 
 import pytest
 
-from belljar_testing import SANDBOX_VENV_PYTHON, execute, of_type, running_kernel, stderr_of
+from belljar_testing import (
+    SANDBOX_VENV_PYTHON,
+    comm_round,
+    execute,
+    of_type,
+    running_kernel,
+    stderr_of,
+    stdout_of,
+)
 
 EVIL_MODULE = "/files/evil.js"
 RAW_WIDGET = """
@@ -269,3 +278,71 @@ def test_ipywidgets_8_active_parts_and_unregistered_versions_are_withheld(kernel
                        "create_comm(target_name='belljar.probe', data={},\n"
                        "            metadata={'version': '2<img src=x onerror=alert(1)>'})")
     assert [m["metadata"] for m in of_type(outputs, "comm_open")] == [{"version": "2.1.0"}, {}]
+
+
+def update(kc, comm_id, state, buffer_paths=(), buffers=()):
+    """The page sets a widget's state (a slider moved, a file picked): what it publishes."""
+    return comm_round(kc, "comm_msg", {"comm_id": comm_id, "data": {
+        "method": "update", "state": state, "buffer_paths": [list(p) for p in buffer_paths]}}, buffers)
+
+
+def model_ids(kc, names):
+    return dict(zip(names.split(), stdout_of(sent(kc, "print(" + ".model_id, ".join(names.split())
+                                                     + ".model_id)")).split()))
+
+
+def test_ipywidgets_8_echoes_an_update_from_the_page_and_links_follow_it(kernel8):
+    """Protocol 2: the kernel answers each update with `echo_update` (the page keeps its own
+    value until the kernel agrees); link() follows in the sandbox, and jslink's LinkModel, which
+    the page runs, passes the checks with the widgets it names."""
+    _, kc = kernel8
+    outputs = sent(kc, "a = w.IntSlider(); b = w.IntSlider(); c = w.IntText()\n"
+                       "k = w.link((a, 'value'), (b, 'value'))\n"
+                       "j = w.jslink((a, 'value'), (c, 'value'))")
+    link = state_of(outputs, "LinkModel")
+    ids = model_ids(kc, "a b c")
+    assert link["source"] == ["IPY_MODEL_" + ids["a"], "value"]
+    assert link["target"] == ["IPY_MODEL_" + ids["c"], "value"]
+    assert "withheld" not in stderr_of(outputs)
+
+    answers = [(m["content"]["comm_id"], m["content"]["data"]["method"], m["content"]["data"]["state"])
+               for m in of_type(update(kc, ids["a"], {"value": 7}), "comm_msg")]
+    assert (ids["a"], "echo_update", {"value": 7}) in answers
+    assert (ids["b"], "update", {"value": 7}) in answers  # link() moved b in the sandbox
+    assert stdout_of(sent(kc, "print(a.value, b.value)")) == "7 7\n"
+
+
+def test_ipywidgets_8_file_upload_brings_the_bytes_into_the_sandbox_and_none_back(kernel8):
+    """FileUpload: the file's bytes travel from the page as a binary buffer; the kernel does not
+    echo them back (ipywidgets marks the value echo_update=False), so they are charged once."""
+    _, kc = kernel8
+    sent(kc, "up = w.FileUpload()")
+    payload = bytes(range(256)) * 4096  # 1 MiB
+    outputs = update(kc, model_ids(kc, "up")["up"], {"value": [
+        {"name": "data.bin", "type": "application/octet-stream", "size": len(payload),
+         "last_modified": 0}]}, [["value", 0, "content"]], [payload])
+    assert sum(len(json.dumps(m["content"])) + sum(len(bytes(b)) for b in m.get("buffers", []))
+               for m in of_type(outputs, "comm_msg")) < 4096
+    shown = stdout_of(sent(kc, "import hashlib\nf = up.value[0]\n"
+                               "print(f.name, f.size, hashlib.sha256(f.content).hexdigest())"))
+    assert shown == "data.bin %d %s\n" % (len(payload), hashlib.sha256(payload).hexdigest())
+
+
+def test_an_upload_past_the_memory_limit_restarts_the_session_and_the_next_cell_says_so():
+    """A file upload is the page's bytes in the sandbox's memory: past --memory the handler's
+    session goes like a cell's would. The handler's stderr says so (a page shows it nowhere),
+    and so does the next cell, before its own output."""
+    with running_kernel(flags=["--timeout", "20", "--memory", "128M", "--python", SANDBOX_VENV_PYTHON]) as (_, kc):
+        sent(kc, "import ipywidgets as w\nup = w.FileUpload()\nkept = 'still here'")
+        size = 60 << 20
+        outputs = update(kc, model_ids(kc, "up")["up"], {"value": [
+            {"name": "big.bin", "type": "application/octet-stream", "size": size, "last_modified": 0}]},
+            [["value", 0, "content"]], [b"x" * size])
+        notice = ("[belljar] a widget's handler (a comm message from the page) ended the session: "
+                  "MemoryError: the session passed its memory limit of 128.0 MiB (--memory)")
+        assert notice in stderr_of(outputs)
+        reply, outputs = execute(kc, "print('kept' in dir())")
+        assert reply["content"]["status"] == "ok"
+        assert stderr_of(outputs).startswith(notice) and stdout_of(outputs) == "False\n"
+        _, outputs = execute(kc, "print('once')")
+        assert stderr_of(outputs) == ""  # said once
