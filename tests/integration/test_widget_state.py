@@ -217,8 +217,12 @@ def test_allow_passes_the_same_messages_unchanged():
 @pytest.fixture(scope="module")
 def kernel8():
     with running_kernel(flags=["--timeout", "20", "--python", SANDBOX_VENV_PYTHON]) as (km, kc):
-        reply, outputs = execute(kc, RAW_WIDGET + "import ipywidgets as w\n"
-                                 "assert w.__version__.startswith('8.'), w.__version__")
+        # ipywidgets 8 stands on the `comm` package alone: the worker's ipykernel stand-in,
+        # which Debian's ipywidgets 6 imports, is never loaded for it.
+        reply, outputs = execute(kc, RAW_WIDGET + "import ipywidgets as w, sys\n"
+                                 "assert w.__version__.startswith('8.'), w.__version__\n"
+                                 "w.IntSlider()\n"
+                                 "assert 'ipykernel' not in sys.modules, sorted(sys.modules)")
         assert reply["content"]["status"] == "ok", stderr_of(outputs)
         yield km, kc
 
