@@ -17,6 +17,7 @@ namespace {
 
 // Rendered as text, an image or a collapsible JSON tree by Notebook 6 and JupyterLab 4: nothing
 // in the data becomes markup or code. Declared once; every other type is checked or active.
+// %audit's records have a type of their own that no frontend renders (it shows the table).
 const std::set<std::string, std::less<>> kInertMimeTypes = {"text/plain",
                                                             "image/png",
                                                             "image/jpeg",
@@ -24,7 +25,6 @@ const std::set<std::string, std::less<>> kInertMimeTypes = {"text/plain",
                                                             "image/webp",
                                                             "image/bmp",
                                                             "application/json",
-                                                            // %audit's records (no renderer)
                                                             "application/vnd.belljar.audit+json",
                                                             "application/vnd.jupyter.stdout",
                                                             "application/vnd.jupyter.stderr"};

@@ -16,6 +16,7 @@
 //   workspace_link.cpp  the workspace guard's surveys: new guards, the quota (when to survey
 //                    and what a survey means: workspace_surveys.hpp, a part of its own)
 #include <chrono>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,7 @@
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
 #include "kernel/session/newest_entries.hpp"
+#include "kernel/session/parent_watch.hpp"
 #include "kernel/session/request_kind.hpp"
 #include "kernel/session/request_queue.hpp"
 #include "kernel/session/usage.hpp"
@@ -233,6 +235,10 @@ class Kernel {
   History history_;
   UsageSampler usage_;
   Fd signals_;
+  // The client that launched the kernel (JPY_PARENT_PID), read as the kernel is made: when it
+  // exits, the kernel shuts down (parent_watch.hpp).
+  ParentWatch parent_ = ParentWatch::from_environment(::getenv("JPY_PARENT_PID"));
+  void client_gone();
 
   // The egress proxy (its own thread), when the policy allows any host; each new sandbox's
   // channel is attached to it.

@@ -119,6 +119,7 @@ int Kernel::run(Frontend& frontend) {
   audit_.record("kernel_start", start);
   metrics_.flush(Clock::now(), true);
   frontend.serving();
+  if (parent_.gone()) client_gone();
   publish_status("starting", nullptr);
   while (!shutting_down_) poll_once();
   drop_worker();
@@ -173,6 +174,8 @@ void Kernel::poll_once() {
   if (status_watched) items.push_back({nullptr, worker_->status_fd(), ZMQ_POLLIN, 0});
   size_t egress_index = items.size();
   if (egress_) items.push_back({nullptr, egress_->decisions_fd(), ZMQ_POLLIN, 0});
+  size_t parent_index = items.size();
+  items.push_back({nullptr, parent_.fd(), ZMQ_POLLIN, 0});  // -1: not watched
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline() - Clock::now());
   long timeout_ms = std::max<long>(0, wait.count());
   try {
@@ -183,6 +186,7 @@ void Kernel::poll_once() {
 
   frontend_->handle(&items[1], *this);
   if (items[0].revents & ZMQ_POLLIN) handle_signals();
+  if (items[parent_index].revents & ZMQ_POLLIN) client_gone();
   // Before the worker's frames: a denial made during a cell is on record before its reply.
   if (egress_ && (items[egress_index].revents & ZMQ_POLLIN)) handle_egress();
   if (status_watched && worker_ && (items[status_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
@@ -222,6 +226,13 @@ void Kernel::poll_once() {
     trim_at_.reset();
     if (!executing()) ::malloc_trim(0);
   }
+}
+
+void Kernel::client_gone() {
+  log_line("the client that started the kernel (pid " + std::to_string(parent_.pid()) +
+           ") exited: shutting down");
+  parent_ = ParentWatch();  // its pidfd stays readable: watched no more
+  request_shutdown();
 }
 
 void Kernel::handle_signals() {

@@ -210,7 +210,7 @@ describe('belljar mcp tools through the MCP TypeScript SDK', () => {
     // the supervisor's record of the cancelled cell says which.
     const audit = await run(session.client, '%audit 2');
     const shown = audit.structuredContent.outputs.find((o) => o.type === 'display');
-    const [cancelled] = shown.data['application/json'].records;
+    const [cancelled] = shown.data['application/vnd.belljar.audit+json'].records;
     assert.equal(cancelled.status, 'interrupted', JSON.stringify(cancelled));
     assert.equal(cancelled.limit_hit, null);
   });

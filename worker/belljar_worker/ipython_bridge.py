@@ -116,7 +116,7 @@ def create_shell(session):
         if name not in before:
             namespace.pop(name, None)  # the builtins, which end the cell with SystemExit
     namespace["_ih"], namespace["_oh"] = namespace["In"], namespace["Out"]
-    for name in session.SESSION_NAMES + ("get_ipython",):  # not the user's: hidden from %who
+    for name in session.SESSION_NAMES:  # not the user's: hidden from %who
         if name in namespace:
             shell.user_ns_hidden[name] = namespace[name]
     shell.set_hook("show_in_pager", page.as_hook(payloadpage.page), 99)

@@ -37,10 +37,21 @@ class CellContext:
         self.done_sent = False
 
 
+def get_ipython():
+    """The session's IPython shell, as in ipykernel from the first cell (notebooks and libraries
+    call it before anything else): made on the first call, so a session that never asks never
+    imports IPython. None where IPython is not installed, as IPython's own answer outside a
+    shell."""
+    try:
+        return current.session._require_shell()
+    except UsageError:
+        return None
+
+
 class Session:
     # Names the session itself puts in the user namespace.
     SESSION_NAMES = ("__builtins__", "In", "Out", "_ih", "_oh", "_", "__", "___",
-                     "_i", "_ii", "_iii")
+                     "_i", "_ii", "_iii", "get_ipython")
 
     def __init__(self, channel, gate, streams):
         self.channel, self.gate, self.streams = channel, gate, streams
@@ -49,7 +60,7 @@ class Session:
         ns["__builtins__"] = builtins
         self.In, self.Out = [""], {}
         ns.update(In=self.In, Out=self.Out, _ih=self.In, _oh=self.Out,
-                  _="", __="", ___="", _i="", _ii="", _iii="")
+                  _="", __="", ___="", _i="", _ii="", _iii="", get_ipython=get_ipython)
         self._unders = ("", "", "")     # _, __, ___ as the session last set them
         self._last_inputs = ("", "", "")  # _i, _ii, _iii
         self._latest_input = ""

@@ -1,0 +1,135 @@
+"""What a notebook or a client meets the same way on belljar as on ipykernel (issue 30), each
+check run on both kernels, Debian's ipykernel as the control, through real jupyter_client.
+
+- A kernel follows the client that launched it: when the client is killed, the kernel shuts
+  down (jupyter_client sets JPY_PARENT_PID; ipykernel polls for its parent, belljar watches it
+  through a pidfd) rather than leave its sandbox running for no one.
+- `get_ipython()` exists from the first cell (libraries and notebooks call it before anything
+  else), without belljar paying for IPython in cells that never ask.
+"""
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import psutil
+import pytest
+
+from belljar_testing import (
+    PYTHON,
+    TIMEOUT,
+    execute,
+    install_kernelspec,
+    running_kernel,
+    sandbox_writable_dir,
+    stderr_of,
+    stdout_of,
+)
+
+KERNELS = ("belljar", "ipykernel")
+
+
+@pytest.fixture(scope="module")
+def specs():
+    """Both kernelspecs in one private prefix: its share/jupyter, for JUPYTER_PATH; belljar's
+    audit log goes to a file there."""
+    with tempfile.TemporaryDirectory(prefix="belljar-parity-") as prefix:
+        audit = pathlib.Path(prefix) / "audit.jsonl"
+        install_kernelspec(prefix, "belljar", flags=["--audit-log", str(audit)])
+        ipykernel = pathlib.Path(prefix) / "share" / "jupyter" / "kernels" / "ipykernel"
+        ipykernel.mkdir(parents=True)
+        (ipykernel / "kernel.json").write_text(json.dumps({
+            "argv": [PYTHON, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (ipykernel)", "language": "python"}))
+        yield pathlib.Path(prefix) / "share" / "jupyter", audit
+
+
+# A client as a notebook server or a test runner is one: it starts a kernel with jupyter_client
+# (which sets JPY_PARENT_PID to its own pid), says the kernel's pid, and waits to be killed.
+CLIENT = textwrap.dedent("""
+    import sys
+    from jupyter_client.manager import KernelManager
+    km = KernelManager(kernel_name=sys.argv[1])
+    km.start_kernel(cwd=sys.argv[2])
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    print(km.provisioner.process.pid, flush=True)
+    sys.stdin.read()
+""")
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_kernel_whose_client_was_killed_shuts_down(specs, kernel):
+    share, audit = specs
+    workspace = sandbox_writable_dir("belljar-parity-ws-")
+    client = subprocess.Popen([sys.executable, "-c", CLIENT, kernel, workspace],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, JUPYTER_PATH=str(share)))
+    try:
+        pid = int(client.stdout.readline())
+        process = psutil.Process(pid)
+        assert process.is_running()
+    finally:
+        client.send_signal(signal.SIGKILL)  # no shutdown_request: the client is simply gone
+        client.wait()
+    try:
+        process.wait(timeout=TIMEOUT)  # psutil.TimeoutExpired: the kernel outlived its client
+    except psutil.TimeoutExpired:
+        process.kill()
+        raise
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+    if kernel == "belljar":
+        last = json.loads(audit.read_text().splitlines()[-1])
+        assert last["event"] == "shutdown", last  # a clean shutdown: its sandbox went with it
+
+
+def test_a_kernel_without_a_client_to_follow_keeps_serving():
+    """Started without JPY_PARENT_PID (a gateway's pod, `belljar kernel` by hand), nothing is
+    followed: the kernel answers as usual (running_kernel's client is this process, which
+    lives, so the watch is tested by the case above)."""
+    env = {k: v for k, v in os.environ.items() if k != "JPY_PARENT_PID"}
+    with running_kernel(env=env) as (_, kc):
+        reply, outputs = execute(kc, "print(6 * 7)")
+        assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "42\n"
+
+
+@pytest.fixture(scope="module", params=KERNELS)
+def kernel(request, specs):
+    share, _ = specs
+    from jupyter_client.manager import KernelManager
+    km = KernelManager(kernel_name=request.param)
+    km.kernel_spec_manager.kernel_dirs.insert(0, str(share / "kernels"))
+    workspace = sandbox_writable_dir("belljar-parity-ws-")
+    km.start_kernel(cwd=workspace)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=TIMEOUT)
+        yield request.param, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+def test_get_ipython_exists_from_the_first_cell(kernel):
+    name, kc = kernel
+    reply, outputs = execute(kc, "import sys\n"
+                                 "before = 'IPython' in sys.modules\n"
+                                 "shell = get_ipython()\n"
+                                 "print(type(shell).__name__ != 'NoneType', callable(shell.run_line_magic),\n"
+                                 "      get_ipython() is shell, before)")
+    assert reply["content"]["status"] == "ok", stderr_of(outputs)
+    shown = stdout_of(outputs).split()
+    assert shown[:3] == ["True", "True", "True"]
+    if name == "belljar":
+        assert shown[3] == "False"  # IPython was loaded by the call, not before
+    reply, outputs = execute(kc, "get_ipython().run_line_magic('config', 'HistoryManager.enabled')")
+    assert reply["content"]["status"] == "ok", stderr_of(outputs)

@@ -1,0 +1,67 @@
+// The kernel follows the client that started it: a pidfd on its parent that becomes readable
+// when the parent exits, nothing watched when no client asked, and a parent already gone seen.
+#include "kernel/session/parent_watch.hpp"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+using namespace belljar;
+
+namespace {
+bool readable(int fd) {
+  pollfd item{fd, POLLIN, 0};
+  return ::poll(&item, 1, 0) == 1 && (item.revents & POLLIN);
+}
+bool always(pid_t) {
+  return true;
+}
+bool never(pid_t) {
+  return false;
+}
+}  // namespace
+
+TEST_CASE("the parent's pidfd becomes readable when it exits", "[parent_watch]") {
+  int gate[2];
+  REQUIRE(::pipe(gate) == 0);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // stands for the client: lives until the gate closes
+    ::close(gate[1]);
+    char byte;
+    (void)::read(gate[0], &byte, 1);
+    ::_exit(0);
+  }
+  ::close(gate[0]);
+  ParentWatch watch = ParentWatch::of(child, always);
+  REQUIRE(watch.fd() >= 0);
+  CHECK_FALSE(watch.gone());
+  CHECK_FALSE(readable(watch.fd()));
+  ::close(gate[1]);  // the client goes
+  pollfd item{watch.fd(), POLLIN, 0};
+  REQUIRE(::poll(&item, 1, 10'000) == 1);
+  CHECK(readable(watch.fd()));
+  ::waitpid(child, nullptr, 0);
+}
+
+TEST_CASE("no client asked, a parent that is init, or one already gone", "[parent_watch]") {
+  CHECK(ParentWatch::from_environment(nullptr).fd() == -1);
+  CHECK(ParentWatch::from_environment("").fd() == -1);
+  CHECK_FALSE(ParentWatch::from_environment(nullptr).gone());
+  // Asked, with this process's real parent (the test runner): watched.
+  ParentWatch asked = ParentWatch::from_environment("12345");
+  if (::getppid() > 1) CHECK(asked.fd() >= 0);
+  CHECK(asked.pid() == (::getppid() > 1 ? ::getppid() : 0));
+  // The number read as the parent's no longer is: it exited before it was watched.
+  ParentWatch moved = ParentWatch::of(::getppid(), never);
+  CHECK(moved.gone());
+  CHECK(moved.fd() == -1);
+  // A pid no process has.
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  CHECK(ParentWatch::of(child, always).gone());
+}
