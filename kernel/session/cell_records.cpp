@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernel/output/active_output.hpp"
+#include "kernel/output/payloads.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/replies.hpp"
 #include "kernel/protocol/signer.hpp"
@@ -71,7 +72,11 @@ void Kernel::finish_cell(const json& done) {
     // user_expressions (what read_file and agents use) and pager payloads are output too.
     auto sent = done.find("user_expressions");
     json expressions = sent != done.end() && sent->is_object() ? *sent : json::object();
-    json payload = done.contains("payload") ? done["payload"] : json::array();
+    CheckedPayload checked = checked_payload(done.value("payload", json()));
+    if (checked.dropped > 0)
+      frame_log_.log("payload items dropped",
+                     std::to_string(checked.dropped) + " not of a source's shape");
+    json payload = std::move(checked.items);
     redactor_.redact_json(expressions);
     redactor_.redact_json(payload);
     apply_active_output_within(expressions, options_.policy.active_output);

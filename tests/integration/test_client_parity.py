@@ -133,3 +133,25 @@ def test_get_ipython_exists_from_the_first_cell(kernel):
         assert shown[3] == "False"  # IPython was loaded by the call, not before
     reply, outputs = execute(kc, "get_ipython().run_line_magic('config', 'HistoryManager.enabled')")
     assert reply["content"]["status"] == "ok", stderr_of(outputs)
+
+
+def payload_of(kc, code):
+    reply, outputs = execute(kc, code)
+    assert reply["content"]["status"] == "ok", (reply["content"], stderr_of(outputs))
+    return reply["content"]["payload"]
+
+
+def test_payloads_fill_the_next_cell_page_help_and_ask_to_exit(kernel):
+    """execute_reply's payload, which frontends act on: %load's text for the next cell,
+    `obj?` in the pager, and `exit`, which ends jupyter console (issue 30, item 2)."""
+    _, kc = kernel
+    execute(kc, "open('snippet.py', 'w').write('x = 1\\n')")
+    assert payload_of(kc, "%load snippet.py") == [
+        {"source": "set_next_input", "text": "# %load snippet.py\nx = 1\n", "replace": True}]
+    assert payload_of(kc, "get_ipython().set_next_input('y = 2')") == [
+        {"source": "set_next_input", "text": "y = 2", "replace": False}]
+    [page] = payload_of(kc, "len?")
+    assert page["source"] == "page" and page["start"] == 0
+    assert "Return the number of items in a container" in page["data"]["text/plain"]
+    assert payload_of(kc, "exit") == [{"source": "ask_exit", "keepkernel": False}]
+    assert payload_of(kc, "print('plain')") == []

@@ -98,6 +98,15 @@ def create_shell(session):
             from .comms import kernel
             return kernel()
 
+        def set_next_input(self, text, replace=False):
+            """%load, %recall: the text goes to the frontend's next cell (a payload), as
+            ipykernel's shell sends it, rather than to a readline buffer no one reads."""
+            session.write_payload({"source": "set_next_input", "text": text,
+                                   "replace": bool(replace)})
+
+        def ask_exit(self):
+            session.write_payload({"source": "ask_exit", "keepkernel": False})
+
         def enable_gui(self, gui=None):
             if gui not in (None, "inline"):
                 raise UsageError("belljar has no GUI event loop (%%gui %s)" % gui)

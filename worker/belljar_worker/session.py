@@ -48,10 +48,22 @@ def get_ipython():
         return None
 
 
+class ExitAutocall:
+    """`exit` and `quit` as in ipykernel: typed in a cell (bare, or called), they ask the
+    frontend to end the session (an `ask_exit` payload: jupyter console quits) instead of
+    raising SystemExit in the worker or printing "Use exit() or Ctrl-D"."""
+
+    def __call__(self, keep_kernel=False):
+        current.session.write_payload({"source": "ask_exit", "keepkernel": bool(keep_kernel)})
+
+    def __repr__(self):
+        return "<exit: asks the frontend to end the session>"
+
+
 class Session:
     # Names the session itself puts in the user namespace.
     SESSION_NAMES = ("__builtins__", "In", "Out", "_ih", "_oh", "_", "__", "___",
-                     "_i", "_ii", "_iii", "get_ipython")
+                     "_i", "_ii", "_iii", "get_ipython", "exit", "quit")
 
     def __init__(self, channel, gate, streams):
         self.channel, self.gate, self.streams = channel, gate, streams
@@ -60,7 +72,9 @@ class Session:
         ns["__builtins__"] = builtins
         self.In, self.Out = [""], {}
         ns.update(In=self.In, Out=self.Out, _ih=self.In, _oh=self.Out,
-                  _="", __="", ___="", _i="", _ii="", _iii="", get_ipython=get_ipython)
+                  _="", __="", ___="", _i="", _ii="", _iii="", get_ipython=get_ipython,
+                  exit=ExitAutocall(), quit=ExitAutocall())
+        self._payload = []  # what the worker asks of the frontend itself, without IPython
         self._unders = ("", "", "")     # _, __, ___ as the session last set them
         self._last_inputs = ("", "", "")  # _i, _ii, _iii
         self._latest_input = ""
@@ -200,6 +214,9 @@ class Session:
             tree = self.shell.transform_ast(tree)
         cell = self.runner.compile(tree, source, filename)
         value = self.runner.run(cell)
+        if isinstance(value, ExitAutocall):
+            value()  # a bare `exit`: IPython's autocall
+            return
         if value is NO_VALUE or value is None or cell.quiet or ctx.silent:
             return
         if ctx.store_history:
@@ -380,15 +397,24 @@ class Session:
         except Exception:
             pass
 
+    def write_payload(self, item):
+        """An execute_reply payload item (set_next_input, ask_exit, page): IPython's payload
+        manager's once there is a shell, the session's own list before."""
+        if self.shell is not None:
+            self.shell.payload_manager.write_payload(item)
+        else:
+            self._payload.append(item)
+
     def _take_payload(self):
+        payload, self._payload = self._payload, []
         if self.shell is None:
-            return []
-        try:
-            payload = list(self.shell.payload_manager.read_payload())
-            self.shell.payload_manager.clear_payload()
             return payload
+        try:
+            payload += list(self.shell.payload_manager.read_payload())
+            self.shell.payload_manager.clear_payload()
         except Exception:
-            return []
+            pass
+        return payload
 
     # -- comms -----------------------------------------------------------------------------
     def comm(self, msg):
