@@ -3,13 +3,14 @@
 // socket and output pipes. It never runs user code and never blocks on the worker, so control
 // messages (interrupt, shutdown) are served even while a cell spins.
 // Requests arrive through a Frontend (Jupyter's sockets, MCP, the runner); the core is the same.
-//   reactor.cpp      the loop: poll, signals, timers
+//   reactor.cpp      the loop: poll, signals, timers, the launching client (parent_watch.hpp)
 //   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
 //   worker_link.cpp  the worker: start, frames in and out, its output pipes, faults, exits
 //                    (the outbox and the text cursors: worker_channel.hpp)
 //   cell_limits.cpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), the
 //                    errors naming them
-//   cell_records.cpp what a request leaves: reply, audit record, metrics; restart policy
+//   cell_records.cpp what a request leaves: reply (its payload: kernel/output/payloads.hpp),
+//                    audit record, metrics; restart policy
 //   comm_link.cpp    the worker's comm messages: routed to the frontend, counted (checked:
 //                    worker_comms.hpp)
 //   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
