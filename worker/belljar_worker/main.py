@@ -56,7 +56,15 @@ def serve():
     from .session import Session
     session = Session(channel, gate, streams)
     while True:
-        request = channel.next_request()
+        try:
+            request = channel.next_request()
+        except MemoryError:
+            # A request bigger than --memory allows (a file uploaded from the page, say) where
+            # the limit is the address space rather than a cgroup: the frame may be half read,
+            # so the channel cannot go on. Say why, in place of a traceback of our own code.
+            os.write(2, b"[belljar] a request from the frontend did not fit in the sandbox's "
+                        b"memory limit (--memory): the session ends\n")
+            os._exit(1)
         if request is None:
             break  # the supervisor closed fd 3: the session is over
         session.handle(request)
