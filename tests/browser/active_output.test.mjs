@@ -1,10 +1,16 @@
-// Active output in the real browser: Debian's Jupyter Notebook server on loopback, headless
-// Chromium, a notebook (written by the test) whose every cell tries one way of running script
-// from output. Each script tries what the red team did: create a file through the server's REST
-// API (PUT /api/contents with the _xsrf cookie as X-XSRFToken) and open a terminal
-// (POST /api/terminals). After Run All (and a click on every javascript: link, in the page and
-// in every frame), no file may exist and no terminal may be open. A control run of two vectors
-// on a kernel with --active-output allow does create its files: the probe works.
+// Active output in the real browser, in three frontends (BELLJAR_FRONTEND): Debian's classic
+// Jupyter Notebook 6.4 (`classic`, the sandbox on Debian's Python with ipywidgets 6), and
+// JupyterLab 4 (`lab`) and Notebook 7 (`notebook`) from the frontends venv (the sandbox on a
+// learner's venv with ipywidgets 8). The server is on loopback with a token, the browser is
+// headless Chromium, and a notebook (written by the test) has one cell per way of running script
+// from output. Each script tries what an attacker with script in the page could do: create a
+// file through the server's REST API (PUT /api/contents) and open a terminal (POST
+// /api/terminals), once with the _xsrf cookie as X-XSRFToken and once with the token JupyterLab
+// puts in its page config (#jupyter-config-data) as `Authorization: token ...`. After Run All, a
+// click on every javascript: link (in the page and in every frame) and on every widget error
+// box, no file may exist and no terminal may be open. A control run on a kernel with
+// --active-output allow does create files: the probe works, and the control's list says which
+// vectors the frontend itself runs (JupyterLab sanitizes some on its own; see CONTROLLED).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -15,32 +21,79 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  allCellsDone, freePort, jupyterEnvironment, launchChromium, said, start, stopServer, whenPage,
+  LAB_FRONTENDS, PANEL, allCellsDone, allCellsRan, freePort, jupyterEnvironment, labMenu, launchChromium, openInLab,
+  said, start, startJupyterLab, stopServer, whenPage,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
 const BELLJAR = process.env.BELLJAR ?? path.join(SOURCE, 'build', 'belljar');
 const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
-const NOTEBOOK_SERVER = '/usr/bin/jupyter-notebook';
-const PYTHON = '/usr/bin/python3';
-const RUN_ALL_TIMEOUT = 120_000;
+const FRONTENDS = process.env.BELLJAR_FRONTENDS ?? path.join(SOURCE, 'build', 'venvs', 'frontends');
+const SANDBOX_VENV_PYTHON = process.env.BELLJAR_SANDBOX_VENV_PYTHON
+  ?? path.join(SOURCE, 'build', 'venvs', 'sandbox-python', 'bin', 'python');
+const FRONTEND_NAME = process.env.BELLJAR_FRONTEND ?? 'classic';
+const CLASSIC = FRONTEND_NAME === 'classic';
+const FRONTEND = CLASSIC ? { title: 'Jupyter Notebook 6', app: 'classic' } : LAB_FRONTENDS[FRONTEND_NAME];
+assert.ok(FRONTEND, `BELLJAR_FRONTEND is classic, lab or notebook, not ${FRONTEND_NAME}`);
+const PYTHON = CLASSIC ? '/usr/bin/python3' : SANDBOX_VENV_PYTHON;
+const RUN_ALL_TIMEOUT = 180_000;
 // The vectors whose script still runs under --active-output isolate, in a sandboxed frame.
 const RUN_ISOLATED = ['application-javascript', 'html-script', 'execute-result'];
 
-// The attack, run wherever a vector gets script to run. It reports where it ran on the console.
+// The vectors run again on the `allow` kernel, and of those the ones whose probe must run there
+// and write its file; the control's list is exact, so a frontend that starts running another
+// shows. Vectors that navigate the page away are never in a control: they would end the run.
+// What JupyterLab 4 and Notebook 7 keep from running on their own (so belljar's defence there is
+// not what the test shows): an <svg onload> put in with innerHTML; image/svg+xml (drawn as an
+// <img>); <script> in markdown (marked's output is not run); a javascript: link with no target
+// (given target=_blank, rel=noopener, it runs nowhere); a frame from a data: URL (an opaque
+// origin); MathJax 3's \href{javascript:} in LaTeX, markdown or a Label (its `safe` filter makes
+// no link) and \require of a workspace file; a description_allow_html description (sanitized);
+// stream text and tracebacks (escaped); and the markdown image (no GET of jupyter_server 2 opens
+// a terminal).
+const CONTROLLED = CLASSIC ? {
+  run: ['application-javascript', 'html-script', 'widget-html', 'comm-target-module', 'widget-version',
+    'markdown-fence-language', 'markdown-image'],
+  writes: ['application-javascript', 'comm-target-module', 'html-script', 'markdown-fence-language', 'widget-html',
+    'widget-version'],
+} : {
+  run: ['application-javascript', 'html-script', 'html-img-onerror', 'html-svg-onload', 'html-iframe-srcdoc',
+    'html-javascript-link', 'html-javascript-link-self', 'html-svg-javascript-link', 'html-form-javascript-action',
+    'html-data-iframe', 'svg-script', 'markdown-raw-html', 'markdown-script', 'markdown-javascript-link', 'markdown-latex-href',
+    'latex-mathjax-href', 'latex-require', 'update-display', 'execute-result', 'pager-payload', 'stream-text',
+    'widget-description', 'widget-html', 'widget-htmlmath', 'widget-label-href', 'widget-view-markup', 'widget-version',
+    'widget-error-markup', 'markdown-image', 'error-traceback'],
+  writes: ['application-javascript', 'execute-result', 'html-form-javascript-action', 'html-iframe-srcdoc',
+    'html-img-onerror', 'html-javascript-link-self', 'html-script', 'html-svg-javascript-link', 'markdown-raw-html',
+    'pager-payload', 'update-display', 'widget-error-markup', 'widget-html', 'widget-htmlmath', 'widget-version',
+    'widget-view-markup'],
+};
+
+// The attack, run wherever a vector gets script to run. It reports where it ran on the console,
+// and each request's answer.
 function probe(id, origin) {
   return `(async () => {
   const id = ${JSON.stringify(id)};
   const here = String(self.origin);  // 'null' in an opaque origin (a sandboxed frame)
   const origin = here !== 'null' ? here : ${JSON.stringify(origin)};
-  let xsrf = '';
+  let xsrf = '', token = '';
   try { xsrf = decodeURIComponent((document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || ''); } catch (e) {}
+  try { token = JSON.parse(document.getElementById('jupyter-config-data').textContent).token || ''; } catch (e) {}
   console.log('belljar-probe ran ' + id + ' in ' + here);
-  const headers = { 'Content-Type': 'application/json', 'X-XSRFToken': xsrf };
+  const credentials = [['xsrf', { 'X-XSRFToken': xsrf }]];
+  if (token) credentials.push(['token', { Authorization: 'token ' + token }]);
   const body = JSON.stringify({ type: 'file', format: 'text', content: 'written by ' + id });
-  try { await fetch(origin + '/api/contents/pwned-' + id + '.txt', { method: 'PUT', credentials: 'include', headers, body }); } catch (e) {}
-  try { await fetch(origin + '/api/terminals', { method: 'POST', credentials: 'include', headers }); } catch (e) {}
+  for (const [how, auth] of credentials) {
+    const headers = { 'Content-Type': 'application/json', ...auth };
+    const answers = [];
+    for (const [method, url, data] of [['PUT', '/api/contents/pwned-' + id + '.txt', body], ['POST', '/api/terminals']]) {
+      try {
+        answers.push(method + ' ' + (await fetch(origin + url, { method, credentials: 'include', headers, body: data })).status);
+      } catch (e) { answers.push(method + ' ' + e.name); }
+    }
+    console.log('belljar-probe answered ' + id + ' by ' + how + ': ' + answers.join(', '));
+  }
   console.log('belljar-probe settled ' + id + ' in ' + here);  // its requests are answered
 })();`;
 }
@@ -52,29 +105,58 @@ const amd = (code, name) => `define([], function () { ${code}; return { ${JSON.s
 
 // Python source of one cell per vector; py() quotes a JS string as a Python literal.
 const py = (text) => JSON.stringify(text);
+const show = (bundle) => `display(${bundle}, raw=True)`;
+
+// A widget model opened by hand, in ipywidgets 8's protocol 2 (state under data.state, the
+// protocol's version in the metadata), shown by a widget-view output that names it.
+const widget8 = (state) => 'from comm import create_comm\n' +
+  `c = create_comm(target_name='jupyter.widget', data={'state': ${state}, 'buffer_paths': []}, metadata={'version': '2.1.0'})\n` +
+  show("{'application/vnd.jupyter.widget-view+json': {'model_id': c.comm_id, 'version_major': 2, 'version_minor': 0}}");
+const controls8 = (model, view, rest) => `{'_model_module': '@jupyter-widgets/controls', '_model_module_version': '2.0.0',
+ '_model_name': '${model}', '_view_module': '@jupyter-widgets/controls', '_view_module_version': '2.0.0', '_view_name': '${view}', ${rest}}`;
+
 function vectorCells(origin, prefix) {
   const e = (id) => evalOf(`${prefix}${id}`, origin);
   const js = (id) => probe(`${prefix}${id}`, origin);
-  const show = (bundle) => `display(${bundle}, raw=True)`;
-  return {
+  const img = (id) => `<img src="x" onerror="${e(id)}">`;
+  const cells = {
     'application-javascript': show(`{'application/javascript': ${py(js('application-javascript'))}}`),
     'html-script': show(`{'text/html': ${py(`<b>html</b><script>${js('html-script')}</script>`)}}`),
-    'html-img-onerror': show(`{'text/html': ${py(`<img src="x" onerror="${e('html-img-onerror')}">`)}}`),
+    'html-img-onerror': show(`{'text/html': ${py(img('html-img-onerror'))}}`),
     'html-svg-onload': show(`{'text/html': ${py(`<svg onload="${e('html-svg-onload')}"><rect width="9" height="9"/></svg>`)}}`),
     'html-iframe-srcdoc': show(`{'text/html': ${py(`<iframe srcdoc="&lt;script&gt;${e('html-iframe-srcdoc')}&lt;/script&gt;"></iframe>`)}}`),
     'html-javascript-link': show(`{'text/html': ${py(`<a href="javascript:${e('html-javascript-link')}">click</a>`)}}`),
+    // An SVG link is no HTMLAnchorElement: JupyterLab gives it no target; href and xlink:href.
+    'html-svg-javascript-link': show(`{'text/html': ${py(`<svg width="60" height="20"><a href="javascript:${e('html-svg-javascript-link')}"><text x="0" y="15">click</text></a>` +
+      `<a xlink:href="javascript:${e('html-svg-javascript-link')}"><text x="30" y="15">click</text></a></svg>`)}}`),
+    // A form whose action is a javascript: URL runs it when submitted (the test clicks its button).
+    'html-form-javascript-action': show(`{'text/html': ${py(`<form action="javascript:${e('html-form-javascript-action')}"><button>go</button></form>`)}}`),
+    // A frame from a data: URL has an opaque origin of its own.
+    'html-data-iframe': show(`{'text/html': ${py(`<iframe src="data:text/html;base64,${Buffer.from(`<script>${js('html-data-iframe')}</script>`).toString('base64')}"></iframe>`)}}`),
     'svg-script': show(`{'image/svg+xml': ${py(`<svg xmlns="http://www.w3.org/2000/svg" width="20" height="20" onload="${e('svg-script')}"><script>${js('svg-script-element')}</script><rect width="9" height="9"/></svg>`)}}`),
-    'markdown-raw-html': show(`{'text/markdown': ${py(`markdown <img src="x" onerror="${e('markdown-raw-html')}">`)}}`),
+    'markdown-raw-html': show(`{'text/markdown': ${py(`markdown ${img('markdown-raw-html')}`)}}`),
     'markdown-javascript-link': show(`{'text/markdown': ${py(`[click](javascript:${e('markdown-javascript-link')})`)}}`),
     'latex-mathjax-href': show(`{'text/latex': ${py(`$\\href{javascript:${e('latex-mathjax-href')}}{click}$`)}}`),
     'update-display': `h = display({'text/plain': 'first'}, raw=True, display_id=True)\n` +
-      `h.update({'text/html': ${py(`<img src="x" onerror="${e('update-display')}">`)}}, raw=True)`,
+      `h.update({'text/html': ${py(img('update-display'))}}, raw=True)`,
     'execute-result': `class Active:\n    def _repr_html_(self):\n        return ${py(`<script>${js('execute-result')}</script>`)}\nActive()`,
     'pager-payload': 'import belljar_worker.current as s\n' +
-      `s.session._take_payload = lambda: (delattr(s.session, '_take_payload'), [{'source': 'page', 'start': 0, 'data': {'text/plain': 'paged', 'text/html': ${py(`<img src="x" onerror="${e('pager-payload')}">`)}}}])[1]`,
-    // A frame may navigate itself: a GET to the server (GET /terminals/new opens a terminal).
+      `s.session._take_payload = lambda: (delattr(s.session, '_take_payload'), [{'source': 'page', 'start': 0, 'data': {'text/plain': 'paged', 'text/html': ${py(img('pager-payload'))}}}])[1]`,
+    // A frame may navigate itself: a GET to the server (GET /terminals/new opens a terminal in
+    // Notebook 6).
     'html-self-navigation': show(`{'text/html': ${py(`<meta http-equiv="refresh" content="0;url=${origin}/terminals/new"><img src="${origin}/terminals/new"><script>location.href = ${JSON.stringify(origin + '/terminals/new')};</script>`)}}`),
-    'stream-text': `print(${py(`<img src="x" onerror="${e('stream-text')}">`)})`,
+    'stream-text': `print(${py(img('stream-text'))})`,
+    // A markdown image: a zero-click GET with the page's cookies (in Notebook 6 it opens a terminal).
+    'markdown-image': show(`{'text/markdown': ${py(`![x](${origin}/terminals/new/bjimg${prefix.replace(/\W/g, '')})`)}}`),
+  };
+  return { ...cells, ...(CLASSIC ? classicVectors(origin, prefix, e, js) : labVectors(origin, prefix, e, js, img)),
+    // Last: an error stops Run All.
+    'error-traceback': `raise ValueError(${py(img('error-traceback'))})` };
+}
+
+// Notebook 6 and ipywidgets 6 (protocol 1): requirejs loads what a comm or a model names.
+function classicVectors(origin, prefix, e, js) {
+  return {
     // Comms: Notebook 6 hands a comm's target_module, and the widget manager a model's module,
     // to requirejs: a workspace file (served at /files/) would run in the page.
     'comm-target-module': `open('evil-comm.js', 'w').write(${py(amd(js('comm-target-module'), 'belljar-probe'))})\n` +
@@ -101,10 +183,41 @@ function vectorCells(origin, prefix) {
     'markdown-fence-language': "import os\nos.makedirs('codemirror/mode', exist_ok=True)\n" +
       `open('codemirror/mode/${prefix}evil.js', 'w').write(${py(amd(js('markdown-fence-language'), 'x'))})\n` +
       show(`{'text/markdown': ${py(`\`\`\`${prefix}evil.js?x\nprint(1)\n\`\`\``)}}`),
-    // A markdown image: a zero-click GET with the page's cookies (this one opens a terminal).
-    'markdown-image': show(`{'text/markdown': ${py(`![x](${origin}/terminals/new/bjimg${prefix.replace(/\W/g, '')})`)}}`),
-    // Last: an error stops Run All.
-    'error-traceback': `raise ValueError(${py(`<img src="x" onerror="${e('error-traceback')}">`)})`,
+  };
+}
+
+// JupyterLab's own renderers and ipywidgets 8 (protocol 2). JupyterLab has no requirejs: a comm's
+// target_module and a model's module name load nothing (it asks its registry of extensions), and
+// a fence's language is looked up in CodeMirror's list; those Notebook 6 vectors have no
+// counterpart here. What it has instead: output the session produced is trusted, so text/html
+// and markdown (marked) go in with innerHTML, unsanitized, and their <script>s are run; MathJax 3
+// typesets LaTeX; ipywidgets 8's error box puts a failed model's error into the page as markup.
+function labVectors(origin, prefix, e, js, img) {
+  return {
+    // JupyterLab opens a link that names no target in a new window (target=_blank, rel=noopener),
+    // where a javascript: URL runs nowhere; one that names _self keeps it.
+    'html-javascript-link-self': show(`{'text/html': ${py(`<a target="_self" href="javascript:${e('html-javascript-link-self')}">click</a>`)}}`),
+    // MathJax typesets TeX in markdown too.
+    'markdown-latex-href': show(`{'text/markdown': ${py(`x $\\href{javascript:${e('markdown-latex-href')}}{click}$`)}}`),
+    'markdown-script': show(`{'text/markdown': ${py(`markdown <script>${js('markdown-script')}</script>`)}}`),
+    // MathJax 3's require extension loads a TeX package by name; a workspace file by path?
+    'latex-require': `open('${prefix}evil-mathjax.js', 'w').write(${py(js('latex-require'))})\n` +
+      show(`{'text/latex': ${py(`$\\require{/files/${prefix}evil-mathjax.js}\\require{[/files]/${prefix}evil-mathjax.js} x$`)}}`),
+    // ipywidgets 8: a description is markup only with description_allow_html (then JupyterLab's
+    // sanitizer cleans it); an HTML widget's value goes in with innerHTML; a Label is typeset.
+    'widget-description': `import ipywidgets as w\nw.IntSlider(description=${py(img('widget-description'))}, description_allow_html=True)`,
+    'widget-html': `import ipywidgets as w\nw.HTML(value=${py(img('widget-html'))})`,
+    'widget-htmlmath': `import ipywidgets as w\nw.HTMLMath(value=${py(img('widget-htmlmath'))})`,
+    'widget-label-href': `import ipywidgets as w\nw.Label(value=${py(`$\\href{javascript:${e('widget-label-href')}}{click}$`)})`,
+    // A model opened by hand (no ipywidgets in the sandbox's code) and a widget-view output of it.
+    'widget-view-markup': widget8(controls8('HTMLModel', 'HTMLView',
+      `'value': ${py(img('widget-view-markup'))}, 'description': ${py(img('widget-view-markup-description'))}, 'description_allow_html': True`)),
+    // A model the manager cannot make: ipywidgets 8's error box, once clicked, shows the error
+    // (its message holds the module's name, or the version asked of a known module) with innerHTML.
+    'widget-error-markup': widget8(`{'_model_module': ${py(`<img src=x onerror="${e('widget-error-markup')}">`)},
+ '_model_module_version': '1.0.0', '_model_name': 'X', '_view_module': 'x', '_view_module_version': '1.0.0', '_view_name': 'X'}`),
+    'widget-version': widget8(controls8('HTMLModel', 'HTMLView', "'value': 'v'").replace("'_model_module_version': '2.0.0'",
+      `'_model_module_version': ${py(`<img src=x onerror="${e('widget-version')}">`)}`)),
   };
 }
 
@@ -119,26 +232,31 @@ function notebook(cells, kernel) {
   }, null, 1);
 }
 
-describe('active output in Jupyter Notebook in headless Chromium', () => {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'belljar-active-'));
-  const dirs = Object.fromEntries(['home', 'runtime', 'config', 'data', 'prefix', 'notebooks', 'chromium']
-    .map((name) => [name, path.join(tmp, name)]));
+// In the page (JupyterLab): MathJax has typeset every LaTeX output and widget label of the notebook
+// in view that holds TeX (JupyterLab typesets after the cell is done, on its own schedule).
+function typeset(panel) {
+  return [...document.querySelectorAll(`${panel} .jp-RenderedLatex, ${panel} .widget-label`)]
+    .every((element) => element.querySelector('mjx-container') || !element.textContent.includes('$'));
+}
+
+describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), `belljar-active-${FRONTEND.app}-`));
+  const dirs = Object.fromEntries(['home', 'runtime', 'config', 'data', 'prefix', 'notebooks', 'chromium', 'settings',
+    'workspaces'].map((name) => [name, path.join(tmp, name)]));
   const token = crypto.randomBytes(24).toString('hex');
   const consoleLines = [];
-  let server, context, page, base;
+  let server, context, base;
   let isolated = {}, control = {};
 
   before(async () => {
     try {
       await setUp();
       isolated = await runNotebook('vectors.ipynb', 'belljar', vectorCells(base, ''), RUN_ISOLATED);
-      const controlled = ['application-javascript', 'html-script', 'widget-html', 'comm-target-module',
-        'widget-version', 'markdown-fence-language', 'markdown-image'];
       const all = vectorCells(base, 'control-');
-      control = await runNotebook('control.ipynb', 'belljar-allow', Object.fromEntries(controlled.map((id) => [id, all[id]])),
-        controlled.filter((id) => id !== 'markdown-image').map((id) => `control-${id}`));
+      control = await runNotebook('control.ipynb', 'belljar-allow',
+        Object.fromEntries(CONTROLLED.run.map((id) => [id, all[id]])), CONTROLLED.writes.map((id) => `control-${id}`));
     } catch (error) {
-      error.message += `\n--- jupyter-notebook log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
+      error.message += `\n--- jupyter ${FRONTEND.app} log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
       throw error;
     }
   });
@@ -151,25 +269,28 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
         '--timeout', '30', '--isolation', ISOLATION, ...mode], { encoding: 'utf8' });
       assert.equal(install.status, 0, `belljar install: ${install.stderr}`);
     }
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    const env = jupyterEnvironment(dirs);
-    server = start(NOTEBOOK_SERVER, ['--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
-      `--NotebookApp.token=${token}`, `--notebook-dir=${dirs.notebooks}`,
-      ...(process.getuid() === 0 ? ['--allow-root'] : [])], { env, cwd: dirs.notebooks });
-    // It says it is running once it listens.
-    await said(server, 'jupyter-notebook', /is running at/, 60_000);
-    assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
+    if (CLASSIC) {
+      const port = await freePort();
+      base = `http://127.0.0.1:${port}`;
+      server = start('/usr/bin/jupyter-notebook', ['--no-browser', '--ip=127.0.0.1', `--port=${port}`,
+        '--port-retries=0', `--NotebookApp.token=${token}`, `--notebook-dir=${dirs.notebooks}`,
+        ...(process.getuid() === 0 ? ['--allow-root'] : [])], { env: jupyterEnvironment(dirs), cwd: dirs.notebooks });
+      // It says it is running once it listens.
+      await said(server, 'jupyter-notebook', /is running at/, 60_000);
+      assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
+    } else {
+      ({ server, base } = await startJupyterLab({ frontend: FRONTEND, frontends: FRONTENDS, dirs, token }));
+    }
     context = await launchChromium(dirs.chromium);
-    page = context.pages()[0] ?? await context.newPage();
-    page.on('console', (message) => consoleLines.push(message.text()));
+    // Every page's console, popups (a javascript: link with target=_blank) included.
+    context.on('console', (message) => consoleLines.push(message.text()));
   }
 
   // Waits for events, not time: every probe that must run has said so on the console, every
   // probe that ran has said its requests were answered, and every image the page holds has
   // loaded or failed (the markdown image's request is the attack). Past 30 s it fails, saying
   // what ran.
-  async function probesSettled(firstLine, mustRun) {
+  async function probesSettled(page, firstLine, mustRun) {
     const lines = () => consoleLines.slice(firstLine);
     const after = (prefix) => lines().filter((line) => line.startsWith(prefix)).map((line) => line.slice(prefix.length));
     const done = () => {
@@ -182,14 +303,14 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
       const check = () => {
         if (!done()) return;
         clearTimeout(timer);
-        page.off('console', check);
+        context.off('console', check);
         resolve();
       };
       const timer = setTimeout(() => {
-        page.off('console', check);
+        context.off('console', check);
         reject(new Error(`the probes did not all run and settle: ${lines().join('; ')}`));
       }, 30_000);
-      page.on('console', check);  // after the listener that keeps consoleLines
+      context.on('console', check);  // after the listener that keeps consoleLines
     });
     for (const frame of page.frames()) {
       await frame.waitForFunction(() => [...document.images].every((image) => image.complete), null,
@@ -197,38 +318,70 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     }
   }
 
-  // Opens the notebook, runs every cell, clicks every javascript: link (page and frames), waits
-  // for the probes (`mustRun` among them) to run and settle, and says what happened.
+  // Opens the notebook in a page of its own, runs every cell, waits for its typesetting, and
+  // does what a curious learner does: clicks every javascript: link (page and frames) and every
+  // widget error box. Returns the page.
+  async function runAll(file) {
+    const page = await context.newPage();
+    if (CLASSIC) {
+      await page.goto(`${base}/notebooks/${file}?token=${token}`);
+      await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 90_000 });
+      await page.click('#celllink');
+      await page.click('#run_all_cells > a');
+      await whenPage(page, 'Run All', allCellsDone, null, RUN_ALL_TIMEOUT);
+      // MathJax typesets what it was given in its queue's order: this runs once all of it is done.
+      await page.evaluate(() => new Promise((resolve) => (window.MathJax?.Hub ? window.MathJax.Hub.Queue(() => resolve()) : resolve())));
+    } else {
+      await openInLab(page, { base, token, frontend: FRONTEND, file, workspace: path.basename(file, '.ipynb'), timeoutMs: 90_000 });
+      await labMenu(page, 'Run', 'Run All Cells');
+      await whenPage(page, 'Run All', allCellsRan, PANEL, RUN_ALL_TIMEOUT);
+      await whenPage(page, 'LaTeX typeset', typeset, PANEL, 60_000);
+    }
+    const clicked = [];  // each javascript: link: its probe's id, its target, whether the click went through
+    for (const frame of page.frames()) {
+      for (const link of await frame.$$('a[href^="javascript:" i]').catch(() => [])) {
+        const [href, target] = await link.evaluate((a) => [a.getAttribute('href'), a.getAttribute('target')])
+          .catch(() => ['', '']);
+        const code = Buffer.from(decodeURIComponent(href).match(/atob\('([^']+)'\)/)?.[1] ?? '', 'base64').toString();
+        const outcome = await link.click({ timeout: 2000, force: true }).then(() => 'clicked', (error) => error.name);
+        clicked.push(`${code.match(/const id = "([^"]+)"/)?.[1]} (target ${target || 'none'}): ${outcome}`);
+      }
+    }
+    for (const frame of page.frames()) {
+      for (const button of await frame.$$('form[action^="javascript:" i] button').catch(() => [])) {
+        clicked.push(`a form's button: ${await button.click({ timeout: 2000, force: true }).then(() => 'clicked', (error) => error.name)}`);
+      }
+    }
+    for (const box of await page.$$('.jupyter-widgets-error-widget')) await box.click({ timeout: 2000, force: true }).catch(() => {});
+    return { page, clicked };
+  }
+
+  // Runs the notebook, waits for the probes (`mustRun` among them) to run and settle, and says
+  // what happened.
   async function runNotebook(file, kernel, cells, mustRun) {
     fs.writeFileSync(path.join(dirs.notebooks, file), notebook(cells, kernel));
     const firstLine = consoleLines.length;
-    await page.goto(`${base}/notebooks/${file}?token=${token}`);
-    await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 90_000 });
-    await page.click('#celllink');
-    await page.click('#run_all_cells > a');
-    await whenPage(page, 'Run All', allCellsDone, null, RUN_ALL_TIMEOUT);
-    // MathJax typesets what it was given in its queue's order: this runs once all of it is done.
-    await page.evaluate(() => new Promise((resolve) => (window.MathJax?.Hub ? window.MathJax.Hub.Queue(() => resolve()) : resolve())));
-    for (const frame of page.frames()) {
-      for (const link of await frame.$$('a[href^="javascript:" i]').catch(() => [])) {
-        await link.click({ timeout: 2000, force: true }).catch(() => {});
-      }
-    }
-    await probesSettled(firstLine, mustRun);
-    const outputs = await page.$$eval('.code_cell', (elements) => elements.map((cell) => ({
-      text: (cell.querySelector('.widget-area')?.innerText ?? '') + (cell.querySelector('.output_wrapper')?.innerText ?? ''),
+    const { page, clicked } = await runAll(file);
+    await probesSettled(page, firstLine, mustRun);
+    const outputs = await page.$$eval(CLASSIC ? '.code_cell' : `${PANEL} .jp-CodeCell`, (elements, classic) => elements.map((cell) => ({
+      text: classic ? (cell.querySelector('.widget-area')?.innerText ?? '') + (cell.querySelector('.output_wrapper')?.innerText ?? '')
+        : cell.querySelector('.jp-Cell-outputArea')?.innerText ?? '',
       frames: cell.querySelectorAll('.belljar-isolated iframe[sandbox="allow-scripts"]').length,
-      widgets: cell.querySelectorAll('.widget-area .jupyter-widgets').length,
-    })));
+      widgets: cell.querySelectorAll(classic ? '.widget-area .jupyter-widgets' : '.jupyter-widgets:not(.jp-OutputArea-output)').length,
+    })), CLASSIC);
     const terminals = await (await fetch(`${base}/api/terminals?token=${token}`)).json();
     // Shut this notebook's kernel down before the next run.
     const sessions = await (await fetch(`${base}/api/sessions?token=${token}`)).json();
     for (const { kernel: { id } } of sessions) await fetch(`${base}/api/kernels/${id}?token=${token}`, { method: 'DELETE' });
+    const lines = consoleLines.slice(firstLine);
+    await page.close();
     return {
       files: fs.readdirSync(dirs.notebooks).filter((name) => name.startsWith('pwned-')).sort(),
       terminals: terminals.map((t) => t.name),
       outputs: Object.fromEntries(Object.keys(cells).map((id, i) => [id, outputs[i]])),
-      ran: consoleLines.slice(firstLine).filter((line) => line.startsWith('belljar-probe ran ')),
+      ran: lines.filter((line) => line.startsWith('belljar-probe ran ')),
+      answered: lines.filter((line) => line.startsWith('belljar-probe answered ')),
+      clicked,
     };
   }
 
@@ -236,6 +389,8 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     await context?.close();
     await stopServer(server, base, token);
     fs.rmSync(tmp, { recursive: true, force: true });
+    process.stdout.write(`${FRONTEND.title}, isolate: ${JSON.stringify({ ran: isolated.ran, answered: isolated.answered })}\n` +
+      `${FRONTEND.title}, allow: ${JSON.stringify({ files: control.files, ran: control.ran, answered: control.answered, clicked: control.clicked })}\n`);
   });
 
   it('created no file and no terminal through the server from any vector (default: isolate)', () => {
@@ -258,21 +413,26 @@ describe('active output in Jupyter Notebook in headless Chromium', () => {
     assert.equal(isolated.outputs['widget-html'].widgets, 1, 'the HTML widget is drawn');
     assert.match(isolated.outputs['widget-html'].text, /widget value\(s\) held active content/);
     assert.match(isolated.outputs['widget-label-href'].text, /\[belljar\] withheld: active content/);
-    assert.match(isolated.outputs['widget-model-module'].text, /comm message\(s\) from the sandbox were withheld/);
     assert.match(isolated.outputs['widget-version'].text, /comm message\(s\) from the sandbox were withheld/);
+    for (const id of CLASSIC ? ['widget-model-module'] : ['widget-error-markup'])
+      assert.match(isolated.outputs[id].text, /comm message\(s\) from the sandbox were withheld/, id);
+    if (!CLASSIC) {  // a model opened by hand is checked like one ipywidgets opened
+      assert.equal(isolated.outputs['widget-view-markup'].widgets, 1, 'the hand-made HTML widget is drawn');
+      assert.match(isolated.outputs['widget-view-markup'].text, /2 widget value\(s\) held active content/);
+    }
   });
 
   it('showed the markdown and LaTeX vectors as text with a notice', () => {
-    for (const id of ['markdown-raw-html', 'markdown-javascript-link', 'latex-mathjax-href',
-      'markdown-fence-language', 'markdown-image'])
+    for (const id of ['markdown-raw-html', 'markdown-javascript-link', 'latex-mathjax-href', 'markdown-image',
+      ...(CLASSIC ? ['markdown-fence-language'] : ['markdown-script', 'latex-require'])])
       assert.match(isolated.outputs[id].text, /not rendered \(active output, --active-output isolate\)/, id);
   });
 
   it('control: with --active-output allow the same probes do create their files', () => {
-    assert.deepEqual(control.files, ['pwned-control-application-javascript.txt', 'pwned-control-comm-target-module.txt',
-      'pwned-control-html-script.txt', 'pwned-control-markdown-fence-language.txt', 'pwned-control-widget-html.txt',
-      'pwned-control-widget-version.txt']);
+    assert.deepEqual(control.files, CONTROLLED.writes.map((id) => `pwned-control-${id}.txt`).sort());
     assert.ok(control.terminals.length >= 1, 'a terminal was opened');
-    assert.ok(control.terminals.includes('bjimgcontrol'), `the markdown image opened its terminal: ${control.terminals}`);
+    // Notebook 6's GET /terminals/new/<name> opens a terminal; jupyter_server 2's GETs open none
+    // (Notebook 7's /terminals/<name> is a page whose script would need the token).
+    assert.equal(control.terminals.includes('bjimgcontrol'), CLASSIC, `the markdown image's terminal: ${control.terminals}`);
   });
 });

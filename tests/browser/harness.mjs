@@ -3,6 +3,7 @@
 // "every cell has run and all its output is in".
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -121,6 +122,82 @@ export function jupyterEnvironment(dirs) {
     JUPYTER_DATA_DIR: dirs.data,
     IPYTHONDIR: path.join(dirs.home, '.ipython'),
   };
+}
+
+// The frontends built from JupyterLab's components (BELLJAR_FRONTEND=lab|notebook), served by the
+// frontends venv's `jupyter <app>`: the title, where a notebook opens (`workspace`, in JupyterLab,
+// a workspace of its own, so that a page opened later restores none of an earlier page's tabs),
+// the app's class for its options.
+export const LAB_FRONTENDS = {
+  lab: {
+    title: 'JupyterLab 4', app: 'lab', appClass: 'LabApp',
+    open: (file, workspace) => (workspace ? `/lab/workspaces/${workspace}/tree/${file}` : `/lab/tree/${file}`),
+  },
+  notebook: { title: 'Notebook 7', app: 'notebook', appClass: 'JupyterNotebookApp', open: (file) => `/notebooks/${file}` },
+};
+
+// The notebook in view (JupyterLab keeps other tabs in the page, hidden).
+export const PANEL = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+
+// In the page: every code cell of the notebook in view shows its execution count. JupyterLab
+// sets the count once the execute's future is done, that is once it has both the reply and
+// the idle status that follows all of the cell's output: every output is in.
+export function allCellsRan(panelSelector) {
+  const cells = [...document.querySelectorAll(`${panelSelector} .jp-CodeCell`)];
+  return cells.length > 0 && cells.every(
+    (cell) => /^\[\d+\]/.test(cell.querySelector('.jp-InputPrompt')?.textContent ?? ''));
+}
+
+// In the page: the notebook in view is `file`, and its kernel is connected, ready and idle.
+export function kernelReady(file) {
+  const panel = window.jupyterapp?.shell?.currentWidget;
+  const kernel = panel?.sessionContext?.session?.kernel;
+  return panel?.context?.path === file && panel.sessionContext.isReady
+    && kernel?.connectionStatus === 'connected' && kernel.status === 'idle';
+}
+
+// JupyterLab 4 or Notebook 7 from the frontends venv (`frontends`) on a free loopback port with
+// `token`, every place it reads or writes in the test's `dirs` (which has `settings` and
+// `workspaces` too), and the user's settings as a learner would set them once: every cell in the
+// page (not only those scrolled into view, so that screenshots and checks see them all), and no
+// news fetched from the internet. window.jupyterapp is exposed: the tests read it only to know
+// when a notebook's kernel is ready. Returns the server's process and base URL.
+export async function startJupyterLab({ frontend, frontends, dirs, token, env }) {
+  const settings = (plugin, values) => {
+    const file = path.join(dirs.settings, '@jupyterlab', plugin);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify(values));
+  };
+  settings('notebook-extension/tracker.jupyterlab-settings', { windowingMode: 'none' });
+  settings('apputils-extension/notification.jupyterlab-settings', { fetchNews: 'false', checkForUpdates: false });
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const server = start(path.join(frontends, 'bin', 'jupyter'), [frontend.app, '--no-browser', '--ip=127.0.0.1',
+    `--port=${port}`, '--port-retries=0', `--IdentityProvider.token=${token}`, `--ServerApp.root_dir=${dirs.notebooks}`,
+    `--${frontend.appClass}.expose_app_in_browser=True`, ...(process.getuid() === 0 ? ['--allow-root'] : [])],
+  {
+    env: {
+      ...jupyterEnvironment(dirs), JUPYTERLAB_SETTINGS_DIR: dirs.settings, JUPYTERLAB_WORKSPACES_DIR: dirs.workspaces, ...env,
+    },
+    cwd: dirs.notebooks,
+  });
+  await said(server, `jupyter ${frontend.app}`, /is running at/, 90_000);
+  assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
+  return { server, base };
+}
+
+// Opens a notebook in JupyterLab or Notebook 7 and waits until its kernel (belljar, its sandbox
+// started) is ready: connected, kernel_info answered, idle. Before that, Run All would ask which
+// kernel to start.
+export async function openInLab(page, { base, token, frontend, file, workspace, timeoutMs }) {
+  await page.goto(`${base}${frontend.open(file, workspace)}?token=${token}`);
+  await whenPage(page, `${file}'s kernel ready`, kernelReady, file, timeoutMs);
+}
+
+// Picks `item` from the menu bar's `top` menu.
+export async function labMenu(page, top, item) {
+  await page.click(`.lm-MenuBar-itemLabel:text-is("${top}")`);
+  await page.click(`.lm-Menu-itemLabel:text-is("${item}")`);
 }
 
 // Drags a slider's handle with the mouse, as a person does, and lets go at `fraction` of its

@@ -20,7 +20,8 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  driveTheExercise, freePort, jupyterEnvironment, launchChromium, said, start, startCourse, stop, stopServer, whenPage,
+  LAB_FRONTENDS, PANEL, allCellsRan, driveTheExercise, kernelReady, labMenu, launchChromium, openInLab, startCourse,
+  startJupyterLab, stop, stopServer, whenPage,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -32,11 +33,7 @@ const SANDBOX_PYTHON = process.env.BELLJAR_SANDBOX_VENV_PYTHON
 const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
 const ARTIFACTS = process.env.BELLJAR_ARTIFACTS ?? path.join(SOURCE, 'build', 'tests', 'artifacts');
 
-// The two frontends: the server's command, where a notebook opens, the log's name.
-const FRONTEND = {
-  lab: { title: 'JupyterLab 4', app: 'lab', open: (file) => `/lab/tree/${file}`, appClass: 'LabApp' },
-  notebook: { title: 'Notebook 7', app: 'notebook', open: (file) => `/notebooks/${file}`, appClass: 'JupyterNotebookApp' },
-}[process.env.BELLJAR_FRONTEND ?? 'lab'];
+const FRONTEND = LAB_FRONTENDS[process.env.BELLJAR_FRONTEND ?? 'lab'];
 assert.ok(FRONTEND, `BELLJAR_FRONTEND is lab or notebook, not ${process.env.BELLJAR_FRONTEND}`);
 const SHOT_PREFIX = FRONTEND.app === 'lab' ? 'jupyterlab' : 'notebook7';
 
@@ -45,26 +42,6 @@ const STEP_TIMEOUT = 90_000;      // one cell, or one re-run of the exercise on 
 const WORKSPACE_SECRET = 'sk-browser-workspace-secret-0123456789';
 const SERVER_SECRET = 'sk-browser-server-environment-secret-0123456789';  // the course's key
 const PLACEHOLDER = 'belljar-secret-OPENAI_API_KEY-[0-9a-f]{32}';
-
-// The notebook in view (JupyterLab keeps other tabs in the page, hidden).
-const PANEL = '.jp-NotebookPanel:not(.lm-mod-hidden)';
-
-// In the page: every code cell of the notebook in view shows its execution count. JupyterLab
-// sets the count once the execute's future is done, that is once it has both the reply and
-// the idle status that follows all of the cell's output: every output is in.
-function allCellsRan(panelSelector) {
-  const cells = [...document.querySelectorAll(`${panelSelector} .jp-CodeCell`)];
-  return cells.length > 0 && cells.every(
-    (cell) => /^\[\d+\]/.test(cell.querySelector('.jp-InputPrompt')?.textContent ?? ''));
-}
-
-// In the page: the notebook in view is `file`, and its kernel is connected, ready and idle.
-function kernelReady(file) {
-  const panel = window.jupyterapp?.shell?.currentWidget;
-  const kernel = panel?.sessionContext?.session?.kernel;
-  return panel?.context?.path === file && panel.sessionContext.isReady
-    && kernel?.connectionStatus === 'connected' && kernel.status === 'idle';
-}
 
 // A notebook of code cells for the learner's other paths.
 function notebookOf(sources) {
@@ -113,34 +90,13 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
     fs.copyFileSync(path.join(SOURCE, 'notebooks', 'walkthrough.ipynb'), path.join(dirs.notebooks, 'walkthrough.ipynb'));
     fs.writeFileSync(path.join(dirs.notebooks, '.env'), `OPENAI_API_KEY=${WORKSPACE_SECRET}\n`);
 
-    // The user's settings, as a learner would set them once: every cell in the page (not only
-    // those scrolled into view, so that the screenshot and the checks see them all), and no
-    // news fetched from the internet.
-    const settings = (plugin, values) => {
-      const file = path.join(dirs.settings, '@jupyterlab', plugin);
-      fs.mkdirSync(path.dirname(file), { recursive: true });
-      fs.writeFileSync(file, JSON.stringify(values));
-    };
-    settings('notebook-extension/tracker.jupyterlab-settings', { windowingMode: 'none' });
-    settings('apputils-extension/notification.jupyterlab-settings', { fetchNews: 'false', checkForUpdates: false });
-
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    const env = {
-      ...jupyterEnvironment(dirs),
-      JUPYTERLAB_SETTINGS_DIR: dirs.settings,
-      JUPYTERLAB_WORKSPACES_DIR: dirs.workspaces,
-      OPENAI_API_KEY: SERVER_SECRET,  // the kernel inherits it; the sandbox must not
-      SSL_CERT_FILE: path.join(dirs.tls, 'ca.crt'),  // the kernel verifies the stand-in with it
-    };
-    server = start(path.join(FRONTENDS, 'bin', 'jupyter'), [FRONTEND.app, '--no-browser', '--ip=127.0.0.1',
-      `--port=${port}`, '--port-retries=0', `--IdentityProvider.token=${token}`,
-      `--ServerApp.root_dir=${dirs.notebooks}`,
-      // window.jupyterapp, read by the test only to know when a notebook's kernel is ready
-      `--${FRONTEND.appClass}.expose_app_in_browser=True`, ...(process.getuid() === 0 ? ['--allow-root'] : [])],
-    { env, cwd: dirs.notebooks });
-    await said(server, `jupyter ${FRONTEND.app}`, /is running at/, 90_000);
-    assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
+    ({ server, base } = await startJupyterLab({
+      frontend: FRONTEND, frontends: FRONTENDS, dirs, token,
+      env: {
+        OPENAI_API_KEY: SERVER_SECRET,  // the kernel inherits it; the sandbox must not
+        SSL_CERT_FILE: path.join(dirs.tls, 'ca.crt'),  // the kernel verifies the stand-in with it
+      },
+    }));
 
     context = await launchChromium(dirs.chromium);
     page = context.pages()[0] ?? await context.newPage();
@@ -148,19 +104,11 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
 
   // Opens a notebook and waits until its kernel (belljar, its sandbox started) is ready: connected,
   // kernel_info answered, idle. Before that, Run All would ask which kernel to start.
-  async function open(file) {
-    await page.goto(`${base}${FRONTEND.open(file)}?token=${token}`);
-    await whenPage(page, `${file}'s kernel ready`, kernelReady, file, STEP_TIMEOUT);
-  }
-
-  async function menu(top, item) {
-    await page.click(`.lm-MenuBar-itemLabel:text-is("${top}")`);
-    await page.click(`.lm-Menu-itemLabel:text-is("${item}")`);
-  }
+  const open = (file) => openInLab(page, { base, token, frontend: FRONTEND, file, timeoutMs: STEP_TIMEOUT });
 
   async function runTheWalkthrough() {
     await open('walkthrough.ipynb');
-    await menu('Run', 'Run All Cells');
+    await labMenu(page, 'Run', 'Run All Cells');
     try {
       await whenPage(page, 'Run All', allCellsRan, PANEL, RUN_ALL_TIMEOUT);
     } finally {
