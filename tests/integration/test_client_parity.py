@@ -10,6 +10,7 @@ check run on both kernels, Debian's ipykernel as the control, through real jupyt
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -155,3 +156,29 @@ def test_payloads_fill_the_next_cell_page_help_and_ask_to_exit(kernel):
     assert "Return the number of items in a container" in page["data"]["text/plain"]
     assert payload_of(kc, "exit") == [{"source": "ask_exit", "keepkernel": False}]
     assert payload_of(kc, "print('plain')") == []
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def traceback_of(kc, code):
+    reply, outputs = execute(kc, code)
+    [error] = [m["content"] for m in outputs if m["msg_type"] == "error"]
+    assert reply["content"]["traceback"] == error["traceback"]
+    return [ANSI.sub("", entry) for entry in error["traceback"]]
+
+
+def test_a_traceback_has_ipythons_shape_one_entry_per_frame(kernel):
+    """Frontends and nbclient's CellExecutionError join and parse the list as IPython shapes
+    it: a rule, a header, one entry per frame, the exception (issue 30, item 5)."""
+    _, kc = kernel
+    entries = traceback_of(kc, "def f():\n    return 1 / 0\nf()")
+    assert len(entries) == 5, entries
+    assert entries[0] == "-" * 75
+    assert re.match(r"ZeroDivisionError +Traceback \(most recent call last\)$", entries[1])
+    assert re.match(r"Cell In ?\[\d+\], line 3\n", entries[2]) and entries[2].endswith("f()\n")
+    assert re.match(r"Cell In ?\[\d+\], line 2, in f\(?\)?\n", entries[3])
+    assert entries[3].endswith("return 1 / 0\n")
+    assert entries[4] == "ZeroDivisionError: division by zero"
+    entries = traceback_of(kc, "raise KeyboardInterrupt")
+    assert entries[-1] == "KeyboardInterrupt: "

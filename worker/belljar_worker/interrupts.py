@@ -1,7 +1,10 @@
 """What SIGINT does in the worker: KeyboardInterrupt in user code, nothing while idle.
 
 A SIGINT that lands while the worker writes or reads a frame is held back until the frame
-is complete, so the supervisor never sees half a frame and no reply bytes are lost.
+is complete, so the supervisor never sees half a frame and no reply bytes are lost. One that
+lands inside the import machinery is delivered again a moment later: raised there, Python may
+swallow it (in the callbacks importlib runs, a module lock's weakref callback: "Exception
+ignored in ... cb") and the cell would run on as if never interrupted.
 """
 
 
@@ -16,6 +19,9 @@ class InterruptGate:
             return  # idle: the supervisor's interrupt has nothing to stop
         if self._shield_depth:
             self._pending = True
+            return
+        if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+            _deliver_again()
             return
         raise KeyboardInterrupt
 
@@ -49,3 +55,13 @@ class _Shield:
             if gate.in_user_code and exc_type is None:
                 raise KeyboardInterrupt
         return False
+
+
+def _deliver_again(delay=0.01):
+    """SIGINT to the main thread once `delay` has passed (a real signal: a blocking read wakes)."""
+    import signal
+    import threading
+    timer = threading.Timer(delay, signal.pthread_kill,
+                            (threading.main_thread().ident, signal.SIGINT))
+    timer.daemon = True
+    timer.start()

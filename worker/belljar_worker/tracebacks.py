@@ -63,33 +63,45 @@ def _format_chain(exc, cell_labels):
     for error, note in reversed(chain):
         lines.extend(_format_one(error, cell_labels))
         if note:
-            lines.extend(["", note, ""])
+            lines.append("\n%s\n" % note)  # one entry, as IPython has it
     return lines
 
 
 def _format_one(exc, cell_labels):
+    """IPython's shape, which frontends and nbclient join and parse: a rule and a header, one
+    entry per frame (its lines, ending in a newline), and the exception's own lines as one."""
     frames = _user_frames(exc.__traceback__)
-    lines = []
+    entries = []
     if frames:  # no frames left (a SyntaxError, the worker's own errors): the message alone
         name = type(exc).__name__
-        lines.append(RED + "-" * 75 + RESET)
-        lines.append("%s%s%s%sTraceback (most recent call last)"
-                     % (RED, name, RESET, " " * max(1, 42 - len(name))))
-    for frame in frames:
-        lines.extend(_format_frame(frame, cell_labels))
-    lines.extend(_exception_only(exc, cell_labels))
-    return lines
+        entries.append(RED + "-" * 75 + RESET)
+        entries.append("%s%s%s%sTraceback (most recent call last)"
+                       % (RED, name, RESET, " " * max(1, 42 - len(name))))
+    for frame, last_line in frames:
+        entries.append("\n".join(_format_frame(frame, last_line, cell_labels)) + "\n")
+    entries.append("\n".join(_exception_only(exc, cell_labels)))
+    return entries
 
 
 def _user_frames(tb):
+    """(FrameSummary, the last line of its code) of each frame of user code."""
     import traceback
-    frames = [f for f in traceback.extract_tb(tb) if not f.filename.startswith(_WORKER_DIR)]
-    while frames and frames[0].filename.startswith(_EVENT_LOOP_FILES):
+    codes = [frame.f_code for frame, _ in traceback.walk_tb(tb)]
+    frames = [(f, code) for f, code in zip(traceback.extract_tb(tb), codes)
+              if not f.filename.startswith(_WORKER_DIR)]
+    while frames and frames[0][0].filename.startswith(_EVENT_LOOP_FILES):
         frames.pop(0)  # the event loop that ran an async cell, above the cell itself
-    return frames
+    return [(f, _last_line(code)) for f, code in frames]
 
 
-def _format_frame(frame, cell_labels):
+def _last_line(code):
+    """The last source line of a function or cell: context shown after the failing line stops
+    there, as IPython's does (a function's frame does not show the cell's next lines)."""
+    import dis
+    return max((line for _, line in dis.findlinestarts(code) if line), default=0)
+
+
+def _format_frame(frame, last_line, cell_labels):
     label = cell_labels.get(frame.filename)
     if label:
         head = "%sCell %s, line %s%s" % (GREEN, label, frame.lineno, RESET)
@@ -102,7 +114,7 @@ def _format_frame(frame, cell_labels):
     source = linecache.getlines(frame.filename)
     lineno = frame.lineno or 0
     if source and 0 < lineno <= len(source):
-        first, last = max(1, lineno - 2), min(len(source), lineno + 2)
+        first, last = max(1, lineno - 2), min(len(source), max(lineno, min(lineno + 2, last_line)))
         width = len(str(last))
         for n in range(first, last + 1):
             text = source[n - 1].rstrip("\r\n")
@@ -112,7 +124,6 @@ def _format_frame(frame, cell_labels):
                 lines.append("      %*d %s" % (width, n, text))
     elif frame.line:
         lines.append("%s---->%s %s" % (GREEN, RESET, frame.line))
-    lines.append("")
     return lines
 
 
@@ -131,7 +142,8 @@ def _exception_only(exc, cell_labels):
     shown = cls.__qualname__ if _is_worker_error(cls) else python_name
     for i, line in enumerate(lines):
         if line == python_name or line.startswith(python_name + ":"):
-            lines[i] = RED + shown + RESET + line[len(python_name):]
+            # IPython always writes "name: value", an empty value included ("KeyboardInterrupt: ").
+            lines[i] = RED + shown + RESET + (line[len(python_name):] or ": ")
             break
     return lines
 
