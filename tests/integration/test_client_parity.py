@@ -102,7 +102,7 @@ def test_a_kernel_without_a_client_to_follow_keeps_serving():
 
 
 @pytest.fixture(scope="module", params=KERNELS)
-def kernel(request, specs):
+def kernel_manager(request, specs):
     share, _ = specs
     from jupyter_client.manager import KernelManager
     km = KernelManager(kernel_name=request.param)
@@ -113,11 +113,17 @@ def kernel(request, specs):
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=TIMEOUT)
-        yield request.param, kc
+        yield km, kc
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
         shutil.rmtree(workspace, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def kernel(kernel_manager):
+    km, kc = kernel_manager
+    return km.kernel_name, kc
 
 
 def test_get_ipython_exists_from_the_first_cell(kernel):
@@ -143,8 +149,8 @@ def payload_of(kc, code):
 
 
 def test_payloads_fill_the_next_cell_page_help_and_ask_to_exit(kernel):
-    """execute_reply's payload, which frontends act on: %load's text for the next cell,
-    `obj?` in the pager, and `exit`, which ends jupyter console (issue 30, item 2)."""
+    """execute_reply's payload, which frontends act on: %load's text for the next cell and
+    `obj?` in the pager (issue 30, item 2)."""
     _, kc = kernel
     execute(kc, "open('snippet.py', 'w').write('x = 1\\n')")
     assert payload_of(kc, "%load snippet.py") == [
@@ -154,8 +160,29 @@ def test_payloads_fill_the_next_cell_page_help_and_ask_to_exit(kernel):
     [page] = payload_of(kc, "len?")
     assert page["source"] == "page" and page["start"] == 0
     assert "Return the number of items in a container" in page["data"]["text/plain"]
-    assert payload_of(kc, "exit") == [{"source": "ask_exit", "keepkernel": False}]
     assert payload_of(kc, "print('plain')") == []
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_exit_asks_the_frontend_to_end_the_session(specs, name):
+    """`exit` and `quit` send ask_exit (jupyter console quits and shuts the kernel down).
+    ipykernel also ends itself at once; belljar leaves that to the frontend, so a stray `exit`
+    in a notebook does not cost the session (each kernel here is its own: ipykernel's goes)."""
+    share, _ = specs
+    from jupyter_client.manager import KernelManager
+    km = KernelManager(kernel_name=name)
+    km.kernel_spec_manager.kernel_dirs.insert(0, str(share / "kernels"))
+    workspace = sandbox_writable_dir("belljar-parity-ws-")
+    km.start_kernel(cwd=workspace)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=TIMEOUT)
+        assert payload_of(kc, "quit") == [{"source": "ask_exit", "keepkernel": False}]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        shutil.rmtree(workspace, ignore_errors=True)
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -182,3 +209,44 @@ def test_a_traceback_has_ipythons_shape_one_entry_per_frame(kernel):
     assert entries[4] == "ZeroDivisionError: division by zero"
     entries = traceback_of(kc, "raise KeyboardInterrupt")
     assert entries[-1] == "KeyboardInterrupt: "
+
+
+def interrupted_at_prompt(km, kc, code):
+    """Runs code that waits at a prompt (input(), pdb's), interrupts it once the prompt is
+    asked, and returns the error it ended with."""
+    msg_id = kc.execute(code, allow_stdin=True)
+    request = kc.get_stdin_msg(timeout=TIMEOUT)
+    assert request["parent_header"]["msg_id"] == msg_id
+    km.interrupt_kernel()
+    reply = kc.get_shell_msg(timeout=TIMEOUT)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=TIMEOUT)
+    return reply["content"].get("ename")
+
+
+@pytest.fixture
+def belljar_kernel():
+    with running_kernel(flags=["--timeout", "30"]) as (km, kc):
+        yield km, kc
+
+
+def test_an_interrupt_at_a_prompt_ends_the_cell_each_time(belljar_kernel):
+    """input() and the debugger's prompt wait on the frontend: an interrupt there ends the cell
+    at once, every time, and the session's variables stay (issue 30, item 3). Before: pdb asked
+    again and the cell ran into its time limit; and a signal's byte left over from an earlier
+    interrupt let a later wait block where the next interrupt could not reach it. (belljar
+    only: Debian's ipykernel 6 answers pdb's prompt differently and is no control here.)"""
+    km, kc = belljar_kernel
+    execute(kc, "kept = 'still here'\nimport pdb")
+    msg_id = kc.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(600)")
+    while True:  # interrupted once it is asleep
+        msg = kc.get_iopub_msg(timeout=TIMEOUT)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            break
+    km.interrupt_kernel()
+    assert kc.get_shell_msg(timeout=TIMEOUT)["content"]["ename"] == "KeyboardInterrupt"
+    for code in ["input('name? ')", "pdb.set_trace()\nprint(1)", "breakpoint()\nprint(2)",
+                 "y = 2\nbreakpoint()\nprint(3)", "input('again? ')"]:
+        assert interrupted_at_prompt(km, kc, code) == "KeyboardInterrupt", code
+    _, outputs = execute(kc, "print(kept)")
+    assert stdout_of(outputs) == "still here\n"

@@ -94,6 +94,7 @@ class Session:
         builtins.input = stdin.forwarded_input
         PostImportHooks({"IPython": self._ipython_imported,
                          "getpass": stdin.patch_getpass,
+                         "pdb": stdin.patch_pdb,
                          "matplotlib": _use_inline_backend,
                          "comm": _hook_comm_package}).install()
         StandInModules(dict.fromkeys(current.IPYKERNEL_STAND_INS, _build_stand_in)).install()

@@ -30,3 +30,31 @@ def forwarded_getpass(prompt="Password: ", stream=None):
 
 def patch_getpass(module):
     module.getpass = forwarded_getpass
+
+
+def patch_pdb(module):
+    """pdb at its prompt (pdb.set_trace(), breakpoint()) waits on the frontend like input();
+    the stock debugger answers an interrupt there with "--KeyboardInterrupt--" and asks again,
+    so the cell would run into its time limit and lose the session. Here, as in ipykernel
+    (IPython's InterruptiblePdb), the interrupt ends the debugging session and the cell."""
+    def _cmdloop(self):
+        self.allow_kbdint = True
+        try:
+            self.cmdloop()
+        except KeyboardInterrupt:
+            # Quit for good: tracing off, and the frames set_trace marked (the worker's own,
+            # up to its loop) unmarked, so no later debugger stops in them for this one.
+            self.stop_here = lambda frame: False
+            self.set_quit()
+            import sys
+            sys.settrace(None)
+            frame = sys._getframe()
+            while frame is not None:
+                if getattr(frame.f_trace, "__self__", None) is self:
+                    frame.f_trace = None
+                frame = frame.f_back
+            raise
+        finally:
+            self.allow_kbdint = False
+
+    module.Pdb._cmdloop = _cmdloop

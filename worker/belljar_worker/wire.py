@@ -232,8 +232,11 @@ class FrameChannel:
             msg = self._pop_frame()
             if msg is not None:
                 return msg
-            if interruptible:
-                _wait_readable(self.fd, self._wakeup)  # SIGINT may raise here: nothing consumed yet
+            if interruptible and not _wait_readable(self.fd, self._wakeup):
+                # Woken by a signal's byte alone (its handler ran here, or earlier, elsewhere,
+                # leaving the byte): a read now would block under the shield, where the next
+                # interrupt only waits. Wait again.
+                continue
             with self.gate.shielded():
                 try:
                     chunk = os.read(self.fd, 1 << 16)
@@ -274,6 +277,7 @@ def _signal_wakeup_pipe():
 
 
 def _wait_readable(fd, wakeup=None):
+    """True once fd has something to read; False when only the wakeup pipe woke the wait."""
     import select
     watched = [fd] if wakeup is None else [fd, wakeup]
     ready, _, _ = select.select(watched, [], [])
@@ -282,6 +286,7 @@ def _wait_readable(fd, wakeup=None):
             os.read(wakeup, 512)  # the handler itself runs at the next bytecode, here
         except OSError:
             pass
+    return fd in ready
 
 
 def _supervisor_gone():

@@ -168,27 +168,35 @@ time.sleep(60)
 TEST_CASE("the sandbox dies when its supervisor dies", "[sandbox]") {
   TempDir ws;
   FakeWorker fake("time.sleep(60)\n");
-  int report_pipe[2];
+  int report_pipe[2], go_pipe[2];
   REQUIRE(::pipe(report_pipe) == 0);
+  REQUIRE(::pipe(go_pipe) == 0);
   pid_t supervisor = ::fork();
   REQUIRE(supervisor >= 0);
   if (supervisor == 0) {
-    // A stand-in supervisor: starts the jail, says where it is, and dies without cleaning up.
+    // A stand-in supervisor: starts the jail, says where it is, and once the test has seen
+    // the sandbox's namespace (it closes the go pipe), dies without cleaning up.
     ::close(report_pipe[0]);
+    ::close(go_pipe[1]);
     try {
       WorkerProcess worker = WorkerProcess::start(test_policy(ws.path), fake.launch());
       pid_t pids[2] = {worker.worker_pid(), parent_of(worker.worker_pid())};
       if (::write(report_pipe[1], pids, sizeof pids) != sizeof pids) _exit(2);
+      char byte;
+      (void)::read(go_pipe[0], &byte, 1);
       ::kill(::getpid(), SIGKILL);
     } catch (...) {
     }
     _exit(1);
   }
   ::close(report_pipe[1]);
+  ::close(go_pipe[0]);
   pid_t pids[2] = {-1, -1};
   REQUIRE(::read(report_pipe[0], pids, sizeof pids) == sizeof pids);
   ::close(report_pipe[0]);
+  // Read while the supervisor lives: once it dies, the sandbox goes (the subject of the test).
   std::string ns = pid_namespace_of(pids[0]);
+  ::close(go_pipe[1]);
   REQUIRE(pids[1] > 1);
   int status;
   ::waitpid(supervisor, &status, 0);
