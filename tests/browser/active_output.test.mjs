@@ -21,8 +21,8 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  LAB_FRONTENDS, PANEL, allCellsDone, allCellsRan, freePort, jupyterEnvironment, labMenu, launchChromium, openInLab,
-  said, start, startJupyterLab, stopServer, whenPage,
+  LAB_FRONTENDS, PANEL, allCellsDone, allCellsRan, bounded, freePort, jupyterEnvironment, labMenu, launchChromium,
+  openInLab, said, start, startJupyterLab, stopServer, whenPage, withDeadline,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -250,11 +250,13 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
 
   before(async () => {
     try {
-      await setUp();
-      isolated = await runNotebook('vectors.ipynb', 'belljar', vectorCells(base, ''), RUN_ISOLATED);
-      const all = vectorCells(base, 'control-');
-      control = await runNotebook('control.ipynb', 'belljar-allow',
-        Object.fromEntries(CONTROLLED.run.map((id) => [id, all[id]])), CONTROLLED.writes.map((id) => `control-${id}`));
+      await withDeadline((async () => {
+        await setUp();
+        isolated = await runNotebook('vectors.ipynb', 'belljar', vectorCells(base, ''), RUN_ISOLATED);
+        const all = vectorCells(base, 'control-');
+        control = await runNotebook('control.ipynb', 'belljar-allow',
+          Object.fromEntries(CONTROLLED.run.map((id) => [id, all[id]])), CONTROLLED.writes.map((id) => `control-${id}`));
+      })(), 480_000, 'setting up and running both notebooks');
     } catch (error) {
       error.message += `\n--- jupyter ${FRONTEND.app} log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
       throw error;
@@ -277,7 +279,7 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
         ...(process.getuid() === 0 ? ['--allow-root'] : [])], { env: jupyterEnvironment(dirs), cwd: dirs.notebooks });
       // It says it is running once it listens.
       await said(server, 'jupyter-notebook', /is running at/, 60_000);
-      assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
+      assert.ok((await fetch(`${base}/api/status?token=${token}`, bounded())).ok, server.log);
     } else {
       ({ server, base } = await startJupyterLab({ frontend: FRONTEND, frontends: FRONTENDS, dirs, token }));
     }
@@ -369,10 +371,10 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
       frames: cell.querySelectorAll('.belljar-isolated iframe[sandbox="allow-scripts"]').length,
       widgets: cell.querySelectorAll(classic ? '.widget-area .jupyter-widgets' : '.jupyter-widgets:not(.jp-OutputArea-output)').length,
     })), CLASSIC);
-    const terminals = await (await fetch(`${base}/api/terminals?token=${token}`)).json();
+    const terminals = await (await fetch(`${base}/api/terminals?token=${token}`, bounded())).json();
     // Shut this notebook's kernel down before the next run.
-    const sessions = await (await fetch(`${base}/api/sessions?token=${token}`)).json();
-    for (const { kernel: { id } } of sessions) await fetch(`${base}/api/kernels/${id}?token=${token}`, { method: 'DELETE' });
+    const sessions = await (await fetch(`${base}/api/sessions?token=${token}`, bounded())).json();
+    for (const { kernel: { id } } of sessions) await fetch(`${base}/api/kernels/${id}?token=${token}`, bounded({ method: 'DELETE' }));
     const lines = consoleLines.slice(firstLine);
     await page.close();
     return {

@@ -9,6 +9,26 @@ import path from 'node:path';
 
 import { chromium } from 'playwright-core';
 
+// fetch's options with a deadline: a server that never answers fails the step instead of
+// holding the test until ctest's timeout.
+export function bounded(options = {}, timeoutMs = 30_000) {
+  return { ...options, signal: AbortSignal.timeout(timeoutMs) };
+}
+
+// `promise`, or an error naming `what` once timeoutMs has passed: a step with no deadline of
+// its own (a browser that never starts) fails with the logs instead of hanging.
+export async function withDeadline(promise, timeoutMs, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function freePort() {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -182,7 +202,7 @@ export async function startJupyterLab({ frontend, frontends, dirs, token, env })
     cwd: dirs.notebooks,
   });
   await said(server, `jupyter ${frontend.app}`, /is running at/, 90_000);
-  assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
+  assert.ok((await fetch(`${base}/api/status?token=${token}`, bounded())).ok, server.log);
   return { server, base };
 }
 
@@ -294,10 +314,10 @@ export async function startCourse({ source, belljar, prefix, tls, python, isolat
 export async function stopServer(server, base, token) {
   if (server && server.exitCode === null) {
     try {
-      for (const { name } of await (await fetch(`${base}/api/terminals?token=${token}`)).json())
-        await fetch(`${base}/api/terminals/${name}?token=${token}`, { method: 'DELETE' });
-      const kernels = await (await fetch(`${base}/api/kernels?token=${token}`)).json();
-      for (const { id } of kernels) await fetch(`${base}/api/kernels/${id}?token=${token}`, { method: 'DELETE' });
+      for (const { name } of await (await fetch(`${base}/api/terminals?token=${token}`, bounded())).json())
+        await fetch(`${base}/api/terminals/${name}?token=${token}`, bounded({ method: 'DELETE' }));
+      const kernels = await (await fetch(`${base}/api/kernels?token=${token}`, bounded())).json();
+      for (const { id } of kernels) await fetch(`${base}/api/kernels/${id}?token=${token}`, bounded({ method: 'DELETE' }));
     } catch (error) {
       process.stderr.write(`shutting the kernels down: ${error}\n`);
     }

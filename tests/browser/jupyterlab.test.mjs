@@ -20,8 +20,8 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  LAB_FRONTENDS, PANEL, allCellsRan, driveTheExercise, kernelReady, labMenu, launchChromium, openInLab, startCourse,
-  startJupyterLab, stop, stopServer, whenPage,
+  LAB_FRONTENDS, PANEL, allCellsRan, bounded, driveTheExercise, kernelReady, labMenu, launchChromium, openInLab,
+  startCourse, startJupyterLab, stop, stopServer, whenPage, withDeadline,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -37,6 +37,7 @@ const FRONTEND = LAB_FRONTENDS[process.env.BELLJAR_FRONTEND ?? 'lab'];
 assert.ok(FRONTEND, `BELLJAR_FRONTEND is lab or notebook, not ${process.env.BELLJAR_FRONTEND}`);
 const SHOT_PREFIX = FRONTEND.app === 'lab' ? 'jupyterlab' : 'notebook7';
 
+const SET_UP_TIMEOUT = 240_000;  // the course, the server, the browser
 const RUN_ALL_TIMEOUT = 240_000;  // every cell, the 2 s limit and a cold kernel start included
 const STEP_TIMEOUT = 90_000;      // one cell, or one re-run of the exercise on a busy machine
 const WORKSPACE_SECRET = 'sk-browser-workspace-secret-0123456789';
@@ -73,10 +74,13 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
 
   before(async () => {
     try {
-      await setUp();
-      await runTheWalkthrough();
+      await withDeadline((async () => {
+        await setUp();
+        await runTheWalkthrough();
+      })(), SET_UP_TIMEOUT + RUN_ALL_TIMEOUT, 'setting up and running the walkthrough');
     } catch (error) {
-      error.message += `\n--- jupyter ${FRONTEND.app} log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
+      error.message += `\n--- jupyter ${FRONTEND.app} log (its end) ---\n${(server?.log ?? '').slice(-6000)}`
+        + `\n--- chat stand-in log ---\n${(chat?.log ?? '').slice(-2000)}`;
       throw error;
     }
   });
@@ -170,7 +174,7 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
 
   describe('the walkthrough, Run All Cells from the menu', () => {
     it('ran on the belljar kernelspec, its sandbox on the learner\'s venv', async () => {
-      const specs = await (await fetch(`${base}/api/kernelspecs?token=${token}`)).json();
+      const specs = await (await fetch(`${base}/api/kernelspecs?token=${token}`, bounded())).json();
       const { argv, display_name: name } = specs.kernelspecs.belljar.spec;
       assert.equal(fs.realpathSync(argv[0]), fs.realpathSync(BELLJAR));
       assert.equal(argv[argv.indexOf('--python') + 1], SANDBOX_PYTHON);

@@ -15,7 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  allCellsDone, driveTheExercise, freePort, jupyterEnvironment, launchChromium, said, start, startCourse, stop, stopServer, whenPage,
+  allCellsDone, bounded, driveTheExercise, freePort, jupyterEnvironment, launchChromium, said, start, startCourse,
+  stop, stopServer, whenPage, withDeadline,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -45,9 +46,10 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
 
   before(async () => {
     try {
-      await runTheWalkthrough();
+      await withDeadline(runTheWalkthrough(), 240_000 + RUN_ALL_TIMEOUT, 'setting up and running the walkthrough');
     } catch (error) {
-      error.message += `\n--- jupyter-notebook log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
+      error.message += `\n--- jupyter-notebook log (its end) ---\n${(server?.log ?? '').slice(-6000)}`
+        + `\n--- chat stand-in log ---\n${(chat?.log ?? '').slice(-2000)}`;
       throw error;
     }
   });
@@ -75,7 +77,7 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
       ...(process.getuid() === 0 ? ['--allow-root'] : [])], { env, cwd: dirs.notebooks });
     // It says it is running once it listens.
     await said(server, 'jupyter-notebook', /is running at/, 60_000);
-    assert.ok((await fetch(`${base}/api/status?token=${token}`)).ok, server.log);
+    assert.ok((await fetch(`${base}/api/status?token=${token}`, bounded())).ok, server.log);
 
     context = await launchChromium(dirs.chromium);
     page = context.pages()[0] ?? await context.newPage();
@@ -146,7 +148,7 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
   const textOf = (cell) => cell.outputs.map((o) => o.text).join('\n');
 
   it('ran on the belljar kernelspec installed for the test, with the course policy', async () => {
-    const specs = await (await fetch(`${base}/api/kernelspecs?token=${token}`)).json();
+    const specs = await (await fetch(`${base}/api/kernelspecs?token=${token}`, bounded())).json();
     const { argv } = specs.kernelspecs.belljar.spec;
     assert.equal(fs.realpathSync(argv[0]), fs.realpathSync(BELLJAR));
     assert.ok(argv.includes(`OPENAI_API_KEY@localhost:${chatPort}`), argv.join(' '));
