@@ -7,6 +7,7 @@ check run on both kernels, Debian's ipykernel as the control, through real jupyt
 - `get_ipython()` exists from the first cell (libraries and notebooks call it before anything
   else), without belljar paying for IPython in cells that never ask.
 """
+import contextlib
 import json
 import os
 import pathlib
@@ -20,6 +21,7 @@ import textwrap
 
 import psutil
 import pytest
+from jupyter_client.manager import KernelManager
 
 from belljar_testing import (
     PYTHON,
@@ -101,11 +103,10 @@ def test_a_kernel_without_a_client_to_follow_keeps_serving():
         assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "42\n"
 
 
-@pytest.fixture(scope="module", params=KERNELS)
-def kernel_manager(request, specs):
-    share, _ = specs
-    from jupyter_client.manager import KernelManager
-    km = KernelManager(kernel_name=request.param)
+@contextlib.contextmanager
+def started(share, name):
+    """A kernel of the prefix's kernelspec `name` in a workspace of its own, and a ready client."""
+    km = KernelManager(kernel_name=name)
     km.kernel_spec_manager.kernel_dirs.insert(0, str(share / "kernels"))
     workspace = sandbox_writable_dir("belljar-parity-ws-")
     km.start_kernel(cwd=workspace)
@@ -118,6 +119,12 @@ def kernel_manager(request, specs):
         kc.stop_channels()
         km.shutdown_kernel(now=True)
         shutil.rmtree(workspace, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", params=KERNELS)
+def kernel_manager(request, specs):
+    with started(specs[0], request.param) as (km, kc):
+        yield km, kc
 
 
 @pytest.fixture(scope="module")
@@ -168,21 +175,8 @@ def test_exit_asks_the_frontend_to_end_the_session(specs, name):
     """`exit` and `quit` send ask_exit (jupyter console quits and shuts the kernel down).
     ipykernel also ends itself at once; belljar leaves that to the frontend, so a stray `exit`
     in a notebook does not cost the session (each kernel here is its own: ipykernel's goes)."""
-    share, _ = specs
-    from jupyter_client.manager import KernelManager
-    km = KernelManager(kernel_name=name)
-    km.kernel_spec_manager.kernel_dirs.insert(0, str(share / "kernels"))
-    workspace = sandbox_writable_dir("belljar-parity-ws-")
-    km.start_kernel(cwd=workspace)
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=TIMEOUT)
+    with started(specs[0], name) as (_, kc):
         assert payload_of(kc, "quit") == [{"source": "ask_exit", "keepkernel": False}]
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-        shutil.rmtree(workspace, ignore_errors=True)
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
