@@ -6,8 +6,13 @@ check run on both kernels, Debian's ipykernel as the control, through real jupyt
   through a pidfd) rather than leave its sandbox running for no one.
 - `get_ipython()` exists from the first cell (libraries and notebooks call it before anything
   else), without belljar paying for IPython in cells that never ask.
+- Small things users see (issue 30, item 6): `obj?` and Shift-Tab read as IPython's inspector
+  writes them. This runs in the learner's venv too (IPython 9), on belljar alone: the venv has
+  no ipykernel.
 """
+import bisect
 import contextlib
+import inspect
 import json
 import os
 import pathlib
@@ -25,6 +30,7 @@ from jupyter_client.manager import KernelManager
 
 from belljar_testing import (
     PYTHON,
+    SANDBOX_VENV_PYTHON,
     TIMEOUT,
     execute,
     install_kernelspec,
@@ -35,6 +41,8 @@ from belljar_testing import (
 )
 
 KERNELS = ("belljar", "ipykernel")
+# belljar in the learner's venv as well, for checks that need no ipykernel beside it.
+EACH_PYTHON = (*KERNELS, "belljar-venv")
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +52,9 @@ def specs():
     with tempfile.TemporaryDirectory(prefix="belljar-parity-") as prefix:
         audit = pathlib.Path(prefix) / "audit.jsonl"
         install_kernelspec(prefix, "belljar", flags=["--audit-log", str(audit)])
+        install_kernelspec(prefix, "belljar-venv", flags=[
+            "--audit-log", str(pathlib.Path(prefix) / "audit-venv.jsonl"),
+            "--python", SANDBOX_VENV_PYTHON])
         ipykernel = pathlib.Path(prefix) / "share" / "jupyter" / "kernels" / "ipykernel"
         ipykernel.mkdir(parents=True)
         (ipykernel / "kernel.json").write_text(json.dumps({
@@ -245,3 +256,130 @@ def test_an_interrupt_at_a_prompt_ends_the_cell_each_time(belljar_kernel):
         assert interrupted_at_prompt(km, kc, code) == "KeyboardInterrupt", code
     _, outputs = execute(kc, "print(kept)")
     assert stdout_of(outputs) == "still here\n"
+
+
+# -- small things users see (issue 30, item 6) ----------------------------------------------
+
+INSPECTED = textwrap.dedent('''
+    import bisect
+    class Greeter:
+        """Says hello."""
+        def __init__(self, name="world"):
+            self.name = name
+        def greet(self, loud=False):
+            """Return a greeting."""
+            return "hello " + self.name
+    class Loud(Greeter):
+        pass
+    greeter = Greeter()
+    def add(a, b=2):
+        """Add two numbers."""
+        return a + b
+    def plot(first_series, second_series=None, *more, title="", log_scale=False, **style):
+        pass
+    primes = [2, 3, 5]
+''')
+# Each kernel names the file of a cell its own way (ipykernel: a temporary .py file).
+CELL_FILE = re.compile(r"(?m)^(File: +)(/tmp/ipykernel_\d+/\d+\.py|\S*/<belljar-cell-\d+>)$")
+
+
+def inspected(kc, name, detail_level):
+    """The inspector's text for `name`, without colours, object addresses or cell file names
+    (IPython 8 ends it with a newline, IPython 9 not); None when the name was not found."""
+    msg_id = kc.inspect(name, len(name), detail_level)
+    reply = kc.get_shell_msg(timeout=TIMEOUT)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=TIMEOUT)
+    content = reply["content"]
+    assert content["status"] == "ok", content
+    if not content["found"]:
+        return None
+    assert list(content["data"]) == ["text/plain"], content["data"].keys()
+    text = ANSI.sub("", content["data"]["text/plain"]).rstrip("\n")
+    return CELL_FILE.sub(r"\1<cell>", re.sub(r" at 0x[0-9a-f]+>", " at 0x…>", text))
+
+
+def lines(*rows):
+    return "\n".join(rows)
+
+
+BISECT = bisect.__file__  # the sandbox reads the same standard library, at the same path
+EXPECTED_INSPECTION = {
+    ("Greeter", 0): lines("Init signature: Greeter(name='world')",
+                          "Docstring:      Says hello.",
+                          "Type:           type",
+                          "Subclasses:     Loud"),
+    ("greeter", 0): lines("Type:        Greeter",
+                          "String form: <__main__.Greeter object at 0x…>",
+                          "Docstring:   Says hello."),
+    ("primes", 0): lines("Type:        list",
+                         "String form: [2, 3, 5]",
+                         "Length:      3",
+                         "Docstring:  ",
+                         inspect.getdoc(list)),
+    ("add", 0): lines("Signature: add(a, b=2)",
+                      "Docstring: Add two numbers.",
+                      "File:      <cell>",
+                      "Type:      function"),
+    ("add", 1): lines("Signature: add(a, b=2)",
+                      "Source:   ",
+                      "def add(a, b=2):",
+                      '    """Add two numbers."""',
+                      "    return a + b",
+                      "File:      <cell>",
+                      "Type:      function"),
+    ("greeter.greet", 0): lines("Signature: greeter.greet(loud=False)",
+                                "Docstring: Return a greeting.",
+                                "File:      <cell>",
+                                "Type:      method"),
+    ("plot", 0): lines("Signature:",
+                       "plot(",
+                       "    first_series,",
+                       "    second_series=None,",
+                       "    *more,",
+                       "    title='',",
+                       "    log_scale=False,",
+                       "    **style,",
+                       ")",
+                       "Docstring: <no docstring>",
+                       "File:      <cell>",
+                       "Type:      function"),
+    ("len", 0): lines("Signature: len(obj, /)",
+                      "Docstring: Return the number of items in a container.",
+                      "Type:      builtin_function_or_method"),
+    ("bisect", 0): lines("Type:        module",
+                         "String form: <module 'bisect' from '%s'>" % BISECT,
+                         "File:        %s" % BISECT,
+                         "Docstring:   Bisection algorithms."),
+    ("bisect", 1): lines("Type:        module",
+                         "String form: <module 'bisect' from '%s'>" % BISECT,
+                         "File:        %s" % BISECT,
+                         "Source:     ",
+                         pathlib.Path(BISECT).read_text().rstrip()),
+}
+# Where the source is not at hand (a class or instance made in a cell, a built-in), the
+# inspector's second level says what its first does.
+for _name in ("Greeter", "greeter", "primes", "len"):
+    EXPECTED_INSPECTION[(_name, 1)] = EXPECTED_INSPECTION[(_name, 0)]
+
+
+@pytest.mark.parametrize("name", EACH_PYTHON)
+def test_the_inspector_writes_what_ipythons_writes(specs, name):
+    """Shift-Tab and `obj?` on a class, an instance, a function, a method, a builtin and a
+    module, at both detail levels: IPython's fields, in its order and layout. belljar answers
+    without IPython until a session loads it; before, an instance's docstring was titled
+    'Class docstring:', a class made in a cell was not found, a function's file was left out,
+    and a docstring of one line started on a line of its own. Once IPython is loaded, belljar
+    sends IPython's own text, without the HTML ipykernel leaves out."""
+    with started(specs[0], name) as (_, kc):
+        reply, outputs = execute(kc, INSPECTED)
+        assert reply["content"]["status"] == "ok", stderr_of(outputs)
+        for loaded in (False, True):
+            shown = {key: inspected(kc, *key) for key in EXPECTED_INSPECTION}
+            mismatched = {key: text for key, text in shown.items()
+                          if text != EXPECTED_INSPECTION[key]}
+            assert not mismatched, (loaded, mismatched)
+            if not loaded:
+                reply, outputs = execute(kc, "get_ipython().run_line_magic('who_ls', '')")
+                assert reply["content"]["status"] == "ok", stderr_of(outputs)
+

@@ -217,71 +217,244 @@ def inspect_reply(session, code, cursor_pos, detail_level):
     if session.shell is not None:
         try:
             bundle = session.shell.object_inspect_mime(name, detail_level=detail_level)
-            return {"found": True, "data": bundle, "metadata": {}}
         except KeyError:
             return not_found
+        # ipykernel sends the text only (its enable_html_pager is off): frontends then show
+        # the same help whether or not IPython was loaded.
+        bundle.pop("text/html", None)
+        return {"found": True, "data": bundle, "metadata": {}}
     obj = resolve(session, name)
     if obj is _MISSING:
         return not_found
-    return {"found": True, "data": {"text/plain": describe(name, obj, detail_level)},
+    namespace = "Interactive" if name.split(".")[0] in session.namespace else "Python builtin"
+    return {"found": True, "data": {"text/plain": describe(name, obj, detail_level, namespace)},
             "metadata": {}}
 
 
-def describe(name, obj, detail_level=0):
+def describe(name, obj, detail_level=0, namespace="Interactive"):
+    """`name?` as IPython's inspector writes it (IPython.core.oinspect, which ipykernel's
+    inspect_reply carries): the same fields in the same order, so help reads the same before
+    and after a session loads IPython. Titles are red and values start after the longest title;
+    a value of several lines starts on the next line."""
     import inspect
+    import types
 
-    def field(title, value):
-        return "%s%s%s %s" % (RED, (title + ":").ljust(10), RESET, value)
-
-    lines = []
-    is_class = isinstance(obj, type)
-    if callable(obj):
-        try:
-            signature = str(inspect.signature(obj))
-        except (TypeError, ValueError):
-            signature = None
-        if signature:
-            lines.append(field("Init signature" if is_class else "Signature", name + signature))
-    else:
-        lines.append(field("Type", type(obj).__name__))
-        try:
-            text = repr(obj)
-        except Exception:
-            text = "<repr failed>"
-        if len(text) > 200:
-            text = text[:100] + "..." + text[-50:]
-        lines.append(field("String form", text))
-        try:
-            lines.append(field("Length", len(obj)))
-        except Exception:
-            pass
+    is_class = inspect.isclass(obj)
+    # IPython's "simple callables": shown like classes (signature first, no string form).
+    simple = is_class or inspect.isfunction(obj) or inspect.ismethod(obj) or isinstance(
+        obj, (types.BuiltinFunctionType, types.MethodDescriptorType))
+    own_doc = inspect.getdoc(obj)
+    if own_doc is None:
+        own_doc = "<no docstring>"
+    path = _defining_file(obj)
     source = None
-    if detail_level >= 1:
-        try:
-            source = inspect.getsource(obj)
-        except (TypeError, OSError):
-            source = None
-    if source:
-        lines.append(field("Source", ""))
-        lines.append(source.rstrip("\n"))
-    else:
-        doc = inspect.getdoc(obj)
-        if doc and not callable(obj) and doc == inspect.getdoc(type(obj)):
-            lines.append(field("Class docstring" if doc else "Docstring", ""))
-            lines.append(doc)
+    if detail_level and path is not None and not path.endswith((".so", ".dll", ".pyd")):
+        source = _source(obj)
+    doc = None if _source_holds_docstring(source, own_doc) else own_doc or None
+    if path is not None and path.endswith("<string>"):
+        path = "Dynamically generated function. No source code available."
+    elif path is not None:
+        home = os.path.expanduser("~")
+        path = "~" + path[len(home):] if path.startswith(home) else path
+    signature = None if is_class else _signature(obj, name)
+
+    fields = []
+
+    def add(title, value):
+        if value is not None:
+            fields.append((title, value))
+
+    add("Signature", signature)
+    if simple:
+        add("Init signature", _init_signature(obj, name) if is_class else None)
+        add("Docstring", doc)
+        if detail_level and source:
+            add("Source", source)
         else:
-            lines.append(field("Docstring", "" if doc else "<no docstring>"))
-            if doc:
-                lines.append(doc)
+            add("Init docstring", _init_docstring(obj))
+        add("File", path)
+        add("Type", type(obj).__name__)
+        add("Subclasses", _subclass_names(obj) if is_class else None)
+        return _layout(fields)
+    call_signature = call_doc = None
+    if callable(obj):  # a callable instance: what calling it takes, if that differs
+        call = obj.__call__
+        call_signature = _signature(call, name)
+        if call_signature == signature:
+            call_signature = None
+        call_doc = inspect.getdoc(call)
+        if call_doc == types.FunctionType.__call__.__doc__:
+            call_doc = None
+    add("Call signature", call_signature)
+    add("Type", type(obj).__name__)
+    add("String form", _string_form(obj, detail_level))
+    if namespace != "Interactive":
+        add("Namespace", namespace)
     try:
-        path = inspect.getsourcefile(obj) or inspect.getfile(obj)
-    except TypeError:
-        path = None
-    if path and not path.startswith("<"):
-        lines.append(field("File", path))
-    if callable(obj):
-        lines.append(field("Type", type(obj).__name__))
+        add("Length", str(len(obj)))
+    except Exception:
+        pass
+    add("File", path)
+    if detail_level and source:
+        add("Source", source)
+    else:
+        add("Docstring", doc)
+    # An instance's own docstring came first; its class's follows when it says more.
+    try:
+        class_doc = inspect.getdoc(obj.__class__) if own_doc else None
+    except Exception:
+        class_doc = None
+    if class_doc and class_doc != own_doc and class_doc not in _generic_docstrings():
+        add("Class docstring", class_doc)
+    add("Init docstring", _init_docstring(obj))
+    add("Call docstring", call_doc or None)
+    return _layout(fields)
+
+
+def _layout(fields):
+    width = max(len(title) for title, _ in fields)
+    lines = []
+    for title, value in fields:
+        value = value.strip("\n")
+        lines.append("%s%s:%s%s%s%s" % (RED, title, RESET, " " * (width - len(title)),
+                                       "\n" if "\n" in value else " ", value))
     return "\n".join(lines)
+
+
+def _signature(obj, name):
+    """name(parameters) as IPython renders a signature: one parameter a line once the
+    whole would not fit behind its title; None for what has no signature."""
+    import inspect
+    try:
+        signature = inspect.signature(obj)
+    except Exception:
+        return None
+    kinds = inspect.Parameter
+    parts, previous = [], None
+    for parameter in signature.parameters.values():
+        if previous == kinds.POSITIONAL_ONLY and parameter.kind != previous:
+            parts.append("/")
+        if parameter.kind == kinds.KEYWORD_ONLY and previous not in (kinds.VAR_POSITIONAL,
+                                                                    kinds.KEYWORD_ONLY):
+            parts.append("*")
+        parts.append(str(parameter))
+        previous = parameter.kind
+    if previous == kinds.POSITIONAL_ONLY:
+        parts.append("/")
+    if len(name) + sum(len(part) + 2 for part in parts) > 75:
+        text = "%s(\n%s)" % (name, "".join("    %s,\n" % part for part in parts))
+    else:
+        text = "%s(%s)" % (name, ", ".join(parts))
+    if signature.return_annotation is not signature.empty:
+        text += " -> " + inspect.formatannotation(signature.return_annotation)
+    return text
+
+
+def _init_signature(cls, name):
+    """A class's call signature, or its __init__'s where the class has none (built-in types)."""
+    text = _signature(cls, name)
+    if text is None:
+        try:
+            text = _signature(cls.__init__, name)
+        except AttributeError:
+            pass
+    return text
+
+
+def _init_docstring(obj):
+    import inspect
+    try:
+        doc = inspect.getdoc(obj.__init__)
+    except AttributeError:
+        return None
+    return None if doc == object.__init__.__doc__ else doc or None  # Python's stock text
+
+
+def _subclass_names(cls):
+    try:
+        names = [sub.__name__ for sub in type.__subclasses__(cls)]
+    except Exception:
+        return None
+    return ", ".join(names if len(names) < 10 else names[:10] + ["..."])
+
+
+def _generic_docstrings():
+    """What a module, method, function or property says of itself when it has no docstring
+    (the docstring of its type, which IPython does not repeat as an instance's class's)."""
+    import inspect
+    import types
+    return {inspect.getdoc(t) for t in (types.ModuleType, types.MethodType,
+                                        types.FunctionType, property)}
+
+
+def _string_form(obj, detail_level):
+    try:
+        text = str(obj)
+    except Exception:
+        return None
+    if not detail_level and len(text) > 200:  # the middle left out, as IPython does
+        text = text[:97] + " <...> " + text[-97:]
+        text = ("\n" + " " * 11).join(line.strip() for line in text.split("\n"))
+    return text
+
+
+def _unwrapped(obj):
+    """The function behind decorators that set __wrapped__ (a bounded walk: some objects make
+    up any attribute asked for)."""
+    current = obj
+    for _ in range(100):
+        try:
+            inner = getattr(current, "__wrapped__", _MISSING)
+        except Exception:
+            inner = _MISSING
+        if inner is _MISSING:
+            return current
+        current = inner
+    return obj
+
+
+def _defining_file(obj):
+    """The absolute path of the file obj (or, for an instance, its class) was defined in."""
+    import inspect
+    obj = _unwrapped(obj)
+    try:
+        return inspect.getabsfile(obj)
+    except TypeError:
+        try:
+            return inspect.getabsfile(obj.__class__)
+        except Exception:
+            return None
+    except Exception:
+        return None
+
+
+def _source(obj):
+    import inspect
+    import linecache
+    linecache.checkcache()  # a module edited since it was imported: its current text
+    obj = _unwrapped(obj)
+    try:
+        return inspect.getsource(obj).rstrip()
+    except TypeError:  # an instance: its class's source
+        try:
+            return inspect.getsource(obj.__class__).rstrip()
+        except Exception:
+            return None
+    except Exception:
+        return None
+
+
+def _source_holds_docstring(source, doc):
+    """Whether source is one definition whose docstring is doc (then it is not shown twice)."""
+    if not source:
+        return False
+    import ast
+    import textwrap
+    try:
+        (definition,) = ast.parse(textwrap.dedent(source)).body
+        return ast.get_docstring(definition) == doc
+    except Exception:
+        return False
 
 
 # -- is_complete -------------------------------------------------------------------------
