@@ -7,9 +7,11 @@ check run on both kernels, Debian's ipykernel as the control, through real jupyt
 - `get_ipython()` exists from the first cell (libraries and notebooks call it before anything
   else), without belljar paying for IPython in cells that never ask.
 - Small things users see (issue 30, item 6): `obj?` and Shift-Tab read as IPython's inspector
-  writes them. This runs in the learner's venv too (IPython 9), on belljar alone: the venv has
-  no ipykernel.
+  writes them; `%config InlineBackend.figure_format` and set_matplotlib_formats choose the
+  figures' formats; the inline backend answers to matplotlib_inline's name. These run in the
+  learner's venv too (IPython 9, matplotlib 3.11), on belljar alone: it has no ipykernel.
 """
+import base64
 import bisect
 import contextlib
 import inspect
@@ -34,6 +36,8 @@ from belljar_testing import (
     TIMEOUT,
     execute,
     install_kernelspec,
+    of_type,
+    printed_json,
     running_kernel,
     sandbox_writable_dir,
     stderr_of,
@@ -383,3 +387,79 @@ def test_the_inspector_writes_what_ipythons_writes(specs, name):
                 reply, outputs = execute(kc, "get_ipython().run_line_magic('who_ls', '')")
                 assert reply["content"]["status"] == "ok", stderr_of(outputs)
 
+
+def png_size(b64):
+    """(width, height) in a PNG's header."""
+    png = base64.b64decode(b64)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def figure_shown(kc, code):
+    """Runs code that shows one figure; returns its display_data content."""
+    reply, outputs = execute(kc, code)
+    assert reply["content"]["status"] == "ok", (reply["content"], stderr_of(outputs))
+    [display] = of_type(outputs, "display_data")
+    return display["content"]
+
+
+PLOT = "plt.plot([1, 2, 3])\nplt.show()"
+
+
+@pytest.mark.parametrize("name", EACH_PYTHON)
+def test_figures_come_in_the_formats_the_notebook_chose(specs, name):
+    """%config InlineBackend.figure_format (here run before matplotlib, as notebooks put it at
+    their top) and set_matplotlib_formats choose the figures' formats: SVG (which the
+    supervisor's markup check passes as inert), retina (a PNG at twice the resolution, shown at
+    its 1x size), PNG with JPEG. Before, every figure stayed a PNG whatever %config said."""
+    with started(specs[0], name) as (_, kc):
+        reply, _ = execute(kc, "%config InlineBackend.figure_format = 'svg'")
+        assert reply["content"]["status"] == "ok"
+        svg = figure_shown(kc, "import matplotlib.pyplot as plt\n" + PLOT)
+        assert set(svg["data"]) == {"text/plain", "image/svg+xml"}, svg["data"].keys()
+        assert "<svg" in svg["data"]["image/svg+xml"] and "<path" in svg["data"]["image/svg+xml"]
+        assert svg["data"]["text/plain"].startswith("<Figure size 640x480")
+
+        png = figure_shown(kc, "%config InlineBackend.figure_format = 'png'\n" + PLOT)
+        assert set(png["data"]) == {"text/plain", "image/png"} and png["metadata"] == {}
+        retina = figure_shown(kc, "%config InlineBackend.figure_format = 'retina'\n" + PLOT)
+        assert set(retina["data"]) == {"text/plain", "image/png"}
+        width, height = png_size(retina["data"]["image/png"])
+        assert retina["metadata"] == {"image/png": {"width": width // 2, "height": height // 2}}
+        plain_width, plain_height = png_size(png["data"]["image/png"])
+        assert abs(width - 2 * plain_width) <= 2 and abs(height - 2 * plain_height) <= 2
+
+        both = figure_shown(kc, "from matplotlib_inline.backend_inline import "
+                                "set_matplotlib_formats\n"
+                                "set_matplotlib_formats('png', 'jpeg')\n" + PLOT)
+        assert set(both["data"]) == {"text/plain", "image/png", "image/jpeg"}
+        assert base64.b64decode(both["data"]["image/jpeg"]).startswith(b"\xff\xd8\xff")
+        if name != "belljar-venv":  # IPython 9 dropped IPython.display's deprecated copy
+            svg = figure_shown(kc, "import warnings\n"
+                                   "warnings.simplefilter('ignore', DeprecationWarning)\n"
+                                   "from IPython.display import set_matplotlib_formats\n"
+                                   "set_matplotlib_formats('svg')\n" + PLOT)
+            assert set(svg["data"]) == {"text/plain", "image/svg+xml"}
+
+
+@pytest.mark.parametrize("name", EACH_PYTHON)
+def test_the_inline_backend_answers_to_matplotlib_inlines_name(specs, name):
+    """Code and libraries compare matplotlib.get_backend() with matplotlib_inline's name (and
+    its alias `inline`, which `%matplotlib inline` selects where matplotlib keeps a registry of
+    backends: IPython 9 with matplotlib 3.9 or later, as ipykernel 7 reports it in the venv).
+    belljar's own backend, which shows the figures, answers to that name, and plotting still
+    does not load IPython. Before, it said module://belljar_worker.inline_backend."""
+    with started(specs[0], name) as (_, kc):
+        shown, _ = printed_json(kc, "import json, sys, matplotlib, matplotlib.pyplot as plt\n"
+                                    "plt.plot([1, 2])\n"
+                                    "print(json.dumps([matplotlib.get_backend(),\n"
+                                    "                  'IPython' in sys.modules]))")
+        assert shown[0] == "module://matplotlib_inline.backend_inline"
+        if name != "ipykernel":
+            assert shown[1] is False
+        assert "image/png" in figure_shown(kc, "plt.plot([1, 2])")["data"]
+        reply, outputs = execute(kc, "%matplotlib inline\nprint(matplotlib.get_backend())")
+        assert reply["content"]["status"] == "ok", stderr_of(outputs)
+        expected = "inline" if name == "belljar-venv" else "module://matplotlib_inline.backend_inline"
+        assert stdout_of(outputs) == expected + "\n"
+        assert "image/png" in figure_shown(kc, "plt.plot([1, 2])")["data"]

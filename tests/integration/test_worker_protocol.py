@@ -551,15 +551,56 @@ def test_matplotlib_figures_become_png_displays(worker):
     assert len(displays) == 1
     assert png_bytes(displays[0]["data"]["image/png"]).startswith(b"\x89PNG\r\n\x1a\n")
     assert displays[0]["data"]["text/plain"].startswith("<Figure size")
-    # the backend is chosen in-process: subprocesses must not inherit it through MPLBACKEND
+    # the backend is chosen in-process: subprocesses must not inherit it through MPLBACKEND;
+    # it answers to matplotlib_inline's name, which Debian's Python has
     cell = worker.execute("import os, matplotlib\n(matplotlib.get_backend(), os.environ.get('MPLBACKEND'))")
-    assert cell.result == {"text/plain": "('module://belljar_worker.inline_backend', None)"}
+    assert cell.result == {"text/plain": "('module://matplotlib_inline.backend_inline', None)"}
     cell = worker.execute("plt.plot([3, 2, 1]);")  # no show(): shown at the end of the cell
     assert len(cell.of_type("display")) == 1 and cell.result is None
     assert worker.execute("len(plt.get_fignums())").result == {"text/plain": "0"}
     # a figure that is the cell's value is not shown a second time at the end of the cell
     cell = worker.execute("fig, ax = plt.subplots()\nax.plot([1, 2])\nfig")
     assert "image/png" in cell.result and not cell.of_type("display")
+
+
+def test_figure_formats_are_chosen_without_loading_ipython(worker):
+    """matplotlib_inline's set_matplotlib_formats and InlineBackend are the worker's (it stands
+    in for the module): what they choose applies to figures the worker formats itself, and
+    IPython stays unloaded. (Libraries set InlineBackend.instance().figure_formats.)"""
+    cell = worker.execute("import sys, matplotlib.pyplot as plt, matplotlib_inline.config\n"
+                          "from matplotlib_inline.backend_inline import (\n"
+                          "    InlineBackend, set_matplotlib_formats)\n"
+                          "set_matplotlib_formats('svg')\n"
+                          "plt.plot([1, 2])\nplt.show()\n"
+                          "InlineBackend.instance().figure_formats = {'retina'}\n"
+                          "plt.plot([1, 2])\nplt.show()\n"
+                          "print(matplotlib_inline.config.InlineBackend.instance()\n"
+                          "      is InlineBackend.instance(), 'IPython' in sys.modules)")
+    assert cell.ok, cell.error
+    svg, retina = cell.of_type("display")
+    assert set(svg["data"]) == {"text/plain", "image/svg+xml"} and "<svg" in svg["data"]["image/svg+xml"]
+    png = png_bytes(retina["data"]["image/png"])
+    size = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert retina["metadata"] == {"image/png": {"width": size[0] // 2, "height": size[1] // 2}}
+    assert cell.stdout == "True False\n"
+
+
+def test_without_matplotlib_inline_the_backend_keeps_its_own_name(worker):
+    """An interpreter with matplotlib but no matplotlib_inline (here hidden from imports): the
+    backend is belljar's by its own name, and figures are shown as ever."""
+    cell = worker.execute("import sys\n"
+                          "class Hidden:\n"
+                          "    def find_spec(self, name, path=None, target=None):\n"
+                          "        if name.split('.')[0] == 'matplotlib_inline':\n"
+                          "            raise ModuleNotFoundError(name)\n"
+                          "sys.meta_path.insert(0, Hidden())\n"
+                          "import matplotlib.pyplot as plt\n"
+                          "plt.plot([1, 2])\n"
+                          "print(plt.get_backend(), [m for m in sys.modules if 'inline' in m])")
+    assert cell.ok, cell.error
+    assert cell.stdout == "module://belljar_worker.inline_backend ['belljar_worker.inline_backend']\n"
+    [display] = cell.of_type("display")
+    assert png_bytes(display["data"]["image/png"]).startswith(b"\x89PNG")
 
 
 def test_matplotlib_inline_magic_routes_through_our_display(worker):

@@ -1,5 +1,5 @@
 """What the worker's parts share without importing each other: the session being served, the
-name of the inline matplotlib backend and the modules the worker stands in for.
+names of the inline matplotlib backend and the modules the worker stands in for.
 
 display(), input(), the matplotlib backend and IPython's %matplotlib reach the session from
 code the user calls, long after start-up; main and session import them. Reading the session
@@ -12,9 +12,24 @@ costs nothing at start-up.
 # a plain interpreter: display() then prints).
 session = None
 
-# matplotlib's name for inline_backend.py: the default backend once matplotlib is imported,
-# and what %matplotlib inline selects.
-INLINE_BACKEND = "module://belljar_worker.inline_backend"
+# matplotlib's names for inline_backend.py: matplotlib_inline's where that is installed (code
+# and libraries compare matplotlib.get_backend() with it; the worker then stands in for its
+# module), else one of its own.
+MATPLOTLIB_INLINE = "matplotlib_inline.backend_inline"
+MATPLOTLIB_INLINE_BACKEND = "module://" + MATPLOTLIB_INLINE
+OWN_INLINE_BACKEND = "module://belljar_worker.inline_backend"
+
+
+def inline_backend():
+    """The inline backend's name in this interpreter: the default backend once matplotlib is
+    imported, and what %matplotlib selects. (Asked only then: a look along sys.path, no import.)"""
+    from importlib.util import find_spec
+    try:
+        installed = find_spec("matplotlib_inline") is not None
+    except (ImportError, ValueError):
+        installed = False
+    return MATPLOTLIB_INLINE_BACKEND if installed else OWN_INLINE_BACKEND
+
 
 # The modules of ipykernel the worker builds itself when something imports them (see
 # ipykernel_stand_in.py): the finder is installed at start-up, the builder loaded on first use.

@@ -65,10 +65,12 @@ class _NotifyingLoader:
 
 
 class StandInModules:
-    """A finder that answers imports of the given names with modules built by the worker."""
+    """A finder that answers imports of the given names with modules built by the worker
+    (packages, unless named in `modules`)."""
 
-    def __init__(self, builders):
+    def __init__(self, builders, modules=()):
         self.builders = dict(builders)  # module name -> callable(module) that fills it in
+        self.modules = frozenset(modules)
 
     def install(self):
         sys.meta_path.insert(0, self)
@@ -80,7 +82,8 @@ class StandInModules:
         from importlib.machinery import ModuleSpec
         # A package: the builder may point __path__ at the real package's directory, so the
         # submodules the worker does not replace still import from there.
-        return ModuleSpec(fullname, _StandInLoader(builder), is_package=True)
+        return ModuleSpec(fullname, _StandInLoader(builder),
+                          is_package=fullname not in self.modules)
 
 
 class _StandInLoader:

@@ -8,8 +8,9 @@ worker's comms (what ipywidgets registers its targets with). Cells still run thr
 worker's own runner either way, so results, errors and streams behave the same.
 """
 import os
+import sys
 
-from .current import INLINE_BACKEND
+from . import current
 
 IPYTHON_MISSING = "magics need IPython, which is not installed in this interpreter"
 
@@ -88,8 +89,18 @@ def create_shell(session):
             if gui not in (None, "auto", "inline", "agg"):
                 raise UsageError("belljar shows figures inline only; %%matplotlib %s needs a "
                                  "GUI or widget frontend" % gui)
-            pylabtools.activate_matplotlib(INLINE_BACKEND)
-            return "inline", INLINE_BACKEND
+            backend = current.inline_backend()
+            if gui == "inline" and backend == current.MATPLOTLIB_INLINE_BACKEND:
+                # What IPython calls it: "inline" where matplotlib keeps a registry of
+                # backends (IPython 9, matplotlib 3.9), which then reports that name.
+                try:
+                    named = pylabtools.find_gui_and_backend("inline")[1]
+                except Exception:
+                    named = None
+                if named in ("inline", current.MATPLOTLIB_INLINE_BACKEND):
+                    backend = named
+            pylabtools.activate_matplotlib(backend)
+            return "inline", backend
 
         @property
         def kernel(self):
@@ -130,14 +141,23 @@ def create_shell(session):
             shell.user_ns_hidden[name] = namespace[name]
     shell.set_hook("show_in_pager", page.as_hook(payloadpage.page), 99)
     shell.loop_runner = session.runner.run_coroutine
-    shell.display_formatter.formatters["image/png"].for_type_by_name(
-        "matplotlib.figure", "Figure", _figure_png)
+    # matplotlib_inline's configuration, when the inline backend came before IPython.
+    inline_backend = sys.modules.get(__package__ + ".inline_backend")
+    if inline_backend is not None:
+        inline_backend.add_config_to(shell)
+    # Figures in the formats the session selected (figures.py), whichever formatter runs.
+    import functools
+
+    from .figures import FIGURE_MIMES
+    for mime in FIGURE_MIMES:
+        shell.display_formatter.formatters[mime].for_type_by_name(
+            "matplotlib.figure", "Figure", functools.partial(_figure_data, mime))
     return shell
 
 
-def _figure_png(figure):
-    from .figures import figure_png
-    return figure_png(figure)
+def _figure_data(mime, figure):
+    from .figures import figure_data
+    return figure_data(figure, mime)
 
 
 def check_complete(shell, code):

@@ -97,7 +97,9 @@ class Session:
                          "pdb": stdin.patch_pdb,
                          "matplotlib": _use_inline_backend,
                          "comm": _hook_comm_package}).install()
-        StandInModules(dict.fromkeys(current.IPYKERNEL_STAND_INS, _build_stand_in)).install()
+        StandInModules(dict(dict.fromkeys(current.IPYKERNEL_STAND_INS, _build_stand_in),
+                            **{current.MATPLOTLIB_INLINE: _build_inline_backend}),
+                       modules=(current.MATPLOTLIB_INLINE,)).install()
         self._handlers = {"execute": self.execute, "complete": self.complete,
                           "inspect": self.inspect, "is_complete": self.is_complete,
                           "comm": self.comm, "comm_info": self.comm_info}
@@ -543,10 +545,15 @@ def _build_stand_in(module):
     build(module)
 
 
+def _build_inline_backend(module):
+    from .inline_backend import build_stand_in
+    build_stand_in(module)
+
+
 def _use_inline_backend(matplotlib):
     """Figures go to the frontend, unless the user chose a backend through MPLBACKEND."""
     if not os.environ.get("MPLBACKEND"):
-        matplotlib.rcParams["backend"] = current.INLINE_BACKEND
+        matplotlib.rcParams["backend"] = current.inline_backend()
 
 
 def _cursor(msg, code):
