@@ -181,19 +181,22 @@ def install_kernelspec(prefix, name="belljar-test", flags=(), wrapper=()):
 
 @contextlib.contextmanager
 def running_kernel(flags=(), workspace=None, env=None, name="belljar-test", wrapper=(),
-                   connection_file=None, manager_args=None):
+                   connection_file=None, manager_args=None, stderr=None):
     """A started belljar kernel and a ready blocking client; shut down afterwards.
-    `manager_args` go to KernelManager (transport="ipc", ip=PATH_PREFIX, ...)."""
+    `env` adds to the test's environment (a None value removes the variable); `stderr`, a file,
+    takes the kernel's stderr (a restart's too). `manager_args` go to KernelManager
+    (transport="ipc", ip=PATH_PREFIX, ...)."""
     with tempfile.TemporaryDirectory(prefix="belljar-spec-") as prefix:
         spec_dir = install_kernelspec(prefix, name, flags, wrapper)
         ws = workspace or sandbox_writable_dir("belljar-ws-")
         launch_env = dict(os.environ)
         launch_env.update(env or {})
+        launch_env = {k: v for k, v in launch_env.items() if v is not None}
         km = KernelManager(kernel_name=name, **({"connection_file": str(connection_file)}
                                                   if connection_file else {}),
                            **(manager_args or {}))
         km.kernel_spec_manager.kernel_dirs.insert(0, str(spec_dir.parent))
-        km.start_kernel(cwd=ws, env=launch_env)
+        km.start_kernel(cwd=ws, env=launch_env, **({"stderr": stderr} if stderr else {}))
         try:
             with ready_client(km) as kc:
                 yield km, kc
@@ -236,6 +239,15 @@ def collect(kc, msg_id, timeout=TIMEOUT):
             break
         outputs.append(msg)
     return reply, outputs
+
+
+def kernel_info(kc):
+    """The content of the kernel's kernel_info_reply (the banner, `belljar`)."""
+    msg_id = kc.kernel_info()
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    return reply["content"]
 
 
 def printed_json(kc, code, timeout=TIMEOUT):

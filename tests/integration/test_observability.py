@@ -12,6 +12,7 @@ import pytest
 from belljar_testing import (
     collect,
     execute,
+    kernel_info,
     of_type,
     running_kernel,
     sandbox_writable_dir,
@@ -229,14 +230,6 @@ def test_what_the_sandbox_lacks_reaches_the_client_and_the_log(isolation):
     if isolation == "degraded" and os.geteuid() != 0:
         # Unprivileged, this host's kernels get no cgroup of their own: degraded says so.
         assert notes, "a degraded sandbox without cgroups reported nothing missing"
-
-
-def kernel_info(kc):
-    msg_id = kc.kernel_info()
-    reply = kc.get_shell_msg(timeout=30)
-    while reply["parent_header"].get("msg_id") != msg_id:
-        reply = kc.get_shell_msg(timeout=30)
-    return reply["content"]
 
 
 @pytest.mark.parametrize("required", [False, True])
