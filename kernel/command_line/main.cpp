@@ -16,6 +16,7 @@
 #include "kernel/launch/gateway_frontend.hpp"
 #include "kernel/launch/gateway_launch.hpp"
 #include "kernel/mcp/mcp_frontend.hpp"
+#include "kernel/observability/audit_destination.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/connection_file.hpp"
 #include "kernel/run/run_frontend.hpp"
@@ -95,6 +96,9 @@ int run_launch(const CommandLine& cl) {
   GatewayLaunch launch = resolve_gateway_launch(
       cl.launch, [](const char* name) { return std::getenv(name); }, gateway_module_path());
   KernelOptions options = session_options(cl);
+  // A pod's stderr is its log (kubectl logs, the cluster's collector); a file in the container
+  // would go with the pod unseen.
+  if (options.policy.audit_log.empty()) options.policy.audit_log = kAuditLogStderr;
   ConnectionInfo connection;
   connection.transport = "tcp";
   connection.ip = launch.ip;
@@ -186,6 +190,10 @@ int run_check(const CommandLine& cl) {
   bool egress_ok = report_module("egress module", egress_module_path(),
                                  !policy.allow_net.empty() && policy.isolation != Isolation::none);
   report_module("gateway module (belljar launch)", gateway_module_path(), false);
+  // As a kernel would make it: the state directory is made if missing.
+  say(stdout, "audit log: " + describe_audit_destination(policy, [](const char* name) {
+                return std::getenv(name);
+              }) + "\n");
   return plan.enforceable && helper_ok && egress_ok ? 0 : 1;
 }
 

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "kernel/observability/host_files.hpp"
 #include "kernel/observability/metrics.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/wire_message.hpp"
@@ -14,11 +13,11 @@
 
 namespace belljar {
 
-AuditLog::AuditLog(const std::string& path) : name_(path.empty() ? "stderr" : path) {
-  if (path.empty()) return;
-  file_ = open_append_only("--audit-log", path);
-  fd_ = file_.get();
-}
+AuditLog::AuditLog(AuditDestination destination)
+    : file_(std::move(destination.file)),
+      fd_(file_ ? file_.get() : STDERR_FILENO),
+      name_(std::move(destination.name)),
+      fallback_(std::move(destination.fallback)) {}
 
 bool AuditLog::record(const std::string& event, nlohmann::json fields) {
   nlohmann::json line = {{"ts", iso8601_now()}, {"event", event}};

@@ -2,7 +2,8 @@
 // The audit log: one JSON object per line, appended and flushed per record (O_APPEND, one
 // write), so an operator can tail it and a crash loses nothing already logged.
 // Never the key, a secret or the code itself (only its hash and size) unless asked.
-// Opened once, never through a symlink, and never where the sandbox can write (host_files.hpp).
+// Opened once, never through a symlink, and never where the sandbox can write: where it goes is
+// audit_destination.hpp's to decide (by default a file per kernel in the user's state directory).
 // A record that can't be written (a full disk, a file-size limit, a closed stderr) is never lost
 // silently: a short write is continued, EINTR retried, and a failure is counted (the metrics'
 // belljar_audit_write_failures_total), said on stderr (rate-limited), in the banner and in
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kernel/observability/audit_destination.hpp"
 #include "kernel/observability/diagnostics.hpp"
 #include "sandbox/os/fd.hpp"
 
@@ -20,8 +22,11 @@ class Metrics;
 
 class AuditLog {
  public:
-  // Empty path: the kernel's stderr. Throws UsageError when the file can't be opened.
-  explicit AuditLog(const std::string& path);
+  explicit AuditLog(AuditDestination destination);
+  // Where the records go, as the banner says it: a path, or "stderr".
+  const std::string& destination() const { return name_; }
+  // Why the records are on stderr and not in the state directory; empty when they are not.
+  const std::string& fallback() const { return fallback_; }
   // Every record names the kernel it came from, so records of one kernel can be joined.
   void set_kernel(std::string kernel_id) { kernel_id_ = std::move(kernel_id); }
   // Failures are counted there too (it must outlive this log).
@@ -36,7 +41,8 @@ class AuditLog {
  private:
   Fd file_;
   int fd_ = 2;
-  std::string name_;  // the file as the failure names it
+  std::string name_;  // the file as the banner and a failure name it
+  std::string fallback_;
   std::string kernel_id_;
   Metrics* metrics_ = nullptr;
   uint64_t failures_ = 0;

@@ -42,6 +42,16 @@ std::string errno_text(int error) {
 
 }  // namespace
 
+std::optional<std::string> sandbox_writable_place(const Policy& policy, const fs::path& directory) {
+  std::error_code ec;
+  fs::path resolved = fs::weakly_canonical(directory, ec);
+  if (ec) resolved = directory;
+  fs::path workspace = fs::weakly_canonical(policy.workspace, ec);
+  for (const fs::path& root : sandbox_writable_roots(policy))
+    if (inside(resolved, root)) return root == workspace ? "the workspace" : root.string();
+  return std::nullopt;
+}
+
 const std::string& refuse_sandbox_writable(const Policy& policy, const std::string& flag,
                                            const std::string& path) {
   if (path.empty()) return path;
@@ -50,13 +60,10 @@ const std::string& refuse_sandbox_writable(const Policy& policy, const std::stri
   // in the name's place.
   fs::path directory = fs::weakly_canonical(fs::absolute(path).parent_path(), ec);
   if (ec) return path;  // opening it says why
-  for (const fs::path& root : sandbox_writable_roots(policy))
-    if (inside(directory, root))
-      throw UsageError(
-          flag + " " + path + ": its directory " + directory.string() +
-          " is writable from inside the sandbox (" +
-          (root == fs::weakly_canonical(policy.workspace, ec) ? "the workspace" : root.string()) +
-          "), which could redirect the file: put it outside");
+  if (auto place = sandbox_writable_place(policy, directory))
+    throw UsageError(flag + " " + path + ": its directory " + directory.string() +
+                     " is writable from inside the sandbox (" + *place +
+                     "), which could redirect the file: put it outside");
   return path;
 }
 

@@ -8,12 +8,19 @@
 // O_NOFOLLOW and must be a regular file; the metrics file is replaced through a directory fd
 // (O_DIRECTORY|O_NOFOLLOW, opened at start) with a temporary file created O_EXCL|O_NOFOLLOW
 // under an unpredictable name, then renameat() over the old one.
+#include <filesystem>
+#include <optional>
 #include <string>
 
 #include "sandbox/os/fd.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
+
+// Where the sandbox of `policy` can write, when `directory` (resolved as the host sees it)
+// lies there: "the workspace", "/tmp" or "/dev/shm"; nullopt when it does not.
+std::optional<std::string> sandbox_writable_place(const Policy& policy,
+                                                  const std::filesystem::path& directory);
 
 // Throws UsageError naming `flag` when `path` lies where the sandbox of `policy` can write.
 // Returns `path` unchanged, so it can sit in a constructor's initializer list.

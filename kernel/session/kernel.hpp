@@ -225,9 +225,11 @@ class Kernel {
   void tell_workspace_notices();
 
   KernelOptions options_;
+  // Before the audit log: a --metrics refused at start leaves no empty log file behind, and the
+  // metrics the log counts its failures in outlive it.
+  Metrics metrics_;
   AuditLog audit_;
   EgressAuditThrottle egress_audit_;  // egress records: the first ones in full, then counted
-  Metrics metrics_;
   Redactor redactor_;
   RateLimitedLog request_log_;
   RateLimitedLog frame_log_;    // what the worker can trigger: unknown, stale, refused frames

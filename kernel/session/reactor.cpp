@@ -47,9 +47,10 @@ KernelOptions with_bound_secrets(KernelOptions options) {
 
 Kernel::Kernel(KernelOptions options)
     : options_(with_bound_secrets(std::move(options))),
-      // Refused where the sandbox can write: it could put a symlink in the file's place.
-      audit_(refuse_sandbox_writable(options_.policy, "--audit-log", options_.policy.audit_log)),
+      // Never where the sandbox can write: it could put a symlink in the file's place.
       metrics_(refuse_sandbox_writable(options_.policy, "--metrics", options_.policy.metrics_file)),
+      audit_(open_audit_destination(options_.policy, options_.session_id,
+                                    [](const char* name) { return std::getenv(name); })),
       // With no sandbox the worker has the whole environment: redaction would promise nothing.
       redactor_(options_.policy.isolation == Isolation::none
                     ? Redactor()
@@ -74,6 +75,8 @@ Kernel::Kernel(KernelOptions options)
   // (audit_log.hpp), not the end of the kernel; children reset it (worker_process.cpp).
   ::signal(SIGXFSZ, SIG_IGN);
   audit_.count_failures_in(&metrics_);
+  // Once, before any record: the records on stderr are no surprise.
+  if (!audit_.fallback().empty()) log_line(fallback_warning(audit_.fallback()));
   signals_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   for (auto& stream : streams_) stream.set_hold_back(redactor_.hold_back());
   if (!signals_) throw SandboxError(std::string("signalfd: ") + std::strerror(errno));

@@ -301,21 +301,25 @@ json Kernel::kernel_info() const {
   json content = create_kernel_info_reply(language_info_, banner());
   content["belljar"] = {{"isolation", isolation_name(options_.policy.isolation)},
                         {"notes", sandbox_notes_}};
-  if (audit_.failures() > 0)
-    content["belljar"]["audit_log"] = {{"failures", audit_.failures()},
-                                       {"last_failure", audit_.last_failure()},
-                                       {"cells_refused", options_.policy.audit_required}};
+  json& audit = content["belljar"]["audit_log"];
+  audit = {{"destination", audit_.destination()}, {"failures", audit_.failures()}};
+  if (!audit_.fallback().empty()) audit["fallback"] = audit_.fallback();
+  if (audit_.failures() > 0) {
+    audit["last_failure"] = audit_.last_failure();
+    audit["cells_refused"] = options_.policy.audit_required;
+  }
   return content;
 }
 
 std::string Kernel::banner() const {
+  // Where the records go, on a line of its own: a file of the kernel's own is named nowhere else.
+  std::string audit = "\nAudit log: " + audit_.destination() +
+                      (audit_.fallback().empty() ? "" : " (" + audit_.fallback() + ")");
   // The audit log failing is as loud as the sandbox's state: records are being lost.
-  std::string audit =
-      audit_.failures() == 0
-          ? ""
-          : " AUDIT LOG FAILING: " + audit_failure_text() +
-                (options_.policy.audit_required ? "; cells are refused (--audit-required)."
-                                                : "; cells still run (no --audit-required).");
+  if (audit_.failures() > 0)
+    audit += " — AUDIT LOG FAILING: " + audit_failure_text() +
+             (options_.policy.audit_required ? "; cells are refused (--audit-required)."
+                                             : "; cells still run (no --audit-required).");
   return sandbox_banner() + audit;
 }
 

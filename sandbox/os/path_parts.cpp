@@ -86,6 +86,13 @@ std::optional<std::string> canonical_path(const std::string& path) {
   return std::string(resolved);
 }
 
+std::optional<std::string> descriptor_path(int fd) {
+  char text[PATH_MAX];
+  ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), text, sizeof text);
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof text || text[0] != '/') return std::nullopt;
+  return std::string(text, static_cast<size_t>(n));
+}
+
 bool remove_tree(const std::string& path) {
   if (::unlink(path.c_str()) == 0 || errno == ENOENT) return true;
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

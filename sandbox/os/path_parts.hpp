@@ -20,6 +20,10 @@ std::optional<std::string> path_below(std::string_view path, std::string_view di
 // realpath(3): absolute, every symlink resolved; nullopt when it does not exist.
 std::optional<std::string> canonical_path(const std::string& path);
 
+// The path of what descriptor `fd` names, as /proc/self/fd shows it: where a directory opened
+// through symlinks really is. nullopt when it can't be read.
+std::optional<std::string> descriptor_path(int fd);
+
 // Removes `path` and everything below it, never following a symlink (a link is removed, not
 // its target). Best effort: what can't be removed stays. False if anything stayed.
 bool remove_tree(const std::string& path);

@@ -345,7 +345,11 @@ std::vector<std::string> PolicyBuilder::kernel_argv(const Policy& policy) const 
     } else if (kind == FlagValue::secret_file) {
       argv.push_back(given_[i]);  // NAME=PATH@HOST with PATH made absolute
       argv.push_back(parse_secret_binding(given_[i], given_[i + 1], true).text());
-    } else if (kind == FlagValue::directory || kind == FlagValue::path || kind == FlagValue::file) {
+    } else if (kind == FlagValue::log_file && given_[i + 1] == kAuditLogStderr) {
+      argv.push_back(given_[i]);  // stderr wherever the kernel starts
+      argv.push_back(given_[i + 1]);
+    } else if (kind == FlagValue::directory || kind == FlagValue::path || kind == FlagValue::file ||
+               kind == FlagValue::log_file) {
       // Paths mean what they meant where install ran, not wherever Jupyter starts the kernel.
       fs::path path = fs::absolute(given_[i + 1]).lexically_normal();
       if (!path.has_filename() && path != path.root_path()) path = path.parent_path();  // "./"

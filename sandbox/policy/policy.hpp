@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,9 @@
 namespace belljar {
 
 enum class Isolation { strict, degraded, none };
+
+// `--audit-log -`: the records on the kernel's stderr.
+inline constexpr std::string_view kAuditLogStderr = "-";
 
 // What happens to output that could run code in the user's browser (scripts, event handlers,
 // javascript: URLs...): run in a sandboxed frame with an opaque origin, removed, or passed.
@@ -63,8 +67,10 @@ struct Policy {
   uint64_t workspace_quota_bytes = 1ull << 30;  // what a session may add to the workspace; 0: none
   std::string python;                           // resolved to an absolute path
   std::string sandbox_user;                     // empty: "nobody" when root, else unused
-  std::string audit_log;                        // empty: stderr
-  bool audit_code = false;                      // log the code itself, not only its hash
+  // kAuditLogStderr, a path, or empty: the command's default (a file in the user's state
+  // directory for kernel and mcp: kernel/observability/audit_destination.hpp).
+  std::string audit_log;
+  bool audit_code = false;       // log the code itself, not only its hash
   bool audit_required = false;   // cells are refused once an audit record could not be written
   std::string metrics_file;      // Prometheus textfile; empty: none
   uint64_t history_size = 1000;  // cells history requests reach (history.hpp)

@@ -44,6 +44,10 @@ std::string written_file(const std::string& flag, const std::string& text) {
   return fs::absolute(text).string();
 }
 
+std::string log_file(const std::string& flag, const std::string& text) {
+  return text == kAuditLogStderr ? text : written_file(flag, text);
+}
+
 std::string pattern(const std::string& flag, const std::string& text) {
   if (text.empty() || text.find('\0') != std::string::npos)
     throw UsageError(flag + ": empty pattern");
@@ -326,12 +330,15 @@ const std::array kFlags = {
                            const std::string& v) { p.sandbox_user = sandbox_user(f, v); }},
     PolicyFlag{.name = "--audit-log",
                .placeholder = "FILE",
-               .kind = FlagValue::file,
-               .fallback = "stderr",
-               .meaning = "JSON-lines audit log; refused where the sandbox can write",
+               .kind = FlagValue::log_file,
+               .fallback = "a file per kernel in ~/.local/state/belljar ($XDG_STATE_HOME/belljar); "
+                           "stderr for launch, none for run",
+               .meaning = "JSON-lines audit log; - for stderr; refused where the sandbox can "
+                          "write (a default state directory there: stderr, with a warning "
+                          "saying why)",
                .file_key = "audit-log",
                .apply = [](Policy& p, const std::string& f,
-                           const std::string& v) { p.audit_log = written_file(f, v); }},
+                           const std::string& v) { p.audit_log = log_file(f, v); }},
     PolicyFlag{.name = "--audit-code",
                .placeholder = "",
                .kind = FlagValue::toggle,

@@ -24,6 +24,7 @@ enum class FlagValue {
   directory,       // an existing directory, made absolute
   path,            // an existing file or directory, made absolute
   file,            // a file belljar writes, made absolute
+  log_file,        // a file belljar appends to, made absolute, or `-`: stderr
   glob,            // a pattern matched inside the workspace
   host,            // HOST[:PORT]
   env_name,        // NAME

@@ -96,7 +96,7 @@ def console():
     root = tempfile.mkdtemp(prefix="belljar-console-")
     os.chmod(root, 0o755)
     workspace = sandbox_writable_dir("belljar-console-ws-")
-    # The audit log in a file: on its default, stderr, the console would print it in the pane.
+    # The audit log in a file of the test's own, whose records say which kernels ran.
     audit_log = pathlib.Path(root, "audit.jsonl")
     spec = install_kernelspec(root, "belljar-console", [
         "--workspace", str(workspace), "--timeout", "20", "--audit-log", str(audit_log)])

@@ -134,7 +134,13 @@ def test_the_gateway_decodes_the_connection_info_and_runs_cells(launched):
     reply, outputs = execute(launched.kc, "x = 6 * 7\nprint(x)")
     assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "42\n"
     assert "connection info sent to the gateway" in launched.log()
-    isolation = launched.kc.kernel_info(reply=True)["content"]["belljar"]["isolation"]
+    # A pod's stderr is its log: the audit records stay there, not in a file inside the pod.
+    records = [json.loads(line) for line in launched.log().splitlines() if line.startswith("{")]
+    assert [r["event"] for r in records].count("kernel_start") == 1, launched.log()
+    assert any(r["event"] == "cell" for r in records), launched.log()
+    belljar_info = launched.kc.kernel_info(reply=True)["content"]["belljar"]
+    assert belljar_info["audit_log"] == {"destination": "stderr", "failures": 0}
+    isolation = belljar_info["isolation"]
     assert isolation == ("degraded" if NO_NAMESPACES in launched.process.args else ISOLATION)
 
 

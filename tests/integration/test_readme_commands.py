@@ -181,7 +181,12 @@ def check_console(reader):
     lines = 'print(6 * 7)\nname = input("who? ")\nada\nprint("hello", name)\n'
     out = run(reader, "jupyter console --kernel belljar --simple-prompt", stdin=lines).stdout
     assert "in a sandbox" in out  # belljar's banner, not ipykernel's
+    _, _, home = reader
+    assert f"Audit log: {home}/.local/state/belljar/audit-" in out  # its last line, where they go
     assert "42" in out and "who? " in out and "hello ada" in out, out
+
+
+AUDIT_JSON = "application/vnd.belljar.audit+json"  # %audit's records, for a client
 
 
 def check_nbconvert(reader):
@@ -192,14 +197,22 @@ def check_nbconvert(reader):
                 nbformat.v4.new_code_cell("import os; os.getcwd()"),
                 nbformat.v4.new_code_cell("%audit 1")]  # a magic only belljar's supervisor has
     nbformat.write(nb, cwd / "nb.ipynb")
-    run(reader, "jupyter nbconvert --to notebook --execute "
-                "--ExecutePreprocessor.kernel_name=belljar nb.ipynb")
+    done = run(reader, "jupyter nbconvert --to notebook --execute "
+                       "--ExecutePreprocessor.kernel_name=belljar nb.ipynb")
     executed = nbformat.read(cwd / "nb.nbconvert.ipynb", as_version=4)
     first, second, audit = (cell.outputs for cell in executed.cells)
     assert [o.get("text") for o in first] == ["42\n"]
     assert second[0].output_type == "execute_result"
     assert second[0].data["text/plain"] == repr(str(cwd))
     assert "code_sha256" in json.dumps(audit), audit  # the cell records of this very run
+    # The audit log is a file in the user's state directory: the terminal (the kernel's stderr,
+    # which nbconvert passes on) shows none of it.
+    _, _, home = reader
+    (shown,) = [o for o in audit if AUDIT_JSON in o.get("data", {})]
+    (record,) = shown["data"][AUDIT_JSON]["records"]
+    logs = list((home / ".local" / "state" / "belljar").glob("audit-*.jsonl"))
+    assert any(record["msg_id"] in log.read_text() for log in logs), logs
+    assert record["msg_id"] not in done.stderr and '"event":' not in done.stderr, done.stderr
 
 
 def check_run_script(reader):
@@ -237,6 +250,8 @@ def check_mcp(reader):
 def check_check(reader):
     out = run(reader, "belljar check").stdout
     assert "host layers:" in out and "policy (isolation strict): enforceable" in out, out
+    _, _, home = reader
+    assert f"audit log: {home}/.local/state/belljar/audit-<start>-<kernel>.jsonl" in out, out
 
 
 def check_help(reader):

@@ -208,6 +208,19 @@ TEST_CASE("kernel.json's argv: relative paths are baked as install saw them",
                                          "--python", "/usr/bin/python3"});
 }
 
+// `-` is stderr wherever Jupyter starts the kernel, never a file named "-" where install ran.
+TEST_CASE("a dash for the audit log means stderr: on the command line, in kernel.json, in a file",
+          "[policy][flags][kernelspec]") {
+  auto builder = collect({"--audit-log", "-", "--python", "/usr/bin/python3"});
+  CHECK(builder.build().audit_log == kAuditLogStderr);
+  CHECK(builder.kernel_argv(builder.build()) ==
+        std::vector<std::string>{"--audit-log", "-", "--python", "/usr/bin/python3"});
+  TempFile file(R"({"audit-log": "-"})");
+  CHECK(collect({"--policy", file.path, "--python", "/usr/bin/python3"}).build().audit_log ==
+        kAuditLogStderr);
+  CHECK(collect({"--python", "/usr/bin/python3"}).build().audit_log.empty());  // the default
+}
+
 TEST_CASE("--help lists every flag with its default", "[policy][flags]") {
   auto& help = policy_flag_help();
   REQUIRE(help.size() == policy_flags().size());
