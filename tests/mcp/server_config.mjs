@@ -50,5 +50,8 @@ export function serverParameters(workspace) {
   return {
     command: entry.command === '/path/to/belljar' ? BELLJAR : entry.command,
     args: [...args, '--python', '/usr/bin/python3', '--timeout', String(POLICY_TIMEOUT), '--isolation', ISOLATION],
+    // Where the servers' audit logs go, as ctest sets it (tests/CMakeLists.txt): the SDK gives a
+    // server only HOME, PATH and a few more, so without it they would land in the runner's home.
+    ...(process.env.XDG_STATE_HOME ? { env: { XDG_STATE_HOME: process.env.XDG_STATE_HOME } } : {}),
   };
 }
