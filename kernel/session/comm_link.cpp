@@ -43,26 +43,35 @@ json Kernel::comm_request_frame(const Cell& cell) {
           {"msg_id", message.id()}};
 }
 
-// A comm message the worker sent while serving the current request: checked
-// (worker_comms.hpp), redacted, admitted by the widget models, charged, counted.
+// A comm message the worker sent while serving the current request: published, counted.
 void Kernel::publish_comm(const std::string& type, const json& frame) {
-  auto refuse = [&](const std::string& why) {
-    if (cell_->comm_dropped++ == 0) cell_->comm_first_drop = why;
-    frame_log_.log("worker comm message dropped", why);
-  };
-  if (cell_->comm_published >= kCommMessagesPerRequest)
-    return refuse("more than " + std::to_string(kCommMessagesPerRequest) + " in one request");
+  std::string why = cell_->comm_published >= kCommMessagesPerRequest
+                        ? "more than " + std::to_string(kCommMessagesPerRequest) + " in one request"
+                        : publish_checked_comm(type, frame, budget_, &cell_->request,
+                                               cell_->widget_values_cleaned);
+  if (why.empty()) {
+    ++cell_->comm_published;
+    return;
+  }
+  if (cell_->comm_dropped++ == 0) cell_->comm_first_drop = why;
+  frame_log_.log("worker comm message dropped", why);
+}
+
+// Checked (worker_comms.hpp), redacted, admitted by the widget models, charged to `budget`.
+std::string Kernel::publish_checked_comm(const std::string& type, const json& frame,
+                                         OutputBudget& budget, const WireMessage* parent,
+                                         uint64_t& widget_values_cleaned) {
   auto checked = check_worker_comm(type, frame);
-  if (auto* why = std::get_if<std::string>(&checked)) return refuse(*why);
+  if (auto* why = std::get_if<std::string>(&checked)) return *why;
   WorkerComm& comm = std::get<WorkerComm>(checked);
   redactor_.redact_json(comm.content);  // a widget's value is output too
-  if (std::string why = widget_models_.admit(type, comm.content); !why.empty()) return refuse(why);
-  cell_->widget_values_cleaned += widget_models_.take_cleaned();
+  if (std::string why = widget_models_.admit(type, comm.content); !why.empty()) return why;
+  widget_values_cleaned += widget_models_.take_cleaned();
   redactor_.redact_json(comm.content);  // decoded character references could spell a secret
-  if (!budget_.take_whole(comm.size)) return refuse(type + " past the output limit");
-  ++cell_->comm_published;
-  frontend_->publish_comm(type, std::move(comm.content), std::move(comm.metadata), &cell_->request,
+  if (!budget.take_whole(comm.size)) return type + " past the output limit";
+  frontend_->publish_comm(type, std::move(comm.content), std::move(comm.metadata), parent,
                           std::move(comm.buffers));
+  return "";
 }
 
 void Kernel::tell_session_lost_by_handler(const std::string& why) {

@@ -13,6 +13,8 @@
 //                    audit record, metrics; restart policy
 //   comm_link.cpp    the worker's comm messages: routed to the frontend, counted (checked:
 //                    worker_comms.hpp)
+//   idle_link.cpp    output of code running between requests (asyncio tasks, threads): shown
+//                    parented to the last cell, on a budget of its own (idle_output.hpp)
 //   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
 //   workspace_link.cpp  the workspace guard's surveys: new guards, the quota (when to survey
 //                    and what a survey means: workspace_surveys.hpp, a part of its own)
@@ -35,6 +37,7 @@
 #include "kernel/session/background_cpu.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
+#include "kernel/session/idle_output.hpp"
 #include "kernel/session/newest_entries.hpp"
 #include "kernel/session/parent_watch.hpp"
 #include "kernel/session/request_kind.hpp"
@@ -94,6 +97,9 @@ class Kernel {
     WireMessage request;
     RequestKind kind = RequestKind::execute;
     std::string id;  // frame id
+    // Its frame was sent to the worker (a cell is first held for its workspace survey): until
+    // then, what the worker outputs came between requests (idle_link.cpp).
+    bool in_worker = false;
     int execution_count = 0;
     bool silent = false, store_history = true, stop_on_error = true, allow_stdin = false;
     std::string code;
@@ -130,6 +136,9 @@ class Kernel {
   bool running_code() const {
     return cell_ && (cell_->kind == RequestKind::execute || cell_->kind == RequestKind::comm);
   }
+  // Such a request, once the worker has it: output that says nothing of its request (the
+  // pipes' text, `idle` frames) is then its own, else output between requests.
+  bool worker_runs_code() const { return running_code() && cell_->in_worker; }
 
   // reactor.cpp
   void poll_once();
@@ -179,6 +188,12 @@ class Kernel {
   void on_audit_request(const json& frame);
   void on_done(const json& frame);
   const WireMessage* output_parent() const;
+  // What the worker's output is charged to now: the running cell's or comm handler's budget,
+  // else the budget of output between requests (idle_output.hpp).
+  OutputBudget& output_budget();
+  // A display's content as a client may get it, charged to `budget`: checked, redacted, its
+  // active output handled; nullopt when nothing is shown (an invalid update, past the budget).
+  std::optional<json> checked_display(WorkerFrame type, const json& frame, OutputBudget& budget);
   void on_worker_exit(const WorkerExit& exit);
   void drop_worker();
 
@@ -206,10 +221,27 @@ class Kernel {
   void tell_session_lost_by_handler(const std::string& why);
   std::string session_lost_notice_;
   json comm_request_frame(const Cell& cell);
+  // A comm message the worker sent while the current request runs (counted against it).
   void publish_comm(const std::string& type, const json& frame);
+  // The checks, the redaction and the budget every worker comm message passes; "" once
+  // published to the client, else why it was withheld.
+  std::string publish_checked_comm(const std::string& type, const json& frame, OutputBudget& budget,
+                                   const WireMessage* parent, uint64_t& widget_values_cleaned);
   void tell_comm_drops();
   void finish_comm(const json& done);
   json comm_info_content(const json& frame);
+
+  // idle_link.cpp
+  void on_idle_frame(WorkerFrame type, const json& frame);
+  void show_between_requests(WorkerFrame type, const json& frame);
+  void take_output_between_requests();
+  // The request's frame to the worker: the boundary between output between requests and its own.
+  void hand_to_worker(const json& frame);
+  // Where output no request answers goes: the request being served, else the last cell (as
+  // ipykernel parents it to its last request); null before any cell.
+  const WireMessage* background_parent() const;
+  void tell_idle_withheld();
+  IdleOutput idle_output_;
 
   // egress_link.cpp
   void handle_egress();
@@ -269,7 +301,9 @@ class Kernel {
 
   RequestQueue queue_;  // requests waiting for the worker (request_queue.hpp)
   std::optional<Cell> cell_;
-  std::optional<WireMessage> last_parent_;  // where output between cells goes: a header alone
+  // Where output between cells goes: the header alone of the last cell handed to the worker
+  // (hand_to_worker), not its code (megabytes, maybe), which is not kept once the cell is over.
+  std::optional<WireMessage> last_parent_;
   int execution_count_ = 0;
   uint64_t requests_started_ = 0;  // source of the frame ids of requests
   // The `cell` audit records %audit may show, newest last: kept as text (about 500 bytes a

@@ -67,6 +67,31 @@ std::string_view worker_frame_name(WorkerFrame frame) {
   return kFrameNames[static_cast<size_t>(frame)];
 }
 
+bool idle_output(WorkerFrame frame) {
+  switch (frame) {
+    case WorkerFrame::display:
+    case WorkerFrame::update_display:
+    case WorkerFrame::clear_output:
+    case WorkerFrame::comm_open:
+    case WorkerFrame::comm_msg:
+    case WorkerFrame::comm_close:
+      return true;
+    case WorkerFrame::hello:
+    case WorkerFrame::result:
+    case WorkerFrame::error:
+    case WorkerFrame::input_request:
+    case WorkerFrame::limits:
+    case WorkerFrame::audit_request:
+    case WorkerFrame::done:
+    case WorkerFrame::complete_reply:
+    case WorkerFrame::inspect_reply:
+    case WorkerFrame::is_complete_reply:
+    case WorkerFrame::comm_info_reply:
+      return false;
+  }
+  return false;
+}
+
 std::optional<RequestKind> request_kind(std::string_view msg_type) {
   if (msg_type == "comm_open" || msg_type == "comm_close") return RequestKind::comm;
   for (const auto& s : kSpellings)

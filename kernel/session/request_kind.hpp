@@ -37,6 +37,10 @@ enum class WorkerFrame {
   is_complete_reply,
   comm_info_reply,
 };
+// Output the worker may send while it serves no request (a frame with `idle` in place of an
+// id: an asyncio task's, a thread's or a timer's display, clear_output or comm message between
+// cells). Every other frame belongs to a request, and sent so is dropped.
+bool idle_output(WorkerFrame frame);
 // The frame type a worker's "type" names; nullopt for one no worker sends.
 std::optional<WorkerFrame> worker_frame(std::string_view type);
 std::string_view worker_frame_name(WorkerFrame frame);

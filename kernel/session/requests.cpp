@@ -142,6 +142,7 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
 }
 
 void Kernel::start_request(const WireMessage& message) {
+  take_output_between_requests();  // idle_link.cpp
   Cell cell;
   cell.request = message;
   cell.kind = *request_kind(message.type());  // dispatch_next sends only these here
@@ -193,9 +194,6 @@ void Kernel::start_request(const WireMessage& message) {
     budget_.reset(options_.policy.output_limit_bytes);
     for (auto& stream : streams_) stream.reset_totals();
     comm_window_.cell_started();  // a cell refills the comms' budget too
-    // Only the header: output between cells names it as its parent, and the code (megabytes,
-    // maybe) is not kept once the cell is over.
-    last_parent_.emplace().header = message.header;
     // A key pasted into the cell is redacted in the echo other clients see, like any output.
     if (!cell.silent)
       publish("execute_input",
@@ -255,7 +253,7 @@ void Kernel::start_request(const WireMessage& message) {
     hold_for_survey(std::move(frame));  // files that appeared since the last cell are guarded first
     return;
   }
-  send_to_worker(frame);
+  hand_to_worker(frame);
 }
 
 void Kernel::abort_queued_executes() {

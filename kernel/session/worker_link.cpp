@@ -99,7 +99,7 @@ void Kernel::read_pipe(int index, size_t budget) {
     if (n > 0) {
       total += static_cast<size_t>(n);
       cursors_.read(index, static_cast<uint64_t>(n));
-      streams_[index].append(std::string_view(chunk, static_cast<size_t>(n)), budget_);
+      streams_[index].append(std::string_view(chunk, static_cast<size_t>(n)), output_budget());
       if (streams_[index].due(Clock::now())) flush_streams(false);
       continue;
     }
@@ -107,6 +107,7 @@ void Kernel::read_pipe(int index, size_t budget) {
     if (n == 0) pipe_open_[index] = false;
     break;
   }
+  if (total > 0 && !worker_runs_code()) tell_idle_withheld();
 }
 
 void Kernel::drain_pipes() {
@@ -129,7 +130,7 @@ void Kernel::learn_uncounted_output(const json& done) {
 }
 
 void Kernel::flush_streams(bool final) {
-  const WireMessage* parent = cell_ ? &cell_->request : last_parent_ ? &*last_parent_ : nullptr;
+  const WireMessage* parent = background_parent();
   for (int i = 0; i < 2; ++i) {
     if (!streams_[i].pending()) continue;
     auto now = Clock::now();
@@ -183,6 +184,7 @@ void Kernel::handle_frame(const json& frame) {
   std::optional<WorkerFrame> type = worker_frame(name);
   if (!type) return frame_log_.log("worker sent an unknown frame type", name.substr(0, 64));
   if (*type == WorkerFrame::hello) return on_hello(frame);
+  if (json_field(frame, "idle", false)) return on_idle_frame(*type, frame);
   if (!answers_current_request(frame)) {
     // Frames carry the id of the request they answer: a stale one (a delayed `done` after a
     // forged one, a thread's display after its cell ended) never lands in a later request.
@@ -244,10 +246,13 @@ const WireMessage* Kernel::output_parent() const {
   return running_code() ? &cell_->request : nullptr;
 }
 
-void Kernel::on_output(WorkerFrame type, const json& frame) {
-  bool executing = this->executing();
-  if (!running_code() || (type == WorkerFrame::result && !executing))
-    return;  // nothing to attribute
+OutputBudget& Kernel::output_budget() {
+  if (worker_runs_code()) return budget_;
+  return idle_output_.budget(Clock::now(), options_.policy.output_limit_bytes);
+}
+
+std::optional<json> Kernel::checked_display(WorkerFrame type, const json& frame,
+                                            OutputBudget& budget) {
   auto data_it = frame.find("data");
   json data = data_it != frame.end() ? *data_it : json();
   json metadata = object_or_empty(frame, "metadata");
@@ -259,15 +264,28 @@ void Kernel::on_output(WorkerFrame type, const json& frame) {
     // Never forwarded: the client gets a plain explanation in its place.
     data = {{"text/plain", "[belljar] an invalid display was dropped: " + *problem}};
     metadata = json::object();
-    if (type == WorkerFrame::update_display) return;
+    if (type == WorkerFrame::update_display) return std::nullopt;
   }
   redactor_.redact_json(data);  // before: the frame's srcdoc holds it escaped
   data = apply_active_output(data, options_.policy.active_output, &widget_models_);
   redactor_.redact_json(data);  // after: decoded references could spell a secret
   // The whole message counts: metadata and transient are the worker's bytes too.
-  if (!budget_.take_whole(dump_json(data).size() + dump_json(metadata).size() +
-                          dump_json(transient).size()))
-    return;  // over the output cap
+  if (!budget.take_whole(dump_json(data).size() + dump_json(metadata).size() +
+                         dump_json(transient).size()))
+    return std::nullopt;  // over the output cap
+  return json{{"data", std::move(data)},
+              {"metadata", std::move(metadata)},
+              {"transient", std::move(transient)}};
+}
+
+void Kernel::on_output(WorkerFrame type, const json& frame) {
+  bool executing = this->executing();
+  if (!running_code() || (type == WorkerFrame::result && !executing))
+    return;  // nothing to attribute
+  std::optional<json> shown = checked_display(type, frame, budget_);
+  if (!shown) return;
+  json& data = (*shown)["data"];
+  json& metadata = (*shown)["metadata"];
   if (executing && cell_->displays.size() < kDisplaysAudited) {
     json mimes = json::array();
     for (auto& [mime, value] : data.items()) mimes.push_back(mime);
@@ -281,7 +299,7 @@ void Kernel::on_output(WorkerFrame type, const json& frame) {
             output_parent());
   } else {
     publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
-            {{"data", data}, {"metadata", metadata}, {"transient", transient}}, output_parent());
+            std::move(*shown), output_parent());
   }
 }
 

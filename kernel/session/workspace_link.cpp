@@ -82,7 +82,7 @@ void Kernel::handle_surveys() {
     }
     if (answer.release) {
       tell_workspace_notices();
-      send_to_worker(*answer.release);
+      hand_to_worker(*answer.release);
     } else if (executing() && !surveys_.holding()) {
       tell_workspace_notices();
     }

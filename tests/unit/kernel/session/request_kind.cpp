@@ -31,3 +31,16 @@ TEST_CASE("every frame a worker sends is parsed in one table, and nothing else i
     CHECK_FALSE(worker_frame(unknown));
   CHECK(worker_frame_name(worker_answer(RequestKind::inspect)) == "inspect_reply");
 }
+
+TEST_CASE("between requests a worker may send output, never a request's answer or question",
+          "[request_kind]") {
+  for (const char* shown :
+       {"display", "update_display", "clear_output", "comm_open", "comm_msg", "comm_close"})
+    CHECK(idle_output(*worker_frame(shown)));
+  // A result, an error or a done ends or fails a cell; a question waits for an answer no
+  // request asked for; a reply answers a request: none of them has a meaning between requests.
+  for (const char* refused :
+       {"hello", "result", "error", "input_request", "limits", "audit_request", "done",
+        "complete_reply", "inspect_reply", "is_complete_reply", "comm_info_reply"})
+    CHECK_FALSE(idle_output(*worker_frame(refused)));
+}
