@@ -622,6 +622,55 @@ def test_top_level_await(worker):
     assert cell.result == {"text/plain": "True"}  # one event loop across cells
 
 
+def test_the_event_loop_runs_between_requests_and_what_it_sends_says_idle(worker):
+    """A task created in a sync cell runs once the cell is over, on the loop get_event_loop()
+    gave the cell, which top-level await uses too; a frame sent while no request is served
+    carries `idle` and no id. asyncio.run() in a cell leaves no current loop: the session's is
+    current again for the next cell."""
+    cell = worker.execute("import asyncio\n"
+                          "go = asyncio.Event()\n"
+                          "async def later():\n"
+                          "    await go.wait()\n"
+                          "    display('between')\n"
+                          "task = asyncio.get_event_loop().create_task(later())\n"
+                          "asyncio.get_event_loop().call_soon(go.set)")
+    assert cell.ok, cell.error
+    assert worker.next_frame(timeout=10) == {"type": "display", "data": {"text/plain": "'between'"},
+                                             "metadata": {}, "transient": {}, "idle": True}
+    cell = worker.execute("async def loop_now(): return asyncio.get_running_loop()\n"
+                          "(await loop_now()) is task.get_loop(), task.done()")
+    assert cell.result == {"text/plain": "(True, True)"}
+    assert worker.execute("asyncio.run(asyncio.sleep(0))").ok
+    cell = worker.execute("asyncio.get_event_loop() is task.get_loop()")
+    assert cell.result == {"text/plain": "True"}
+
+
+def test_code_between_requests_is_interruptible_and_served_around(worker):
+    """A task that never awaits holds the worker; SIGINT (the supervisor's interrupt for the
+    request waiting behind it) ends that task and the request is served. SIGINT while the loop
+    merely waits stops nothing: the other tasks run on."""
+    worker.execute("import asyncio\n"
+                   "ticks = 0\n"
+                   "async def tick():\n"
+                   "    global ticks\n"
+                   "    while True:\n"
+                   "        ticks += 1\n"
+                   "        await asyncio.sleep(0.005)\n"
+                   "ticker = asyncio.get_event_loop().create_task(tick())\n"
+                   "async def hog():\n"
+                   "    print('hogging', flush=True)\n"
+                   "    while True:\n"
+                   "        pass\n"
+                   "hogger = asyncio.get_event_loop().create_task(hog())")
+    worker.wait_for_output("hogging")
+    worker.start_execute("type(hogger.exception()).__name__")
+    worker.interrupt()
+    assert worker.finish_execute(timeout=10).result == {"text/plain": "'KeyboardInterrupt'"}
+    worker.interrupt()  # idle again: the ticker is not what an interrupt is for
+    cell = worker.execute("before = ticks\nawait asyncio.sleep(0.05)\nticks > before")
+    assert cell.result == {"text/plain": "True"}, cell.error
+
+
 def test_limits_magic_exchange(worker):
     worker.start_execute("%%limits --timeout 2 --memory 256M --cpu 1.5 --output-limit 1M\n"
                          "print('limited')\n1 + 1", id="lim1")
@@ -669,7 +718,8 @@ def test_plain_cells_import_nothing_heavy():
                     "".join(t for k, t in w.events if k == "stderr").splitlines()
                     if line.startswith("import time:")}
         assert "belljar_worker.main" in imported
-        assert not imported & {"IPython", "numpy", "asyncio", "matplotlib", "json"}
+        assert not imported & {"IPython", "numpy", "asyncio", "matplotlib", "json",
+                               "belljar_worker.event_loop"}  # no loop runs while idle
     finally:
         w.close()
 

@@ -11,7 +11,14 @@ import subprocess
 
 import pytest
 
-from belljar_testing import execute, of_type, running_kernel, stdout_of, wait_for_stream
+from belljar_testing import (
+    execute,
+    of_type,
+    running_kernel,
+    stderr_of,
+    stdout_of,
+    wait_for_stream,
+)
 
 OLDEST, NEWEST = (3, 8), (3, 13)
 
@@ -79,6 +86,20 @@ def test_state_results_displays_and_top_level_await(kernel):
     assert data["text/html"] == "<b>card</b>", data
     reply, out = execute(kc, "import asyncio\nawait asyncio.sleep(0)\nprint('awaited')")
     assert reply["content"]["status"] == "ok" and stdout_of(out) == "awaited\n", out
+
+
+def test_a_task_runs_between_cells_on_the_loop_get_event_loop_gives(kernel):
+    """3.8's get_event_loop() makes a loop where 3.12 warns and 3.14 raises: the session's is
+    set as soon as asyncio is imported, so every version gets the one that runs between cells."""
+    _, _, kc = kernel
+    msg_id = kc.execute("import asyncio\n"
+                        "async def later():\n"
+                        "    await asyncio.sleep(0.01)\n"
+                        "    print('ran between cells', flush=True)\n"
+                        "task = asyncio.get_event_loop().create_task(later())")
+    assert wait_for_stream(kc, msg_id, "ran between cells") is not None
+    reply, out = execute(kc, "print(task.done(), asyncio.get_event_loop() is task.get_loop())")
+    assert stdout_of(out) == "True True\n" and stderr_of(out) == "", out  # no warning
 
 
 def test_an_error_shows_its_traceback(kernel):

@@ -1,5 +1,8 @@
 """What SIGINT does in the worker: KeyboardInterrupt in user code, nothing while idle.
 
+Between requests the session's asyncio loop may run user code (event_loop.py): there an
+interrupt raises only in code that holds the loop; one that still turns is left alone.
+
 A SIGINT that lands while the worker writes or reads a frame is held back until the frame
 is complete, so the supervisor never sees half a frame and no reply bytes are lost. One that
 lands inside the import machinery is delivered again a moment later: raised there, Python may
@@ -13,10 +16,16 @@ class InterruptGate:
         self.in_user_code = False
         self._shield_depth = 0
         self._pending = False
+        # While the event loop runs between requests: its watch, which says whether an
+        # interrupt is for the code running now (event_loop.LoopWatch).
+        self.between_requests = None
 
     def handle_sigint(self, signum, frame):
         if not self.in_user_code:
             return  # idle: the supervisor's interrupt has nothing to stop
+        watch = self.between_requests
+        if watch is not None and not watch.interrupt_lands():
+            return  # the loop turns: the request behind it is read at its next turn
         if self._shield_depth:
             self._pending = True
             return

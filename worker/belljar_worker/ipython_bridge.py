@@ -119,8 +119,17 @@ def create_shell(session):
             session.write_payload({"source": "ask_exit", "keepkernel": False})
 
         def enable_gui(self, gui=None):
-            if gui not in (None, "inline"):
-                raise UsageError("belljar has no GUI event loop (%%gui %s)" % gui)
+            """%gui asyncio, as ipykernel: the session's asyncio loop, which runs between cells
+            anyway (event_loop.py). A toolkit's loop (qt, tk, ...) needs a display the sandbox
+            does not have."""
+            if gui == "asyncio":
+                from .event_loop import session_loop
+                session_loop()
+            elif gui not in (None, "inline"):
+                raise UsageError("belljar runs no GUI toolkit's event loop (%%gui %s): the sandbox "
+                                 "has no display. %%gui asyncio is supported: the session's "
+                                 "asyncio loop runs between cells" % gui)
+            self.active_eventloop = gui if gui == "asyncio" else None
 
     config = Config()
     config.HistoryManager.enabled = False  # history lives in the supervisor

@@ -56,6 +56,7 @@ def serve():
     from .session import Session
     session = Session(channel, gate, streams)
     while True:
+        session.between_requests()
         try:
             request = channel.next_request()
         except MemoryError:

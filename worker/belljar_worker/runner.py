@@ -2,7 +2,8 @@
 
 Every statement runs; when the cell ends in an expression its value is returned (unless the
 cell ends with ';'). Code is compiled with PyCF_ALLOW_TOP_LEVEL_AWAIT: a cell that awaits
-becomes a coroutine and runs on one event loop, created on first use and kept across cells.
+becomes a coroutine and runs on the session's event loop (event_loop.py), the one
+asyncio.get_event_loop() gives the cell, which also runs between cells.
 `from __future__` imports stay in force for later cells, as at the interactive prompt.
 """
 import ast
@@ -26,7 +27,6 @@ class CellRunner:
     def __init__(self, namespace):
         self.namespace = namespace
         self.future_flags = 0
-        self._loop = None
         self._serial = 0
 
     def new_filename(self):
@@ -74,10 +74,9 @@ class CellRunner:
 
     def run_coroutine(self, coro):
         import asyncio
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            loop = self._loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(loop)
+
+        from .event_loop import session_loop
+        loop = session_loop()
         task = loop.create_task(coro)
         try:
             return loop.run_until_complete(task)

@@ -96,7 +96,8 @@ class Session:
                          "getpass": stdin.patch_getpass,
                          "pdb": stdin.patch_pdb,
                          "matplotlib": _use_inline_backend,
-                         "comm": _hook_comm_package}).install()
+                         "comm": _hook_comm_package,
+                         "asyncio": _asyncio_imported}).install()
         StandInModules(dict(dict.fromkeys(current.IPYKERNEL_STAND_INS, _build_stand_in),
                             **{current.MATPLOTLIB_INLINE: _build_inline_backend}),
                        modules=(current.MATPLOTLIB_INLINE,)).install()
@@ -119,6 +120,22 @@ class Session:
         except BaseException as exc:
             self.gate.leave_user_code()
             self._recover(msg, exc)
+        finally:
+            self.channel.request_id = None  # what is sent from now on is between requests
+
+    def between_requests(self):
+        """Until the next request arrives: the session's asyncio loop runs its tasks, timers and
+        callbacks (event_loop.py), once anything imported asyncio; else nothing to do."""
+        loops = sys.modules.get(__package__ + ".event_loop")
+        if loops is None or self.channel.frame_ready():
+            return
+        try:
+            loops.run_until_readable(self.channel.fd, self.gate)
+        except BaseException:
+            pass  # an interrupt that landed as the loop stopped: there is nothing to interrupt
+        finally:
+            self.gate.leave_user_code()
+            self.gate.between_requests = None
 
     def _recover(self, msg, exc):
         """A failure of the worker itself: say so on stderr and still answer the request."""
@@ -538,6 +555,12 @@ def _hook_comm_package(module):
     if hasattr(module, "create_comm") and hasattr(module, "get_comm_manager"):
         from .comms import hook_comm_package
         hook_comm_package(module)
+
+
+def _asyncio_imported(module):
+    """The session's event loop exists from the moment anything imports asyncio."""
+    from .event_loop import asyncio_imported
+    asyncio_imported(module)
 
 
 def _build_stand_in(module):

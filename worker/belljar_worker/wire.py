@@ -145,7 +145,8 @@ class FrameChannel:
         self._can_watch_reads = True
         # The id of the request being served (the supervisor's `id`): every frame carries it,
         # so the supervisor attributes a frame to the request the worker was serving when it
-        # was sent, and drops it once that request is over. Set by the session per request.
+        # was sent, and drops it once that request is over. Set by the session per request;
+        # None between requests, when frames say `idle` instead (a task or a thread's output).
         self.request_id = None
 
     # -- sending -----------------------------------------------------------------------
@@ -153,8 +154,11 @@ class FrameChannel:
         """Send msg as one frame. Too large for a frame: a shortened stand-in is sent instead,
         or, with strict=True (a comm message: a shortened one would be a lie to its peer),
         FrameTooLarge is raised and nothing is sent."""
-        if "id" not in msg and self.request_id is not None:
-            msg = dict(msg, id=self.request_id)
+        if "id" not in msg:
+            if self.request_id is not None:
+                msg = dict(msg, id=self.request_id)
+            elif msg.get("type") != "hello":
+                msg = dict(msg, idle=True)
         self.flush_streams()  # text printed before this frame must arrive before it
         if self.written is not None:
             # How far the supervisor reads fd 1/2 before it handles this frame.
@@ -215,6 +219,13 @@ class FrameChannel:
         if self._deferred:
             return self._deferred.pop(0)
         return self._receive(interruptible=False)
+
+    def frame_ready(self):
+        """True when the next request is already in hand (no need to wait for fd 3)."""
+        if self._deferred:
+            return True
+        inbox = self._inbox
+        return len(inbox) >= 4 and len(inbox) >= 4 + int.from_bytes(inbox[:4], "big")
 
     def wait_for(self, kind):
         """Inside a cell: block until a frame of type `kind` arrives, keeping the others
