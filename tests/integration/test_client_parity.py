@@ -10,6 +10,9 @@ check run on both kernels, Debian's ipykernel as the control, through real jupyt
   writes them; `%config InlineBackend.figure_format` and set_matplotlib_formats choose the
   figures' formats; the inline backend answers to matplotlib_inline's name. These run in the
   learner's venv too (IPython 9, matplotlib 3.11), on belljar alone: it has no ipykernel.
+- The session's asyncio loop runs between cells (issue 30, item 4): a task a cell created
+  ticks, prints and moves a widget while no cell runs, its output parented to the last cell, and
+  `%gui asyncio` is accepted. belljar bounds that output, and stays interruptible under it.
 """
 import base64
 import bisect
@@ -18,6 +21,7 @@ import inspect
 import json
 import os
 import pathlib
+import queue
 import re
 import shutil
 import signal
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 import psutil
 import pytest
@@ -34,14 +39,17 @@ from belljar_testing import (
     PYTHON,
     SANDBOX_VENV_PYTHON,
     TIMEOUT,
+    collect,
     execute,
     install_kernelspec,
     of_type,
     printed_json,
     running_kernel,
     sandbox_writable_dir,
+    shell_read_fence,
     stderr_of,
     stdout_of,
+    wait_for_stream,
 )
 
 KERNELS = ("belljar", "ipykernel")
@@ -463,3 +471,176 @@ def test_the_inline_backend_answers_to_matplotlib_inlines_name(specs, name):
         expected = "inline" if name == "belljar-venv" else "module://matplotlib_inline.backend_inline"
         assert stdout_of(outputs) == expected + "\n"
         assert "image/png" in figure_shown(kc, "plt.plot([1, 2])")["data"]
+
+
+# A counter task, as a notebook starts one: it says when it has ticked three times, and a
+# speaker task prints whenever a later cell wakes it.
+TICKER = """
+import asyncio
+ticks = 0
+async def tick():
+    global ticks
+    while True:
+        ticks += 1
+        if ticks == 3:
+            print('ticked 3 times', flush=True)
+        await asyncio.sleep(0.01)
+ticker = asyncio.get_event_loop().create_task(tick())
+wake = asyncio.Event()
+async def speak():
+    while True:
+        await wake.wait()
+        wake.clear()
+        print('spoke', flush=True)
+speaker = asyncio.ensure_future(speak())
+"""
+
+
+def test_a_task_a_cell_created_runs_between_cells_printing_to_the_last_cell(kernel):
+    """Before: the task never ran until a cell awaited (it had not ticked a second later).
+    What it prints between cells is parented to the last cell, as ipykernel parents it."""
+    _, kc = kernel
+    started = kc.execute(TICKER)
+    assert wait_for_stream(kc, started, "ticked 3 times", timeout=20) is not None
+    reply, outputs = execute(kc, "print(ticks >= 3, asyncio.get_event_loop() is ticker.get_loop())\n"
+                                 "async def running(): return asyncio.get_running_loop()\n"
+                                 "print((await running()) is ticker.get_loop())")
+    assert reply["content"]["status"] == "ok", stderr_of(outputs)
+    assert stdout_of(outputs) == "True True\nTrue\n"  # one loop: get_event_loop() and await
+    woken = kc.execute("wake.set()")
+    assert wait_for_stream(kc, woken, "spoke", timeout=20) == "spoke\n"  # after that cell ended
+    reply, outputs = execute(kc, "ticker.cancel(); speaker.cancel()")
+    assert reply["content"]["status"] == "ok", stderr_of(outputs)
+
+
+def test_gui_asyncio_is_accepted_and_a_toolkits_loop_refused(kernel):
+    """`%gui asyncio` (ipykernel accepts it) is what belljar does anyway; before, it printed
+    "belljar has no GUI event loop". A toolkit's loop is refused, saying why."""
+    name, kc = kernel
+    reply, outputs = execute(kc, "%gui asyncio")
+    assert reply["content"]["status"] == "ok" and outputs[-1]["msg_type"] == "execute_input", outputs
+    reply, outputs = execute(kc, "%gui qt")
+    assert reply["content"]["status"] == "ok" and "ERROR" in stderr_of(outputs)
+    if name == "belljar":
+        assert "belljar runs no GUI toolkit's event loop (%gui qt)" in stderr_of(outputs)
+        assert "%gui asyncio is supported" in stderr_of(outputs)
+
+
+def wait_for_iopub(kc, matches, timeout=TIMEOUT):
+    """The first iopub message for which matches(msg) holds, or None after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            continue
+        if matches(msg):
+            return msg
+    return None
+
+
+def test_a_widget_moved_by_a_task_reaches_the_client(kernel):
+    """ipywidgets' messages from async code between cells (a progress bar, a slider driven by a
+    task) reach the page as comm messages, parented to the last cell."""
+    _, kc = kernel
+    cell = kc.execute("import asyncio, ipywidgets\n"
+                      "slider = ipywidgets.IntSlider(value=0)\n"
+                      "async def slide():\n"
+                      "    for value in range(1, 6):\n"
+                      "        await asyncio.sleep(0.01)\n"
+                      "        slider.value = value\n"
+                      "sliding = asyncio.get_event_loop().create_task(slide())")
+    moved = wait_for_iopub(kc, lambda m: m["msg_type"] == "comm_msg"
+                           and m["content"]["data"].get("state", {}).get("value") == 5, timeout=20)
+    assert moved is not None, "the task's last move never reached the client"
+    assert moved["parent_header"]["msg_id"] == cell
+
+
+FLOOD = """
+import asyncio
+async def flood():
+    n = 0
+    while True:
+        n += 1
+        print('x' * 1000, n)
+        if n % 50 == 0:
+            display('frame %d' % n)
+        await asyncio.sleep(0)
+flooding = asyncio.get_event_loop().create_task(flood())
+"""
+
+WITHHELD = "output of code running between cells was withheld"
+
+
+@pytest.fixture
+def bounded_kernel():
+    with running_kernel(flags=["--timeout", "30", "--output-limit", "256K"]) as (km, kc):
+        yield km, kc
+
+
+def test_a_task_flooding_output_between_cells_is_bounded_and_the_kernel_serves_on(bounded_kernel):
+    """belljar only: the worker is the attacker. Output between cells has a budget of its own
+    (--output-limit a minute, then one notice), and frames are served between the loop's
+    iterations, so a task printing as fast as it can starves neither the client nor a cell."""
+    _, kc = bounded_kernel
+    cell = kc.execute(FLOOD)
+    notice = wait_for_stream(kc, cell, WITHHELD, timeout=30)
+    assert notice is not None and "past the output limit of 256.0 KiB a minute" in notice
+    asked = kc.kernel_info()
+    answer = kc.get_shell_msg(timeout=TIMEOUT)
+    while answer["parent_header"].get("msg_id") != asked:
+        answer = kc.get_shell_msg(timeout=TIMEOUT)
+    assert answer["msg_type"] == "kernel_info_reply"
+    # Everything shown between cells so far, up to a cell that ran on the flooded worker.
+    msg_id = kc.execute("print('served', flooding.done())")
+    idle_bytes, reply = 0, None
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        parent = msg["parent_header"].get("msg_id")
+        if parent == cell and msg["msg_type"] in ("stream", "display_data"):
+            idle_bytes += len(json.dumps(msg["content"]))
+        if parent == msg_id and msg["msg_type"] == "stream" and "served" in msg["content"]["text"]:
+            reply = msg["content"]["text"]
+        if parent == msg_id and msg["msg_type"] == "status" \
+                and msg["content"]["execution_state"] == "idle":
+            break
+    assert reply is not None and "served False" in reply
+    assert idle_bytes <= 256 * 1024 + 4096, idle_bytes  # the budget, the notice and framing
+    reply, outputs = execute(kc, "flooding.cancel()")
+    assert reply["content"]["status"] == "ok", stderr_of(outputs)
+
+
+HOG = """
+async def hog():
+    print('hogging', flush=True)
+    while True:  # never awaits: the loop, and the worker, are held
+        pass
+hogger = asyncio.get_event_loop().create_task(hog())
+"""
+
+
+def test_an_interrupt_reaches_a_task_that_holds_the_worker_between_cells(bounded_kernel):
+    """belljar only. An interrupt while idle stops nothing and keeps the tasks; a task that never
+    awaits holds the worker like a cell that never ends, and the interrupt that the next cell
+    gets (the user's, or its limit's) ends that task: the cell then runs, the session kept."""
+    km, kc = bounded_kernel
+    started = kc.execute(TICKER)
+    assert wait_for_stream(kc, started, "ticked 3 times", timeout=20) is not None
+    km.interrupt_kernel()  # idle: nothing to interrupt, the ticker ticks on
+    # The signal is handled by the time this is answered, so it can't reach the next cell (a
+    # signal and a message that come in the same turn of the reactor are served message first).
+    shell_read_fence(kc)
+    reply, outputs = execute(kc, "before = ticks\nawait asyncio.sleep(0.1)\nprint(ticks > before)")
+    assert stdout_of(outputs) == "True\n", (reply["content"], stderr_of(outputs))
+    hogging = kc.execute(HOG)
+    assert wait_for_stream(kc, hogging, "hogging", timeout=20) is not None
+    msg_id = kc.execute("print('ran', type(hogger.exception()).__name__)")
+    shell_read_fence(kc)  # the kernel holds the request: the worker, inside the hog, has not
+    km.interrupt_kernel()
+    reply, outputs = collect(kc, msg_id)
+    assert reply["content"]["status"] == "ok", (reply["content"], stderr_of(outputs))
+    assert stdout_of(outputs) == "ran KeyboardInterrupt\n"
+    reply, outputs = execute(kc, "before = ticks\nawait asyncio.sleep(0.1)\n"
+                                 "print(ticks > before, hogger.done())")
+    assert stdout_of(outputs) == "True True\n", (reply["content"], stderr_of(outputs))
