@@ -21,4 +21,6 @@ if [ "${BELLJAR_VENVS:-1}" != 0 ]; then
   for name in lint sandbox-python frontends; do
     "$root/scripts/python-env.sh" "$name" "$build" >/dev/null
   done
+  # The peers' test suites, from their sdists (tests/peers/run_peer_suites.py runs them).
+  "$root/scripts/peer-sources.sh" "$build"
 fi
