@@ -10,7 +10,12 @@ JupyterFrontend::JupyterFrontend(ConnectionInfo& connection, std::string session
     : signer_(connection.key),
       wire_log_(10),
       session_id_(std::move(session_id)),
-      transport_(connection, ports) {}
+      transport_(connection, ports),
+      ports_({{"shell_port", connection.shell_port},
+              {"iopub_port", connection.iopub_port},
+              {"stdin_port", connection.stdin_port},
+              {"control_port", connection.control_port},
+              {"hb_port", connection.hb_port}}) {}
 
 void JupyterFrontend::add_poll_items(std::vector<zmq::pollitem_t>& items) {
   items.push_back({transport_.socket(Channel::control).handle(), 0, ZMQ_POLLIN, 0});

@@ -27,6 +27,7 @@ class JupyterFrontend : public Frontend {
   void publish_comm(const std::string& type, nlohmann::json content, nlohmann::json metadata,
                     const WireMessage* parent, std::vector<std::string> buffers) override;
   void request_input(const WireMessage& parent, nlohmann::json content) override;
+  nlohmann::json connection_ports() const override { return ports_; }
 
  private:
   void receive(Channel channel, Kernel& kernel, int batch);
@@ -36,6 +37,7 @@ class JupyterFrontend : public Frontend {
   RateLimitedLog wire_log_;
   std::string session_id_;
   Transport transport_;
+  nlohmann::json ports_;  // as bound (a port the connection file left 0 is the one picked)
 };
 
 }  // namespace belljar

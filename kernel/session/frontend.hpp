@@ -48,6 +48,9 @@ class Frontend {
     publish(type, std::move(content), parent);
   }
   virtual void request_input(const WireMessage& parent, nlohmann::json content) = 0;
+  // The ports a connect_request is answered with (shell, iopub, stdin, control, hb); null for
+  // a front door without them (MCP, a terminal).
+  virtual nlohmann::json connection_ports() const { return nullptr; }
 };
 
 }  // namespace belljar

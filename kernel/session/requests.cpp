@@ -129,6 +129,9 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
   publish_status("busy", &message);
   if (type == "kernel_info_request") {
     reply(channel, message, "kernel_info_reply", kernel_info());
+  } else if (type == "connect_request" && !frontend_->connection_ports().is_null()) {
+    // Deprecated since protocol 5.1, still asked by older clients: the ports bound.
+    reply(channel, message, "connect_reply", frontend_->connection_ports());
   } else if (type == "history_request") {
     reply(channel, message, "history_reply", create_history_reply(history_.query(message.content)));
   } else if (type == "shutdown_request") {
@@ -262,8 +265,11 @@ void Kernel::abort_queued_executes() {
   // seeing the error is never caught up in it.
   for (const WireMessage& request : queue_.take_executes()) {
     publish_status("busy", &request);
-    reply(Channel::shell, request, "execute_reply", create_aborted_reply(),
-          {{"status", "aborted"}});
+    // The spec gives every execute_reply an execution_count (ipykernel's aborted ones lack
+    // it, and fail its own suite's message checks): the count, which an aborted cell leaves.
+    json aborted = create_aborted_reply();
+    aborted["execution_count"] = execution_count_;
+    reply(Channel::shell, request, "execute_reply", std::move(aborted), {{"status", "aborted"}});
     publish_status("idle", &request);
   }
 }

@@ -120,8 +120,25 @@ def test_stop_on_error_aborts_queued_cells(kernel):
         replies[msg["parent_header"]["msg_id"]] = msg
     assert replies[first]["content"]["status"] == "error"
     assert replies[second]["content"]["status"] == "aborted"
+    # Every execute_reply carries the count (the spec's shape; ipykernel's suite checks it):
+    # an aborted cell takes none, so it is the failed cell's.
+    count = replies[first]["content"]["execution_count"]
+    assert replies[second]["content"]["execution_count"] == count
     reply, outputs = execute(kc, "print('after')")
     assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "after\n"
+
+
+def test_connect_request_is_answered_with_the_ports_bound(kernel):
+    """connect_request, deprecated since protocol 5.1 but still sent by older clients and asked
+    by ipykernel's own suite, gets the ports the kernel serves on."""
+    km, kc = kernel
+    msg = kc.session.msg("connect_request", {})
+    kc.shell_channel.send(msg)
+    reply = kc.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+    assert reply["msg_type"] == "connect_reply"
+    ports = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+    assert reply["content"] == {port: km.get_connection_info()[port] for port in ports}
 
 
 def test_display_update_and_clear_output(kernel):
