@@ -172,6 +172,31 @@ def test_get_ipython_exists_from_the_first_cell(kernel):
     assert reply["content"]["status"] == "ok", stderr_of(outputs)
 
 
+INDENTED_CELL = '''
+    total = 0
+    for i in range(3):
+        total += i
+    text = """
+kept
+"""
+    print(total, repr(text))
+'''
+
+
+def test_a_cell_indented_as_a_whole_runs_as_it_reads(kernel):
+    """IPython takes a cell's first-line indentation off (code pasted from inside a function,
+    a test's triple-quoted string): the same cell runs on both. belljar keeps the blank lines
+    above it, so a traceback's line is the one the user sees (IPython drops them: line 1)."""
+    name, kc = kernel
+    reply, outputs = execute(kc, INDENTED_CELL)
+    assert reply["content"]["status"] == "ok", stderr_of(outputs)
+    assert stdout_of(outputs) == "3 '\\nkept\\n'\n"
+    reply, outputs = execute(kc, "\n\n    1/0\n")
+    assert reply["content"]["evalue"] == "division by zero"
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", "".join(reply["content"]["traceback"]))
+    assert ("----> 3 1/0" if name == "belljar" else "----> 1 1/0") in shown
+
+
 def payload_of(kc, code):
     reply, outputs = execute(kc, code)
     assert reply["content"]["status"] == "ok", (reply["content"], stderr_of(outputs))

@@ -90,6 +90,18 @@ class CellRunner:
             raise
 
 
+def without_leading_indent(code):
+    """The cell with its first line's indentation taken off every line that starts with it,
+    as IPython's input cleanup does: code pasted from inside a function or a test's string
+    runs as it reads. Blank lines are kept, so line numbers stay the cell's."""
+    lines = code.splitlines(True)
+    first = next((line for line in lines if line.strip()), "")
+    indent = first[:len(first) - len(first.lstrip(" \t"))]
+    if not indent:
+        return code
+    return "".join(line[len(indent):] if line.startswith(indent) else line for line in lines)
+
+
 def _ends_with_semicolon(source, node):
     lines = source.splitlines(True)
     if node.end_lineno is None or node.end_lineno > len(lines):

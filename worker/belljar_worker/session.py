@@ -14,7 +14,7 @@ from .audit import audit_bundle, audit_request
 from .import_hooks import PostImportHooks, StandInModules
 from .ipython_bridge import IPYTHON_MISSING, looks_like_ipython
 from .limits import LimitError, parse_limits_line, split_limits_cell
-from .runner import NO_VALUE, CellRunner
+from .runner import NO_VALUE, CellRunner, without_leading_indent
 
 
 class UsageError(Exception):
@@ -250,6 +250,7 @@ class Session:
         session uses IPython syntax. Line numbers count from the cell's first line."""
         padding = "\n" * prefix_lines
         if not self.ipython_mode:
+            code = without_leading_indent(code)
             source = padding + code
             self.runner.register_source(filename, head + code)
             try:
