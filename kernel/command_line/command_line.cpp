@@ -121,6 +121,10 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
                          ": expected enterprise-gateway or gateway-provisioners");
     } else if (cl.command == "install" && arg == "--launcher-scripts") {
       cl.launcher_scripts = value_of(args, i, arg);
+    } else if (cl.command == "kernel" && arg.starts_with("--HistoryManager.hist_file=")) {
+      // jupyter_client takes a kernelspec named python3 for ipykernel, and nbclient then adds
+      // ipykernel's option for an in-memory history file. belljar's history is the
+      // supervisor's, in memory, never a file: the option asks for nothing belljar would do.
     } else if (cl.command == "run" && arg == "-c") {
       if (cl.run_file || cl.run_code)
         throw UsageError("belljar run takes one of FILE.py, -c CODE or -");

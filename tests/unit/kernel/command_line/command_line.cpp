@@ -87,6 +87,18 @@ TEST_CASE("unknown flag is a usage error naming it and the command", "[command_l
   CHECK_THAT(usage_error({"mcp", "extra"}), Catch::Contains("unknown option extra"));
 }
 
+TEST_CASE("ipykernel's in-memory history option, which nbclient adds, is accepted by kernel",
+          "[command_line]") {
+  // jupyter_client takes any kernelspec named python3 for ipykernel: belljar installed under
+  // that name must still start.
+  CHECK(parse_command_line({"kernel", "-f", "c.json", "--HistoryManager.hist_file=:memory:"})
+            .connection_file == "c.json");
+  CHECK_THAT(usage_error({"run", "--HistoryManager.hist_file=:memory:", "-c", "1"}),
+             Catch::Contains("unknown option"));
+  CHECK_THAT(usage_error({"kernel", "-f", "c.json", "--HistoryManager.enabled=False"}),
+             Catch::Contains("unknown option"));
+}
+
 TEST_CASE("a command's own flags are refused on other commands", "[command_line]") {
   CHECK_FALSE(usage_error({"run", "--user", "-c", "1"}).empty());
   CHECK_FALSE(usage_error({"kernel", "-f", "c.json", "--name", "x"}).empty());
