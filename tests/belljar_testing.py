@@ -266,22 +266,29 @@ def still_answers(km, kc, timeout=TIMEOUT):
     assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "alive\n"
 
 
-def wait_for_stream(kc, parent_id, needle, timeout=TIMEOUT):
-    """The text of the first stream message of request `parent_id` holding `needle` (what a
-    cell prints when it has reached a point: a test waits for that, never for time), or None
-    after `timeout`. Other messages are consumed. parent_id None: whichever request it is
-    parented to (output the worker writes between requests goes to the last one)."""
+def wait_for_iopub(kc, matches, timeout=TIMEOUT):
+    """The first iopub message for which matches(msg) holds, or None after `timeout`. Other
+    messages are consumed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
         except queue.Empty:
             continue
-        if (msg["msg_type"] == "stream"
-                and parent_id in (None, msg["parent_header"].get("msg_id"))
-                and needle in msg["content"]["text"]):
-            return msg["content"]["text"]
+        if matches(msg):
+            return msg
     return None
+
+
+def wait_for_stream(kc, parent_id, needle, timeout=TIMEOUT):
+    """The text of the first stream message of request `parent_id` holding `needle` (what a
+    cell prints when it has reached a point: a test waits for that, never for time), or None
+    after `timeout`. Other messages are consumed. parent_id None: whichever request it is
+    parented to (output the worker writes between requests goes to the last one)."""
+    msg = wait_for_iopub(kc, lambda m: m["msg_type"] == "stream"
+                         and parent_id in (None, m["parent_header"].get("msg_id"))
+                         and needle in m["content"]["text"], timeout)
+    return msg["content"]["text"] if msg else None
 
 
 def stdout_of(outputs):

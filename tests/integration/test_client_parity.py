@@ -21,7 +21,6 @@ import inspect
 import json
 import os
 import pathlib
-import queue
 import re
 import shutil
 import signal
@@ -49,6 +48,7 @@ from belljar_testing import (
     shell_read_fence,
     stderr_of,
     stdout_of,
+    wait_for_iopub,
     wait_for_stream,
 )
 
@@ -549,19 +549,6 @@ def test_gui_asyncio_is_accepted_and_a_toolkits_loop_refused(kernel):
     if name == "belljar":
         assert "belljar runs no GUI toolkit's event loop (%gui qt)" in stderr_of(outputs)
         assert "%gui asyncio is supported" in stderr_of(outputs)
-
-
-def wait_for_iopub(kc, matches, timeout=TIMEOUT):
-    """The first iopub message for which matches(msg) holds, or None after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            continue
-        if matches(msg):
-            return msg
-    return None
 
 
 def test_a_widget_moved_by_a_task_reaches_the_client(kernel):
