@@ -207,7 +207,11 @@ def test_payloads_fill_the_next_cell_page_help_and_ask_to_exit(kernel):
     """execute_reply's payload, which frontends act on: %load's text for the next cell and
     `obj?` in the pager (issue 30, item 2)."""
     _, kc = kernel
-    execute(kc, "open('snippet.py', 'w').write('x = 1\\n')")
+    # Written and closed before %load reads it; the write's status and its path are kept in
+    # the assertion (the control once did not find the file in CI, not reproduced).
+    written, outputs = execute(kc, "import os\nwith open('snippet.py', 'w') as f:\n"
+                                   "    f.write('x = 1\\n')\nprint(os.path.abspath('snippet.py'))")
+    assert written["content"]["status"] == "ok", stderr_of(outputs)
     assert payload_of(kc, "%load snippet.py") == [
         {"source": "set_next_input", "text": "# %load snippet.py\nx = 1\n", "replace": True}]
     assert payload_of(kc, "get_ipython().set_next_input('y = 2')") == [

@@ -53,6 +53,11 @@ def listed(entries):
     return {test: entry["reason"] for entry in entries for test in entry["tests"]}
 
 
+def names(listed_id, test):
+    """Whether a listed id names the test: itself, its parameters, or its file or class."""
+    return test == listed_id or test.startswith((listed_id + "[", listed_id + "::"))
+
+
 def belljar_kernelspec(work):
     """A kernelspec named python3 that starts belljar on the learner's venv."""
     prefix = work / "belljar-prefix"
@@ -150,8 +155,7 @@ def main():
         jupyter_path, audit = belljar_kernelspec(work)
         all_ids = collected(suite_dir, config, environment(work, "collect", None))
         for test in [*not_applicable, *known_gaps]:
-            if not any(i == test or i.startswith(test + "[") or i.startswith(test + "::")
-                       for i in all_ids):
+            if not any(names(test, i) for i in all_ids):
                 problems.append(f"listed in suites.toml but not in the suite: {test}")
 
         envs = {kernel: environment(work, kernel, jupyter_path if kernel == "belljar" else None)
@@ -171,17 +175,16 @@ def main():
             problems.append("no belljar kernel started in the belljar run: the switch failed")
 
         control, ours = results["ipykernel"], results["belljar"]
-        print(f"{suite} {version}: {len(all_ids)} tests in the files run, "
-              f"{sum(any(i == t or i.startswith(t + '[') for t in not_applicable) for i in all_ids)}"
-              f" not applicable; belljar kernels started: {starts}")
+        excluded = sum(any(names(t, i) for t in not_applicable) for i in all_ids)
+        print(f"{suite} {version}: {len(all_ids)} tests in the files run, {excluded} not "
+              f"applicable; belljar kernels started: {starts}")
         for kernel, results_of in (("belljar", ours), ("ipykernel", control)):
             c = counts(results_of)
             print(f"  {kernel:9}  passed {c['passed']:3}  failed {c['failed']:3}  "
                   f"skipped {c['skipped']:3}")
 
         def gap_reason(test):
-            return next((r for t, r in known_gaps.items()
-                         if test == t or test.startswith(t + "[")), None)
+            return next((r for t, r in known_gaps.items() if names(t, test)), None)
 
         for test, result in sorted(ours.items()):
             theirs = control.get(test, {"outcome": "missing"})["outcome"]
