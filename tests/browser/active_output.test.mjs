@@ -22,7 +22,7 @@ import { after, before, describe, it } from 'node:test';
 
 import {
   LAB_FRONTENDS, PANEL, allCellsDone, allCellsRan, bounded, freePort, jupyterEnvironment, labMenu, launchChromium,
-  openInLab, said, start, startJupyterLab, stopServer, whenPage, withDeadline,
+  endSuite, openInLab, said, start, startJupyterLab, whenPage, withDeadline,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -388,9 +388,7 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
   }
 
   after(async () => {
-    await context?.close();
-    await stopServer(server, base, token);
-    fs.rmSync(tmp, { recursive: true, force: true });
+    await endSuite({ context, server, base, token, tmp });
     process.stdout.write(`${FRONTEND.title}, isolate: ${JSON.stringify({ ran: isolated.ran, answered: isolated.answered })}\n` +
       `${FRONTEND.title}, allow: ${JSON.stringify({ files: control.files, ran: control.ran, answered: control.answered, clicked: control.clicked })}\n`);
   });

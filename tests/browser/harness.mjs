@@ -324,3 +324,12 @@ export async function stopServer(server, base, token) {
   }
   await stop(server);
 }
+
+// A suite's teardown: its browser context, then the server with its kernels and terminals, the
+// chat stand-in if it had one, and its scratch directory.
+export async function endSuite({ context, server, base, token, chat, tmp }) {
+  await context?.close();
+  await stopServer(server, base, token);
+  if (chat) await stop(chat);
+  fs.rmSync(tmp, { recursive: true, force: true });
+}

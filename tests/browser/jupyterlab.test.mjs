@@ -21,7 +21,7 @@ import { after, before, describe, it } from 'node:test';
 
 import {
   LAB_FRONTENDS, PANEL, allCellsRan, bounded, driveTheExercise, kernelReady, labMenu, launchChromium, openInLab,
-  startCourse, startJupyterLab, stop, stopServer, whenPage, withDeadline,
+  endSuite, startCourse, startJupyterLab, whenPage, withDeadline,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -158,10 +158,7 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
   }
 
   after(async () => {
-    await context?.close();
-    await stopServer(server, base, token);
-    await stop(chat);
-    fs.rmSync(tmp, { recursive: true, force: true });
+    await endSuite({ context, server, base, token, chat, tmp });
     process.stdout.write(`screenshots:\n${shots.map((file) => `  ${file}\n`).join('')}`);
   });
 

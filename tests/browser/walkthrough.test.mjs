@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 
 import {
   allCellsDone, bounded, driveTheExercise, freePort, jupyterEnvironment, launchChromium, said, start, startCourse,
-  stop, stopServer, whenPage, withDeadline,
+  endSuite, whenPage, withDeadline,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -133,10 +133,7 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
   }
 
   after(async () => {
-    await context?.close();
-    await stopServer(server, base, token);
-    await stop(chat);
-    fs.rmSync(tmp, { recursive: true, force: true });
+    await endSuite({ context, server, base, token, chat, tmp });
     process.stdout.write(`screenshots: ${screenshot} ${widgetScreenshot}\n`);
   });
 
