@@ -13,26 +13,36 @@ _RANK = {"passed": 0, "skipped": 1, "failed": 2}
 
 
 class _Outcomes:
+    """Each test's line is written once the test is over, so a run cut short still says what
+    it ran; the last line, {"finished": true}, says the session ended."""
+
     def __init__(self, path):
-        self.path = path
-        self.tests = {}
+        self.out = open(path, "w", encoding="utf-8")  # open for the session
+        self.outcome = {}
 
     def pytest_runtest_logreport(self, report):
-        if report.when == "call" or report.outcome != "passed":
-            outcome = report.outcome
-            if hasattr(report, "wasxfail"):
-                outcome = "skipped" if report.skipped else "passed"
-            message = ""
-            if outcome == "failed":
-                message = str(report.longrepr).strip().splitlines()[-1][:300]
-            seen = self.tests.get(report.nodeid)
+        outcome = report.outcome
+        if hasattr(report, "wasxfail"):
+            outcome = "skipped" if report.skipped else "passed"
+        if report.when == "call" or outcome != "passed":
+            seen = self.outcome.get(report.nodeid)
             if seen is None or _RANK[outcome] > _RANK[seen["outcome"]]:
-                self.tests[report.nodeid] = {"outcome": outcome, "message": message}
+                message = ""
+                if outcome == "failed":
+                    message = str(report.longrepr).strip().splitlines()[-1][:300]
+                self.outcome[report.nodeid] = {"outcome": outcome, "message": message}
+        if report.when == "teardown" and report.nodeid in self.outcome:
+            self._write({"test": report.nodeid, **self.outcome.pop(report.nodeid)})
 
     def pytest_sessionfinish(self):
-        with open(self.path, "w", encoding="utf-8") as out:
-            for nodeid, result in self.tests.items():
-                out.write(json.dumps({"test": nodeid, **result}) + "\n")
+        for nodeid, result in self.outcome.items():
+            self._write({"test": nodeid, **result})
+        self._write({"finished": True})
+        self.out.close()
+
+    def _write(self, line):
+        self.out.write(json.dumps(line) + "\n")
+        self.out.flush()
 
 
 def pytest_configure(config):

@@ -8,8 +8,8 @@ twice: once as it is, where the native kernel `python3` is ipykernel; once with 
 named `python3` that starts belljar (written by `belljar install`, found first through
 JUPYTER_PATH, so kernels the suite starts in subprocesses are belljar's too; its audit log
 proves they were). suites.toml names the files run, the tests that cannot apply to a sandboxed
-kernel (deselected in both runs, each with its reason) and belljar's known gaps (run, and
-reported). The run fails on a test that fails with belljar but not with ipykernel and is not a
+kernel and those that start only the suite's own test kernels (both deselected in both runs,
+each with its reason), and belljar's known gaps (run, and reported). The run fails on a test that fails with belljar but not with ipykernel and is not a
 known gap, and on a listed test the suite no longer has; a known gap that passes is reported.
 """
 
@@ -86,7 +86,9 @@ def pytest_command(suite_dir, suite_config, deselected, extra):
                "--rootdir", str(suite_dir), "-c", str(suite_dir / "pyproject.toml"),
                "-p", "no:cacheprovider", "-o", "addopts=-ra", "-o", "console_output_style=classic",
                # pytest-asyncio 1.x warns (an error under the suites' filterwarnings) when unset
-               "-o", "asyncio_default_fixture_loop_scope=function", *extra]
+               "-o", "asyncio_default_fixture_loop_scope=function",
+               # a test past its timeout fails alone (the "thread" method ends the whole run)
+               "-o", "timeout_method=signal", *extra]
     for test in deselected:
         command += ["--deselect", test]
     return command + [str(suite_dir / f) for f in suite_config["files"]]
@@ -127,10 +129,13 @@ def run_both(suite_dir, suite_config, deselected, envs, logs):
 
 
 def outcomes(path):
+    """({test id: outcome}, whether the session ended) from peer_outcomes.py's lines."""
     if not path.exists():
-        return {}
+        return {}, False
     with open(path) as lines:
-        return {r["test"]: r for r in map(json.loads, lines)}
+        records = [json.loads(line) for line in lines]
+    return ({r["test"]: r for r in records if "test" in r},
+            any(r.get("finished") for r in records))
 
 
 def counts(results):
@@ -147,6 +152,7 @@ def main():
         sys.exit(f"peer suites: the {suite} sdist is {version}, the venv has "
                  f"{venv_version(suite)}: bump requirements/peer-sources.txt with frontends.txt")
     not_applicable = listed(config.get("not_applicable", []))
+    own_kernels = listed(config.get("own_kernels_only", []))
     known_gaps = listed(config.get("known_gaps", []))
     problems = []
 
@@ -154,18 +160,18 @@ def main():
     try:
         jupyter_path, audit = belljar_kernelspec(work)
         all_ids = collected(suite_dir, config, environment(work, "collect", None))
-        for test in [*not_applicable, *known_gaps]:
+        for test in [*not_applicable, *own_kernels, *known_gaps]:
             if not any(names(test, i) for i in all_ids):
                 problems.append(f"listed in suites.toml but not in the suite: {test}")
 
         envs = {kernel: environment(work, kernel, jupyter_path if kernel == "belljar" else None)
                 for kernel in KERNELS}
         logs = {kernel: work / f"{kernel}.log" for kernel in KERNELS}
-        finished = run_both(suite_dir, config, not_applicable, envs, logs)
+        finished = run_both(suite_dir, config, [*not_applicable, *own_kernels], envs, logs)
         results = {}
         for kernel in KERNELS:
-            results[kernel] = outcomes(work / f"{kernel}.jsonl")
-            if not finished[kernel] or not results[kernel]:
+            results[kernel], ended = outcomes(work / f"{kernel}.jsonl")
+            if not finished[kernel] or not ended:
                 problems.append(f"the {kernel} run did not finish; its log ends:\n" +
                                 "\n".join(logs[kernel].read_text().splitlines()[-40:]))
 
@@ -176,8 +182,10 @@ def main():
 
         control, ours = results["ipykernel"], results["belljar"]
         excluded = sum(any(names(t, i) for t in not_applicable) for i in all_ids)
+        own = sum(any(names(t, i) for t in own_kernels) for i in all_ids)
         print(f"{suite} {version}: {len(all_ids)} tests in the files run, {excluded} not "
-              f"applicable; belljar kernels started: {starts}")
+              f"applicable, {own} starting only the suite's own kernels; "
+              f"belljar kernels started: {starts}")
         for kernel, results_of in (("belljar", ours), ("ipykernel", control)):
             c = counts(results_of)
             print(f"  {kernel:9}  passed {c['passed']:3}  failed {c['failed']:3}  "
