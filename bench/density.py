@@ -180,14 +180,26 @@ class Session:
         except OSError:
             pass
 
-    def audit_phases(self):
-        """belljar's start taken apart with its audit records (strict kernels write them to
-        stderr: here each session's own file): seconds from the session's start to worker_start
+    def audit_log(self, bench_):
+        """This kernel's audit file, the default's, in the bench's state directory: the one whose
+        kernel_start names this kernel's process."""
+        for path in (bench_.state / "belljar").glob("audit-*.jsonl"):
+            for r in audit_records(path):
+                if r.get("event") == "kernel_start":
+                    if r.get("pid") == self.proc.pid:
+                        return path
+                    break
+        return None
+
+    def audit_phases(self, bench_):
+        """belljar's start taken apart with its audit records (the default's file per kernel,
+        in the state directory): seconds from the session's start to worker_start
         (the supervisor is up and has forked the warden), to the cell's start (warden and init
         built the sandbox, the worker's Python came up and said hello, the queued request went
         to it), to the cell's end, and on to the reply at the client."""
         recs = {}
-        for r in audit_records(self.log):
+        path = self.audit_log(bench_)
+        for r in audit_records(path) if path else ():
             recs.setdefault(r.get("event"), r)
         try:
             worker = parse_ts(recs["worker_start"]["ts"]) - self.wall0
@@ -339,7 +351,7 @@ def batch(bench_, fleet, kernel, n, cell, idle, settle_max):
         fleet.kill_all()  # this batch's sessions (one batch at a time), also those of a failed start
     phases = None
     if kernel == "belljar":
-        phases = [s.audit_phases() for s in sessions]
+        phases = [s.audit_phases(bench_) for s in sessions]
         for rec, ph in zip(per_session, phases):
             rec["phases"] = ph
     times = [s.t_reply for s in sessions]
@@ -643,8 +655,8 @@ def build_report(result, info, notes, quick):
         title = "belljar's start, phase by phase"
         text += ["", title + " (audit records; medians):",
                  bench.text_table(phase_header, phase_rows)]
-        md += ["## " + title, "", "From each session's audit records (the strict kernel writes "
-               "them to stderr; here each session has its own file), against the harness's clock "
+        md += ["## " + title, "", "From each session's audit records (the default's file per kernel, "
+               "in the state directory), against the harness's clock "
                "at the session's start: `worker_start` (the supervisor is exec'd, has read the "
                "connection file, bound its sockets and forked the warden), the cell's `start` "
                "(warden and init built the sandbox — namespaces, mounts, pivot_root, seccomp — "
