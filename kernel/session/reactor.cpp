@@ -187,8 +187,11 @@ void Kernel::poll_once() {
     if (e.num() != EINTR) throw;
   }
 
+  // Signals before the clients' messages, and whether or not the poll saw one: an interrupt
+  // given before a request was read applies to the kernel as it was, as ipykernel's handler
+  // does (an interrupt while idle is spent there, never on the cell a later request starts).
+  handle_signals();
   frontend_->handle(&items[1], *this);
-  if (items[0].revents & ZMQ_POLLIN) handle_signals();
   if (items[parent_index].revents & ZMQ_POLLIN) client_gone();
   // Before the worker's frames: a denial made during a cell is on record before its reply.
   if (egress_ && (items[egress_index].revents & ZMQ_POLLIN)) handle_egress();

@@ -644,8 +644,8 @@ def test_an_interrupt_reaches_a_task_that_holds_the_worker_between_cells(bounded
     started = kc.execute(TICKER)
     assert wait_for_stream(kc, started, "ticked 3 times", timeout=20) is not None
     km.interrupt_kernel()  # idle: nothing to interrupt, the ticker ticks on
-    # The signal is handled by the time this is answered, so it can't reach the next cell (a
-    # signal and a message that come in the same turn of the reactor are served message first).
+    # The signal is pending before this request is sent, and the kernel reads its signals
+    # before the requests of each turn: spent while idle, it can't reach the next cell.
     shell_read_fence(kc)
     reply, outputs = execute(kc, "before = ticks\nawait asyncio.sleep(0.1)\nprint(ticks > before)")
     assert stdout_of(outputs) == "True\n", (reply["content"], stderr_of(outputs))
