@@ -312,9 +312,12 @@ void Kernel::on_clear_output(const json& frame) {
 
 void Kernel::on_error(const json& frame) {
   if (!executing()) return;
+  // An error shown and caught (IPython's showtraceback: %run, a display's failing repr) is
+  // output only, and the cell goes on; anything but an explicit false ends the cell.
+  bool fails_cell = json_field(frame, "fails_cell", true);
   // Once the cap is spent, a further error is not published (the reply still carries the
   // last one); the first error of a cell is always shown, cut to what the budget allows.
-  bool publish_it = !cell_->error || !budget_.exhausted();
+  bool publish_it = fails_cell ? !cell_->error || !budget_.exhausted() : !budget_.exhausted();
   json error = create_error_content("", "", json::array());
   for (const char* key : {"ename", "evalue", "traceback"})
     if (auto it = frame.find(key); it != frame.end()) error[key] = *it;
@@ -322,6 +325,11 @@ void Kernel::on_error(const json& frame) {
   error = charge_error(std::move(error), budget_);
   std::string ename = error["ename"], evalue = error["evalue"];
   json traceback = std::move(error["traceback"]);
+  if (!fails_cell) {
+    if (!cell_->silent && publish_it)
+      publish("error", create_error_content(ename, evalue, traceback), output_parent());
+    return;
+  }
   name_limit_in_error(ename, evalue, traceback);
   cell_->error = create_error_content(ename, evalue, traceback);
   if (!cell_->silent && publish_it) publish("error", *cell_->error, output_parent());

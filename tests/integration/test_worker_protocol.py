@@ -309,11 +309,28 @@ def test_errors_become_error_frames_without_worker_frames(worker):
 def test_exit_and_broken_reprs_do_not_kill_the_worker(worker):
     cell = worker.execute("import sys; sys.exit(3)")
     assert cell.error["ename"] == "SystemExit"
-    cell = worker.execute("class B:\n    def __repr__(self): raise ValueError('nope')\nB()")
-    assert cell.ok and "repr() failed" in cell.result["text/plain"]
-    cell = worker.execute("class C:\n    def _repr_html_(self): 1/0\nC()")
-    assert cell.ok and "text/html" not in cell.result and "ZeroDivisionError" in cell.stderr
     assert worker.execute("21 * 2").result == {"text/plain": "42"}
+
+
+def test_a_repr_that_raises_is_shown_and_fails_only_the_cells_own_value(worker):
+    """As IPython's formatter (ipykernel 7, before IPython is loaded too): the failing repr
+    method's traceback is shown and its format skipped. Formatting the cell's value, that
+    fails the cell; in display(), the cell goes on."""
+    worker.execute("class B:\n    def __repr__(self): raise ValueError('nope')\n"
+                   "class C:\n    def _repr_html_(self): 1/0", execution_count=3)
+    cell = worker.execute("B()")
+    assert not cell.ok and cell.result is None
+    assert (cell.error["ename"], cell.error["evalue"], cell.error["fails_cell"]) == (
+        "ValueError", "nope", True)
+    assert "Cell In[3], line 2" in plain("\n".join(cell.error["traceback"]))
+    cell = worker.execute("C()")
+    assert not cell.ok and cell.error["ename"] == "ZeroDivisionError"
+    assert list(cell.result) == ["text/plain"] and cell.result["text/plain"].startswith("<__main__.C object")
+    cell = worker.execute("display(B())\ndisplay(C())\nprint('went on')")
+    assert cell.ok and cell.stdout == "went on\n" and cell.stderr == ""
+    assert [(e["ename"], e["fails_cell"]) for e in cell.of_type("error")] == [
+        ("ValueError", False), ("ZeroDivisionError", False)]
+    assert [list(d["data"]) for d in cell.of_type("display")] == [["text/plain"]]
 
 
 def test_sigint_interrupts_a_busy_cell_and_is_ignored_when_idle(worker):

@@ -2,8 +2,9 @@
 
 Follows IPython's rules: _repr_mimebundle_ first, then one _repr_*_ method per mime type
 for what is still missing, text/plain always (a pretty layout for long built-in
-containers). A failing repr method never propagates: the type is skipped with a note on
-stderr, and a failing __repr__ becomes a text/plain placeholder.
+containers). A failing repr method never propagates: its type is skipped and on_failure
+told (the session shows the traceback, as IPython's formatter does); without on_failure, a
+note on stderr, and a failing __repr__ becomes a text/plain placeholder.
 """
 import binascii
 import sys
@@ -41,17 +42,19 @@ def real_method(obj, name):
     return method if callable(method) else None
 
 
-def format_object(obj, include=None, exclude=None):
-    """(data, metadata) for obj; ({}, {}) when obj displayed itself (_ipython_display_)."""
+def format_object(obj, include=None, exclude=None, on_failure=None):
+    """(data, metadata) for obj; ({}, {}) when obj displayed itself (_ipython_display_).
+    on_failure(obj, method_name, exc) hears of each repr method that raised."""
+    note_failure = on_failure or _note_failure
     display_self = real_method(obj, "_ipython_display_")
     if display_self is not None:
         try:
             display_self()
             return {}, {}
         except Exception as exc:
-            _note_failure(obj, "_ipython_display_", exc)
+            note_failure(obj, "_ipython_display_", exc)
     data, metadata = {}, {}
-    figure = _matplotlib_figure_bundle(obj)
+    figure = _matplotlib_figure_bundle(obj, note_failure)
     if figure is not None:
         data, metadata = figure
     bundle_method = real_method(obj, "_repr_mimebundle_")
@@ -59,7 +62,7 @@ def format_object(obj, include=None, exclude=None):
         try:
             bundle = bundle_method(include=include, exclude=exclude)
         except Exception as exc:
-            _note_failure(obj, "_repr_mimebundle_", exc)
+            note_failure(obj, "_repr_mimebundle_", exc)
         else:
             if isinstance(bundle, tuple) and len(bundle) == 2:
                 bundle, extra = bundle
@@ -77,7 +80,7 @@ def format_object(obj, include=None, exclude=None):
         try:
             value = method()
         except Exception as exc:
-            _note_failure(obj, method_name, exc)
+            note_failure(obj, method_name, exc)
             continue
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
             value, metadata[mime] = value
@@ -85,7 +88,9 @@ def format_object(obj, include=None, exclude=None):
             continue
         data[mime] = encode_value(mime, value)
     if "text/plain" not in data:
-        data["text/plain"] = plain_text(obj)
+        text = plain_text(obj, on_failure)
+        if text is not None:
+            data["text/plain"] = text
     data = {k: v for k, v in data.items() if _wanted(k, include, exclude)}
     return data, metadata
 
@@ -136,7 +141,7 @@ def _safe_str(value):
         return "<unprintable>"
 
 
-def _matplotlib_figure_bundle(obj):
+def _matplotlib_figure_bundle(obj, note_failure):
     cls = type(obj)
     if cls.__name__ != "Figure" or cls.__module__ != "matplotlib.figure":
         return None
@@ -144,18 +149,23 @@ def _matplotlib_figure_bundle(obj):
     try:
         return figure_bundle(obj)
     except Exception as exc:
-        _note_failure(obj, "savefig", exc)
+        note_failure(obj, "savefig", exc)
         return None
 
 
 # -- text/plain --------------------------------------------------------------------------
 
-def plain_text(obj):
+def plain_text(obj, on_failure=None):
+    """repr(obj), pretty for built-in containers. When it raises: None once on_failure is
+    told, else a placeholder naming the failure."""
     try:
         if type(obj) in _CONTAINERS:
             return pretty(obj)
         return repr(obj)
     except Exception as exc:
+        if on_failure is not None:
+            on_failure(obj, "__repr__", exc)
+            return None
         return "<%s object at %#x; repr() failed: %s: %s>" % (
             type(obj).__name__, id(obj), type(exc).__name__, _safe_str(exc))
 

@@ -75,9 +75,10 @@ def create_shell(session):
             self.user_ns["_exit_code"] = -(status - 128) if status > 128 else status
 
         def _showtraceback(self, etype, evalue, stb):
-            # A magic that caught an exception itself (e.g. %time 1/0) reports it here.
+            # Every traceback IPython shows itself (showtraceback: called by the cell, by
+            # %run, by a formatter that raised) comes here, not only a magic's.
             session.report_error({"ename": etype.__name__, "evalue": str(evalue),
-                                  "traceback": "\n".join(stb).split("\n")})
+                                  "traceback": list(stb)})  # one entry a frame, as IPython's
 
         def show_usage_error(self, exc):
             session.report_error({"ename": "UsageError", "evalue": str(exc),
@@ -149,6 +150,7 @@ def create_shell(session):
         if name in namespace:
             shell.user_ns_hidden[name] = namespace[name]
     shell.set_hook("show_in_pager", page.as_hook(payloadpage.page), 99)
+    _name_cells_in_tracebacks(shell, session.cell_labels)
     shell.loop_runner = session.runner.run_coroutine
     # matplotlib_inline's configuration, when the inline backend came before IPython.
     inline_backend = sys.modules.get(__package__ + ".inline_backend")
@@ -162,6 +164,21 @@ def create_shell(session):
         shell.display_formatter.formatters[mime].for_type_by_name(
             "matplotlib.figure", "Figure", functools.partial(_figure_data, mime))
     return shell
+
+
+def _name_cells_in_tracebacks(shell, cell_labels):
+    """IPython's tracebacks (showtraceback, %tb, %debug's listing) call a cell's code
+    "Cell In[N]" when its compiler knows the code's filename; the session compiles cells
+    itself, so it is told of them, those run before IPython was loaded included."""
+    compiler = shell.compile
+    named_by_ipython = getattr(compiler, "format_code_name", None)
+    if named_by_ipython is None:  # an IPython before 8: its own names stand
+        return
+
+    def format_code_name(name):
+        label = cell_labels.get(name)
+        return ("Cell", label) if label is not None else named_by_ipython(name)
+    compiler.format_code_name = format_code_name
 
 
 def _figure_data(mime, figure):

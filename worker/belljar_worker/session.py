@@ -21,6 +21,10 @@ class UsageError(Exception):
     """IPython syntax in a session that cannot have IPython."""
 
 
+def _quietly(obj, method_name, exc):
+    pass
+
+
 class CellContext:
     __slots__ = ("id", "code", "silent", "store_history", "allow_stdin", "execution_count",
                  "failed", "done_sent")
@@ -90,6 +94,9 @@ class Session:
         # sends it): ipywidgets' Output widget captures the output parented to it.
         self.parent_msg_id = ""
         self.comm_status = None      # while a comm request is served: "ok" or "error"
+        # While the cell's own value is formatted: a formatter that raises then fails the
+        # cell (ipykernel's displayhook); anywhere else its error is shown and the cell goes on.
+        self.formatting_result = False
         builtins.display = display_module.display
         builtins.input = stdin.forwarded_input
         PostImportHooks({"IPython": self._ipython_imported,
@@ -241,7 +248,11 @@ class Session:
             return
         if ctx.store_history:
             self._store_output(ctx.execution_count, value)
-        data, metadata = self.format(value)
+        self.formatting_result = True
+        try:
+            data, metadata = self.format(value)
+        finally:
+            self.formatting_result = False
         if data:
             self.channel.send({"type": "result", "data": data, "metadata": metadata})
 
@@ -357,9 +368,12 @@ class Session:
                 data = formatting.encode_bundle(data)
                 if "text/plain" not in data and (data or formatting.real_method(
                         obj, "_ipython_display_") is None):
-                    data["text/plain"] = formatting.plain_text(obj)
+                    # IPython's formatter already showed why __repr__ failed, if it did.
+                    text = formatting.plain_text(obj, on_failure=_quietly)
+                    if text is not None:
+                        data["text/plain"] = text
                 return data, metadata or {}
-        return formatting.format_object(obj, include, exclude)
+        return formatting.format_object(obj, include, exclude, on_failure=self._format_failed)
 
     def publish_display(self, data, metadata, transient, update):
         data = formatting.encode_bundle(data or {})
@@ -388,14 +402,26 @@ class Session:
         self.channel.send(dict(type="error", **content))
 
     def report_error(self, content):
-        """An error that IPython caught and showed itself (inside a magic, or a widget's
-        callback through showtraceback)."""
+        """An error that IPython caught and showed itself (showtraceback: called by the
+        cell, by %run, by a formatter that raised, by a widget's callback). As under
+        ipykernel 7 it is shown and the cell goes on, unless the cell's own value failed to
+        format."""
         if self.ctx is None and self.comm_status is not None:
             self._comm_error_text(content.get("traceback") or [])
             return
-        if self.ctx is not None:
+        fails_cell = self.formatting_result
+        if fails_cell and self.ctx is not None:
             self.ctx.failed = True
-        self.channel.send(dict(type="error", **content))
+        self.channel.send(dict(type="error", fails_cell=fails_cell, **content))
+
+    def _format_failed(self, obj, method_name, exc):
+        """A repr method raised while the worker formatted obj itself (no IPython yet):
+        its traceback is shown as IPython's formatter shows it, and that format is skipped."""
+        try:
+            content = tracebacks.error_content(exc, self.cell_labels)
+        except Exception:
+            content = tracebacks.simple_error(type(exc).__name__, tracebacks.safe_str(exc))
+        self.report_error(content)
 
     def report_handler_error(self, exc):
         """A comm target or callback raised: an error of the cell when a cell called it,
@@ -479,7 +505,10 @@ class Session:
 
     def request_input(self, prompt, password):
         self.channel.send({"type": "input_request", "prompt": prompt, "password": password})
-        reply = self.channel.wait_for("input_reply")
+        try:
+            reply = self.channel.wait_for("input_reply")
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt("Interrupted by user") from None  # ipykernel's words
         if reply.get("error"):
             raise EOFError(str(reply["error"]))
         value = reply.get("value", "")

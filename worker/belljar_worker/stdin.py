@@ -35,26 +35,36 @@ def patch_getpass(module):
 def patch_pdb(module):
     """pdb at its prompt (pdb.set_trace(), breakpoint()) waits on the frontend like input();
     the stock debugger answers an interrupt there with "--KeyboardInterrupt--" and asks again,
-    so the cell would run into its time limit and lose the session. Here, as in ipykernel
-    (IPython's InterruptiblePdb), the interrupt ends the debugging session and the cell."""
+    so the cell would run into its time limit and lose the session. Here, as under ipykernel
+    7 (IPython's InterruptiblePdb), the interrupt ends the debugging session: pdb says so and
+    lets go, and the cell runs on from where it stopped (a cell still busy after that is
+    interrupted as any other)."""
     def _cmdloop(self):
         self.allow_kbdint = True
         try:
             self.cmdloop()
-        except KeyboardInterrupt:
-            # Quit for good: tracing off, and the frames set_trace marked (the worker's own,
-            # up to its loop) unmarked, so no later debugger stops in them for this one.
-            self.stop_here = lambda frame: False
-            self.set_quit()
-            import sys
-            sys.settrace(None)
-            frame = sys._getframe()
-            while frame is not None:
-                if getattr(frame.f_trace, "__self__", None) is self:
-                    frame.f_trace = None
-                frame = frame.f_back
-            raise
+        except KeyboardInterrupt as exc:
+            self.message("--KeyboardInterrupt--")
+            _stop_debugging(self)
+            import traceback
+            self.message("\n" + "".join(traceback.format_exception_only(type(exc), exc))
+                         .rstrip("\n"))
         finally:
             self.allow_kbdint = False
 
     module.Pdb._cmdloop = _cmdloop
+
+
+def _stop_debugging(debugger):
+    """Tracing off for good, without quitting (bdb would raise BdbQuit into the cell): the
+    frames set_trace marked (the worker's own, up to its loop) unmarked, and this debugger
+    stops nowhere again."""
+    import sys
+    debugger.stop_here = lambda frame: False
+    debugger.set_continue()
+    sys.settrace(None)
+    frame = sys._getframe()
+    while frame is not None:
+        if getattr(frame.f_trace, "__self__", None) is debugger:
+            frame.f_trace = None
+        frame = frame.f_back
