@@ -41,6 +41,7 @@
 #include "kernel/session/newest_entries.hpp"
 #include "kernel/session/parent_watch.hpp"
 #include "kernel/session/request_kind.hpp"
+#include "kernel/session/request_parents.hpp"
 #include "kernel/session/request_queue.hpp"
 #include "kernel/session/usage.hpp"
 #include "kernel/session/worker_channel.hpp"
@@ -242,6 +243,11 @@ class Kernel {
   const WireMessage* background_parent() const;
   void tell_idle_withheld();
   IdleOutput idle_output_;
+  // Output a task or a thread sends for an earlier request it names (request_parents.hpp).
+  void on_parented_output(WorkerFrame type, const json& frame);
+  void publish_background(WorkerFrame type, const json& frame, const WireMessage* parent);
+  void publish_stream_frame(const json& frame, OutputBudget& budget, const WireMessage* parent);
+  RequestParents request_parents_;
 
   // egress_link.cpp
   void handle_egress();

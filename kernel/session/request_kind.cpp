@@ -21,12 +21,13 @@ constexpr std::array<Spelling, 6> kSpellings = {{
 }};
 
 // In WorkerFrame's order.
-constexpr std::array<std::string_view, 17> kFrameNames = {
+constexpr std::array<std::string_view, 18> kFrameNames = {
     "hello",
     "display",
     "update_display",
     "result",
     "clear_output",
+    "stream",
     "error",
     "input_request",
     "limits",
@@ -72,6 +73,7 @@ bool idle_output(WorkerFrame frame) {
     case WorkerFrame::display:
     case WorkerFrame::update_display:
     case WorkerFrame::clear_output:
+    case WorkerFrame::stream:
     case WorkerFrame::comm_open:
     case WorkerFrame::comm_msg:
     case WorkerFrame::comm_close:
@@ -90,6 +92,11 @@ bool idle_output(WorkerFrame frame) {
       return false;
   }
   return false;
+}
+
+bool names_a_parent(WorkerFrame frame) {
+  return frame == WorkerFrame::display || frame == WorkerFrame::update_display ||
+         frame == WorkerFrame::clear_output || frame == WorkerFrame::stream;
 }
 
 std::optional<RequestKind> request_kind(std::string_view msg_type) {

@@ -21,6 +21,7 @@ enum class WorkerFrame {
   update_display,
   result,
   clear_output,
+  stream,  // text for an earlier request the worker names (`parent`), not the pipes' text
   error,
   // the worker asks, and waits for the answer frame
   input_request,
@@ -41,6 +42,9 @@ enum class WorkerFrame {
 // id: an asyncio task's, a thread's or a timer's display, clear_output or comm message between
 // cells). Every other frame belongs to a request, and sent so is dropped.
 bool idle_output(WorkerFrame frame);
+// Output a task or a thread may send for an earlier request, naming it (`parent`): displays,
+// their updates and clears, and text (request_parents.hpp).
+bool names_a_parent(WorkerFrame frame);
 // The frame type a worker's "type" names; nullopt for one no worker sends.
 std::optional<WorkerFrame> worker_frame(std::string_view type);
 std::string_view worker_frame_name(WorkerFrame frame);

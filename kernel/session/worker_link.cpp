@@ -184,6 +184,8 @@ void Kernel::handle_frame(const json& frame) {
   std::optional<WorkerFrame> type = worker_frame(name);
   if (!type) return frame_log_.log("worker sent an unknown frame type", name.substr(0, 64));
   if (*type == WorkerFrame::hello) return on_hello(frame);
+  // Output that names its request (a task's, a thread's): shown under it, whenever it comes.
+  if (frame.contains("parent") && names_a_parent(*type)) return on_parented_output(*type, frame);
   if (json_field(frame, "idle", false)) return on_idle_frame(*type, frame);
   if (!answers_current_request(frame)) {
     // Frames carry the id of the request they answer: a stale one (a delayed `done` after a
@@ -200,6 +202,8 @@ void Kernel::handle_frame(const json& frame) {
       return on_output(*type, frame);
     case WorkerFrame::clear_output:
       return on_clear_output(frame);
+    case WorkerFrame::stream:  // only ever sent naming a parent (on_parented_output)
+      return frame_log_.log("worker frame dropped", "a stream frame that names no request");
     case WorkerFrame::error:
       return on_error(frame);
     case WorkerFrame::input_request:

@@ -11,7 +11,8 @@ check run on both kernels, Debian's ipykernel as the control, through real jupyt
   figures' formats; the inline backend answers to matplotlib_inline's name. These run in the
   learner's venv too (IPython 9, matplotlib 3.11), on belljar alone: it has no ipykernel.
 - The session's asyncio loop runs between cells (issue 30, item 4): a task a cell created
-  ticks, prints and moves a widget while no cell runs, its output parented to the last cell, and
+  ticks, prints and moves a widget while no cell runs, its output parented to the cell that made
+  it (its widget messages to the last cell), and
   `%gui asyncio` is accepted. belljar bounds that output, and stays interruptible under it.
 """
 import base64
@@ -598,10 +599,12 @@ speaker = asyncio.ensure_future(speak())
 """
 
 
-def test_a_task_a_cell_created_runs_between_cells_printing_to_the_last_cell(kernel):
+def test_a_task_a_cell_created_runs_between_cells_printing_to_its_cell(kernel):
     """Before: the task never ran until a cell awaited (it had not ticked a second later).
-    What it prints between cells is parented to the last cell, as ipykernel parents it."""
-    _, kc = kernel
+    What it prints, while a later cell runs or after, is parented to the cell that made it, as
+    ipykernel 7 parents it (the ipykernel peers' suite, test_print_to_correct_cell_from_asyncio,
+    is the control); Debian's ipykernel 6, this file's control, gives it to the last cell."""
+    name, kc = kernel
     started = kc.execute(TICKER)
     assert wait_for_stream(kc, started, "ticked 3 times", timeout=20) is not None
     reply, outputs = execute(kc, "print(ticks >= 3, asyncio.get_event_loop() is ticker.get_loop())\n"
@@ -610,9 +613,101 @@ def test_a_task_a_cell_created_runs_between_cells_printing_to_the_last_cell(kern
     assert reply["content"]["status"] == "ok", stderr_of(outputs)
     assert stdout_of(outputs) == "True True\nTrue\n"  # one loop: get_event_loop() and await
     woken = kc.execute("wake.set()")
-    assert wait_for_stream(kc, woken, "spoke", timeout=20) == "spoke\n"  # after that cell ended
+    assert wait_for_stream(kc, started if name == "belljar" else woken, "spoke",
+                           timeout=20) == "spoke\n"  # after that cell ended
     reply, outputs = execute(kc, "ticker.cancel(); speaker.cancel()")
     assert reply["content"]["status"] == "ok", stderr_of(outputs)
+
+
+NAMED_THREAD = """
+import threading
+from IPython.display import display
+parent = get_ipython().get_parent()
+go_on, went_on = threading.Event(), threading.Event()
+def later():
+    token = get_ipython().set_thread_parent(parent)
+    print('in A', flush=True)
+    go_on.wait(20)
+    print('still A', flush=True)
+    display('shown in A')
+    get_ipython().reset_thread_parent(token)
+    print('whoever runs', flush=True)
+    went_on.set()
+threading.Thread(target=later).start()
+"""
+
+ASYNC_A = """
+import asyncio
+heard = asyncio.Event()
+async def answer():
+    await heard.wait()
+    print('task of A', flush=True)
+    display('task display of A')
+answering = asyncio.get_event_loop().create_task(answer())
+"""
+
+
+def iopub_until_idle(kc, msg_id):
+    """Every iopub message, whatever its parent, until request msg_id's idle (the kernel
+    publishes in the order it handles the worker's frames: all a cell's frames caused comes
+    before its idle)."""
+    seen = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=TIMEOUT)
+        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+                and msg["content"]["execution_state"] == "idle"):
+            return seen
+        seen.append(msg)
+
+
+def shown_under(messages):
+    """(text, parent msg_id) of each stream and display in messages."""
+    return [(m["content"].get("text") or m["content"]["data"]["text/plain"],
+             m["parent_header"].get("msg_id")) for m in messages
+            if m["msg_type"] in ("stream", "display_data")]
+
+
+@pytest.mark.parametrize("name", ("belljar", "belljar-venv"))
+def test_output_goes_to_the_cell_that_started_it(specs, name):
+    """As under ipykernel 7 (the ipykernel peers' suite, test_print_to_correct_cell_*, is the
+    control): a thread that names its cell (get_ipython().set_thread_parent(get_parent())) and
+    a task a cell made print and display under that cell while a later cell runs; once the
+    thread lets go, its text goes with the running cell. Before, all of it went to whichever
+    cell ran when it was written."""
+    with started(specs[0], name) as (_, kc):
+        a = kc.execute(NAMED_THREAD)
+        assert wait_for_stream(kc, a, "in A") == "in A\n"
+        b = kc.execute("go_on.set()\nwent_on.wait(20)")
+        assert shown_under(iopub_until_idle(kc, b)) == [
+            ("still A\n", a), ("'shown in A'", a), ("whoever runs\n", b)]
+
+        made = kc.execute(ASYNC_A)
+        collect(kc, made)
+        c = kc.execute("heard.set()\nawait answering\nprint('cell C')")
+        assert shown_under(iopub_until_idle(kc, c)) == [
+            ("task of A\n", made), ("'task display of A'", made), ("cell C\n", c)]
+
+
+def test_the_worker_names_only_requests_it_was_given(belljar_kernel):
+    """belljar only. A parent the worker names is looked up among the requests it was given:
+    one it never saw gets nothing shown (and changes nothing), as does a stream of another
+    name; an earlier cell's msg_id gets the output under that cell."""
+    _, kc = belljar_kernel
+    first = kc.execute("print('first')")
+    collect(kc, first)
+    forging = kc.execute(textwrap.dedent(f"""\
+        import belljar_worker.current as c
+        send = c.session.channel.send
+        send({{'type': 'stream', 'name': 'stdout', 'text': 'forged', 'parent': 'never-sent'}})
+        send({{'type': 'display', 'data': {{'text/plain': 'forged'}}, 'metadata': {{}},
+               'transient': {{}}, 'parent': 'never-sent'}})
+        send({{'type': 'stream', 'name': 'stdin', 'text': 'forged', 'parent': {first!r}}})
+        send({{'type': 'stream', 'name': 'stdout', 'text': 'late', 'parent': {first!r}}})
+        print('sent')
+    """))
+    assert shown_under(iopub_until_idle(kc, forging)) == [("late", first), ("sent\n", forging)]
+    reply, outputs = execute(kc, "print('still serving')")
+    assert stdout_of(outputs) == "still serving\n"
 
 
 def test_gui_asyncio_is_accepted_and_a_toolkits_loop_refused(kernel):

@@ -246,10 +246,7 @@ class WorkerKernel:
         return _shell()
 
     def get_parent(self, channel="shell"):
-        session = current.session
-        msg_id = getattr(session, "parent_msg_id", "") or ""
-        return {"header": {"msg_id": msg_id}, "parent_header": {}, "metadata": {},
-                "content": {}}
+        return current.session.parents.parent_message()
 
     @property
     def _parent_header(self):

@@ -51,6 +51,15 @@ def session_loop():
     return _loop
 
 
+def has_tasks():
+    """Whether tasks on the session's loop are still to finish (they outlive the request
+    that made them); False while asyncio was never imported."""
+    if _loop is None or _loop.is_closed():
+        return False
+    import asyncio
+    return bool(asyncio.all_tasks(_loop))
+
+
 def _current_loop(asyncio):
     """The main thread's current loop without making one (a loop was set before, so the policy
     never makes one here); None when none is set."""

@@ -80,6 +80,23 @@ def create_shell(session):
             session.report_error({"ename": etype.__name__, "evalue": str(evalue),
                                   "traceback": list(stb)})  # one entry a frame, as IPython's
 
+        # ipykernel's shell API for where output goes (output_parents.py): get_parent() in a
+        # cell, then set_parent/set_thread_parent in a thread, sends its output to that cell.
+        def get_parent(self):
+            return session.parents.parent_message()
+
+        def set_parent(self, parent):
+            session.parents.name(parent)
+            session.route_output_by_parent()
+
+        def set_thread_parent(self, parent):
+            token = session.parents.name(parent)
+            session.route_output_by_parent()
+            return token
+
+        def reset_thread_parent(self, token):
+            session.parents.unname(token)
+
         def show_usage_error(self, exc):
             session.report_error({"ename": "UsageError", "evalue": str(exc),
                                   "traceback": ["\x1b[0;31mUsageError\x1b[0m: %s" % exc]})

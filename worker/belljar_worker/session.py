@@ -14,6 +14,7 @@ from .audit import audit_bundle, audit_request
 from .import_hooks import PostImportHooks, StandInModules
 from .ipython_bridge import IPYTHON_MISSING, looks_like_ipython
 from .limits import LimitError, parse_limits_line, split_limits_cell
+from .output_parents import OutputParents, route_streams
 from .runner import NO_VALUE, CellRunner, without_leading_indent
 
 
@@ -94,6 +95,7 @@ class Session:
         # sends it): ipywidgets' Output widget captures the output parented to it.
         self.parent_msg_id = ""
         self.comm_status = None      # while a comm request is served: "ok" or "error"
+        self.parents = OutputParents()  # which request output goes to (output_parents.py)
         # While the cell's own value is formatted: a formatter that raises then fails the
         # cell (ipykernel's displayhook); anywhere else its error is shown and the cell goes on.
         self.formatting_result = False
@@ -119,9 +121,12 @@ class Session:
         if handler is None:
             return  # e.g. an input_reply that arrived after its cell was interrupted
         self.channel.request_id = msg.get("id")
-        if msg.get("type") in ("execute", "comm"):
+        serves_output = msg.get("type") in ("execute", "comm")
+        if serves_output:
             msg_id = msg.get("msg_id")
             self.parent_msg_id = msg_id if isinstance(msg_id, str) else ""
+            self.parents.serve(self.parent_msg_id)
+            self._route_if_tasks_outlive_requests()
         try:
             handler(msg)
         except BaseException as exc:
@@ -129,6 +134,18 @@ class Session:
             self._recover(msg, exc)
         finally:
             self.channel.request_id = None  # what is sent from now on is between requests
+            if serves_output:
+                self.parents.served()
+
+    def route_output_by_parent(self):
+        route_streams(self.streams, self.parents, self.channel.send)
+
+    def _route_if_tasks_outlive_requests(self):
+        """A task made by one request may print during another, or between requests, where
+        the supervisor cannot tell by timing alone which request the pipes' text is for."""
+        loops = sys.modules.get(__package__ + ".event_loop")
+        if not self.parents.named and loops is not None and loops.has_tasks():
+            self.route_output_by_parent()
 
     def between_requests(self):
         """Until the next request arrives: the session's asyncio loop runs its tasks, timers and
@@ -136,6 +153,7 @@ class Session:
         loops = sys.modules.get(__package__ + ".event_loop")
         if loops is None or self.channel.frame_ready():
             return
+        self._route_if_tasks_outlive_requests()
         try:
             loops.run_until_readable(self.channel.fd, self.gate)
         except BaseException:
@@ -380,12 +398,22 @@ class Session:
         if formatting.WIDGET_VIEW in data and "text/plain" not in data:
             from .comms import widget_text
             data["text/plain"] = widget_text(data[formatting.WIDGET_VIEW])
-        self.channel.send({"type": "update_display" if update else "display",
+        self._send_output({"type": "update_display" if update else "display",
                            "data": data, "metadata": metadata or {},
                            "transient": transient or {}})
 
     def clear_output(self, wait=False):
-        self.channel.send({"type": "clear_output", "wait": bool(wait)})
+        self._send_output({"type": "clear_output", "wait": bool(wait)})
+
+    def _send_output(self, frame):
+        parent = self.parents.foreign()
+        if parent is None and _thread.get_ident() != self.channel.main_thread:
+            # A thread's display as its request ends: named, it still lands there once the
+            # request is over (sent with the request's id alone, it would then be dropped).
+            parent = self.parents.current
+        if parent is not None:
+            frame["parent"] = parent
+        self.channel.send(frame)
 
     def add_post_cell_hook(self, hook):
         if hook not in self.post_cell_hooks:

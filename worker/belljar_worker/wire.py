@@ -119,6 +119,8 @@ def _too_big(msg, size):
         small = dict(msg, data={"text/plain": note}, metadata={})
     elif kind == "error":
         small = dict(msg, evalue=str(msg.get("evalue", ""))[:10000], traceback=[note])
+    elif kind == "stream":
+        small = dict(msg, text=note + "\n")
     elif kind == "done":
         small = dict(msg, user_expressions={}, payload=[])
     elif kind == "complete_reply":
