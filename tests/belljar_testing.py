@@ -358,6 +358,20 @@ def comm_round(kc, msg_type, content, buffers=()):
 
 
 
+def interrupt_and_wait(kc, timeout=TIMEOUT):
+    """An interrupt_request on the client's control channel, returned once answered: the kernel
+    has acted on it before anything the client sends next. (KernelManager.interrupt_kernel()
+    sends it on the manager's own control socket, a connection of its own, so a request the
+    client sends after it may reach the kernel first.)"""
+    msg = kc.session.msg("interrupt_request", {})
+    kc.control_channel.send(msg)
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = kc.get_control_msg(timeout=max(0.1, deadline - time.monotonic()))
+        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return reply
+
+
 def shell_read_fence(kc, timeout=TIMEOUT):
     """Returns once the kernel has read every shell message this client sent before the call,
     even those queued behind a running cell (shell requests wait for it: no shell reply can say

@@ -42,6 +42,7 @@ from belljar_testing import (
     collect,
     execute,
     install_kernelspec,
+    interrupt_and_wait,
     of_type,
     printed_json,
     running_kernel,
@@ -811,10 +812,11 @@ def test_an_interrupt_reaches_a_task_that_holds_the_worker_between_cells(bounded
     km, kc = bounded_kernel
     started = kc.execute(TICKER)
     assert wait_for_stream(kc, started, "ticked 3 times", timeout=20) is not None
-    km.interrupt_kernel()  # idle: nothing to interrupt, the ticker ticks on
-    # The signal is pending before this request is sent, and the kernel reads its signals
-    # before the requests of each turn: spent while idle, it can't reach the next cell.
-    shell_read_fence(kc)
+    # Idle: nothing to interrupt, the ticker ticks on. Sent on this client's control channel
+    # and answered before the next cell is sent: km.interrupt_kernel() sends it on the
+    # manager's own control socket, which a later request on another connection may overtake
+    # (CI once saw it reach the next cell that way).
+    interrupt_and_wait(kc)
     reply, outputs = execute(kc, "before = ticks\nawait asyncio.sleep(0.1)\nprint(ticks > before)")
     assert stdout_of(outputs) == "True\n", (reply["content"], stderr_of(outputs))
     hogging = kc.execute(HOG)

@@ -98,7 +98,7 @@ def run_until_readable(fd, gate):
                 _report(exc)
                 return
     finally:
-        watch.running = False
+        watch.stop()
         try:
             loop.remove_reader(fd)
         except Exception:
@@ -128,6 +128,15 @@ class LoopWatch:
         self.loop = loop
         self.running = True
         self._probe_sent = None  # monotonic time of the unanswered probe, if one is out
+        # Held while the watch decides to interrupt and does, and while the loop stops: an
+        # interrupt it sends reaches the main thread before the worker leaves the loop, never
+        # in the request that stopped it (checked, then sent late, it once ended the next cell).
+        self._lock = _thread.allocate_lock()
+
+    def stop(self):
+        """The loop is over: no interrupt comes from this watch from now on."""
+        with self._lock:
+            self.running = False
 
     def interrupt_lands(self):
         """From the SIGINT handler: True when KeyboardInterrupt is to be raised now."""
@@ -156,9 +165,10 @@ class LoopWatch:
             import _signal
             _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})  # for the main thread
             time.sleep(STUCK_AFTER)
-            if self.running and self._probe_sent == sent:
-                import threading
-                _signal.pthread_kill(threading.main_thread().ident, _signal.SIGINT)
+            import threading
+            with self._lock:
+                if self.running and self._probe_sent == sent:
+                    _signal.pthread_kill(threading.main_thread().ident, _signal.SIGINT)
         except Exception:
             pass
 
