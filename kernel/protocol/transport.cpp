@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "sandbox/os/host_port.hpp"
 #include "sandbox/os/usage_error.hpp"
@@ -92,24 +95,40 @@ int bound_port(const Fd& listener) {
                                        : ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
 }
 
+// How long a port the connection file names is tried again while another socket holds it.
+// jupyter_client picks a kernel's ports by binding and closing probe sockets; a manager in
+// another process (a process pool's) may hold one of them in its own probe just as this kernel,
+// far quicker to start than ipykernel, binds it. A port held for good still fails, a moment later.
+constexpr auto kBusyPortPatience = std::chrono::seconds(1);
+constexpr auto kBusyPortRetry = std::chrono::milliseconds(10);
+
 // Listens at `port` as given, or (port 0) at one of `range`'s, and writes back the port.
 Fd open_door(const ConnectionInfo& info, int& port, const PortRange& range, const char* channel) {
   Fd listener;
   auto bind = [&](int candidate) {
     Fd fd = listen_at(info, candidate);
-    if (!fd) {
-      if (port == 0) return false;  // another port of the range
-      throw UsageError("cannot listen on " + info.endpoint(candidate) + ": " +
-                       std::strerror(EADDRINUSE));
-    }
+    if (!fd) return false;
     port = candidate == 0 && info.transport == "tcp" ? bound_port(fd) : candidate;
     listener = std::move(fd);
     return true;
   };
-  if (port != 0)
-    bind(port);
-  else
+  if (port == 0) {
     bind_in_range(range, bind, std::string("the ") + channel + " channel");
+    return listener;
+  }
+  auto give_up = std::chrono::steady_clock::now() + kBusyPortPatience;
+  bool told = false;
+  while (!bind(port)) {
+    if (std::chrono::steady_clock::now() >= give_up)
+      throw UsageError("cannot listen on " + info.endpoint(port) + ": " +
+                       std::strerror(EADDRINUSE));
+    if (!told) {
+      std::fprintf(stderr, "belljar: %s is in use; trying it again for up to 1 s\n",
+                   info.endpoint(port).c_str());
+      told = true;
+    }
+    std::this_thread::sleep_for(kBusyPortRetry);
+  }
   return listener;
 }
 

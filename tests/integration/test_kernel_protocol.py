@@ -1,18 +1,27 @@
 """The Jupyter protocol as clients see it, through real jupyter_client against build/belljar."""
 import os
 import queue
+import select
+import shutil
 import signal
+import socket
 import subprocess
+import tempfile
 
 import pytest
+from jupyter_client.manager import KernelManager
 from jupyter_client.session import Session
 
 from belljar_testing import (
     PYTHON,
+    TIMEOUT,
     collect,
     execute,
+    install_kernelspec,
     of_type,
+    ready_client,
     running_kernel,
+    sandbox_writable_dir,
     shell_read_fence,
     stderr_of,
     stdout_of,
@@ -38,6 +47,41 @@ def test_a_kernel_on_the_ipc_transport_serves_through_its_unix_socket_doors(tmp_
         reply, outputs = execute(kc, "print(6 * 7)")
         assert reply["content"]["status"] == "ok"
         assert stdout_of(outputs) == "42\n"
+
+
+def test_a_port_held_for_a_moment_is_tried_again():
+    """jupyter_client picks a kernel's ports by binding and closing probe sockets; a manager in
+    another process may hold one just as belljar, quick to start, binds it (the jupyter_client
+    peers' suite: test_start_parallel_process_kernels failed about one run in thirty). belljar
+    tries a port the connection file names again for up to a second, saying so. Before, it
+    exited at once: "cannot listen on ...: Address already in use"."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    with tempfile.TemporaryDirectory(prefix="belljar-spec-") as prefix:
+        spec_dir = install_kernelspec(prefix)
+        # cache_ports=False: the manager keeps the port it is given (else it picks them all).
+        km = KernelManager(kernel_name=spec_dir.name, shell_port=port, cache_ports=False)
+        km.kernel_spec_manager.kernel_dirs.insert(0, str(spec_dir.parent))
+        workspace = sandbox_writable_dir("belljar-ws-")
+        km.start_kernel(cwd=workspace, stderr=subprocess.PIPE)
+        try:
+            stderr = km.provisioner.process.stderr
+            assert select.select([stderr], [], [], TIMEOUT)[0], "the kernel said nothing"
+            line = stderr.readline().decode()
+            assert line == f"belljar: tcp://127.0.0.1:{port} is in use; trying it again for " \
+                           "up to 1 s\n", line
+            holder.close()  # the other process's probe is gone
+            with ready_client(km) as kc:
+                reply, outputs = execute(kc, "print('bound')")
+                assert stdout_of(outputs) == "bound\n"
+                assert km.get_connection_info()["shell_port"] == port
+        finally:
+            holder.close()
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
+            shutil.rmtree(workspace, ignore_errors=True)
 
 
 def test_kernel_info_reports_the_workers_python(kernel):
