@@ -123,6 +123,10 @@ void Kernel::finish_cell(const json& done) {
                  {"limit_hit", facts["limit_hit"]},
                  {"displays", cell.displays}};
   if (facts.contains("secrets")) record["secrets"] = facts["secrets"];
+  // Comm messages whose handlers ran while the cell awaited: their time and output are the
+  // cell's (comms_during_cell.hpp).
+  if (uint64_t comms = comms_during_cell_.take_handled(); comms > 0)
+    record["comms_handled"] = comms;
   if (cell.error) record["ename"] = (*cell.error)["ename"];
   if (options_.policy.audit_code) record["code"] = redactor_.redact(cell.code);
   std::string recorded = dump_json(record);
@@ -145,6 +149,7 @@ void Kernel::finish_cell(const json& done) {
   reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));
   publish_status("idle", &request);
   if (abort) abort_queued_executes();
+  serve_comms_left_by_cell();  // comm messages that came during the cell go first
   dispatch_next();
 }
 

@@ -2,16 +2,22 @@
 // and the worker. The supervisor routes and checks; the comms themselves live in the worker.
 //
 // A frontend's comm_open / comm_msg / comm_close is a shell request like execute, handed to the
-// worker in order (a message that arrives while a cell runs waits for it, as in ipykernel), with
-// the message's own limits, budget and busy/idle; comm_info_request is answered from the
-// worker's live registry. The worker's comm messages, sent while it serves a request, are
-// published on iopub parented to that request. The threat is the worker: each of its comm
-// messages is checked (ids, shapes, canonical base64 buffers), redacted, charged like any output
-// (to the cell's budget, or to the budget comm handlers share per minute: kernel.hpp) and
-// counted, so a flood is refused, logged and told once, never passed on to the browser. What the
-// page does with comm traffic (requirejs for modules, innerHTML and MathJax for widget text, CSS
-// for layout) falls under --active-output: widget_models.hpp checks each message first.
+// worker in order, with the message's own limits, budget and busy/idle. One that arrives while a
+// cell runs in the worker is handed at once instead, ahead of the requests queued behind the
+// cell, as ipykernel 7 serves them while a cell awaits (comms_during_cell.hpp): its handler runs
+// when the cell's loop turns, its output is parented to it and charged to the cell, it has no
+// busy/idle of its own; if the cell ends first, it is served next as an ordinary comm request.
+// comm_info_request is answered from the worker's live registry. The worker's comm messages, sent
+// while it serves a request, are published on iopub parented to that request. The threat is the
+// worker: each of its comm messages is checked (ids, shapes, canonical base64 buffers), redacted,
+// charged like any output (to the cell's budget, or to the budget comm handlers share per minute:
+// kernel.hpp) and counted, so a flood is refused, logged and told once, never passed on to the
+// browser. What the page does with comm traffic (requirejs for modules, innerHTML and MathJax for
+// widget text, CSS for layout) falls under --active-output: widget_models.hpp checks each message
+// first.
 #include "kernel/protocol/base64.hpp"
+#include "kernel/protocol/bounded_json.hpp"
+#include "kernel/protocol/json_field.hpp"
 #include "kernel/protocol/replies.hpp"
 #include "kernel/session/kernel.hpp"
 #include "sandbox/policy/quantities.hpp"
@@ -20,8 +26,7 @@ namespace belljar {
 
 // The frame for a frontend's comm message, or null when it is not one (no comm_id, a comm_open
 // without a target): such a message has nothing to be delivered to.
-json Kernel::comm_request_frame(const Cell& cell) {
-  const WireMessage& message = cell.request;
+json Kernel::comm_request_frame(const WireMessage& message, const std::string& id) {
   const json& content = message.content;
   std::string type = message.type();
   if (!content.is_object() || !usable_comm_name(content.value("comm_id", json())) ||
@@ -35,7 +40,7 @@ json Kernel::comm_request_frame(const Cell& cell) {
   json buffers = json::array();
   for (const auto& buffer : message.buffers) buffers.push_back(base64_encode(buffer));
   return {{"type", "comm"},
-          {"id", cell.id},
+          {"id", id},
           {"msg_type", type},
           {"content", content},
           {"metadata", message.metadata},
@@ -43,12 +48,29 @@ json Kernel::comm_request_frame(const Cell& cell) {
           {"msg_id", message.id()}};
 }
 
+void Kernel::start_comm_request(WireMessage message, std::string id, bool in_worker) {
+  // A comm handler is code like a cell's: the same limits, a budget of its own.
+  Cell cell;
+  cell.request = std::move(message);
+  cell.kind = RequestKind::comm;
+  cell.id = std::move(id);
+  cell.in_worker = in_worker;
+  cell.started = Clock::now();
+  cell.started_iso = iso8601_now();
+  cell.timeout = options_.policy.timeout_seconds;
+  cell.cpu_limit = options_.policy.cpu_limit();
+  cell.cpu_at_start = worker_ ? worker_->cpu_seconds() : 0;
+  budget_ = comm_window_.start_handler(Clock::now(), options_.policy.output_limit_bytes);
+  for (auto& stream : streams_) stream.reset_totals();
+  cell_ = std::move(cell);
+}
+
 // A comm message the worker sent while serving the current request: published, counted.
-void Kernel::publish_comm(const std::string& type, const json& frame) {
-  std::string why = cell_->comm_published >= kCommMessagesPerRequest
-                        ? "more than " + std::to_string(kCommMessagesPerRequest) + " in one request"
-                        : publish_checked_comm(type, frame, budget_, &cell_->request,
-                                               cell_->widget_values_cleaned);
+void Kernel::publish_comm(const std::string& type, const json& frame, const WireMessage* parent) {
+  std::string why =
+      cell_->comm_published >= kCommMessagesPerRequest
+          ? "more than " + std::to_string(kCommMessagesPerRequest) + " in one request"
+          : publish_checked_comm(type, frame, budget_, parent, cell_->widget_values_cleaned);
   if (why.empty()) {
     ++cell_->comm_published;
     return;
@@ -72,6 +94,100 @@ std::string Kernel::publish_checked_comm(const std::string& type, const json& fr
   frontend_->publish_comm(type, std::move(comm.content), std::move(comm.metadata), parent,
                           std::move(comm.buffers));
   return "";
+}
+
+// Only while a cell runs in the worker, and only when no comm message waits in the queue (one
+// that came first, while the cell was held for its survey, must not be passed). While the failed
+// cell's frontend gathers what it sent (stop_on_error), the cell is over: queued as usual.
+bool Kernel::takes_comm_during_cell(const WireMessage& message) const {
+  return executing() && cell_->in_worker && worker_ready_ && frames_open_ && !queue_.collecting() &&
+         request_kind(message.type()) == RequestKind::comm && !queue_.holds_comm();
+}
+
+// One at a time: the next goes once the worker said the one before was handled.
+void Kernel::hand_comms_during_cell() {
+  while (executing() && comms_during_cell_.ready_to_hand()) {
+    const WireMessage& message = comms_during_cell_.next();
+    size_t bytes = dump_json(message.content).size() + dump_json(message.metadata).size();
+    for (const auto& buffer : message.buffers) bytes += buffer.size() / 3 * 4 + 4;
+    if (bytes > CommsDuringCell::kMaxHandedBytes) return comms_during_cell_.hold_rest();
+    std::string id = "r" + std::to_string(++requests_started_);
+    json frame = comm_request_frame(message, id);
+    if (frame.is_null()) {
+      request_log_.log("comm message dropped", message.type() + " without a comm_id or target");
+      comms_during_cell_.drop_next();
+      continue;
+    }
+    comms_during_cell_.hand(std::move(id));
+    send_to_worker(frame);
+  }
+}
+
+// The worker starts the handler of the comm message handed during the cell: what it writes from
+// now on until its `done` is that message's output (the pipes' text was read up to this frame
+// and shown as the cell's).
+void Kernel::on_comm_begin(const json& frame) {
+  if (executing() && comms_during_cell_.begin(json_field(frame, "id", "")) &&
+      !json_field(frame, "idle", false))
+    return;
+  frame_log_.log("worker frame dropped",
+                 "comm_begin for no comm message handed during a cell, or a second one");
+}
+
+// A frame of the handler that runs during the cell: output, parented to its comm message and
+// charged to the cell's budget and comm count; `done` ends it and the next may go.
+void Kernel::on_comm_during_cell_frame(WorkerFrame type, const json& frame) {
+  const WireMessage* parent = comms_during_cell_.running();
+  switch (type) {
+    case WorkerFrame::display:
+    case WorkerFrame::update_display:
+      if (std::optional<json> shown = checked_display(type, frame, budget_))
+        publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
+                std::move(*shown), parent);
+      return;
+    case WorkerFrame::clear_output:
+      if (json content = {{"wait", json_field(frame, "wait", false)}};
+          budget_.take_whole(dump_json(content).size()))
+        publish("clear_output", std::move(content), parent);
+      return;
+    case WorkerFrame::comm_open:
+    case WorkerFrame::comm_msg:
+    case WorkerFrame::comm_close:
+      return publish_comm(std::string(worker_frame_name(type)), frame, parent);
+    case WorkerFrame::done:
+      comms_during_cell_.finish(json_field(frame, "id", ""));
+      return hand_comms_during_cell();
+    default:  // a result, an error, a question or an answer: no handler's to send
+      return frame_log_.log(
+          "worker frame dropped",
+          std::string(worker_frame_name(type)) + " for a comm message handled during a cell");
+  }
+}
+
+// The cell is over (finish_cell): the message the worker has is served next as the current comm
+// request (its frame is in the worker's hands: it is never sent again); those not handed go
+// back to the front of the queue, in order, ahead of the requests that came after them.
+void Kernel::serve_comms_left_by_cell() {
+  queue_.push_shell_first(comms_during_cell_.take_waiting());
+  std::optional<CommsDuringCell::Handed> handed = comms_during_cell_.take_handed();
+  if (!handed || !worker_) return;
+  publish_status("busy", &handed->request);
+  background_.request_started(worker_->cpu_seconds());
+  start_comm_request(std::move(handed->request), std::move(handed->id), true);
+}
+
+// The worker is gone with the cell: a message whose handler had not begun never ran, and goes
+// back to the queue for the next worker with those not handed; one whose handler was running
+// went with the session, as a comm request's does.
+void Kernel::return_comms_during_cell() {
+  std::deque<WireMessage> waiting = comms_during_cell_.take_waiting();
+  if (std::optional<CommsDuringCell::Handed> handed = comms_during_cell_.take_handed()) {
+    if (!handed->begun)
+      waiting.push_front(std::move(handed->request));
+    else
+      request_log_.log("comm message lost", "its handler was running when the worker went");
+  }
+  queue_.push_shell_first(std::move(waiting));
 }
 
 void Kernel::tell_session_lost_by_handler(const std::string& why) {

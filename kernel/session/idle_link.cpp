@@ -23,7 +23,12 @@
 namespace belljar {
 
 const WireMessage* Kernel::background_parent() const {
-  if (cell_ && cell_->in_worker) return &cell_->request;
+  if (cell_ && cell_->in_worker) {
+    // The text of a comm handler running during the cell is its message's, as ipykernel's is.
+    if (const WireMessage* handler = comms_during_cell_.running(); handler && executing())
+      return handler;
+    return &cell_->request;
+  }
   return last_parent_ ? &*last_parent_ : nullptr;
 }
 
@@ -41,7 +46,7 @@ void Kernel::on_idle_frame(WorkerFrame type, const json& frame) {
     case WorkerFrame::stream:  // only ever sent naming a parent (on_parented_output)
       return frame_log_.log("worker frame dropped", "a stream frame that names no request");
     default:  // the comm messages (idle_output)
-      return publish_comm(std::string(name), frame);
+      return publish_comm(std::string(name), frame, &cell_->request);
   }
 }
 

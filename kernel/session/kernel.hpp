@@ -12,7 +12,8 @@
 //   cell_records.cpp what a request leaves: reply (its payload: kernel/output/payloads.hpp),
 //                    audit record, metrics; restart policy
 //   comm_link.cpp    the worker's comm messages: routed to the frontend, counted (checked:
-//                    worker_comms.hpp)
+//                    worker_comms.hpp); the frontend's, handed to the worker during a cell
+//                    (comms_during_cell.hpp)
 //   idle_link.cpp    output of code running between requests (asyncio tasks, threads): shown
 //                    parented to the last cell, on a budget of its own (idle_output.hpp)
 //   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
@@ -35,6 +36,7 @@
 #include "kernel/output/widget_models.hpp"
 #include "kernel/protocol/wire_message.hpp"
 #include "kernel/session/background_cpu.hpp"
+#include "kernel/session/comms_during_cell.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
 #include "kernel/session/idle_output.hpp"
@@ -221,9 +223,21 @@ class Kernel {
   // handler's stderr, which a page shows nowhere, and again at the start of the next cell.
   void tell_session_lost_by_handler(const std::string& why);
   std::string session_lost_notice_;
-  json comm_request_frame(const Cell& cell);
-  // A comm message the worker sent while the current request runs (counted against it).
-  void publish_comm(const std::string& type, const json& frame);
+  json comm_request_frame(const WireMessage& message, const std::string& id);
+  // A comm message the worker sent while the current request runs (counted against it),
+  // published parented to `parent` (the request, or a comm message handled during a cell).
+  void publish_comm(const std::string& type, const json& frame, const WireMessage* parent);
+  // The frontend's comm messages while a cell runs in the worker: handed at once, one at a time
+  // (comms_during_cell.hpp); their handlers' frames; what a cell leaves, or a lost worker.
+  CommsDuringCell comms_during_cell_;
+  bool takes_comm_during_cell(const WireMessage& message) const;
+  void hand_comms_during_cell();
+  void on_comm_begin(const json& frame);
+  void on_comm_during_cell_frame(WorkerFrame type, const json& frame);
+  void serve_comms_left_by_cell();
+  void return_comms_during_cell();
+  // Starts a comm request whose frame (`id`) the worker already has.
+  void start_comm_request(WireMessage message, std::string id, bool in_worker);
   // The checks, the redaction and the budget every worker comm message passes; "" once
   // published to the client, else why it was withheld.
   std::string publish_checked_comm(const std::string& type, const json& frame, OutputBudget& budget,

@@ -21,7 +21,7 @@ constexpr std::array<Spelling, 6> kSpellings = {{
 }};
 
 // In WorkerFrame's order.
-constexpr std::array<std::string_view, 18> kFrameNames = {
+constexpr std::array<std::string_view, 19> kFrameNames = {
     "hello",
     "display",
     "update_display",
@@ -35,6 +35,7 @@ constexpr std::array<std::string_view, 18> kFrameNames = {
     "comm_open",
     "comm_msg",
     "comm_close",
+    "comm_begin",
     "done",
     "complete_reply",
     "inspect_reply",
@@ -84,6 +85,7 @@ bool idle_output(WorkerFrame frame) {
     case WorkerFrame::input_request:
     case WorkerFrame::limits:
     case WorkerFrame::audit_request:
+    case WorkerFrame::comm_begin:
     case WorkerFrame::done:
     case WorkerFrame::complete_reply:
     case WorkerFrame::inspect_reply:

@@ -9,7 +9,8 @@
 namespace belljar {
 
 // comm: comm_open, comm_msg and comm_close from the frontend, handed to the worker's comms in
-// order with the other shell requests (as ipykernel does); answered by `done`, no reply.
+// order with the other shell requests; while a cell runs in the worker, ahead of the requests
+// queued behind it (comms_during_cell.hpp, as ipykernel 7); answered by `done`, no reply.
 // comm_info: comm_info_request, answered from the worker's live registry.
 enum class RequestKind { execute, complete, inspect, is_complete, comm, comm_info };
 
@@ -31,6 +32,8 @@ enum class WorkerFrame {
   comm_open,
   comm_msg,
   comm_close,
+  // the handler of a comm message handed during a cell starts (comms_during_cell.hpp)
+  comm_begin,
   // the request's end: `done` for execute and comm, the reply for the others
   done,
   complete_reply,

@@ -10,6 +10,19 @@ QueuedRequest RequestQueue::take_front() {
   return request;
 }
 
+void RequestQueue::push_shell_first(std::deque<WireMessage> messages) {
+  for (auto it = messages.rbegin(); it != messages.rend(); ++it)
+    queue_.push_front({Channel::shell, std::move(*it)});
+}
+
+bool RequestQueue::holds_comm() const {
+  for (const auto& request : queue_)
+    if (request.channel == Channel::shell &&
+        request_kind(request.message.type()) == RequestKind::comm)
+      return true;
+  return false;
+}
+
 std::vector<WireMessage> RequestQueue::take_executes() {
   std::vector<WireMessage> taken;
   std::deque<QueuedRequest> kept;

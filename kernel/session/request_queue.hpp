@@ -23,7 +23,12 @@ class RequestQueue {
   void push_control_first(WireMessage message) {
     queue_.push_front({Channel::control, std::move(message)});
   }
+  // Shell requests that were taken out of turn (the comm messages a cell left unhandled:
+  // comms_during_cell.hpp) go back to the front, in their order, ahead of what came after them.
+  void push_shell_first(std::deque<WireMessage> messages);
   bool empty() const { return queue_.empty(); }
+  // A comm message waits here: one arriving now must not pass it.
+  bool holds_comm() const;
   void clear() { queue_.clear(); }
   const QueuedRequest& front() const { return queue_.front(); }
   QueuedRequest take_front();

@@ -6,6 +6,10 @@
 namespace belljar {
 
 void Kernel::submit_shell(WireMessage message) {
+  if (takes_comm_during_cell(message)) {
+    comms_during_cell_.arrive(std::move(message));  // ahead of the queue (comm_link.cpp)
+    return hand_comms_during_cell();
+  }
   queue_.push_shell(std::move(message));
   if (!queue_.collecting()) dispatch_next();
 }
@@ -217,18 +221,14 @@ void Kernel::start_request(const WireMessage& message) {
              {"execution_count", cell.execution_count},
              {"msg_id", message.id()}};  // ipywidgets' Output routes by the parent's msg_id
   } else if (cell.kind == RequestKind::comm) {
-    // A comm handler is code like a cell's: the same limits, a budget of its own.
-    frame = comm_request_frame(cell);
+    frame = comm_request_frame(message, cell.id);
     if (frame.is_null()) {
       request_log_.log("comm message dropped", message.type() + " without a comm_id or target");
       publish_status("idle", &message);
       return;
     }
-    cell.timeout = options_.policy.timeout_seconds;
-    cell.cpu_limit = options_.policy.cpu_limit();
-    cell.cpu_at_start = cpu_now;
-    budget_ = comm_window_.start_handler(Clock::now(), options_.policy.output_limit_bytes);
-    for (auto& stream : streams_) stream.reset_totals();
+    start_comm_request(message, cell.id, false);
+    return hand_to_worker(frame);
   } else if (cell.kind == RequestKind::comm_info) {
     frame = {{"type", "comm_info"}, {"id", cell.id}};
     if (auto target = c.find("target_name"); target != c.end() && target->is_string())

@@ -184,10 +184,14 @@ void Kernel::handle_frame(const json& frame) {
   std::optional<WorkerFrame> type = worker_frame(name);
   if (!type) return frame_log_.log("worker sent an unknown frame type", name.substr(0, 64));
   if (*type == WorkerFrame::hello) return on_hello(frame);
+  if (*type == WorkerFrame::comm_begin) return on_comm_begin(frame);
   // Output that names its request (a task's, a thread's): shown under it, whenever it comes.
   if (frame.contains("parent") && names_a_parent(*type)) return on_parented_output(*type, frame);
   if (json_field(frame, "idle", false)) return on_idle_frame(*type, frame);
   if (!answers_current_request(frame)) {
+    // The handler of a comm message handed during the cell, once the worker said it began.
+    if (executing() && comms_during_cell_.runs(json_field(frame, "id", "")))
+      return on_comm_during_cell_frame(*type, frame);
     // Frames carry the id of the request they answer: a stale one (a delayed `done` after a
     // forged one, a thread's display after its cell ended) never lands in a later request.
     return frame_log_.log("worker frame dropped",
@@ -195,6 +199,7 @@ void Kernel::handle_frame(const json& frame) {
   }
   switch (*type) {
     case WorkerFrame::hello:
+    case WorkerFrame::comm_begin:
       return;  // above
     case WorkerFrame::display:
     case WorkerFrame::update_display:
@@ -219,7 +224,7 @@ void Kernel::handle_frame(const json& frame) {
     case WorkerFrame::comm_open:
     case WorkerFrame::comm_msg:
     case WorkerFrame::comm_close:
-      if (running_code()) publish_comm(name, frame);
+      if (running_code()) publish_comm(name, frame, &cell_->request);
       return;
     case WorkerFrame::done:
       return on_done(frame);
@@ -401,6 +406,7 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
       "worker_exit",
       {{"cause", cause}, {"memory_limit", exit.memory_limit}, {"during_cell", cell_.has_value()}});
   bool was_ready = worker_ready_;
+  return_comms_during_cell();  // before a fresh worker could be given them twice
   worker_.reset();
   worker_ready_ = false;
   ++restarts_;
@@ -423,6 +429,7 @@ void Kernel::restart_worker(const std::string& why) {
   flush_streams(true);
   audit_.record("worker_restart", {{"reason", why}, {"during_cell", cell_.has_value()}});
   drop_worker();
+  return_comms_during_cell();
   worker_ready_ = false;
   restart_at_.reset();
   ++restarts_;  // a start failure from here on is retried, not a refusal to start

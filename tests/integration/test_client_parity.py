@@ -47,6 +47,7 @@ from belljar_testing import (
     printed_json,
     running_kernel,
     sandbox_writable_dir,
+    send_comm,
     shell_read_fence,
     stderr_of,
     stdout_of,
@@ -830,3 +831,195 @@ def test_an_interrupt_reaches_a_task_that_holds_the_worker_between_cells(bounded
     reply, outputs = execute(kc, "before = ticks\nawait asyncio.sleep(0.1)\n"
                                  "print(ticks > before, hogger.done())")
     assert stdout_of(outputs) == "True True\n", (reply["content"], stderr_of(outputs))
+
+
+# Comm messages while a cell runs (as ipykernel 7 serves them; Debian's ipykernel 6 queues them
+# behind the cell, so these run on belljar alone; the ipykernel peers' suite is the control:
+# test_async_cell_waiting_for_comm_reply).
+
+AWAITS_AN_ANSWER = """
+import asyncio, comm
+answer = asyncio.get_running_loop().create_future()
+asking = comm.create_comm(target_name='comm-reply-test')
+def answered(msg):
+    print('handler got', msg['content']['data']['value'])
+    answer.set_result(msg['content']['data']['value'])
+asking.on_msg(answered)
+result = await asyncio.wait_for(answer, 20)
+print('cell got', result)
+"""
+
+
+def opened_by(kc, cell):
+    """The comm_id of the comm the cell opened (its comm_open on iopub)."""
+    opened = wait_for_iopub(kc, lambda m: m["msg_type"] == "comm_open"
+                            and m["parent_header"].get("msg_id") == cell)
+    assert opened is not None, "the cell opened no comm"
+    return opened["content"]["comm_id"]
+
+
+def until_idle(kc, msg_ids, timeout=TIMEOUT):
+    """The iopub messages, whatever their parent, until each of msg_ids has said idle; and the
+    shell replies to those of msg_ids that are requests, in the order they came."""
+    messages, waiting = [], set(msg_ids)
+    deadline = time.monotonic() + timeout
+    while waiting:
+        msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        messages.append(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            waiting.discard(msg["parent_header"].get("msg_id"))
+    replies = []
+    while True:
+        try:
+            reply = kc.get_shell_msg(timeout=0.5 if replies else TIMEOUT)
+        except Exception:  # queue.Empty: every reply is in
+            return messages, replies
+        if reply["parent_header"].get("msg_id") in msg_ids:
+            replies.append(reply)
+
+
+def text_for(messages, parent, name="stdout"):
+    return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream"
+                   and m["content"]["name"] == name
+                   and m["parent_header"].get("msg_id") == parent)
+
+
+def statuses_for(messages, parent):
+    return [m["content"]["execution_state"] for m in messages
+            if m["msg_type"] == "status" and m["parent_header"].get("msg_id") == parent]
+
+
+def test_a_cell_awaiting_a_widgets_answer_gets_it_while_the_cells_queued_behind_wait(belljar_kernel):
+    """The frontend sends the next cell, then the widget's answer: the answer reaches its handler
+    while the first cell awaits it (before: it was queued behind both cells, and the first one
+    timed out), and the next cell runs after. The handler's output is parented to the comm
+    message, as ipykernel's; it has no busy/idle of its own (it ran inside the cell's)."""
+    _, kc = belljar_kernel
+    cell = kc.execute(AWAITS_AN_ANSWER)
+    comm_id = opened_by(kc, cell)
+    queued = kc.execute("print('queued saw', result)")
+    answer = send_comm(kc, "comm_msg", {"comm_id": comm_id, "data": {"value": 42}})
+    messages, replies = until_idle(kc, [cell, queued])
+    assert [r["parent_header"]["msg_id"] for r in replies] == [cell, queued]
+    assert [r["content"]["status"] for r in replies] == ["ok", "ok"], (
+        replies[0]["content"], text_for(messages, cell, "stderr"))
+    assert text_for(messages, cell) == "cell got 42\n"
+    assert text_for(messages, answer) == "handler got 42\n"
+    assert statuses_for(messages, answer) == []
+    assert text_for(messages, queued) == "queued saw 42\n"
+
+
+COUNTS_THEN_AWAITS = """
+import asyncio, comm
+seen = []
+all_in = asyncio.get_running_loop().create_future()
+def count(msg):
+    seen.append(msg['content']['data']['n'])
+    print('handled', msg['content']['data']['n'])
+    if len(seen) == 3:
+        all_in.set_result(None)
+counter = comm.create_comm(target_name='counted')
+counter.on_msg(count)
+input('go on?')
+print('sync part saw', seen)
+await asyncio.wait_for(all_in, 20)
+print('after await', seen)
+"""
+
+
+def sent_while_at_prompt(kc, code, queued_code):
+    """Runs code up to its input() prompt, then sends the queued cell and three comm messages
+    to the comm it opened, waits until the kernel has read them (the worker, at the prompt, has
+    been handed what it is given), and answers the prompt. Returns the ids."""
+    cell = kc.execute(code, allow_stdin=True)
+    comm_id = opened_by(kc, cell)
+    prompt = kc.get_stdin_msg(timeout=TIMEOUT)
+    assert prompt["parent_header"]["msg_id"] == cell
+    queued = kc.execute(queued_code)
+    sent = [send_comm(kc, "comm_msg", {"comm_id": comm_id, "data": {"n": n}}) for n in (1, 2, 3)]
+    shell_read_fence(kc)
+    kc.input("yes")
+    return cell, queued, sent
+
+
+def test_a_cell_sees_comm_messages_only_once_it_awaits_each_once_in_order(belljar_kernel):
+    """Comm messages that arrive while the cell runs its sync code (here, waiting at a prompt)
+    wait: nothing runs a handler in the middle of a cell's bytecode. At its await they are
+    handled, one after the other, in order, once each; the cell queued behind it runs after."""
+    _, kc = belljar_kernel
+    cell, queued, sent = sent_while_at_prompt(kc, COUNTS_THEN_AWAITS, "print('queued saw', seen)")
+    messages, replies = until_idle(kc, [cell, queued])
+    assert [r["content"]["status"] for r in replies] == ["ok", "ok"], (
+        replies[0]["content"], text_for(messages, cell, "stderr"))
+    assert text_for(messages, cell) == "sync part saw []\nafter await [1, 2, 3]\n"
+    assert [text_for(messages, msg_id) for msg_id in sent] == [
+        "handled 1\n", "handled 2\n", "handled 3\n"]
+    assert text_for(messages, queued) == "queued saw [1, 2, 3]\n"
+
+
+COUNTS_AND_ENDS = """
+import comm
+seen = []
+def count(msg):
+    seen.append(msg['content']['data']['n'])
+    print('handled', msg['content']['data']['n'])
+counter = comm.create_comm(target_name='counted')
+counter.on_msg(count)
+input('go on?')
+print('cell saw', seen)
+"""
+
+
+def test_comm_messages_a_cell_ended_without_awaiting_are_handled_once_in_order_before_the_next_cell(
+        belljar_kernel):
+    """The cell never awaits: the comm messages that came during it are handled after it, each
+    once, in order, before the cell the client had queued ahead of them (before: after it, as
+    they were queued), each with its own busy and idle, as any comm message handled by itself."""
+    _, kc = belljar_kernel
+    cell, queued, sent = sent_while_at_prompt(kc, COUNTS_AND_ENDS, "print('queued saw', seen)")
+    messages, replies = until_idle(kc, [cell, queued, *sent])
+    assert [r["content"]["status"] for r in replies] == ["ok", "ok"]
+    assert text_for(messages, cell) == "cell saw []\n"
+    assert [text_for(messages, msg_id) for msg_id in sent] == [
+        "handled 1\n", "handled 2\n", "handled 3\n"]
+    assert [statuses_for(messages, msg_id) for msg_id in sent] == [["busy", "idle"]] * 3
+    assert text_for(messages, queued) == "queued saw [1, 2, 3]\n"
+
+
+FORGES_AROUND_ITS_HANDLER = """
+import asyncio, comm
+from belljar_worker import current
+channel = current.session.channel
+channel.send({'type': 'comm_begin'})  # the cell's own id: no comm message was handed
+channel.send({'type': 'comm_begin', 'id': 'r999999'})
+answer = asyncio.get_running_loop().create_future()
+asking = comm.create_comm(target_name='forger')
+def answered(msg):
+    channel.send({'type': 'comm_begin'})  # a second one
+    channel.send({'type': 'error', 'ename': 'Forged', 'evalue': 'by the handler', 'traceback': []})
+    channel.send({'type': 'result', 'data': {'text/plain': 'forged result'}, 'metadata': {}})
+    channel.send({'type': 'done', 'id': 'r999999', 'status': 'error'})
+    answer.set_result(msg['content']['data']['value'])
+asking.on_msg(answered)
+got = await asyncio.wait_for(answer, 20)
+print('cell got', got)
+"""
+
+
+def test_a_worker_forging_frames_around_a_comm_handler_changes_nothing(belljar_kernel):
+    """belljar only: the worker is the attacker. A comm_begin for no comm message handed, or a
+    second one, and a handler's error, result or done for another id are dropped: the cell
+    ends as it would have, nothing forged is shown, and the next comm message is served."""
+    _, kc = belljar_kernel
+    cell = kc.execute(FORGES_AROUND_ITS_HANDLER)
+    comm_id = opened_by(kc, cell)
+    answer = send_comm(kc, "comm_msg", {"comm_id": comm_id, "data": {"value": 7}})
+    messages, replies = until_idle(kc, [cell])
+    assert replies[0]["content"]["status"] == "ok", text_for(messages, cell, "stderr")
+    assert text_for(messages, cell) == "cell got 7\n"
+    assert not [m for m in messages if m["msg_type"] in ("error", "execute_result")]
+    assert text_for(messages, answer) == ""
+    reply, outputs = execute(kc, AWAITS_AN_ANSWER.replace("20)", "0.001)").replace(
+        "result = await", "try:\n    result = await").replace(
+        "print('cell got', result)", "except asyncio.TimeoutError:\n    print('no answer')"))
+    assert stdout_of(outputs) == "no answer\n", (reply["content"], stderr_of(outputs))

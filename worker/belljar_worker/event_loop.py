@@ -105,6 +105,47 @@ def run_until_readable(fd, gate):
             pass
 
 
+def run_cell(loop, task):
+    """A cell's top-level await: the loop runs until the cell's task is done. Meanwhile fd 3
+    is one of its readers, so a comm message from the frontend (a widget's answer the cell
+    awaits) reaches its handler at the loop's next turn, as under ipykernel 7; never inside the
+    cell's sync code, which the loop does not interrupt. Other frames are kept for after the
+    cell, in order (worker/PROTOCOL.md, "Comms during a cell")."""
+    from . import current
+    session = current.session
+    channel = getattr(session, "channel", None)
+    if channel is None or loop.is_running():
+        return loop.run_until_complete(task)
+    serving = [True]
+
+    def serve():
+        if serving[0]:  # a call left in the loop's queue after the cell does nothing
+            session.serve_comms_during_cell()
+
+    def arrived():
+        channel.read_arrived()
+        serve()
+
+    try:
+        loop.add_reader(channel.fd, arrived)
+        watching = True
+    except Exception:  # not selector-based: comms read in the cell's waits are still served
+        watching = False
+    channel.comm_waiting = lambda: loop.call_soon(serve)
+    if channel.holds_comm():
+        loop.call_soon(serve)
+    try:
+        return loop.run_until_complete(task)
+    finally:
+        serving[0] = False
+        channel.comm_waiting = None
+        if watching:
+            try:
+                loop.remove_reader(channel.fd)
+            except Exception:
+                pass
+
+
 def _run_as_user_code(loop, gate, watch):
     gate.between_requests = watch
     gate.enter_user_code()

@@ -3,7 +3,8 @@
 Every statement runs; when the cell ends in an expression its value is returned (unless the
 cell ends with ';'). Code is compiled with PyCF_ALLOW_TOP_LEVEL_AWAIT: a cell that awaits
 becomes a coroutine and runs on the session's event loop (event_loop.py), the one
-asyncio.get_event_loop() gives the cell, which also runs between cells.
+asyncio.get_event_loop() gives the cell, which also runs between cells; while it awaits, the
+frontend's comm messages are served (event_loop.run_cell).
 `from __future__` imports stay in force for later cells, as at the interactive prompt.
 """
 import ast
@@ -75,11 +76,11 @@ class CellRunner:
     def run_coroutine(self, coro):
         import asyncio
 
-        from .event_loop import session_loop
+        from .event_loop import run_cell, session_loop
         loop = session_loop()
         task = loop.create_task(coro)
         try:
-            return loop.run_until_complete(task)
+            return run_cell(loop, task)
         except BaseException:
             if not task.done():  # interrupted while the loop waited: cancel the cell's task
                 task.cancel()

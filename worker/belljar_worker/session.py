@@ -96,6 +96,9 @@ class Session:
         self.parent_msg_id = ""
         self.comm_status = None      # while a comm request is served: "ok" or "error"
         self.parents = OutputParents()  # which request output goes to (output_parents.py)
+        # While a comm message's handler runs inside an awaiting cell: whether SIGINT landed in
+        # it (the interrupt was meant for the cell, which gets it once the handler is done).
+        self.handler_interrupted = None
         # While the cell's own value is formatted: a formatter that raises then fails the
         # cell (ipykernel's displayhook); anywhere else its error is shown and the cell goes on.
         self.formatting_result = False
@@ -457,6 +460,8 @@ class Session:
         if self.ctx is not None or self.comm_status is None:
             self._report_exception(exc)
             return
+        if isinstance(exc, KeyboardInterrupt) and self.handler_interrupted is not None:
+            self.handler_interrupted = True
         sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
         try:
             lines = tracebacks.error_content(exc, self.cell_labels)["traceback"]
@@ -492,7 +497,7 @@ class Session:
         return payload
 
     # -- comms -----------------------------------------------------------------------------
-    def comm(self, msg):
+    def comm(self, msg, during_cell=False):
         """The frontend's comm_open, comm_msg or comm_close, handled like a small cell: what
         handlers print or display is this request's output; `done` always ends it."""
         from . import comms
@@ -502,8 +507,9 @@ class Session:
             self.gate.enter_user_code()
             try:
                 comms.serve_request(msg)
-                # As ipykernel's post_execute: figures a handler drew are shown now.
-                for hook in list(self.post_cell_hooks):
+                # As ipykernel's post_execute: figures a handler drew are shown now (during a
+                # cell, the cell's figures would go with them: they wait for its end).
+                for hook in [] if during_cell else list(self.post_cell_hooks):
                     try:
                         hook()
                     except Exception as exc:
@@ -515,6 +521,39 @@ class Session:
             self.comm_status = None
         self.streams.flush()
         self.channel.send({"type": "done", "id": msg.get("id"), "status": status})
+
+    def serve_comms_during_cell(self):
+        """From the session's loop while a cell awaits (event_loop.run_cell): the comm
+        messages the supervisor handed meanwhile reach their handlers now, in order, each
+        framed by `comm_begin` and its `done`; the cell then goes on where it awaited."""
+        for frame in self.channel.take_comms():
+            self._comm_during_cell(frame)
+
+    def _comm_during_cell(self, frame):
+        channel, gate = self.channel, self.gate
+        saved = (channel.request_id, self.parent_msg_id, self.ctx, gate.in_user_code)
+        msg_id = frame.get("msg_id")
+        interrupted = False
+        try:
+            # What the handler sends is the comm message's (its id), input() is refused (no
+            # cell of its own), and it is served as a comm request, not as the cell.
+            channel.request_id = frame.get("id")
+            self.parent_msg_id = msg_id if isinstance(msg_id, str) else ""
+            self.ctx, self.handler_interrupted = None, False
+            channel.send({"type": "comm_begin"})
+            self.comm(frame, during_cell=True)
+            interrupted = self.handler_interrupted
+        except BaseException as exc:
+            gate.leave_user_code()
+            self._recover(frame, exc)
+            interrupted = isinstance(exc, KeyboardInterrupt)
+        finally:
+            self.handler_interrupted = None
+            channel.request_id, self.parent_msg_id, self.ctx = saved[:3]
+            if saved[3]:
+                gate.enter_user_code()
+        if interrupted:
+            raise KeyboardInterrupt  # the user's interrupt, or the cell's limit: the cell's
 
     def comm_info(self, msg):
         """The live comms, of one target when target_name is given. (JupyterLab asks on

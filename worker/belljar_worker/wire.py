@@ -140,7 +140,10 @@ class FrameChannel:
         self.flush_streams = flush_streams
         self.written = written  # the streams' [fd 1, fd 2] byte counts (streams.py)
         self._inbox = bytearray()
-        self._deferred = []
+        self._deferred = []  # frames read inside a cell, for after it (comms: at its awaits)
+        # While a cell's top-level await runs the loop: called when a `comm` frame was put
+        # aside, so the loop serves it at its next turn (event_loop.run_cell).
+        self.comm_waiting = None
         self._write_lock = _thread.allocate_lock()
         self.main_thread = _thread.get_ident()
         self._frame_unread = False
@@ -231,14 +234,52 @@ class FrameChannel:
 
     def wait_for(self, kind):
         """Inside a cell: block until a frame of type `kind` arrives, keeping the others
-        for the idle loop. KeyboardInterrupt (SIGINT) ends the wait."""
+        for the idle loop (or, comm messages, for the cell's next await). KeyboardInterrupt
+        (SIGINT) ends the wait."""
         while True:
             msg = self._receive(interruptible=True)
             if msg is None:
                 _supervisor_gone()
             if msg.get("type") == kind:
                 return msg
-            self._deferred.append(msg)
+            self._keep(msg)
+
+    def _keep(self, msg):
+        self._deferred.append(msg)
+        if msg.get("type") == "comm" and self.comm_waiting is not None:
+            self.comm_waiting()
+
+    def read_arrived(self):
+        """From the loop while a cell awaits, fd 3 readable: what arrived is read without
+        blocking, and its frames kept in order (take_comms gives the comm messages)."""
+        import select
+        if not select.select([self.fd], [], [], 0)[0]:
+            return
+        with self.gate.shielded():
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except ConnectionResetError:
+                chunk = b""
+            self._inbox += chunk
+        if not chunk:
+            _supervisor_gone()
+        while True:
+            msg = self._pop_frame()
+            if msg is None:
+                return
+            self._keep(msg)
+
+    def holds_comm(self):
+        return any(msg.get("type") == "comm" for msg in self._deferred)
+
+    def take_comms(self):
+        """The `comm` frames put aside so far, in order, taken out; the others stay."""
+        comms = [msg for msg in self._deferred if msg.get("type") == "comm"]
+        if comms:
+            self._deferred = [msg for msg in self._deferred if msg.get("type") != "comm"]
+        return comms
 
     def _receive(self, interruptible):
         while True:

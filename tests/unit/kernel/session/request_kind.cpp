@@ -40,7 +40,7 @@ TEST_CASE("between requests a worker may send output, never a request's answer o
   // A result, an error or a done ends or fails a cell; a question waits for an answer no
   // request asked for; a reply answers a request: none of them has a meaning between requests.
   for (const char* refused :
-       {"hello", "result", "error", "input_request", "limits", "audit_request", "done",
-        "complete_reply", "inspect_reply", "is_complete_reply", "comm_info_reply"})
+       {"hello", "result", "error", "input_request", "limits", "audit_request", "comm_begin",
+        "done", "complete_reply", "inspect_reply", "is_complete_reply", "comm_info_reply"})
     CHECK_FALSE(idle_output(*worker_frame(refused)));
 }

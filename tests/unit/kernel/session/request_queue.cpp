@@ -46,3 +46,18 @@ TEST_CASE("stop_on_error takes out the queued executes and keeps the rest in ord
   CHECK(queue.empty());
   CHECK(queue.take_executes().empty());
 }
+
+TEST_CASE("comm messages a cell left go back to the front, in their order", "[request_queue]") {
+  RequestQueue queue;
+  queue.push_shell(message("execute_request", "e1"));
+  CHECK_FALSE(queue.holds_comm());
+  std::deque<WireMessage> left;
+  left.push_back(message("comm_msg", "c1"));
+  left.push_back(message("comm_close", "c2"));
+  queue.push_shell_first(std::move(left));
+  CHECK(queue.holds_comm());
+  CHECK(queue.take_front().message.id() == "c1");
+  CHECK(queue.take_front().message.id() == "c2");
+  CHECK(queue.take_front().message.id() == "e1");
+  CHECK(queue.empty());
+}
