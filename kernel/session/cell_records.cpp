@@ -149,7 +149,7 @@ void Kernel::finish_cell(const json& done) {
   reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));
   publish_status("idle", &request);
   if (abort) abort_queued_executes();
-  serve_comms_left_by_cell();  // comm messages that came during the cell go first
+  return_comms_during_cell();  // comm messages that came during the cell go first
   dispatch_next();
 }
 

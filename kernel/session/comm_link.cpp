@@ -6,7 +6,8 @@
 // cell runs in the worker is handed at once instead, ahead of the requests queued behind the
 // cell, as ipykernel 7 serves them while a cell awaits (comms_during_cell.hpp): its handler runs
 // when the cell's loop turns, its output is parented to it and charged to the cell, it has no
-// busy/idle of its own; if the cell ends first, it is served next as an ordinary comm request.
+// busy/idle of its own; if the cell ends first, it is served after it as an ordinary comm
+// request, ahead of the requests queued behind the cell.
 // comm_info_request is answered from the worker's live registry. The worker's comm messages, sent
 // while it serves a request, are published on iopub parented to that request. The threat is the
 // worker: each of its comm messages is checked (ids, shapes, canonical base64 buffers), redacted,
@@ -46,23 +47,6 @@ json Kernel::comm_request_frame(const WireMessage& message, const std::string& i
           {"metadata", message.metadata},
           {"buffers", buffers},
           {"msg_id", message.id()}};
-}
-
-void Kernel::start_comm_request(WireMessage message, std::string id, bool in_worker) {
-  // A comm handler is code like a cell's: the same limits, a budget of its own.
-  Cell cell;
-  cell.request = std::move(message);
-  cell.kind = RequestKind::comm;
-  cell.id = std::move(id);
-  cell.in_worker = in_worker;
-  cell.started = Clock::now();
-  cell.started_iso = iso8601_now();
-  cell.timeout = options_.policy.timeout_seconds;
-  cell.cpu_limit = options_.policy.cpu_limit();
-  cell.cpu_at_start = worker_ ? worker_->cpu_seconds() : 0;
-  budget_ = comm_window_.start_handler(Clock::now(), options_.policy.output_limit_bytes);
-  for (auto& stream : streams_) stream.reset_totals();
-  cell_ = std::move(cell);
 }
 
 // A comm message the worker sent while serving the current request: published, counted.
@@ -118,6 +102,7 @@ void Kernel::hand_comms_during_cell() {
       comms_during_cell_.drop_next();
       continue;
     }
+    frame["during"] = cell_->id;  // served only inside that cell (worker/PROTOCOL.md)
     comms_during_cell_.hand(std::move(id));
     send_to_worker(frame);
   }
@@ -127,8 +112,8 @@ void Kernel::hand_comms_during_cell() {
 // now on until its `done` is that message's output (the pipes' text was read up to this frame
 // and shown as the cell's).
 void Kernel::on_comm_begin(const json& frame) {
-  if (executing() && comms_during_cell_.begin(json_field(frame, "id", "")) &&
-      !json_field(frame, "idle", false))
+  if (executing() && !json_field(frame, "idle", false) &&
+      comms_during_cell_.begin(json_field(frame, "id", "")))
     return;
   frame_log_.log("worker frame dropped",
                  "comm_begin for no comm message handed during a cell, or a second one");
@@ -164,28 +149,20 @@ void Kernel::on_comm_during_cell_frame(WorkerFrame type, const json& frame) {
   }
 }
 
-// The cell is over (finish_cell): the message the worker has is served next as the current comm
-// request (its frame is in the worker's hands: it is never sent again); those not handed go
-// back to the front of the queue, in order, ahead of the requests that came after them.
-void Kernel::serve_comms_left_by_cell() {
-  queue_.push_shell_first(comms_during_cell_.take_waiting());
-  std::optional<CommsDuringCell::Handed> handed = comms_during_cell_.take_handed();
-  if (!handed || !worker_) return;
-  publish_status("busy", &handed->request);
-  background_.request_started(worker_->cpu_seconds());
-  start_comm_request(std::move(handed->request), std::move(handed->id), true);
-}
-
-// The worker is gone with the cell: a message whose handler had not begun never ran, and goes
-// back to the queue for the next worker with those not handed; one whose handler was running
-// went with the session, as a comm request's does.
+// The cell is over (finish_cell), or the worker went with it: a message whose handler had not
+// begun never ran (the worker serves a frame marked `during` only inside that cell, and drops it
+// after), so it goes back to the front of the queue with those not handed, in order, ahead of
+// the requests queued behind the cell, to be served as ordinary comm requests with ids of their
+// own. One whose handler had begun and not ended ran with that cell (a worker that ends a cell
+// there is the attacker's): it is not served again.
 void Kernel::return_comms_during_cell() {
   std::deque<WireMessage> waiting = comms_during_cell_.take_waiting();
   if (std::optional<CommsDuringCell::Handed> handed = comms_during_cell_.take_handed()) {
     if (!handed->begun)
       waiting.push_front(std::move(handed->request));
     else
-      request_log_.log("comm message lost", "its handler was running when the worker went");
+      request_log_.log("comm message not served again",
+                       "its handler had begun when its cell ended or the worker went");
   }
   queue_.push_shell_first(std::move(waiting));
 }

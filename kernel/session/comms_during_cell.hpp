@@ -18,9 +18,11 @@
 // (`comm_begin`, once) and then that it ended (`done`), nothing else and in that order; every
 // other claim is refused. Output between the two is the handler's, parented to that message
 // (one the client sent: the worker never picks a parent) and charged to the cell's budget.
-// Exactly once: a message is handed once; when the cell ends, the one handed is served as the
-// current comm request (its frame is in the worker already), those not handed go back to the
-// front of the queue; when the worker is lost, the one whose handler had not begun goes back too.
+// Exactly once: the worker serves a handed message only inside its cell, saying `comm_begin`
+// first, and drops it after the cell. So when the cell ends (or the worker is lost), the one
+// whose handler had not begun never ran: it goes back to the front of the queue, with those
+// not handed, in order, to be served as an ordinary comm request; one that had begun is not
+// served again.
 #include <cstdint>
 #include <deque>
 #include <optional>

@@ -234,10 +234,7 @@ class Kernel {
   void hand_comms_during_cell();
   void on_comm_begin(const json& frame);
   void on_comm_during_cell_frame(WorkerFrame type, const json& frame);
-  void serve_comms_left_by_cell();
   void return_comms_during_cell();
-  // Starts a comm request whose frame (`id`) the worker already has.
-  void start_comm_request(WireMessage message, std::string id, bool in_worker);
   // The checks, the redaction and the budget every worker comm message passes; "" once
   // published to the client, else why it was withheld.
   std::string publish_checked_comm(const std::string& type, const json& frame, OutputBudget& budget,

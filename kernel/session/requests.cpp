@@ -227,8 +227,12 @@ void Kernel::start_request(const WireMessage& message) {
       publish_status("idle", &message);
       return;
     }
-    start_comm_request(message, cell.id, false);
-    return hand_to_worker(frame);
+    // A comm handler is code like a cell's: the same limits, a budget of its own.
+    cell.timeout = options_.policy.timeout_seconds;
+    cell.cpu_limit = options_.policy.cpu_limit();
+    cell.cpu_at_start = cpu_now;
+    budget_ = comm_window_.start_handler(Clock::now(), options_.policy.output_limit_bytes);
+    for (auto& stream : streams_) stream.reset_totals();
   } else if (cell.kind == RequestKind::comm_info) {
     frame = {{"type", "comm_info"}, {"id", cell.id}};
     if (auto target = c.find("target_name"); target != c.end() && target->is_string())

@@ -110,17 +110,20 @@ def run_cell(loop, task):
     is one of its readers, so a comm message from the frontend (a widget's answer the cell
     awaits) reaches its handler at the loop's next turn, as under ipykernel 7; never inside the
     cell's sync code, which the loop does not interrupt. Other frames are kept for after the
-    cell, in order (worker/PROTOCOL.md, "Comms during a cell")."""
+    cell, in order; a comm frame of this cell's still unserved when it ends is dropped by the
+    session, and the supervisor sends it again as a request of its own (worker/PROTOCOL.md,
+    "Comms during a cell")."""
     from . import current
     session = current.session
     channel = getattr(session, "channel", None)
-    if channel is None or loop.is_running():
+    cell_id = getattr(getattr(session, "_execute_ctx", None), "id", None)
+    if channel is None or cell_id is None or loop.is_running():
         return loop.run_until_complete(task)
     serving = [True]
 
     def serve():
         if serving[0]:  # a call left in the loop's queue after the cell does nothing
-            session.serve_comms_during_cell()
+            session.serve_comms_during_cell(cell_id)
 
     def arrived():
         channel.read_arrived()
@@ -132,7 +135,7 @@ def run_cell(loop, task):
     except Exception:  # not selector-based: comms read in the cell's waits are still served
         watching = False
     channel.comm_waiting = lambda: loop.call_soon(serve)
-    if channel.holds_comm():
+    if channel.holds_comm(cell_id):
         loop.call_soon(serve)
     try:
         return loop.run_until_complete(task)

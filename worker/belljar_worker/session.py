@@ -123,6 +123,10 @@ class Session:
         handler = self._handlers.get(msg.get("type"))
         if handler is None:
             return  # e.g. an input_reply that arrived after its cell was interrupted
+        if "during" in msg:
+            # A comm message handed during a cell that ended before serving it: the supervisor
+            # sends it again as a request of its own (PROTOCOL.md, "Comms during a cell").
+            return
         self.channel.request_id = msg.get("id")
         serves_output = msg.get("type") in ("execute", "comm")
         if serves_output:
@@ -522,11 +526,11 @@ class Session:
         self.streams.flush()
         self.channel.send({"type": "done", "id": msg.get("id"), "status": status})
 
-    def serve_comms_during_cell(self):
-        """From the session's loop while a cell awaits (event_loop.run_cell): the comm
-        messages the supervisor handed meanwhile reach their handlers now, in order, each
+    def serve_comms_during_cell(self, cell_id):
+        """From the session's loop while the cell `cell_id` awaits (event_loop.run_cell): the
+        comm messages the supervisor handed during it reach their handlers now, in order, each
         framed by `comm_begin` and its `done`; the cell then goes on where it awaited."""
-        for frame in self.channel.take_comms():
+        for frame in self.channel.take_comms(cell_id):
             self._comm_during_cell(frame)
 
     def _comm_during_cell(self, frame):

@@ -271,14 +271,15 @@ class FrameChannel:
                 return
             self._keep(msg)
 
-    def holds_comm(self):
-        return any(msg.get("type") == "comm" for msg in self._deferred)
+    def holds_comm(self, cell_id):
+        return any(_during(msg, cell_id) for msg in self._deferred)
 
-    def take_comms(self):
-        """The `comm` frames put aside so far, in order, taken out; the others stay."""
-        comms = [msg for msg in self._deferred if msg.get("type") == "comm"]
+    def take_comms(self, cell_id):
+        """The `comm` frames handed during the cell `cell_id`, put aside so far, in order,
+        taken out; the others stay."""
+        comms = [msg for msg in self._deferred if _during(msg, cell_id)]
         if comms:
-            self._deferred = [msg for msg in self._deferred if msg.get("type") != "comm"]
+            self._deferred = [msg for msg in self._deferred if not _during(msg, cell_id)]
         return comms
 
     def _receive(self, interruptible):
@@ -315,6 +316,10 @@ class FrameChannel:
             if isinstance(msg, dict):
                 return msg
         return None
+
+
+def _during(msg, cell_id):
+    return msg.get("type") == "comm" and cell_id is not None and msg.get("during") == cell_id
 
 
 def _signal_wakeup_pipe():
