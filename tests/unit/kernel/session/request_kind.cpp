@@ -27,7 +27,7 @@ TEST_CASE("every frame a worker sends is parsed in one table, and nothing else i
   }
   CHECK(worker_frame("display") == WorkerFrame::display);
   CHECK(worker_frame("comm_info_reply") == WorkerFrame::comm_info_reply);
-  for (const char* unknown : {"", "Display", "display ", "execute", "execute_reply", "stream"})
+  for (const char* unknown : {"", "Display", "display ", "execute", "execute_reply", "status"})
     CHECK_FALSE(worker_frame(unknown));
   CHECK(worker_frame_name(worker_answer(RequestKind::inspect)) == "inspect_reply");
 }
@@ -43,4 +43,13 @@ TEST_CASE("between requests a worker may send output, never a request's answer o
        {"hello", "result", "error", "input_request", "limits", "audit_request", "comm_begin",
         "done", "complete_reply", "inspect_reply", "is_complete_reply", "comm_info_reply"})
     CHECK_FALSE(idle_output(*worker_frame(refused)));
+}
+
+TEST_CASE("only output may name an earlier request as its parent", "[request_kind]") {
+  for (const char* output : {"display", "update_display", "clear_output", "stream"})
+    CHECK(names_a_parent(*worker_frame(output)));
+  // A comm message is the widget's, a result or an error the running cell's, a done or a
+  // reply ends a request: none of them may be steered to another.
+  for (const char* other : {"result", "error", "comm_msg", "done", "input_request", "hello"})
+    CHECK_FALSE(names_a_parent(*worker_frame(other)));
 }
