@@ -59,17 +59,23 @@ void Kernel::show_between_requests(WorkerFrame type, const json& frame) {
 // given it, on the budget of output between requests, since it is not the running cell's.
 void Kernel::on_parented_output(WorkerFrame type, const json& frame) {
   std::string msg_id = json_field(frame, "parent", std::string());
-  const WireMessage* parent = request_parents_.find(msg_id);
-  if (!parent)
-    return frame_log_.log("worker frame dropped",
-                          std::string(worker_frame_name(type)) + " for a request it was not given");
+  std::optional<WireMessage> parent = request_parents_.find(msg_id);
+  if (!parent) {
+    // Never given (the worker is at fault) or no longer kept (a task that outlived many cells):
+    // shown as output that names nothing is, so none is lost and none lands where it chose.
+    frame_log_.log("worker output names no request kept",
+                   std::string(worker_frame_name(type)) + ": shown with the last cell");
+    if (type != WorkerFrame::stream) return on_idle_frame(type, frame);
+    if (worker_runs_code()) return publish_stream_frame(frame, budget_, output_parent());
+    return publish_background(type, frame, background_parent());
+  }
   if (worker_runs_code() && cell_->request.id() == msg_id) {
     // It names the request being served (its start raced the write): that request's output.
     if (type != WorkerFrame::stream) return on_idle_frame(type, frame);
     flush_streams(true);  // the pipes' text for it, read before this frame, comes first
     return publish_stream_frame(frame, budget_, output_parent());
   }
-  publish_background(type, frame, parent);
+  publish_background(type, frame, &*parent);
 }
 
 void Kernel::publish_background(WorkerFrame type, const json& frame, const WireMessage* parent) {

@@ -22,25 +22,10 @@ constexpr std::array<Spelling, 6> kSpellings = {{
 
 // In WorkerFrame's order.
 constexpr std::array<std::string_view, 19> kFrameNames = {
-    "hello",
-    "display",
-    "update_display",
-    "result",
-    "clear_output",
-    "stream",
-    "error",
-    "input_request",
-    "limits",
-    "audit_request",
-    "comm_open",
-    "comm_msg",
-    "comm_close",
-    "comm_begin",
-    "done",
-    "complete_reply",
-    "inspect_reply",
-    "is_complete_reply",
-    "comm_info_reply",
+    "hello",          "display",       "update_display",    "result",          "clear_output",
+    "stream",         "error",         "input_request",     "limits",          "audit_request",
+    "comm_open",      "comm_msg",      "comm_close",        "comm_begin",      "done",
+    "complete_reply", "inspect_reply", "is_complete_reply", "comm_info_reply",
 };
 static_assert(kFrameNames.size() == static_cast<size_t>(WorkerFrame::comm_info_reply) + 1);
 

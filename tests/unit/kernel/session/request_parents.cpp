@@ -1,5 +1,5 @@
 // The requests whose later output the worker may name: only those handed to it, the newest
-// few hundred, headers alone.
+// few hundred within a byte bound, headers alone.
 #include "kernel/session/request_parents.hpp"
 
 #include <catch2/catch.hpp>
@@ -19,7 +19,7 @@ WireMessage request(const std::string& msg_id, const std::string& code = "1 + 1"
 TEST_CASE("a request handed over is found by its msg_id, header alone", "[request_parents]") {
   RequestParents parents;
   parents.remember(request("cell-1", std::string(1 << 20, 'x')));
-  const WireMessage* found = parents.find("cell-1");
+  std::optional<WireMessage> found = parents.find("cell-1");
   REQUIRE(found);
   CHECK(found->header["msg_type"] == "execute_request");
   CHECK(found->content.empty());  // the code is not kept
@@ -53,4 +53,16 @@ TEST_CASE("past the bound the oldest requests are forgotten first", "[request_pa
   CHECK_FALSE(parents.find("cell-9"));
   CHECK(parents.find("cell-10"));
   CHECK(parents.find("cell-" + std::to_string(RequestParents::kMaxRequests + 9)));
+}
+
+TEST_CASE("huge headers are kept within the byte bound, the newest always", "[request_parents]") {
+  RequestParents parents;
+  for (int i = 0; i < 10; ++i) {
+    WireMessage message = request("big-" + std::to_string(i));
+    message.header["padding"] = std::string(RequestParents::kMaxBytes / 4, 'p');
+    parents.remember(message);
+  }
+  CHECK(parents.size() < 4);
+  CHECK(parents.find("big-9"));
+  CHECK_FALSE(parents.find("big-0"));
 }
