@@ -575,8 +575,10 @@ class Session:
                 and _thread.get_ident() == self.channel.main_thread)
 
     def request_input(self, prompt, password):
-        self.channel.send({"type": "input_request", "prompt": prompt, "password": password})
         try:
+            # The frontend may answer the prompt with an interrupt as soon as it sees it: one
+            # landing as the request is still being sent (held until the frame is whole) counts.
+            self.channel.send({"type": "input_request", "prompt": prompt, "password": password})
             reply = self.channel.wait_for("input_reply")
         except KeyboardInterrupt:
             raise KeyboardInterrupt("Interrupted by user") from None  # ipykernel's words
