@@ -9,9 +9,11 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,6 +29,9 @@ BOOTSTRAP = ("import sys; sys.path.insert(0, %r); "
 
 class Worker:
     def __init__(self, python=PYTHON, interpreter_flags=(), cwd=None):
+        # A directory of its own: the host's /tmp (thousands of entries on a CI machine) made
+        # IPython's `import` completion, which lists the working directory, take over 30 s.
+        self._own_cwd = None if cwd else tempfile.mkdtemp(prefix="belljar-worker-cwd-")
         ours, theirs = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -34,7 +39,7 @@ class Worker:
         self.proc = subprocess.Popen(
             [python, *interpreter_flags, "-s", "-E", "-c", BOOTSTRAP],
             stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
-            pass_fds=(fd, 3), preexec_fn=lambda: os.dup2(fd, 3), cwd=cwd or "/tmp")
+            pass_fds=(fd, 3), preexec_fn=lambda: os.dup2(fd, 3), cwd=cwd or self._own_cwd)
         theirs.close()
         os.close(out_w)
         os.close(err_w)
@@ -156,6 +161,8 @@ class Worker:
                 self.proc.kill()
             for fd in (self.out, self.err):
                 os.close(fd)
+            if self._own_cwd:
+                shutil.rmtree(self._own_cwd, ignore_errors=True)
 
 
 class Cell:
