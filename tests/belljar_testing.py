@@ -357,19 +357,23 @@ def comm_round(kc, msg_type, content, buffers=()):
     return outputs_of(kc, send_comm(kc, msg_type, content, buffers))
 
 
-
-def interrupt_and_wait(kc, timeout=TIMEOUT):
-    """An interrupt_request on the client's control channel, returned once answered: the kernel
-    has acted on it before anything the client sends next. (KernelManager.interrupt_kernel()
-    sends it on the manager's own control socket, a connection of its own, so a request the
-    client sends after it may reach the kernel first.)"""
-    msg = kc.session.msg("interrupt_request", {})
+def control_round(kc, msg_type, timeout=TIMEOUT):
+    """Sends a `msg_type` request with no content on the client's control channel; its reply."""
+    msg = kc.session.msg(msg_type, {})
     kc.control_channel.send(msg)
     deadline = time.monotonic() + timeout
     while True:
         reply = kc.get_control_msg(timeout=max(0.1, deadline - time.monotonic()))
         if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
             return reply
+
+
+def interrupt_and_wait(kc, timeout=TIMEOUT):
+    """An interrupt_request on the client's control channel, returned once answered: the kernel
+    has acted on it before anything the client sends next. (KernelManager.interrupt_kernel()
+    sends it on the manager's own control socket, a connection of its own, so a request the
+    client sends after it may reach the kernel first.)"""
+    return control_round(kc, "interrupt_request", timeout)
 
 
 def shell_read_fence(kc, timeout=TIMEOUT):
@@ -379,10 +383,4 @@ def shell_read_fence(kc, timeout=TIMEOUT):
     reads control, then stdin, then shell (jupyter_frontend.cpp), and the client's and the
     kernel's zmq I/O threads carry the messages in the order sent, so the shell messages sent
     before it are read in the pass that answers it, before anything the client sends next."""
-    msg = kc.session.msg("kernel_info_request", {})
-    kc.control_channel.send(msg)
-    deadline = time.monotonic() + timeout
-    while True:
-        reply = kc.get_control_msg(timeout=max(0.1, deadline - time.monotonic()))
-        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
-            return reply
+    return control_round(kc, "kernel_info_request", timeout)
