@@ -396,8 +396,10 @@ INSPECTED = textwrap.dedent('''
         pass
     primes = [2, 3, 5]
 ''')
-# Each kernel names the file of a cell its own way (ipykernel: a temporary .py file).
-CELL_FILE = re.compile(r"(?m)^(File: +)(/tmp/ipykernel_\d+/\d+\.py|\S*/<belljar-cell-\d+>)$")
+# Each kernel names the file of a cell its own way: ipykernel, and belljar where the sandbox's
+# Python can debug, by the hash JupyterLab's debugger computes; belljar otherwise by number.
+CELL_FILE = re.compile(r"(?m)^(File: +)(/tmp/(?:ipykernel_\d+|belljar-debug-[0-9a-f]+)/\d+\.py"
+                       r"|\S*/<belljar-cell-\d+>)$")
 
 
 def inspected(kc, name, detail_level):

@@ -28,7 +28,7 @@ BOOTSTRAP = ("import sys; sys.path.insert(0, %r); "
 
 
 class Worker:
-    def __init__(self, python=PYTHON, interpreter_flags=(), cwd=None):
+    def __init__(self, python=PYTHON, interpreter_flags=(), cwd=None, debug_channel=False):
         # A directory of its own: the host's /tmp (thousands of entries on a CI machine) made
         # IPython's `import` completion, which lists the working directory, take over 30 s.
         self._own_cwd = None if cwd else tempfile.mkdtemp(prefix="belljar-worker-cwd-")
@@ -36,11 +36,23 @@ class Worker:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         fd = theirs.fileno()
+        # fd 4, the debug channel, as the supervisor gives it (debugger/debug_channel.py).
+        self.debug, debug_theirs = socket.socketpair() if debug_channel else (None, None)
+        debug_fd = debug_theirs.fileno() if debug_theirs else None
+
+        def place_channels():
+            os.dup2(fd, 3)
+            if debug_fd is not None:
+                os.dup2(debug_fd, 4)
+
         self.proc = subprocess.Popen(
             [python, *interpreter_flags, "-s", "-E", "-c", BOOTSTRAP],
             stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
-            pass_fds=(fd, 3), preexec_fn=lambda: os.dup2(fd, 3), cwd=cwd or self._own_cwd)
+            pass_fds=(fd, 3) + ((debug_fd, 4) if debug_theirs else ()),
+            preexec_fn=place_channels, cwd=cwd or self._own_cwd)
         theirs.close()
+        if debug_theirs:
+            debug_theirs.close()
         os.close(out_w)
         os.close(err_w)
         self.sock, self.out, self.err = ours, out_r, err_r
@@ -154,6 +166,8 @@ class Worker:
 
     def close(self):
         self.sock.close()
+        if self.debug is not None:
+            self.debug.close()
         try:
             return self.proc.wait(timeout=10)
         finally:

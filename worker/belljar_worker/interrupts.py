@@ -19,6 +19,9 @@ class InterruptGate:
         # While the event loop runs between requests: its watch, which says whether an
         # interrupt is for the code running now (event_loop.LoopWatch).
         self.between_requests = None
+        # Set when the session can debug: ends a pause at a breakpoint before the interrupt
+        # unwinds the stopped frame (debugger/adapter.py).
+        self.before_interrupt = None
 
     def handle_sigint(self, signum, frame):
         if not self.in_user_code:
@@ -32,6 +35,8 @@ class InterruptGate:
         if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
             _deliver_again()
             return
+        if self.before_interrupt is not None:
+            self.before_interrupt()
         raise KeyboardInterrupt
 
     def enter_user_code(self):

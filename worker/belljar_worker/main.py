@@ -7,6 +7,7 @@ import os
 import sys
 
 FRAMES_FD = 3
+DEBUG_FD = 4
 
 
 def _environment():
@@ -19,7 +20,21 @@ def _environment():
     sys.argv = [""]
 
 
-def hello_frame():
+def _debug_channel_given():
+    """The supervisor hands a debug channel on fd 4 (worker/PROTOCOL.md)."""
+    import stat
+    try:
+        return stat.S_ISSOCK(os.fstat(DEBUG_FD).st_mode)
+    except OSError:
+        return False
+
+
+def _debugpy_found():
+    from .debugger import available
+    return available()
+
+
+def hello_frame(debugger):
     version = "%d.%d.%d" % sys.version_info[:3]
     return {
         "type": "hello",
@@ -34,6 +49,7 @@ def hello_frame():
         },
         "banner": "Python %s\nbelljar: a Python session behind glass" % sys.version,
         "pid": os.getpid(),
+        "debugger": debugger,
     }
 
 
@@ -51,10 +67,15 @@ def serve():
     streams.start_flusher()
     channel = FrameChannel(FRAMES_FD, gate, streams.flush, streams.written)
     streams.before_write = channel.wait_until_read
-    channel.send(hello_frame())
+    can_debug = _debug_channel_given() and _debugpy_found()
+    channel.send(hello_frame(can_debug))
 
     from .session import Session
     session = Session(channel, gate, streams)
+    if can_debug:
+        from . import current, debugger
+        session.debugger = debugger.start(streams, lambda: current.session)
+        gate.before_interrupt = session.debugger.before_interrupt
     while True:
         session.between_requests()
         try:

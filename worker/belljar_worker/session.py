@@ -102,6 +102,8 @@ class Session:
         # While the cell's own value is formatted: a formatter that raises then fails the
         # cell (ipykernel's displayhook); anywhere else its error is shown and the cell goes on.
         self.formatting_result = False
+        # JupyterLab's debugger (debugger/), when the worker was given fd 4 and has debugpy.
+        self.debugger = None
         builtins.display = display_module.display
         builtins.input = stdin.forwarded_input
         PostImportHooks({"IPython": self._ipython_imported,
@@ -253,7 +255,12 @@ class Session:
             magic_line, code, prefix_lines = limits_cell
             head = ctx.code[:len(ctx.code) - len(code)]
             self._negotiate_limits(ctx, parse_limits_line(magic_line))
-        filename = self.runner.new_filename()
+        if self.debugger is not None:
+            # The name JupyterLab computes for the cell, so its breakpoints are found.
+            filename = self.debugger.cell_files.name(ctx.code)
+            self.debugger.before_cell()
+        else:
+            filename = self.runner.new_filename()
         self.cell_labels[filename] = "In[%s]" % (
             ctx.execution_count if ctx.execution_count is not None else " ")
         source, tree = self._parse(code, head, prefix_lines, filename)

@@ -13,6 +13,9 @@ _STDLIB_DIR = os.path.dirname(os.__file__)
 _EVENT_LOOP_FILES = (os.path.join(_STDLIB_DIR, "asyncio") + os.sep,
                      os.path.join(_STDLIB_DIR, "selectors.py"))
 
+# pydevd's compiled trace function names its frames by these relative paths.
+_DEBUGGER_BUILT = ("_pydevd_bundle" + os.sep, "_pydevd_frame_eval" + os.sep)
+
 _CAUSE = "The above exception was the direct cause of the following exception:"
 _CONTEXT = "During handling of the above exception, another exception occurred:"
 
@@ -86,12 +89,29 @@ def _format_one(exc, cell_labels):
 def _user_frames(tb):
     """(FrameSummary, the last line of its code) of each frame of user code."""
     import traceback
-    codes = [frame.f_code for frame, _ in traceback.walk_tb(tb)]
-    frames = [(f, code) for f, code in zip(traceback.extract_tb(tb), codes)
-              if not f.filename.startswith(_WORKER_DIR)]
+    walked = [frame for frame, _ in traceback.walk_tb(tb)]
+    frames = []
+    for f, frame in zip(traceback.extract_tb(tb), walked):
+        if _in_debugger(f.filename):
+            break  # an interrupt at a breakpoint: raised in the debugger's wait, under the cell
+        if f.filename.startswith(_WORKER_DIR):
+            continue
+        if frames and frames[-1][2] is frame:
+            continue  # raised in the trace function the debugger called from this frame
+        frames.append((f, frame.f_code, frame))
     while frames and frames[0][0].filename.startswith(_EVENT_LOOP_FILES):
         frames.pop(0)  # the event loop that ran an async cell, above the cell itself
-    return [(f, _last_line(code)) for f, code in frames]
+    return [(f, _last_line(code)) for f, code, _ in frames]
+
+
+def _in_debugger(filename):
+    """A frame of pydevd, JupyterLab's debugger in the worker (debugger/): never user code."""
+    import sys
+    debugpy = sys.modules.get("debugpy")
+    if debugpy is None:
+        return False
+    return filename.startswith(_DEBUGGER_BUILT) or filename.startswith(
+        os.path.dirname(getattr(debugpy, "__file__", "") or "/nonexistent") + os.sep)
 
 
 def _last_line(code):
