@@ -266,8 +266,15 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
     });
   });
 
+  // A code cell of the notebook in view, by a fragment of its text; run as a learner runs it:
+  // click into it, Shift-Enter.
+  const cell = (fragment) => page.locator(`${PANEL} .jp-CodeCell`, { hasText: fragment });
+  async function run(fragment) {
+    await cell(fragment).locator('.jp-InputArea-prompt').click();
+    await page.keyboard.press('Shift+Enter');
+  }
+
   describe('the learner\'s other paths, in a notebook of their own', () => {
-    const cell = (fragment) => page.locator(`${PANEL} .jp-CodeCell`, { hasText: fragment });
     const status = () => page.getAttribute(`${PANEL} .jp-Notebook-ExecutionIndicator`, 'data-status');
 
     before(async () => {
@@ -284,12 +291,6 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
       ]));
       await open('learner.ipynb');
     });
-
-    // Runs one cell the way a learner does: click into it, Shift-Enter.
-    async function run(fragment) {
-      await cell(fragment).locator('.jp-InputArea-prompt').click();
-      await page.keyboard.press('Shift+Enter');
-    }
 
     it('answers input() in its box under the cell', async () => {
       await run('input("your name? ")');
@@ -374,10 +375,88 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
     });
   });
 
+  // JupyterLab's debugger (issue 31): the bug button, a breakpoint from the gutter, the run
+  // stopped there with its call stack and variables, the rich view of a DataFrame, continue.
+  // pydevd runs inside the sandbox; nothing of it is on a port.
+  describe('the debugger: a breakpoint from the gutter, the variables, continue', {
+    skip: FRONTEND.app !== 'lab' && 'the debugger sidebar is JupyterLab\'s',
+  }, () => {
+    const FUNCTION = 'def f(x):\n    y = x * 2\n    return y\n\nz = f(21)\nprint(z)';
+    const sidebar = '#jp-debugger-sidebar';
+    const bug = `${PANEL} .jp-DebuggerBugButton`;
+
+    before(async () => {
+      fs.writeFileSync(path.join(dirs.notebooks, 'debugging.ipynb'), notebookOf([
+        "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': ['x', 'y', 'z']})",
+        FUNCTION,
+      ]));
+      await open('debugging.ipynb');
+    });
+
+    it('turns on from the toolbar: the kernelspec and kernel_info say the kernel can debug', async () => {
+      // JupyterLab enables the button once the kernel's debugInfo has answered.
+      await whenPage(page, 'the bug button enabled', (selector) => {
+        const button = document.querySelector(selector);
+        return button && !button.hasAttribute('disabled') && button.getAttribute('aria-disabled') !== 'true';
+      }, bug, STEP_TIMEOUT);
+      await page.click(bug);
+      await whenPage(page, 'the debugger on', (selector) => document.querySelector(selector)
+        ?.getAttribute('aria-pressed') === 'true', bug, STEP_TIMEOUT);
+      await page.locator(sidebar).waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+      await run('pd.DataFrame(');
+      await cell('pd.DataFrame(').locator('.jp-InputPrompt', { hasText: /\[\d+\]/ }).waitFor({ timeout: STEP_TIMEOUT });
+    });
+
+    it('stops at a breakpoint set in the gutter, with the call stack and the local shown', async () => {
+      const target = cell('def f(x)');
+      const line = target.locator('.cm-line').nth(1);
+      const gutter = target.locator('.cm-breakpoint-gutter');
+      await line.scrollIntoViewIfNeeded();
+      const lineBox = await line.boundingBox();
+      const gutterBox = await gutter.boundingBox();
+      // The gutter answers the mouse press itself, as a person's click gives it.
+      await page.mouse.click(gutterBox.x + gutterBox.width / 2, lineBox.y + lineBox.height / 2);
+      await page.locator(`${sidebar} .jp-DebuggerBreakpoint-line`, { hasText: '2' }).waitFor({ timeout: STEP_TIMEOUT });
+      await run('def f(x)');
+      await target.locator('.jp-DebuggerEditor-highlight').waitFor({ timeout: STEP_TIMEOUT });
+      const frames = await page.locator(`${sidebar} .jp-DebuggerCallstackFrame-name`).allInnerTexts();
+      assert.equal(frames[0], 'f', frames.join(', '));
+      const local = page.locator(`${sidebar} .jp-DebuggerVariables-body .jp-DebuggerVariables-name`, { hasText: /^x$/ });
+      await local.first().waitFor({ timeout: STEP_TIMEOUT });
+      const row = page.locator(`${sidebar} .jp-DebuggerVariables-body li`, { has: local.first() }).first();
+      assert.match(await row.innerText(), /x\s*[:=]?\s*21/);
+      assert.equal(await page.getAttribute(`${PANEL} .jp-Notebook-ExecutionIndicator`, 'data-status'), 'busy');
+      await page.screenshot({ path: shot('debugger-paused') });
+    });
+
+    it('continues: the cell finishes and prints its result', async () => {
+      await page.click(`${sidebar} [data-command="debugger:continue"]`);
+      await cell('def f(x)').locator('.jp-OutputArea-output', { hasText: '42' }).waitFor({ timeout: STEP_TIMEOUT });
+      await page.waitForSelector(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`, { timeout: STEP_TIMEOUT });
+      assert.equal(await cell('def f(x)').locator('.jp-DebuggerEditor-highlight').count(), 0);
+      await page.screenshot({ path: shot('debugger-continued') });
+    });
+
+    it('turns off: the same cell then runs through its breakpoint', async () => {
+      await page.click(bug);
+      await whenPage(page, 'the debugger off', (selector) => document.querySelector(selector)
+        ?.getAttribute('aria-pressed') !== 'true', bug, STEP_TIMEOUT);
+      const before = await cell('def f(x)').locator('.jp-InputPrompt').innerText();
+      await run('def f(x)');
+      await whenPage(page, 'the cell ran again', ([panel, prompt]) => {
+        const found = [...document.querySelectorAll(`${panel} .jp-CodeCell`)].find((c) => c.innerText.includes('def f(x)'));
+        const now = found?.querySelector('.jp-InputPrompt').textContent ?? '';
+        return /\[\d+\]/.test(now) && now.trim() !== prompt.trim();
+      }, [PANEL, before], STEP_TIMEOUT);
+      assert.match(await cell('def f(x)').locator('.jp-OutputArea-output').innerText(), /^42\s*$/);
+    });
+  });
+
   it('kept a screenshot of each step for a person to look at', () => {
     assert.deepEqual(shots.map((file) => path.basename(file, '.png').slice(SHOT_PREFIX.length + 1)), [
       'walkthrough', 'limit-error', 'rich-output', 'widget-slider', 'interact-dropdown', 'input-box', 'input-answered', 'latex',
-      'status-busy', 'interrupted', 'status-idle', 'restarted', 'completion', 'tooltip']);
+      'status-busy', 'interrupted', 'status-idle', 'restarted', 'completion', 'tooltip',
+      ...(FRONTEND.app === 'lab' ? ['debugger-paused', 'debugger-continued'] : [])]);
     for (const file of shots) assert.ok(fs.statSync(file, { throwIfNoEntry: false })?.size > 1000, `${file} is missing`);
   });
 });

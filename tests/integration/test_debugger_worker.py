@@ -239,3 +239,19 @@ def test_the_debug_thread_answers_while_a_cell_runs(debug_worker):
     assert time.monotonic() - started < 30
     w.interrupt()
     assert w.finish_execute().error["ename"] == "KeyboardInterrupt"
+
+
+def test_a_cell_in_ipython_syntax_keeps_its_leading_blank_lines_for_the_debugger(debug_worker):
+    """IPython's input cleanup drops a cell's leading blank lines, which would move every line
+    one up from where JupyterLab's gutter put the breakpoint."""
+    w = debug_worker
+    _start(w)
+    code = "\n\nx = 1\n%time y = 2\nz = x + y\n"
+    path = w.ask("dumpCell", {"code": code})["body"]["sourcePath"]
+    w.ask("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": 5}]})
+    w.start_execute(code)
+    thread = w.event("stopped")["body"]["threadId"]
+    frames = w.ask("stackTrace", {"threadId": thread})["body"]["stackFrames"]
+    assert (frames[0]["line"], frames[0]["source"]["path"]) == (5, path)
+    w.ask("continue", {"threadId": thread})
+    assert w.finish_execute().done["status"] == "ok"

@@ -304,6 +304,9 @@ class Session:
             self._require_shell()
             self.ipython_mode = True
         transformed = self.shell.transform_cell(code)
+        if self.debugger is not None:
+            # IPython drops a cell's leading blank lines; the debugger's breakpoints count them.
+            transformed = "\n" * (_blank_head(code) - _blank_head(transformed)) + transformed
         source = padding + transformed
         # Tracebacks show what the user typed when the lines still correspond one to one.
         same_lines = len(code.splitlines()) == len(transformed.splitlines())
@@ -687,6 +690,16 @@ def _use_inline_backend(matplotlib):
     """Figures go to the frontend, unless the user chose a backend through MPLBACKEND."""
     if not os.environ.get("MPLBACKEND"):
         matplotlib.rcParams["backend"] = current.inline_backend()
+
+
+def _blank_head(code):
+    """How many lines at the start of code are blank."""
+    count = 0
+    for line in code.splitlines():
+        if line.strip():
+            break
+        count += 1
+    return count
 
 
 def _cursor(msg, code):
