@@ -18,7 +18,7 @@ import sys
 
 from .cell_files import HASH_SEED, SUFFIX
 from .debug_channel import ChannelClosed
-from .pydevd_link import DebuggerUnavailable, PydevdLink
+from .pydevd_link import DebuggerUnavailable, PydevdLink, mark_not_traced
 from .variables import NamespaceExplorer, shown
 
 SOURCE_LIMIT = 8 << 20
@@ -153,6 +153,7 @@ class Debugger:
 
     def initialize(self, request):
         if self.link is None:
+            mark_not_traced()  # this thread: a breakpoint must never stop the one that answers
             link = PydevdLink(self._event, self.cell_files.prefix)
             try:
                 os.makedirs(self.cell_files.prefix, mode=0o700, exist_ok=True)
