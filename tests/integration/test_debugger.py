@@ -1,8 +1,8 @@
 """JupyterLab's debugger against belljar (issue 31), through real jupyter_client: the requests
 JupyterLab's debugger service sends, in its order, on the control channel, with the debuggee
-inside the sandbox. The same script runs on Debian's ipykernel 6.17 (with Debian's debugpy
-and pandas, on the same /usr/bin/python3) as the control, and the replies are compared field
-by field, after what is each kernel's own (sequence numbers, frame and variable ids, the cell
+inside the sandbox. The same script runs on ipykernel 7.4 (the frontends venv: debugpy 1.8.22,
+pandas 3.1) as the control and on belljar in the learner's venv (the same debugpy and pandas),
+and the replies are compared field by field, after what is each kernel's own (sequence numbers, frame and variable ids, the cell
 files' directory). Then what only belljar promises: the limits while a cell is stopped, the
 control channel, interrupt, restart and shutdown at a breakpoint, bounded replies, and a Python
 without debugpy."""
@@ -19,6 +19,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from belljar_testing import (
+    FRONTENDS,
     PYTHON,
     SANDBOX_VENV_PYTHON,
     TIMEOUT,
@@ -208,14 +209,15 @@ def _names(variables_reply):
 @contextlib.contextmanager
 def _ipykernel():
     with tempfile.TemporaryDirectory(prefix="belljar-debug-ipykernel-") as prefix:
-        spec = pathlib.Path(prefix) / "kernels" / "ipykernel-debian"
+        spec = pathlib.Path(prefix) / "kernels" / "ipykernel-control"
         spec.mkdir(parents=True)
         (spec / "kernel.json").write_text(json.dumps({
-            "argv": [PYTHON, "-Xfrozen_modules=off", "-m", "ipykernel_launcher",
+            "argv": [str(FRONTENDS / "bin" / "python"), "-Xfrozen_modules=off", "-m",
+                     "ipykernel_launcher",
                      "-f", "{connection_file}"],
             "display_name": "ipykernel", "language": "python",
             "metadata": {"debugger": True}}))
-        km = KernelManager(kernel_name="ipykernel-debian")
+        km = KernelManager(kernel_name="ipykernel-control")
         km.kernel_spec_manager.kernel_dirs.insert(0, str(spec.parent))
         workspace = sandbox_writable_dir("belljar-debug-ws-")
         km.start_kernel(cwd=workspace)
@@ -234,7 +236,7 @@ def _ipykernel():
 def both_scripts():
     with _ipykernel() as (_, kc):
         theirs = _script(Debugging(kc))
-    with running_kernel(flags=["--timeout", "120"]) as (_, kc):
+    with running_kernel(flags=["--timeout", "120", "--python", SANDBOX_VENV_PYTHON]) as (_, kc):
         assert kernel_info(kc)["debugger"] is True
         ours = _script(Debugging(kc))
     return ours, theirs
