@@ -141,6 +141,9 @@ def _script(d):
     reply, _ = d.run(FRAME)
     assert reply["status"] == "ok", reply
     steps["inspectVariables"] = d.ask("inspectVariables")
+    # Before any breakpoint: ipykernel keeps thread ids in stoppedThreads after a step and a
+    # continue, and then fails this request for want of a frameId (a KeyError, no reply).
+    steps["rich_not_stopped"] = d.ask("richInspectVariables", {"variableName": "df"})
     steps["modules"] = d.ask("modules", {})
     msg_id, path, thread = d.stop_in_f()
     steps["sourcePath"] = path
@@ -174,7 +177,6 @@ def _script(d):
     steps["execute_reply"] = d.reply_of(msg_id)
     steps["stdout"] = stdout_of(d.outputs_until_idle(msg_id))
     steps["inspect_after"] = d.ask("inspectVariables")
-    steps["rich_not_stopped"] = d.ask("richInspectVariables", {"variableName": "df"})
     steps["source"] = d.ask("source", {"source": {"path": path}, "sourceReference": 0})
     steps["clear"] = d.ask("setBreakpoints", {"source": {"path": path}, "breakpoints": [],
                                               "sourceModified": False})
