@@ -268,7 +268,7 @@ def test_the_sequence_jupyterlab_sends_answers_as_ipykernel_does(both_scripts):
         assert a[key] == b[key], key
     # initialize: the capabilities offered are ipykernel's (its debugpy adapter's), but for
     # those that would reach past the session (ending the process, goto, step-in targets).
-    withheld = {"supportsTerminateRequest", "supportTerminateDebuggee",
+    withheld = {"supportsTerminateRequest", "supportsTerminateDebuggee",
                 "supportsDebuggerProperties", "supportsGotoTargetsRequest",
                 "supportsStepInTargetsRequest"}
     offered = {k for k, v in ours["initialize"]["body"].items() if v is True}

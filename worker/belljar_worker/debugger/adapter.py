@@ -30,7 +30,7 @@ _FORWARDED = frozenset((
     "exceptionInfo", "setVariable", "setExpression", "completions"))
 # Capabilities pydevd offers that would reach past the session: ending the process, and
 # requests refused above.
-_NOT_OFFERED = ("supportsTerminateRequest", "supportTerminateDebuggee",
+_NOT_OFFERED = ("supportsTerminateRequest", "supportTerminateDebuggee", "supportsTerminateDebuggee",
                 "supportsDebuggerProperties", "supportsGotoTargetsRequest",
                 "supportsStepInTargetsRequest")
 _WORKER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
