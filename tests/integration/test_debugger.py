@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 
+import psutil
 import pytest
 from jupyter_client.manager import KernelManager
 
@@ -23,6 +24,7 @@ from belljar_testing import (
     PYTHON,
     SANDBOX_VENV_PYTHON,
     TIMEOUT,
+    control_round,
     install_kernelspec,
     interrupt_and_wait,
     kernel_info,
@@ -312,7 +314,8 @@ def debugged():
 def test_at_a_breakpoint_the_control_channel_and_the_clock_wait_for_the_user(debugged):
     km, kc, d = debugged
     msg_id, _, thread = d.stop_in_f()
-    assert kernel_info(kc)["debugger"] is True  # the shell's kernel_info too
+    # The control channel answers (shell requests wait behind the cell, as on ipykernel).
+    assert control_round(kc, "kernel_info_request")["content"]["debugger"] is True
     assert d.ask("debugInfo")["body"]["stoppedThreads"] == [thread]
     # Paused well past the cell's 3 s --timeout: no TimeoutError, the cell waits.
     deadline = time.monotonic() + 6
@@ -360,8 +363,9 @@ def test_a_shutdown_at_a_breakpoint_ends_the_kernel():
         d = Debugging(kc)
         d.start()
         d.stop_in_f()
-        km.shutdown_kernel(now=False)
-        assert not km.is_alive()
+        kernel = psutil.Process(km.provisioner.process.pid)
+        kc.shutdown()  # shutdown_request on control, as JupyterLab's "Shut Down Kernel"
+        kernel.wait(timeout=TIMEOUT)  # psutil.TimeoutExpired: the kernel outlived the request
 
 
 def test_the_pause_allowance_ends_a_cell_stopped_for_too_long():
