@@ -174,6 +174,7 @@ void run_jail_init(const JailSpec& spec, std::vector<BindTree> trees,
     zero_sysv_ipc_limits();
     pid_t worker = start_worker(spec, go, channels.report, channels.broker);
     ::close(channels.broker);  // the listener went out from the worker, before its exec
+    ::close(kDebugChannelFd);  // the worker's now (its fd 4)
     // Reaping and signalling its own uid's processes needs no capabilities: keep none.
     drop_capabilities();
     send_report(channels.report, ReadyReport{});

@@ -7,7 +7,8 @@
 // (sandbox/jail_protocol/).
 //
 // Descriptors on entry: 0-3 the worker's (stdin /dev/null, stdout, stderr, frames), 4 the
-// control socket (kControlFd), 5 the egress channel when the policy allows any host.
+// control socket (kControlFd), 5 the egress channel when the policy allows any host, 6 the
+// worker's debug channel (kDebugChannelFd).
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -58,6 +59,14 @@ int main(int argc, char** argv) {
   if (argc != 1 || ::fstat(belljar::kControlFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
     say(2, "belljar-jail: the jail helper of belljar " BELLJAR_VERSION
            ", started by the kernel for each sandbox; it is not a command of its own\n");
+    return 2;
+  }
+  // The debug channel must be there: were fd 6 free, a descriptor the warden opens later could
+  // land on it and be handed to the worker as its fd 4.
+  if (::fstat(belljar::kDebugChannelFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    say(2,
+        "belljar-jail: no debug channel on fd 6: the kernel that started this helper is "
+        "from another build of belljar " BELLJAR_VERSION "\n");
     return 2;
   }
   // What `ps` shows for it; init renames itself in turn (jail_init.cpp).

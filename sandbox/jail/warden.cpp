@@ -231,6 +231,7 @@ class Warden {
     // The egress channel is init's now: with no copy left here, the proxy sees it close when
     // init goes.
     if (spec_.egress_port != 0) ::close(kEgressChannelFd);
+    ::close(kDebugChannelFd);  // the same for the debug channel: init hands it to the worker
     from_init_ = std::move(report.read);
 
     // Init's namespaces, taken while it is still dumpable: once it turns that off (before it
@@ -353,6 +354,7 @@ class Warden {
     go.read.reset();
     errors.write.reset();
     broker.theirs.reset();
+    ::close(kDebugChannelFd);  // the worker's alone: it sees EOF when the supervisor goes
     if (!cgroup_.empty()) cgroup_.attach(child_);
     unsigned char byte = go_flags();
     if (::write(go.write.get(), &byte, 1) != 1) throw_errno("write(go)");

@@ -1,5 +1,6 @@
 #include "sandbox/jail/worker_exec.hpp"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -41,9 +42,21 @@ void exec_worker(const JailSpec& spec, const WorkerExecOptions& options, int err
 
     if (::chdir(spec.workspace.c_str()) != 0) throw_errno("chdir(" + spec.workspace + ")");
     apply_rlimits(options.limits);
-    // Only fds 0-3 cross into Python; the error pipe among the rest closes on exec.
-    if (::close_range(4, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-      throw_errno("close_range(4.., CLOSE_RANGE_CLOEXEC)");
+    // The debug channel becomes fd 4. A descriptor of the jail's own that sits there (the
+    // error pipe, the broker's channel: init opened them once fd 4 was free) moves up first.
+    int broker_channel = options.broker_channel;
+    for (int* fd : {&error_fd, &broker_channel}) {
+      if (*fd != kWorkerDebugFd) continue;
+      int moved = ::fcntl(*fd, F_DUPFD_CLOEXEC, 10);
+      if (moved < 0) throw_errno("fcntl(4, F_DUPFD_CLOEXEC, 10)");
+      *fd = moved;
+    }
+    if (::dup2(kDebugChannelFd, kWorkerDebugFd) < 0)
+      throw_errno("dup2(" + std::to_string(kDebugChannelFd) + ", " +
+                  std::to_string(kWorkerDebugFd) + ")");
+    // Only fds 0-4 cross into Python; the error pipe among the rest closes on exec.
+    if (::close_range(kWorkerDebugFd + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+      throw_errno("close_range(5.., CLOSE_RANGE_CLOEXEC)");
     if (options.landlock) restrict_filesystem(options.landlock_rules);
     drop_capabilities();
     forbid_new_privileges();
@@ -58,10 +71,10 @@ void exec_worker(const JailSpec& spec, const WorkerExecOptions& options, int err
     Fd listener = install_seccomp(options.seccomp);
     if (options.seccomp.broker) {
       // The worker must not keep it: whoever holds the listener answers the brokered calls.
-      if (int error = send_fd(options.broker_channel, listener.get()))
+      if (int error = send_fd(broker_channel, listener.get()))
         throw_errno("sending the broker its listener", error);
       listener.reset();
-      ::close(options.broker_channel);
+      ::close(broker_channel);
     }
     ::execve(spec.exec_path.c_str(), argv.data(), envp.data());
     throw_errno("execve(" + spec.exec_path + ")");

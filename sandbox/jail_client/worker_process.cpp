@@ -27,7 +27,7 @@ namespace {
 
 constexpr auto kSetupTimeout = std::chrono::seconds(30);
 
-// Child-side descriptors live at 10 and above, so the dup2() calls that put them at 0-4 in
+// Child-side descriptors live at 10 and above, so the dup2() calls that put them at 0-6 in
 // the child can never clobber one another.
 Fd lifted(int fd, const char* what) {
   if (fd < 0) throw SandboxError(std::string(what) + ": " + errno_text(errno));
@@ -41,6 +41,9 @@ Fd lifted(int fd, const char* what) {
 
 struct Channels {
   Fd frames, frames_child, out, out_child, err, err_child, null_fd;
+  // The debug channel (fd 4 in the worker): the debugger's requests and answers, on a socket of
+  // their own so they flow while the worker's main thread runs a cell or is paused in it.
+  Fd debug, debug_child;
 };
 
 Channels make_channels() {
@@ -50,6 +53,10 @@ Channels make_channels() {
     throw SandboxError("socketpair(frames): " + errno_text(errno));
   c.frames = lifted(sp[0], "frames socket");
   c.frames_child = lifted(sp[1], "frames socket");
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0)
+    throw SandboxError("socketpair(debug channel): " + errno_text(errno));
+  c.debug = lifted(sp[0], "debug channel");
+  c.debug_child = lifted(sp[1], "debug channel");
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) throw SandboxError("pipe2(stdout): " + errno_text(errno));
   c.out = lifted(p[0], "stdout pipe");
@@ -165,6 +172,7 @@ WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
   pid_ = std::exchange(other.pid_, -1);
   worker_pid_ = std::exchange(other.worker_pid_, -1);
   frames_ = std::move(other.frames_);
+  debug_ = std::move(other.debug_);
   stdout_ = std::move(other.stdout_);
   stderr_ = std::move(other.stderr_);
   status_ = std::move(other.status_);
@@ -259,7 +267,8 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
       ::dup2(ch.out_child.get(), 1);
       ::dup2(ch.err_child.get(), 2);
       ::dup2(ch.frames_child.get(), 3);
-      ::close_range(4, ~0U, CLOSE_RANGE_CLOEXEC);
+      ::dup2(ch.debug_child.get(), 4);
+      ::close_range(5, ~0U, CLOSE_RANGE_CLOEXEC);
       int err = 0;
       if (::chdir(workspace.c_str()) == 0) ::execve(python.c_str(), argv.data(), environ);
       err = errno;
@@ -279,6 +288,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
       throw SandboxError("execve(" + python + ") in " + workspace + ": " + errno_text(err));
     }
     wp.frames_ = std::move(ch.frames);
+    wp.debug_ = std::move(ch.debug);
     wp.stdout_ = std::move(ch.out);
     wp.stderr_ = std::move(ch.err);
     wp.notes_.push_back(
@@ -328,9 +338,13 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     ::dup2(ch.err_child.get(), 2);
     ::dup2(ch.frames_child.get(), 3);
     ::dup2(control_child.get(), kControlFd);
-    if (egress_child) ::dup2(egress_child.get(), kEgressChannelFd);
+    if (egress_child)
+      ::dup2(egress_child.get(), kEgressChannelFd);
+    else  // the egress slot stays empty: whatever sits there closes at the exec
+      ::close_range(kEgressChannelFd, kEgressChannelFd, CLOSE_RANGE_CLOEXEC);
+    ::dup2(ch.debug_child.get(), kDebugChannelFd);
     // Everything else closes at the exec; the helper's own descriptor must live until then.
-    ::close_range(egress_child ? kEgressChannelFd + 1 : kEgressChannelFd, ~0U, CLOSE_RANGE_CLOEXEC);
+    ::close_range(kDebugChannelFd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
     // A fresh single-threaded process, with an empty environment.
     ::execveat(helper, "", argv.data(), empty_env, AT_EMPTY_PATH);
     _exit(127);
@@ -339,9 +353,11 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
   control_child.reset();
   egress_child.reset();
   ch.frames_child.reset();
+  ch.debug_child.reset();
   ch.out_child.reset();
   ch.err_child.reset();
   wp.frames_ = std::move(ch.frames);
+  wp.debug_ = std::move(ch.debug);
   wp.stdout_ = std::move(ch.out);
   wp.stderr_ = std::move(ch.err);
 

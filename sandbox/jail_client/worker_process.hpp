@@ -70,6 +70,7 @@ class WorkerProcess {
   ~WorkerProcess();  // kills and reaps whatever is still running
 
   int frames_fd() const { return frames_.get(); }  // socketpair end: fd 3 in the worker
+  int debug_fd() const { return debug_.get(); }    // socketpair end: fd 4, the debug channel
   int stdout_fd() const { return stdout_.get(); }  // read end of the worker's fd 1
   int stderr_fd() const { return stderr_.get(); }  // read end of the worker's fd 2
   // Becomes readable (EOF) when the jail is gone; poll it and then call poll_exit(). -1 in
@@ -112,7 +113,7 @@ class WorkerProcess {
   pid_t pid_ = -1;
   pid_t worker_pid_ = -1;
   pid_t init_pid_ = -1;  // the jail's init as the host sees it (namespaces mode)
-  Fd frames_, stdout_, stderr_;
+  Fd frames_, debug_, stdout_, stderr_;
   Fd status_;  // jail: the warden's control socket (setup result, then the exit report)
   std::optional<FrameReader> status_reader_;
   Fd egress_channel_;

@@ -24,9 +24,13 @@ inline constexpr const char* kSandboxHome = "/home/sandbox";
 inline constexpr const char* kSandboxHostname = "belljar";
 // The warden's descriptors: 0-3 are the worker's (stdin /dev/null, stdout, stderr, frames),
 // 4 the control socket to the supervisor (spec in, reports out), 5 the egress channel (when
-// the policy allows any host): the sandbox's end of the SOCK_SEQPACKET pair to the proxy.
+// the policy allows any host): the sandbox's end of the SOCK_SEQPACKET pair to the proxy, 6
+// the worker's debug channel (always), which init hands on and the worker gets as fd 4
+// (kWorkerDebugFd; worker_exec.cpp).
 inline constexpr int kControlFd = 4;
 inline constexpr int kEgressChannelFd = 5;
+inline constexpr int kDebugChannelFd = 6;
+inline constexpr int kWorkerDebugFd = 4;
 // The egress proxy's port inside: HTTP_PROXY=http://127.0.0.1:3128. The sandbox has a network
 // namespace of its own, so the port is free whatever the host runs.
 inline constexpr uint16_t kEgressPort = 3128;
@@ -99,6 +103,6 @@ inline constexpr size_t kMaxSpecBytes = 64u << 20;
 
 // The supervisor and the helper are built and installed together; the spec carries this so a
 // helper from another build refuses it in one line instead of misreading it.
-inline constexpr uint64_t kJailProtocolVersion = 1;
+inline constexpr uint64_t kJailProtocolVersion = 2;  // 2: the debug channel, fd 6
 
 }  // namespace belljar
