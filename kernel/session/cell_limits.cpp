@@ -2,7 +2,9 @@
 // interrupt, then the sandbox goes 2 s later), CPU spent by code left running between cells,
 // what %%limits asks for (only ever tighter than the policy, parsed with the command line's own
 // grammar), and the errors that name the limit a cell hit. The worker only asks; a forged
-// frame can lower its own limits, never raise them.
+// frame can lower its own limits, never raise them. The one exception, bounded: time the worker
+// says its main thread was paused in the debugger is not counted by --timeout, up to
+// --debug-pause a cell (docs/design/debugger.md §4); CPU, memory and processes count as ever.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -28,8 +30,7 @@ void Kernel::check_limits(Clock::time_point now) {
     return;
   }
   LimitHit hit = LimitHit::none;
-  double elapsed = std::chrono::duration<double>(now - cell_->started).count();
-  if (elapsed >= cell_->timeout)
+  if (counted_seconds(now) >= cell_->timeout)
     hit = LimitHit::timeout;
   else if (cell_->cpu_limit < cell_->timeout &&
            worker_->cpu_seconds() - cell_->cpu_at_start >= cell_->cpu_limit)
@@ -37,7 +38,28 @@ void Kernel::check_limits(Clock::time_point now) {
   if (hit == LimitHit::none) return;
   cell_->limit_hit = hit;
   cell_->kill_at = now + std::chrono::seconds(2);
+  cell_->paused.resume(now);  // the interrupt resumes a paused main thread
   worker_->interrupt();
+}
+
+double Kernel::counted_seconds(Clock::time_point now) const {
+  return std::chrono::duration<double>(now - cell_->started).count() -
+         cell_->paused.credited(now, options_.policy.debug_pause_seconds);
+}
+
+Clock::time_point Kernel::timeout_deadline(Clock::time_point now) const {
+  // Moves while the cell is paused, and is worked out afresh at every turn of the reactor.
+  return cell_->paused.deadline(cell_->started, cell_->timeout, options_.policy.debug_pause_seconds,
+                                now);
+}
+
+void Kernel::note_debug_pause(bool paused, Clock::time_point now) {
+  // A pause in code run between requests credits whichever request runs, if any.
+  if (!cell_) return;
+  if (paused && !cell_->kill_at)
+    cell_->paused.pause(now);
+  else
+    cell_->paused.resume(now);
 }
 
 void Kernel::check_background_cpu(Clock::time_point now) {
@@ -86,9 +108,7 @@ void Kernel::handle_limits(const json& frame) {
   cell_->magic_timeout = asked.timeout;
   cell_->magic_cpu = asked.cpu;
   if (asked.timeout)
-    cell_->timeout = std::min(
-        cell_->timeout,
-        *asked.timeout + std::chrono::duration<double>(Clock::now() - cell_->started).count());
+    cell_->timeout = std::min(cell_->timeout, *asked.timeout + counted_seconds(Clock::now()));
   if (asked.cpu) cell_->cpu_limit = std::min(cell_->cpu_limit, *asked.cpu);
   // Lower only, keeping what the cell already used: a forged frame can't buy more output.
   if (asked.output) budget_.lower(*asked.output);

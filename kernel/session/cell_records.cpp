@@ -123,6 +123,11 @@ void Kernel::finish_cell(const json& done) {
                  {"limit_hit", facts["limit_hit"]},
                  {"displays", cell.displays}};
   if (facts.contains("secrets")) record["secrets"] = facts["secrets"];
+  // Time paused in the debugger (debug_link.cpp), which --timeout did not count up to
+  // --debug-pause.
+  cell.paused.resume(Clock::now());
+  if (double paused = cell.paused.total(Clock::now()); paused > 0)
+    record["paused_seconds"] = std::round(paused * 1000) / 1000;
   // Comm messages whose handlers ran while the cell awaited: their time and output are the
   // cell's (comms_during_cell.hpp).
   if (uint64_t comms = comms_during_cell_.take_handled(); comms > 0)

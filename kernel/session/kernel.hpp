@@ -17,6 +17,9 @@
 //   idle_link.cpp    output of code running between requests (asyncio tasks, threads): shown
 //                    parented to the last cell, on a budget of its own (idle_output.hpp)
 //   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
+//   debug_link.cpp   the debugger: debug_request on control, handed to the worker's debug
+//                    channel (fd 4), its replies and events checked, charged and relayed (the
+//                    pending table, deadlines, started state, event rate: debug_requests.hpp)
 //   workspace_link.cpp  the workspace guard's surveys: new guards, the quota (when to survey
 //                    and what a survey means: workspace_surveys.hpp, a part of its own)
 #include <chrono>
@@ -37,6 +40,7 @@
 #include "kernel/protocol/wire_message.hpp"
 #include "kernel/session/background_cpu.hpp"
 #include "kernel/session/comms_during_cell.hpp"
+#include "kernel/session/debug_requests.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
 #include "kernel/session/idle_output.hpp"
@@ -112,6 +116,9 @@ class Kernel {
     double cpu_at_start = 0;                   // less the background CPU charged to the cell
     double background_cpu = 0;                 // spent between cells, charged to this one
     std::optional<Clock::time_point> kill_at;  // set once an interrupt for a limit was sent
+    // Time the worker said its main thread was paused in the debugger: not counted by the
+    // timeout, up to --debug-pause (cell_limits.cpp).
+    PausedTime paused;
     LimitHit limit_hit = LimitHit::none;
     bool user_interrupted = false;
     std::optional<CellStatus> outcome;  // set when the cell was failed by the supervisor
@@ -174,7 +181,11 @@ class Kernel {
   void flush_outbox();
   void fault_worker(const std::string& why);
   void read_frames();
-  void take_frames(std::string_view bytes);  // decoded and handled, each frame a boundary
+  using FrameHandler = void (Kernel::*)(const json&);
+  // Decoded and handled, each frame a boundary (a frame whose handling throws is a fault).
+  void take_frames(WorkerFrameDecoder& decoder, std::string_view bytes, FrameHandler handle);
+  // A turn's worth of what `fd` holds, handed to take_frames; false at EOF.
+  bool read_socket(int fd, WorkerFrameDecoder& decoder, FrameHandler handle, const bool& open);
   void read_pipe(int index, size_t budget);
   void drain_pipes();
   void read_output_before(const json& frame);
@@ -202,6 +213,12 @@ class Kernel {
 
   // cell_limits.cpp
   void check_limits(Clock::time_point now);
+  // The running request's time so far that --timeout counts: paused time is not, up to the
+  // pause allowance (--debug-pause).
+  double counted_seconds(Clock::time_point now) const;
+  Clock::time_point timeout_deadline(Clock::time_point now) const;
+  // The worker's word on its main thread (debug_state): paused in the debugger, or running.
+  void note_debug_pause(bool paused, Clock::time_point now);
   void check_background_cpu(Clock::time_point now);
   void handle_limits(const json& frame);
   void name_limit_in_error(std::string& ename, std::string& evalue, json& traceback) const;
@@ -263,6 +280,38 @@ class Kernel {
   // egress_link.cpp
   void handle_egress();
   void record_secret_use(const SecretUse& use, json& record);
+
+  // debug_link.cpp
+  void serve_debug_request(const WireMessage& message);
+  // The control reply (debug_reply, parented to the request), then idle.
+  void answer_debug_request(const WireMessage& request, json content);
+  // Why no debug request can be handed to the worker now; "" when one can.
+  std::string debug_unavailable() const;
+  // An audit record for a request that runs code; false when it must be refused
+  // (--audit-required and the audit log is failing), with `refusal` saying why.
+  bool audit_debug_code(const WireMessage& request, const std::string& code, std::string& refusal);
+  void flush_debug_outbox();
+  void read_debug_frames();
+  void handle_debug_frame(const json& frame);
+  void on_debug_reply(const json& frame);
+  void on_debug_event(const json& frame);
+  // A reply's or an event's content as the client may get it: redacted, a rich inspection's
+  // bundle checked as a display's; nullopt past the budget (an essential event of modest size
+  // passes anyway: the frontend's state hangs on it).
+  std::optional<json> checked_debug_content(json content, bool rich_bundle, bool essential);
+  void check_debug_deadlines(Clock::time_point now);
+  // The worker is gone, or its debug channel: every pending request answered with `why`, the
+  // debug session's state cleared.
+  void end_debug_session(const std::string& why);
+  void release_held_debug_requests();
+  DebugRequests debug_requests_;
+  WorkerFrameDecoder debug_decoder_;
+  WorkerOutbox debug_outbox_;
+  bool debug_open_ = false;              // fd 4 polled until EOF or a fault
+  bool worker_debugger_ = false;         // hello said `debugger: true`
+  std::vector<WireMessage> held_debug_;  // arrived before hello
+  // The last debug_request's header: the parent of the debug events (as ipykernel parents them).
+  std::optional<WireMessage> last_debug_request_;
 
   // workspace_link.cpp
   bool surveys_workspace() const;

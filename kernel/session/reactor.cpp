@@ -143,12 +143,12 @@ Clock::time_point Kernel::next_deadline() const {
     if (cell_->kill_at) {
       next = std::min(next, *cell_->kill_at);
     } else {
-      next = std::min(next, cell_->started + std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::duration<double>(cell_->timeout)));
+      next = std::min(next, timeout_deadline(Clock::now()));
       if (cell_->cpu_limit < cell_->timeout)
         next = std::min(next, Clock::now() + std::chrono::milliseconds(100));
     }
   }
+  if (auto due = debug_requests_.next_deadline()) next = std::min(next, *due);
   if (restart_at_) next = std::min(next, *restart_at_);
   if (trim_at_) next = std::min(next, *trim_at_);
   if (auto survey = surveys_.next_due(); survey && surveys_workspace())
@@ -170,6 +170,8 @@ void Kernel::poll_once() {
     items.push_back({nullptr, frames_open_ ? worker_->frames_fd() : -1, events, 0});
     items.push_back({nullptr, pipe_open_[0] ? worker_->stdout_fd() : -1, ZMQ_POLLIN, 0});
     items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
+    short debug_events = ZMQ_POLLIN | (debug_outbox_.empty() ? 0 : ZMQ_POLLOUT);
+    items.push_back({nullptr, debug_open_ ? worker_->debug_fd() : -1, debug_events, 0});
   }
   size_t status_index = items.size();
   // The warden's reports: the broker's refusals whenever they come, survey replies.
@@ -206,10 +208,15 @@ void Kernel::poll_once() {
     if (items[worker_index + 2].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(1, 1 << 20);
     if (worker_ && (items[worker_index].revents & ZMQ_POLLOUT)) flush_outbox();
     if (worker_ && (items[worker_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) read_frames();
+    // The debug channel after fd 3: each frame is placed in the text by its own `written`.
+    if (worker_ && (items[worker_index + 3].revents & ZMQ_POLLOUT)) flush_debug_outbox();
+    if (worker_ && (items[worker_index + 3].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
+      read_debug_frames();
   }
 
   auto now = Clock::now();
   check_limits(now);
+  check_debug_deadlines(now);
   schedule_survey(now);
   check_background_cpu(now);
   for (auto& stream : streams_)

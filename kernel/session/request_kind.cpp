@@ -21,13 +21,14 @@ constexpr std::array<Spelling, 6> kSpellings = {{
 }};
 
 // In WorkerFrame's order.
-constexpr std::array<std::string_view, 19> kFrameNames = {
+constexpr std::array<std::string_view, 22> kFrameNames = {
     "hello",          "display",       "update_display",    "result",          "clear_output",
     "stream",         "error",         "input_request",     "limits",          "audit_request",
     "comm_open",      "comm_msg",      "comm_close",        "comm_begin",      "done",
-    "complete_reply", "inspect_reply", "is_complete_reply", "comm_info_reply",
+    "complete_reply", "inspect_reply", "is_complete_reply", "comm_info_reply", "debug_reply",
+    "debug_event",    "debug_state",
 };
-static_assert(kFrameNames.size() == static_cast<size_t>(WorkerFrame::comm_info_reply) + 1);
+static_assert(kFrameNames.size() == static_cast<size_t>(WorkerFrame::debug_state) + 1);
 
 const Spelling& spelling(RequestKind kind) {
   return kSpellings[static_cast<size_t>(kind)];
@@ -76,9 +77,17 @@ bool idle_output(WorkerFrame frame) {
     case WorkerFrame::inspect_reply:
     case WorkerFrame::is_complete_reply:
     case WorkerFrame::comm_info_reply:
+    case WorkerFrame::debug_reply:
+    case WorkerFrame::debug_event:
+    case WorkerFrame::debug_state:
       return false;
   }
   return false;
+}
+
+bool debug_channel_frame(WorkerFrame frame) {
+  return frame == WorkerFrame::debug_reply || frame == WorkerFrame::debug_event ||
+         frame == WorkerFrame::debug_state;
 }
 
 bool names_a_parent(WorkerFrame frame) {

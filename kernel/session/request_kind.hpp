@@ -40,6 +40,10 @@ enum class WorkerFrame {
   inspect_reply,
   is_complete_reply,
   comm_info_reply,
+  // the debug channel's (fd 4; debug_link.cpp), never fd 3's
+  debug_reply,  // the answer to a debug_request frame, naming its id
+  debug_event,  // a DAP event of the started debug session
+  debug_state,  // the session's main thread is paused at a breakpoint, or runs again
 };
 // Output the worker may send while it serves no request (a frame with `idle` in place of an
 // id: an asyncio task's, a thread's or a timer's display, clear_output or comm message between
@@ -48,6 +52,10 @@ bool idle_output(WorkerFrame frame);
 // Output a task or a thread may send for an earlier request, naming it (`parent`): displays,
 // their updates and clears, and text (request_parents.hpp).
 bool names_a_parent(WorkerFrame frame);
+// A frame the debug channel (fd 4) carries; every other one is fd 3's.
+bool debug_channel_frame(WorkerFrame frame);
+// The frame the supervisor sends on the debug channel, named as the Jupyter request it carries.
+inline constexpr std::string_view kDebugRequestFrame = "debug_request";
 // The frame type a worker's "type" names; nullopt for one no worker sends.
 std::optional<WorkerFrame> worker_frame(std::string_view type);
 std::string_view worker_frame_name(WorkerFrame frame);

@@ -31,6 +31,7 @@ void Kernel::submit_control(const WireMessage& message) {
 
 void Kernel::serve_control(const WireMessage& message) {
   std::string type = message.type();
+  if (type == "debug_request") return serve_debug_request(message);  // debug_link.cpp
   if (type == "kernel_info_request" && !worker_ready_) {
     queue_.push_control_first(message);  // answered once the worker says hello
     return;
@@ -194,6 +195,9 @@ void Kernel::start_request(const WireMessage& message) {
       if (asked != belljar->end() && asked->is_number() && asked->get<double>() > 0)
         cell.timeout = std::min(cell.timeout, asked->get<double>());
     }
+    // Handed while the session's main thread is paused (code between requests stopped at a
+    // breakpoint): its time waits as the pause does.
+    if (debug_requests_.paused()) cell.paused.pause(cell.started);
     cell.cpu_at_start = cpu_now - background;
     cell.background_cpu = background;
     if (!cell.silent) ++execution_count_;
@@ -296,6 +300,7 @@ void Kernel::publish_status(const std::string& state, const WireMessage* parent)
 void Kernel::interrupt_cell() {
   if (cell_ && worker_) {
     cell_->user_interrupted = true;
+    cell_->paused.resume(Clock::now());  // the interrupt resumes a paused main thread
     worker_->interrupt();
   }
 }
@@ -307,6 +312,9 @@ void Kernel::request_shutdown() {
 json Kernel::kernel_info() const {
   // What the sandbox lacks is the client's to read too (belljar.notes), not only the banner's.
   json content = create_kernel_info_reply(language_info_, banner());
+  // JupyterLab enables its debugger from the kernelspec; the reply says what this session has.
+  content["debugger"] = worker_debugger_;
+  if (worker_debugger_) content["supported_features"] = json::array({"debugger"});
   content["belljar"] = {{"isolation", isolation_name(options_.policy.isolation)},
                         {"notes", sandbox_notes_}};
   json& audit = content["belljar"]["audit_log"];

@@ -39,6 +39,9 @@ void Kernel::start_worker() {
   surveys_.new_warden();
   decoder_ = WorkerFrameDecoder();
   outbox_.clear();
+  debug_decoder_ = WorkerFrameDecoder();
+  debug_outbox_.clear();
+  worker_debugger_ = false;     // until this worker's hello says otherwise
   widget_models_.forget_all();  // the page's comms were the old worker's
   frames_open_ = true;
   frames_eof_at_.reset();
@@ -49,10 +52,13 @@ void Kernel::start_worker() {
     if (restarts_ == 0 && failed_starts_ == 0) throw;  // at launch: refuse to start
     start_error_ = std::string("the sandbox could not be started: ") + e.what();
     schedule_restart(start_error_);
-    dispatch_next();  // fails queued cells with the reason
+    dispatch_next();                // fails queued cells with the reason
+    release_held_debug_requests();  // refused with the reason
     return;
   }
-  for (int fd : {worker_->frames_fd(), worker_->stdout_fd(), worker_->stderr_fd()})
+  debug_open_ = true;
+  for (int fd :
+       {worker_->frames_fd(), worker_->debug_fd(), worker_->stdout_fd(), worker_->stderr_fd()})
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   pipe_open_[0] = pipe_open_[1] = true;
   cursors_.reset();
@@ -77,9 +83,10 @@ void Kernel::fault_worker(const std::string& why) {
   // more is read from or sent to it in the meantime.
   frame_log_.log("worker fault", why + "; restarting the worker");
   audit_.record("worker_fault", {{"fault", why}});
-  frames_open_ = false;
+  frames_open_ = debug_open_ = false;
   frames_eof_at_.reset();
   outbox_.clear();
+  debug_outbox_.clear();
   if (worker_) worker_->kill();
 }
 
@@ -142,41 +149,47 @@ void Kernel::flush_streams(bool final) {
 }
 
 void Kernel::read_frames() {
-  char chunk[65536];
-  for (int reads = 0; reads < 256 && worker_ && frames_open_; ++reads) {
-    ssize_t n = ::read(worker_->frames_fd(), chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n == 0) {
-      // EOF, handled once: a half-closed socket stays readable forever, so it is no longer
-      // polled. A worker that is ending exits now (its exit says why); one that closed its
-      // end and kept running is at fault once the grace period is over.
-      frames_open_ = false;
-      frames_eof_at_ = Clock::now() + kFramesEofGrace;
-      return;
-    }
-    if (n < 0) break;  // EAGAIN
-    take_frames(std::string_view(chunk, static_cast<size_t>(n)));
+  if (!worker_ || !frames_open_) return;
+  if (!read_socket(worker_->frames_fd(), decoder_, &Kernel::handle_frame, frames_open_)) {
+    // EOF, handled once: a half-closed socket stays readable forever, so it is no longer
+    // polled. A worker that is ending exits now (its exit says why); one that closed its
+    // end and kept running is at fault once the grace period is over.
+    frames_open_ = false;
+    frames_eof_at_ = Clock::now() + kFramesEofGrace;
   }
 }
 
-void Kernel::take_frames(std::string_view bytes) {
-  decoder_.feed(bytes);
+bool Kernel::read_socket(int fd, WorkerFrameDecoder& decoder, FrameHandler handle,
+                         const bool& open) {
+  char chunk[65536];
+  for (int reads = 0; reads < 256 && worker_ && open; ++reads) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) return false;
+    if (n < 0) break;  // EAGAIN
+    take_frames(decoder, std::string_view(chunk, static_cast<size_t>(n)), handle);
+  }
+  return true;
+}
+
+void Kernel::take_frames(WorkerFrameDecoder& decoder, std::string_view bytes, FrameHandler handle) {
+  decoder.feed(bytes);
   while (worker_) {
-    auto frame = decoder_.next();
+    auto frame = decoder.next();
     if (!frame) break;
     // One frame's handling is one boundary: whatever it throws (a field of a shape no check
     // foresaw), the worker that sent it is at fault, as for a frame that won't parse; the
     // kernel, its other sessions' state and the client's requests carry on.
     try {
       read_output_before(*frame);
-      handle_frame(*frame);
+      (this->*handle)(*frame);
     } catch (const std::exception& e) {
       const std::string& type = (*frame)["type"].get_ref<const std::string&>();
       return fault_worker("its " + type.substr(0, 64) +
                           " frame could not be handled: " + std::string(e.what()).substr(0, 200));
     }
   }
-  if (worker_ && !decoder_.fault().empty()) return fault_worker(decoder_.fault());
+  if (worker_ && !decoder.fault().empty()) return fault_worker(decoder.fault());
 }
 
 void Kernel::handle_frame(const json& frame) {
@@ -185,6 +198,9 @@ void Kernel::handle_frame(const json& frame) {
   if (!type) return frame_log_.log("worker sent an unknown frame type", name.substr(0, 64));
   if (*type == WorkerFrame::hello) return on_hello(frame);
   if (*type == WorkerFrame::comm_begin) return on_comm_begin(frame);
+  if (debug_channel_frame(*type))
+    return frame_log_.log("worker frame dropped",
+                          name + " on fd 3: it belongs on the debug channel");
   // Output that names its request (a task's, a thread's): shown under it, whenever it comes.
   if (frame.contains("parent") && names_a_parent(*type)) return on_parented_output(*type, frame);
   if (json_field(frame, "idle", false)) return on_idle_frame(*type, frame);
@@ -200,6 +216,9 @@ void Kernel::handle_frame(const json& frame) {
   switch (*type) {
     case WorkerFrame::hello:
     case WorkerFrame::comm_begin:
+    case WorkerFrame::debug_reply:
+    case WorkerFrame::debug_event:
+    case WorkerFrame::debug_state:
       return;  // above
     case WorkerFrame::display:
     case WorkerFrame::update_display:
@@ -242,11 +261,15 @@ void Kernel::on_hello(const json& frame) {
   // Built by the supervisor: the frontend loads codemirror_mode as a script path.
   auto info = frame.find("language_info");
   language_info_ = language_info_from_worker(info != frame.end() ? *info : json::object());
+  // Whether the sandbox's Python can debug (debugpy found): without it nothing is ever written
+  // to fd 4, and every debug_request is answered by the supervisor.
+  worker_debugger_ = json_field(frame, "debugger", false);
   worker_ready_ = true;
   background_.worker_ready(worker_->cpu_seconds());
   start_error_.clear();
   failed_starts_ = 0;
   dispatch_next();
+  release_held_debug_requests();
 }
 
 // A comm handler's displays are its request's output, as a cell's are (ipywidgets' Output and
@@ -407,6 +430,7 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
       {{"cause", cause}, {"memory_limit", exit.memory_limit}, {"during_cell", cell_.has_value()}});
   bool was_ready = worker_ready_;
   return_comms_during_cell();  // before a fresh worker could be given them twice
+  end_debug_session("the session restarted");
   worker_.reset();
   worker_ready_ = false;
   ++restarts_;
@@ -419,6 +443,7 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
     start_error_ = "the Python worker exited before it was ready (" + cause + ")";
     schedule_restart(start_error_);
     dispatch_next();  // fails queued cells with the reason
+    release_held_debug_requests();
   }
   fail_cell_after_exit(exit, cause);
 }
@@ -430,6 +455,7 @@ void Kernel::restart_worker(const std::string& why) {
   audit_.record("worker_restart", {{"reason", why}, {"during_cell", cell_.has_value()}});
   drop_worker();
   return_comms_during_cell();
+  end_debug_session("the session restarted");
   worker_ready_ = false;
   restart_at_.reset();
   ++restarts_;  // a start failure from here on is retried, not a refusal to start

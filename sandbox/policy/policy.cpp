@@ -278,6 +278,7 @@ nlohmann::json Policy::summary() const {
           {"secrets", bound},
           {"timeout_seconds", timeout_seconds},
           {"cpu_seconds", cpu_limit()},
+          {"debug_pause_seconds", debug_pause_seconds},
           {"memory_bytes", memory_bytes},
           {"pids", pids},
           {"file_size_bytes", file_size_bytes},

@@ -59,6 +59,8 @@ struct Policy {
   std::vector<SecretBinding> secrets;
   double timeout_seconds = 60;
   std::optional<double> cpu_seconds;  // per cell; the timeout when unset
+  // Time a cell may spend paused in the debugger without it counting toward the timeout.
+  double debug_pause_seconds = 3600;
   uint64_t memory_bytes = 1ull << 30;
   uint64_t pids = 256;
   uint64_t file_size_bytes = 1ull << 30;

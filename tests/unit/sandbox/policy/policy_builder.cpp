@@ -39,6 +39,7 @@ TEST_CASE("defaults when no policy flag is given", "[policy][builder]") {
   CHECK(policy.pass_env.empty());
   CHECK(policy.timeout_seconds == Approx(60));
   CHECK_FALSE(policy.cpu_seconds);
+  CHECK(policy.debug_pause_seconds == Approx(3600));
   CHECK(policy.memory_bytes == 1ull << 30);
   CHECK(policy.pids == 256);
   CHECK(policy.output_limit_bytes == 10ull << 20);
@@ -106,6 +107,12 @@ TEST_CASE("policy flags take --flag=value too", "[policy][builder]") {
 TEST_CASE("a repeated single-valued flag: the last one wins", "[policy][builder]") {
   Policy policy = build({"--timeout", "10", "--timeout", "20"});
   CHECK(policy.timeout_seconds == Approx(20));
+}
+
+TEST_CASE("the debugger's pause allowance takes a duration", "[policy][builder]") {
+  CHECK(build({"--debug-pause", "10m"}).debug_pause_seconds == Approx(600));
+  CHECK(build({"--debug-pause=90"}).debug_pause_seconds == Approx(90));
+  CHECK_THAT(flag_error({"--debug-pause", "ever"}), Catch::StartsWith("--debug-pause ever:"));
 }
 
 TEST_CASE("policy flag without its value is refused", "[policy][builder]") {

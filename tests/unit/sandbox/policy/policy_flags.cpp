@@ -37,6 +37,7 @@ const std::map<std::string, std::string>& good_values() {
       {"--secret-file", "API_TOKEN=/etc/hostname@*.example.com:8443"},
       {"--timeout", "2M"},
       {"--cpu", "1.5s"},
+      {"--debug-pause", "10m"},
       {"--memory", "512MiB"},
       {"--pids", "64"},
       {"--file-size", "1g"},
