@@ -137,6 +137,16 @@ void Kernel::name_limit_in_error(std::string& ename, std::string& evalue, json& 
     evalue = "the cell passed its " + std::string(cpu ? "CPU-time" : "wall-clock") + " limit of " +
              limit + " (" + (asked ? "%%limits " : "") + (cpu ? "--cpu" : "--timeout") +
              ") and was interrupted; variables were kept";
+    double paused = cell_->paused.total(Clock::now());
+    if (!cpu && paused >= options_.policy.debug_pause_seconds) {
+      // Paused past its allowance: the paused time beyond it was counted.
+      char spent[160];
+      std::snprintf(spent, sizeof spent,
+                    " (it was paused in the debugger for %.1f s, past its pause allowance of %g s: "
+                    "--debug-pause)",
+                    paused, options_.policy.debug_pause_seconds);
+      evalue += spent;
+    }
     if (cpu && cell_->background_cpu >= 0.05) {
       char spent[96];
       std::snprintf(spent, sizeof spent, " (%.1f s of it spent between cells by code left running)",

@@ -17,6 +17,8 @@ namespace belljar {
 namespace {
 // Events the frontend's state hangs on pass the output budget up to this size.
 constexpr size_t kEssentialEventBytes = 64u << 10;
+// After the debug channel's EOF, the worker's exit may follow (it answers with the reason).
+constexpr auto kDebugEofGrace = std::chrono::seconds(2);
 }  // namespace
 
 void Kernel::serve_debug_request(const WireMessage& message) {
@@ -98,10 +100,11 @@ void Kernel::read_debug_frames() {
   if (!worker_ || !debug_open_) return;
   if (!read_socket(worker_->debug_fd(), debug_decoder_, &Kernel::handle_debug_frame, debug_open_)) {
     // A worker may close its debug channel (it has no debugger): not a fault, only no more
-    // debugging in this session.
+    // debugging in this session. A worker that is ending closes it too, and its exit answers
+    // what is pending ("the session restarted"): the others wait a moment for that.
     debug_open_ = false;
     debug_outbox_.clear();
-    end_debug_session("the kernel's debugger closed its channel");
+    debug_eof_at_ = Clock::now() + kDebugEofGrace;
   }
 }
 
@@ -193,6 +196,10 @@ std::optional<json> Kernel::checked_debug_content(json content, bool rich_bundle
 }
 
 void Kernel::check_debug_deadlines(Clock::time_point now) {
+  if (debug_eof_at_ && now >= *debug_eof_at_) {
+    debug_eof_at_.reset();
+    end_debug_session("the kernel's debugger closed its channel");
+  }
   auto due = debug_requests_.next_deadline();
   if (!due || now < *due) return;
   for (auto& expired : debug_requests_.take_expired(now))
@@ -201,6 +208,7 @@ void Kernel::check_debug_deadlines(Clock::time_point now) {
 }
 
 void Kernel::end_debug_session(const std::string& why) {
+  debug_eof_at_.reset();
   for (auto& pending : debug_requests_.take_all())
     answer_debug_request(pending.request, debug_refusal(pending.request.content, why));
   debug_outbox_.clear();

@@ -307,9 +307,10 @@ class Kernel {
   DebugRequests debug_requests_;
   WorkerFrameDecoder debug_decoder_;
   WorkerOutbox debug_outbox_;
-  bool debug_open_ = false;              // fd 4 polled until EOF or a fault
-  bool worker_debugger_ = false;         // hello said `debugger: true`
-  std::vector<WireMessage> held_debug_;  // arrived before hello
+  bool debug_open_ = false;                        // fd 4 polled until EOF or a fault
+  std::optional<Clock::time_point> debug_eof_at_;  // EOF seen: pending answered then
+  bool worker_debugger_ = false;                   // hello said `debugger: true`
+  std::vector<WireMessage> held_debug_;            // arrived before hello
   // The last debug_request's header: the parent of the debug events (as ipykernel parents them).
   std::optional<WireMessage> last_debug_request_;
 

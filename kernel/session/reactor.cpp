@@ -149,6 +149,7 @@ Clock::time_point Kernel::next_deadline() const {
     }
   }
   if (auto due = debug_requests_.next_deadline()) next = std::min(next, *due);
+  if (debug_eof_at_) next = std::min(next, *debug_eof_at_);
   if (restart_at_) next = std::min(next, *restart_at_);
   if (trim_at_) next = std::min(next, *trim_at_);
   if (auto survey = surveys_.next_due(); survey && surveys_workspace())
