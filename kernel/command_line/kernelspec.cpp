@@ -36,6 +36,16 @@ fs::path python_prefix(const std::string& python) {
     throw UsageError("--sys-prefix: no installation prefix found for " + python);
   return layout.prefixes.front();
 }
+// JupyterLab enables its debugger from the kernelspec alone (metadata.debugger): true when the
+// interpreter's packages hold debugpy, read from its files (the interpreter never runs here).
+bool python_can_debug(const std::string& python) {
+  try {
+    return has_site_package(locate_python(python), "debugpy");
+  } catch (const SandboxError&) {
+    return false;
+  }
+}
+
 // The gateway's own pod launcher (launch_kubernetes.py and the pod template beside it), run by
 // the gateway where it runs: it creates the pod, whose image starts `belljar launch`.
 constexpr const char* kPodLauncher = "scripts/launch_kubernetes.py";
@@ -128,12 +138,18 @@ fs::path install_kernelspec(const CommandLine& cl) {
     // The flags as given, and the defaults install resolves (the python on PATH) so the kernel
     // runs the interpreter the user installed it for.
     for (auto& arg : cl.policy.kernel_argv(policy)) argv.push_back(std::move(arg));
+    bool debugger = python_can_debug(policy.python);
+    if (!debugger)
+      std::fputs(("belljar: JupyterLab's debugger stays off for this kernel: " + policy.python +
+                  " has no debugpy among its packages (install it there to turn it on)\n")
+                     .c_str(),
+                 stderr);
     spec = {{"argv", argv},
             {"display_name", cl.display_name},
             {"language", "python"},
             {"interrupt_mode", "message"},
             {"metadata",
-             {{"debugger", false},
+             {{"debugger", debugger},
               {"belljar",
                {{"version", BELLJAR_VERSION}, {"isolation", isolation_name(policy.isolation)}}}}}};
   }

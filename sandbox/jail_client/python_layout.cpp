@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "sandbox/jail_client/worker_process.hpp"
 #include "sandbox/os/small_file.hpp"
 #include "sandbox/policy/interpreter.hpp"
@@ -31,7 +33,8 @@ bool is_prefix(const fs::path& dir) {
   return false;
 }
 
-std::string venv_home(const fs::path& cfg) {
+// A setting of pyvenv.cfg ("home", "include-system-site-packages"); empty when absent.
+std::string venv_setting(const fs::path& cfg, const std::string& wanted) {
   std::string text = read_small_file(cfg);
   for (auto line_view : lines(text)) {
     std::string line(line_view);
@@ -39,7 +42,7 @@ std::string venv_home(const fs::path& cfg) {
     if (eq == std::string::npos) continue;
     std::string key = line.substr(0, eq);
     key.erase(key.find_last_not_of(" \t") + 1);
-    if (key != "home") continue;
+    if (key != wanted) continue;
     std::string value = line.substr(eq + 1);
     value.erase(0, value.find_first_not_of(" \t"));
     value.erase(value.find_last_not_of(" \t\r") + 1);
@@ -94,7 +97,10 @@ PythonLayout locate_python(const std::string& python) {
     layout.exec_path = (fs::canonical(given.parent_path(), ec) / given.filename()).string();
     layout.prefixes.push_back(venv);
     layout.bin_dirs.push_back(venv / "bin");
-    std::string home = venv_home(venv / "pyvenv.cfg");
+    layout.venv = true;
+    layout.system_site_packages =
+        venv_setting(venv / "pyvenv.cfg", "include-system-site-packages") == "true";
+    std::string home = venv_setting(venv / "pyvenv.cfg", "home");
     if (!home.empty()) {
       fs::path home_real = fs::canonical(home, ec);
       if (!ec) base_bin = home_real;
@@ -112,6 +118,49 @@ PythonLayout locate_python(const std::string& python) {
   if (base != base.root_path()) layout.prefixes.push_back(base);
   layout.bin_dirs.push_back(real.parent_path());
   return layout;
+}
+
+std::vector<fs::path> site_package_dirs(const PythonLayout& layout) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  auto add = [&](const fs::path& dir) {
+    if (fs::is_directory(dir, ec) && std::find(dirs.begin(), dirs.end(), dir) == dirs.end())
+      dirs.push_back(dir);
+  };
+  // Every lib/python3.*/ below `prefix` (a base's only where its standard library is).
+  auto versioned = [&](const fs::path& prefix, bool stdlib_only, const char* leaf) {
+    for (const char* lib : {"lib", "lib64"}) {
+      fs::directory_iterator it(prefix / lib, ec), end;
+      for (; !ec && it != end; it.increment(ec)) {
+        std::string name = it->path().filename().string();
+        if (name.rfind("python3.", 0) != 0) continue;
+        if (stdlib_only && !fs::exists(it->path() / "os.py", ec)) continue;
+        add(it->path() / leaf);
+      }
+      ec.clear();
+    }
+  };
+  for (size_t i = 0; i < layout.prefixes.size(); ++i) {
+    const fs::path& prefix = layout.prefixes[i];
+    bool is_venv = layout.venv && i == 0;
+    if (is_venv) {
+      versioned(prefix, false, "site-packages");
+      continue;
+    }
+    if (layout.venv && !layout.system_site_packages) break;
+    versioned(prefix, true, "site-packages");
+    versioned(prefix, true, "dist-packages");
+    add(prefix / "lib/python3/dist-packages");  // Debian's packages, for every version
+    versioned(prefix / "local", false, "dist-packages");
+  }
+  return dirs;
+}
+
+bool has_site_package(const PythonLayout& layout, const std::string& package) {
+  std::error_code ec;
+  for (const fs::path& dir : site_package_dirs(layout))
+    if (fs::is_regular_file(dir / package / "__init__.py", ec)) return true;
+  return false;
 }
 
 }  // namespace belljar

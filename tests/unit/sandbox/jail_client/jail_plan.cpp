@@ -147,6 +147,41 @@ TEST_CASE("the interpreter's layout is read from its files", "[sandbox]") {
   }
 }
 
+TEST_CASE("debugpy is found among the interpreter's packages without running it",
+          "[sandbox][python_layout]") {
+  // The kernelspec's metadata.debugger (kernelspec.cpp) follows this.
+  TempDir venv;
+  fs::create_directories(venv / "bin");
+  fs::create_symlink("/usr/bin/python3", venv / "bin/python");
+  fs::create_directories(venv / "lib/python3.11/site-packages");
+  auto venv_python = (venv / "bin/python").string();
+  bool system_has_it = fs::exists("/usr/lib/python3/dist-packages/debugpy/__init__.py");
+
+  write_file(venv / "pyvenv.cfg", "home = /usr/bin\ninclude-system-site-packages = false\n");
+  auto isolated = locate_python(venv_python);
+  CHECK(isolated.venv);
+  CHECK_FALSE(isolated.system_site_packages);
+  CHECK(site_package_dirs(isolated) ==
+        std::vector<fs::path>{venv.path / "lib/python3.11/site-packages"});
+  CHECK_FALSE(has_site_package(isolated, "debugpy"));  // the system's is not its own
+  write_file(venv / "lib/python3.11/site-packages/debugpy/__init__.py", "");
+  CHECK(has_site_package(locate_python(venv_python), "debugpy"));
+  fs::remove_all(venv / "lib/python3.11/site-packages/debugpy");
+
+  // A venv that includes the system's packages sees Debian's dist-packages too.
+  write_file(venv / "pyvenv.cfg", "home = /usr/bin\ninclude-system-site-packages = true\n");
+  auto layered = locate_python(venv_python);
+  CHECK(layered.system_site_packages);
+  if (fs::is_directory("/usr/lib/python3/dist-packages")) {
+    auto dirs = site_package_dirs(layered);
+    CHECK(std::find(dirs.begin(), dirs.end(), fs::path("/usr/lib/python3/dist-packages")) !=
+          dirs.end());
+  }
+  CHECK(has_site_package(layered, "debugpy") == system_has_it);
+  CHECK(has_site_package(locate_python("/usr/bin/python3"), "debugpy") == system_has_it);
+  CHECK_FALSE(has_site_package(locate_python("/usr/bin/python3"), "no_such_package_here"));
+}
+
 TEST_CASE("the seccomp filter refuses foreign ABIs and namespace clones", "[sandbox]") {
   std::string pfc = seccomp_pseudo_code({});
   INFO(pfc);
