@@ -63,6 +63,7 @@ class DebugRequests {
   };
 
   bool full() const { return pending_.size() >= kMaxPending; }
+  uint64_t last_id() const { return next_id_; }  // the id add() gave last; 0 before any
   size_t pending() const { return pending_.size(); }
   // Records a request (its content checked by debug_request_problem) and returns the id its
   // frame carries: fresh, never reused within the kernel's life.

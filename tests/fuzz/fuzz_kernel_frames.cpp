@@ -11,8 +11,10 @@
 // finding (the boundary keeps the kernel alive, but a throw is still a handler's bug).
 //
 // Input: byte 0 chooses the request the kernel is serving (execute, comm_msg, complete, inspect,
-// is_complete, comm_info); the rest is lines, each a frame's JSON body, "@ID" replaced by the
-// current request's id. Lines that are not a JSON object with a string "type" are skipped.
+// is_complete, comm_info, or a debug_request: initialize, on control); the rest is lines, each a
+// frame's JSON body, "@ID" replaced by the current request's id and "@DID" by the last debug
+// request's. Lines that are not a JSON object with a string "type" are skipped. The debug
+// channel's frames (debug_reply, debug_event, debug_state) go to its handler, as fd 4's would.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,7 +52,8 @@ struct KernelProbe {
   static void start(Kernel& kernel, Frontend& frontend) {
     kernel.frontend_ = &frontend;
     kernel.start_worker();
-    kernel.handle_frame({{"type", "hello"}, {"language_info", {{"version", "3.12"}}}});
+    kernel.handle_frame(
+        {{"type", "hello"}, {"language_info", {{"version", "3.12"}}}, {"debugger", true}});
   }
   static void ensure_worker(Kernel& kernel) {
     // A handler may fault the worker (replies it left unread): a fresh one, as its exit would.
@@ -73,7 +76,7 @@ struct KernelProbe {
     return message;
   }
   static void serve(Kernel& kernel, uint8_t choice) {
-    switch (choice % 6) {
+    switch (choice % 7) {
       case 0:
         kernel.submit_shell(request("execute_request", {{"code", "x"}, {"allow_stdin", true}}));
         break;
@@ -94,16 +97,28 @@ struct KernelProbe {
       case 5:
         kernel.submit_shell(request("comm_info_request", nlohmann::json::object()));
         break;
+      case 6:
+        kernel.submit_control(request(
+            "debug_request",
+            {{"type", "request"}, {"seq", 1}, {"command", "initialize"}, {"arguments", {}}}));
+        break;
     }
   }
   static bool has_worker(const Kernel& kernel) { return kernel.worker_.has_value(); }
   static std::string current_id(const Kernel& kernel) {
     return kernel.cell_ ? kernel.cell_->id : "none";
   }
+  static std::string last_debug_id(const Kernel& kernel) {
+    return std::to_string(kernel.debug_requests_.last_id());
+  }
   static void handle(Kernel& kernel, const nlohmann::json& frame) {
     try {
       kernel.read_output_before(frame);
-      kernel.handle_frame(frame);
+      auto type = worker_frame(frame["type"].get<std::string>());
+      if (type && debug_channel_frame(*type))
+        kernel.handle_debug_frame(frame);
+      else
+        kernel.handle_frame(frame);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "handle_frame threw on %s: %s\n", dump_json(frame).c_str(), e.what());
       std::abort();
@@ -118,6 +133,7 @@ struct KernelProbe {
       if (kernel.cell_ && kernel.cell_->id == id) handle(kernel, {{"type", "done"}, {"id", id}});
     }
     kernel.queue_.clear();
+    kernel.end_debug_session("the fuzz run ended");
   }
 };
 
@@ -134,7 +150,7 @@ Kernel& fuzzed_kernel() {
     std::string dir = ::mkdtemp(dir_template);
     std::string stand_in = dir + "/python";
     if (FILE* f = std::fopen(stand_in.c_str(), "w")) {
-      std::fputs("#!/bin/sh\nexec cat <&3 >/dev/null\n", f);
+      std::fputs("#!/bin/sh\ncat <&4 >/dev/null &\nexec cat <&3 >/dev/null\n", f);
       std::fclose(f);
     }
     ::chmod(stand_in.c_str(), 0700);
@@ -166,6 +182,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t end = rest.find('\n');
     std::string line(rest.substr(0, end));
     rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    for (size_t at; (at = line.find("@DID")) != std::string::npos;)
+      line.replace(at, 4, KernelProbe::last_debug_id(kernel));
     for (size_t at; (at = line.find("@ID")) != std::string::npos;)
       line.replace(at, 3, KernelProbe::current_id(kernel));
     auto frame = parse_bounded_json(line, nullptr);
