@@ -188,7 +188,8 @@ std::optional<json> Kernel::checked_debug_content(json content, bool rich_bundle
   size_t bytes = dump_json(content).size();
   OutputBudget& budget = output_budget();
   if (essential && bytes <= kEssentialEventBytes) {
-    budget.take(bytes);
+    // Charged when it fits; past the budget it passes uncounted (nothing of the cell's dropped).
+    if (budget.room() >= bytes) budget.take_whole(bytes);
     return content;
   }
   if (!budget.take_whole(bytes)) return std::nullopt;

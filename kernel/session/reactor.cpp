@@ -166,6 +166,7 @@ void Kernel::poll_once() {
   std::vector<zmq::pollitem_t> items = {{nullptr, signals_.get(), ZMQ_POLLIN, 0}};
   frontend_->add_poll_items(items);
   size_t worker_index = items.size();
+  const bool worker_polled = worker_.has_value();  // its four items are in the poll
   if (worker_) {
     short events = ZMQ_POLLIN | (outbox_.empty() ? 0 : ZMQ_POLLOUT);
     items.push_back({nullptr, frames_open_ ? worker_->frames_fd() : -1, events, 0});
@@ -202,7 +203,7 @@ void Kernel::poll_once() {
     handle_refusals();
     if (surveys_workspace()) handle_surveys();
   }
-  if (worker_ && items.size() > worker_index) {
+  if (worker_ && worker_polled) {
     // The pipes before the frame socket: text already read when a frame arrives is shown
     // before it (the worker writes after a frame only once the frame was read, streams.py).
     if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(0, 1 << 20);
