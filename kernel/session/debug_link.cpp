@@ -29,6 +29,14 @@ void Kernel::serve_debug_request(const WireMessage& message) {
       return;
     }
   }
+  if (debug_requests_.pending() > 0) {
+    // One at a time, as ipykernel serves control: each request's busy, reply and idle before
+    // the next one's busy (clients pair them up). The worker answers in order anyway.
+    if (queued_debug_.size() < DebugRequests::kMaxPending) {
+      queued_debug_.push_back(message);
+      return;
+    }
+  }
   publish_status("busy", &message);
   WireMessage parent;
   parent.header = message.header;
@@ -66,6 +74,11 @@ std::string Kernel::debug_unavailable() const {
 void Kernel::answer_debug_request(const WireMessage& request, json content) {
   reply(Channel::control, request, "debug_reply", std::move(content));
   publish_status("idle", &request);
+  if (debug_requests_.pending() == 0 && !queued_debug_.empty()) {
+    WireMessage next = std::move(queued_debug_.front());
+    queued_debug_.pop_front();
+    serve_debug_request(next);  // at most kMaxPending deep: each is queued once
+  }
 }
 
 bool Kernel::audit_debug_code(const WireMessage& request, const std::string& code,
@@ -210,11 +223,15 @@ void Kernel::check_debug_deadlines(Clock::time_point now) {
 
 void Kernel::end_debug_session(const std::string& why) {
   debug_eof_at_.reset();
+  // Those still waiting their turn are served afresh after the pending ones are answered: by
+  // the next worker once it says hello, or refused with the reason there is none.
+  std::deque<WireMessage> queued = std::exchange(queued_debug_, {});
   for (auto& pending : debug_requests_.take_all())
     answer_debug_request(pending.request, debug_refusal(pending.request.content, why));
   debug_outbox_.clear();
   debug_decoder_ = WorkerFrameDecoder();
   if (cell_) cell_->paused.resume(Clock::now());
+  for (auto& message : queued) serve_debug_request(message);
 }
 
 void Kernel::release_held_debug_requests() {

@@ -311,6 +311,7 @@ class Kernel {
   std::optional<Clock::time_point> debug_eof_at_;  // EOF seen: pending answered then
   bool worker_debugger_ = false;                   // hello said `debugger: true`
   std::vector<WireMessage> held_debug_;            // arrived before hello
+  std::deque<WireMessage> queued_debug_;           // waiting for the one being answered
   // The last debug_request's header: the parent of the debug events (as ipykernel parents them).
   std::optional<WireMessage> last_debug_request_;
 

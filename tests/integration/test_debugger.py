@@ -423,3 +423,26 @@ def test_the_kernelspec_offers_the_debugger_when_the_python_has_debugpy():
         with tempfile.TemporaryDirectory(prefix="belljar-spec-") as prefix:
             spec = install_kernelspec(prefix, "belljar-debug", flags=["--python", python])
             assert json.loads((spec / "kernel.json").read_text())["metadata"]["debugger"] is True
+
+
+def test_requests_sent_together_are_answered_one_at_a_time():
+    """Each debug_request's busy, reply and idle come before the next one's busy, as ipykernel
+    serves its control channel (clients pair busy and idle with their request)."""
+    with running_kernel() as (km, kc):
+        d = Debugging(kc)
+        d.start()
+        sent = []
+        for _ in range(4):
+            d.seq += 1
+            msg = kc.session.msg("debug_request", {"type": "request", "seq": d.seq,
+                                                   "command": "inspectVariables"})
+            kc.control_channel.send(msg)
+            sent.append(msg["header"]["msg_id"])
+        replies = [kc.get_control_msg(timeout=TIMEOUT) for _ in sent]
+        assert [r["parent_header"]["msg_id"] for r in replies] == sent
+        states = []
+        while len(states) < 2 * len(sent):
+            msg = d.pump(TIMEOUT)
+            if msg["msg_type"] == "status" and msg["parent_header"].get("msg_id") in sent:
+                states.append((msg["content"]["execution_state"], msg["parent_header"]["msg_id"]))
+        assert states == [(state, msg_id) for msg_id in sent for state in ("busy", "idle")]
