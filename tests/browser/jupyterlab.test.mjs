@@ -410,7 +410,7 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
     it('stops at a breakpoint set in the gutter, with the call stack and the local shown', async () => {
       const target = cell('def f(x)');
       const line = target.locator('.cm-line').nth(1);
-      const gutter = target.locator('.cm-breakpoint-gutter');
+      const gutter = target.locator('.cm-gutter.cm-breakpoint-gutter');
       await line.scrollIntoViewIfNeeded();
       const lineBox = await line.boundingBox();
       const gutterBox = await gutter.boundingBox();
@@ -423,10 +423,24 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
       assert.equal(frames[0], 'f', frames.join(', '));
       const local = page.locator(`${sidebar} .jp-DebuggerVariables-body .jp-DebuggerVariables-name`, { hasText: /^x$/ });
       await local.first().waitFor({ timeout: STEP_TIMEOUT });
-      const row = page.locator(`${sidebar} .jp-DebuggerVariables-body li`, { has: local.first() }).first();
-      assert.match(await row.innerText(), /x\s*[:=]?\s*21/);
+      // The tree's row: the name and, beside it, the value.
+      assert.match(await local.first().locator('xpath=..').innerText(), /x\s*[:=]?\s*21/);
       assert.equal(await page.getAttribute(`${PANEL} .jp-Notebook-ExecutionIndicator`, 'data-status'), 'busy');
       await page.screenshot({ path: shot('debugger-paused') });
+    });
+
+    it('renders the DataFrame from the Globals scope in the rich variable viewer', async () => {
+      await page.locator(`${sidebar} select`).first().selectOption({ label: 'Globals' });
+      const name = page.locator(`${sidebar} .jp-DebuggerVariables-body .jp-DebuggerVariables-name`, { hasText: /^df$/ });
+      await name.first().waitFor({ timeout: STEP_TIMEOUT });
+      await name.first().hover();  // the render button shows on the row the mouse is over
+      await name.first().locator('xpath=..').locator('.jp-DebuggerVariables-renderVariable').click();
+      const table = page.locator('.jp-DebuggerRichVariable table');
+      await table.waitFor({ timeout: STEP_TIMEOUT });
+      assert.match(await table.innerText(), /a\s+b[\s\S]*1\s+x[\s\S]*3\s+z/);
+      await page.screenshot({ path: shot('debugger-rich-variable') });
+      await page.locator(`${PANEL}`).click({ position: { x: 5, y: 5 } }).catch(() => {});
+      await page.click('.lm-TabBar-tab:has-text("debugging.ipynb")');
     });
 
     it('continues: the cell finishes and prints its result', async () => {
@@ -456,7 +470,7 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
     assert.deepEqual(shots.map((file) => path.basename(file, '.png').slice(SHOT_PREFIX.length + 1)), [
       'walkthrough', 'limit-error', 'rich-output', 'widget-slider', 'interact-dropdown', 'input-box', 'input-answered', 'latex',
       'status-busy', 'interrupted', 'status-idle', 'restarted', 'completion', 'tooltip',
-      ...(FRONTEND.app === 'lab' ? ['debugger-paused', 'debugger-continued'] : [])]);
+      ...(FRONTEND.app === 'lab' ? ['debugger-paused', 'debugger-rich-variable', 'debugger-continued'] : [])]);
     for (const file of shots) assert.ok(fs.statSync(file, { throwIfNoEntry: false })?.size > 1000, `${file} is missing`);
   });
 });
