@@ -255,3 +255,17 @@ def test_a_cell_in_ipython_syntax_keeps_its_leading_blank_lines_for_the_debugger
     assert (frames[0]["line"], frames[0]["source"]["path"]) == (5, path)
     w.ask("continue", {"threadId": thread})
     assert w.finish_execute().done["status"] == "ok"
+
+
+def test_ending_the_debug_session_at_a_breakpoint_lets_the_cell_run_on(debug_worker):
+    """JupyterLab's Terminate (and turning the debugger off) sends disconnect: the session ends,
+    never the process (terminateDebuggee is not honoured), and the stopped cell runs to its end."""
+    w = debug_worker
+    _start(w)
+    _stop_at_line_2(w)
+    answer = w.ask("disconnect", {"restart": False, "terminateDebuggee": True})
+    assert answer["success"], answer
+    cell = w.finish_execute()
+    assert cell.done["status"] == "ok" and cell.stdout == "42\n"
+    assert {"type": "debug_state", "paused": False} in w.debug_frames  # the clock runs again
+    assert w.proc.poll() is None
