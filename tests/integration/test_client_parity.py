@@ -610,7 +610,10 @@ def test_a_task_a_cell_created_runs_between_cells_printing_to_its_cell(kernel):
     is the control); Debian's ipykernel 6, this file's control, gives it to the last cell."""
     name, kc = kernel
     started = kc.execute(TICKER)
-    assert wait_for_stream(kc, started, "ticked 3 times", timeout=20) is not None
+    # Debian's ipykernel 6, the control, once gave this text no parent of this cell under load:
+    # its parenting is not what is compared here, belljar's is.
+    assert wait_for_stream(kc, started if name == "belljar" else None, "ticked 3 times",
+                           timeout=TIMEOUT) is not None
     reply, outputs = execute(kc, "print(ticks >= 3, asyncio.get_event_loop() is ticker.get_loop())\n"
                                  "async def running(): return asyncio.get_running_loop()\n"
                                  "print((await running()) is ticker.get_loop())")

@@ -24,10 +24,11 @@ PACKAGE_DIR = WORKER_DIR / PACKAGE
 
 
 def module_names():
+    """Every module of the package, its subpackages' (debugger/) included."""
     names = {}
-    for path in sorted(PACKAGE_DIR.glob("*.py")):
-        name = PACKAGE if path.stem == "__init__" else "%s.%s" % (PACKAGE, path.stem)
-        names[name] = path
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        parts = path.relative_to(WORKER_DIR).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return names
 
 
@@ -45,9 +46,13 @@ def imports_of(name, path):
                     found.append((alias.name, (), node.lineno))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                # Relative to the package (the module's own package: the modules are flat).
-                base = PACKAGE + ("." + node.module if node.module else "")
-                assert node.level == 1, "%s:%d: import above the package" % (path, node.lineno)
+                # Relative to the module's own package (`..` from a subpackage: its parent).
+                package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+                parts = package.split(".")
+                assert node.level <= len(parts), "%s:%d: import above the package" % (
+                    path, node.lineno)
+                base = ".".join(parts[:len(parts) - node.level + 1])
+                base += "." + node.module if node.module else ""
             elif node.module and (node.module == PACKAGE or node.module.startswith(PACKAGE + ".")):
                 base = node.module
             else:
