@@ -309,13 +309,20 @@ class FrameChannel:
                 return None
             payload = bytes(self._inbox[4:4 + size])
             del self._inbox[:4 + size]
-            try:
-                msg = _loads(payload.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError):
-                continue  # the supervisor is trusted; a bad frame is dropped, not fatal
-            if isinstance(msg, dict):
+            msg = decode(payload)
+            if msg is not None:
                 return msg
         return None
+
+
+def decode(payload):
+    """A frame's payload from the supervisor as a dict; None for one that is not a JSON object
+    (the supervisor is trusted: a bad frame is dropped, not fatal)."""
+    try:
+        msg = _loads(payload.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return msg if isinstance(msg, dict) else None
 
 
 def _during(msg, cell_id):

@@ -19,9 +19,13 @@ def available():
 
 
 def start(streams, session_ref):
-    """Start serving fd 4 on a thread of belljar's own; the Debugger. A bare thread: the session
-    never imports `threading` for it (pydevd is told of it when it starts, adapter.py)."""
+    """Start serving fd 4 on a thread of belljar's own; the Debugger. A bare thread (pydevd is
+    told of it when it starts, adapter.py); what pydevd needs is imported only then."""
     import _thread
+
+    # Imported here, on the main thread: the first import of threading takes the thread it runs
+    # in for the main thread, and pydevd (imported later, on the debug thread) relies on it.
+    import threading  # noqa: F401
 
     from .adapter import Debugger
     from .cell_files import CellFiles

@@ -11,15 +11,14 @@ Only the session's main thread is traced, armed by the session before each cell 
 debug session is started; belljar's own threads are never traced, so a breakpoint can't
 freeze the thread that answers the frontend, nor the one that flushes output.
 """
-import ast
-import json
 import os
 import sys
 
 from .cell_files import HASH_SEED, SUFFIX
 from .debug_channel import ChannelClosed
-from .pydevd_link import DebuggerUnavailable, PydevdLink, mark_not_traced
-from .variables import NamespaceExplorer, shown
+
+# pydevd_link (socket, threading) and variables (json, re) are imported when first needed: a
+# session that never turns the debugger on loads nothing but this thread's own modules.
 
 SOURCE_LIMIT = 8 << 20
 # DAP requests pydevd answers for us; anything else is refused before it reaches pydevd,
@@ -153,6 +152,7 @@ class Debugger:
 
     def initialize(self, request):
         if self.link is None:
+            from .pydevd_link import DebuggerUnavailable, PydevdLink, mark_not_traced
             mark_not_traced()  # this thread: a breakpoint must never stop the one that answers
             link = PydevdLink(self._event, self.cell_files.prefix)
             try:
@@ -265,6 +265,7 @@ class Debugger:
         answer = self._forward(request)
         body = answer.get("body")
         if isinstance(body, dict) and isinstance(body.get("variables"), list):
+            from .variables import shown
             body["variables"] = [v for v in body["variables"]
                                  if isinstance(v, dict) and shown(str(v.get("name", "")))]
         return answer
@@ -274,6 +275,7 @@ class Debugger:
         if session is None or not self.started:
             return _response(request, {"variables": []})
         if self._explorer is None:
+            from .variables import NamespaceExplorer
             self._explorer = NamespaceExplorer()
         found = self._explorer.inspect(session.namespace, self.cell_files.prefix + "session")
         return _response(request, {"variables": found})
@@ -293,6 +295,8 @@ class Debugger:
                 "frameId": arguments["frameId"], "context": "clipboard"})
             if not answer.get("success"):
                 return _as_answer(request, answer)
+            import ast
+            import json
             try:
                 data, metadata = json.loads(ast.literal_eval(answer["body"]["result"]))
             except (ValueError, SyntaxError, KeyError, TypeError):

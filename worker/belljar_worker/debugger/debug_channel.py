@@ -7,10 +7,9 @@ event. A socket of its own because only the main thread reads fd 3, and at a bre
 main thread is the one that is stopped (worker/PROTOCOL.md, "The debug channel").
 """
 import _thread
-import json
 import os
 
-from ..wire import MAX_FRAME, encode
+from ..wire import MAX_FRAME, decode, encode
 
 DEBUG_FD = 4
 
@@ -28,12 +27,7 @@ class DebugChannel:
     def receive(self):
         """The next frame from the supervisor, as a dict (None for one that isn't JSON)."""
         size = int.from_bytes(self._read_exact(4), "big")
-        payload = self._read_exact(size)
-        try:
-            msg = json.loads(payload)
-        except ValueError:
-            return None
-        return msg if isinstance(msg, dict) else None
+        return decode(self._read_exact(size))
 
     def send(self, msg):
         # Text printed before this frame must reach the pipes, and be counted, before it.
