@@ -3,7 +3,8 @@
 Writing to the real descriptors keeps print(), C extensions and subprocesses interleaved
 the way a terminal shows them. The streams are block-buffered so that a loop printing
 hundreds of thousands of lines stays fast; a small background thread flushes them every
-50 ms so output of a long cell still reaches the supervisor promptly.
+50 ms so output of a long cell still reaches the supervisor promptly; between flushes it serves
+the debug channel, when the session has one.
 """
 import _thread
 import io
@@ -59,6 +60,7 @@ class OutputStreams:
         # alive so their finalizers never close the descriptors under us.
         self._originals = (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)
         self.before_write = None
+        self.between_flushes = None  # a wait(seconds) that does other work: debugger/__init__.py
         self.written = [0, 0]  # bytes this worker's streams wrote to fd 1 and fd 2
         self.stdout = _open_fd_stream(1, self)
         self.stderr = _open_fd_stream(2, self)
@@ -107,6 +109,7 @@ class OutputStreams:
         os.register_at_fork(after_in_child=self._restart_flusher_in_child)
 
     def _restart_flusher_in_child(self):
+        self.between_flushes = None  # the debug channel is the parent's
         try:
             _thread.start_new_thread(self._flush_periodically, ())
         except Exception:
@@ -121,5 +124,8 @@ class OutputStreams:
         except (ImportError, AttributeError, OSError):
             pass
         while True:
-            time.sleep(FLUSH_INTERVAL)
+            # The wait between flushes serves the debug channel when the session has one
+            # (debugger/): one thread of belljar's own for both, not a second one, whose malloc
+            # arena (64 MiB of address space) an --memory enforced as RLIMIT_AS would feel.
+            (self.between_flushes or time.sleep)(FLUSH_INTERVAL)
             self.flush_own()  # never the user's replacement streams: they may not be thread-safe

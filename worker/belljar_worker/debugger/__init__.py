@@ -1,8 +1,8 @@
 """JupyterLab's debugger, with the debuggee inside the sandbox (docs/design/debugger.md).
 
-A session whose Python has debugpy starts one thread at start-up that waits on fd 4 for
-the supervisor's debug requests (adapter.py); nothing of debugpy is imported until the user
-turns the debugger on. Cells are compiled under the file names JupyterLab computes for them
+A session whose Python has debugpy serves the supervisor's debug requests on fd 4 from the
+thread that flushes its output, while it waits between flushes (adapter.py, streams.py);
+nothing of debugpy is imported until the user turns the debugger on. Cells are compiled under the file names JupyterLab computes for them
 (cell_files.py), so breakpoints set in its gutter are found.
 """
 import os
@@ -19,12 +19,11 @@ def available():
 
 
 def start(streams, session_ref):
-    """Start serving fd 4 on a thread of belljar's own; the Debugger. A bare thread (pydevd is
-    told of it when it starts, adapter.py); what pydevd needs is imported only then."""
-    import _thread
-
+    """Serve fd 4 from the thread that flushes the streams, between its flushes; the Debugger.
+    No thread of its own: pydevd is told of that one when it starts (adapter.py), and what pydevd
+    needs is imported only then."""
     # Imported here, on the main thread: the first import of threading takes the thread it runs
-    # in for the main thread, and pydevd (imported later, on the debug thread) relies on it.
+    # in for the main thread, and pydevd (imported later, on the flusher's) relies on it.
     import threading  # noqa: F401
 
     from .adapter import Debugger
@@ -32,9 +31,5 @@ def start(streams, session_ref):
     from .debug_channel import DebugChannel
 
     debugger = Debugger(DebugChannel(streams), CellFiles(), session_ref)
-    size = _thread.stack_size(256 << 10)  # little address space under an address-space limit
-    try:
-        _thread.start_new_thread(debugger.serve, ())
-    finally:
-        _thread.stack_size(size)
+    streams.between_flushes = debugger.serve_for
     return debugger

@@ -1,5 +1,6 @@
 """The debugger's adapter, in the worker: what debugpy's adapter process and ipykernel's
-Debugger class do for ipykernel, on a thread of its own ("belljar-debug").
+Debugger class do for ipykernel, on belljar's own thread: the one that flushes the streams
+every 50 ms serves the debug channel while it waits (streams.py).
 
 It answers the supervisor's debug_request frames one at a time, in order. Jupyter's own
 commands (debugInfo, dumpCell, inspectVariables, richInspectVariables, copyToGlobals, modules,
@@ -13,6 +14,7 @@ freeze the thread that answers the frontend, nor the one that flushes output.
 """
 import os
 import sys
+import time
 
 from .cell_files import HASH_SEED, SUFFIX
 from .debug_channel import ChannelClosed
@@ -57,23 +59,23 @@ class Debugger:
             "copyToGlobals": self.copy_to_globals}
 
     # -- the thread --------------------------------------------------------------------
-    def serve(self):
-        try:
-            import _signal
-            _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})  # SIGINT is the cell's
-        except (ImportError, AttributeError, OSError):
-            pass
-        try:
-            while True:
-                frame = self.channel.receive()
-                if not frame or frame.get("type") != "debug_request":
-                    continue
-                content = frame.get("content")
-                reply = self.answer(content if isinstance(content, dict) else {})
-                self.channel.send({"type": "debug_reply", "id": frame.get("id"),
-                                   "content": reply})
-        except ChannelClosed:
+    def serve_for(self, seconds):
+        """Wait up to `seconds` for a request on fd 4 and answer it (the stream flusher's wait
+        between flushes, streams.py); after the channel closed, only wait."""
+        if self.channel.closed:
+            time.sleep(seconds)
             return
+        try:
+            if not self.channel.wait_readable(seconds):
+                return
+            frame = self.channel.receive()
+            if not frame or frame.get("type") != "debug_request":
+                return
+            content = frame.get("content")
+            reply = self.answer(content if isinstance(content, dict) else {})
+            self.channel.send({"type": "debug_reply", "id": frame.get("id"), "content": reply})
+        except ChannelClosed:
+            self.channel.closed = True
 
     def answer(self, request):
         command = request.get("command")

@@ -23,6 +23,15 @@ class DebugChannel:
         self.fd = fd
         self._streams = streams
         self._lock = _thread.allocate_lock()
+        self.closed = False
+
+    def wait_readable(self, seconds):
+        """Whether a frame has begun to arrive within `seconds`."""
+        import select
+        try:
+            return bool(select.select([self.fd], [], [], seconds)[0])
+        except InterruptedError:
+            return False
 
     def receive(self):
         """The next frame from the supervisor, as a dict (None for one that isn't JSON)."""
