@@ -166,10 +166,13 @@ void Kernel::on_debug_reply(const json& frame) {
 
 void Kernel::on_debug_event(const json& frame) {
   auto content = frame.find("content");
-  if (content == frame.end() || !content->is_object() ||
-      json_field(*content, "type", "") != "event" || !(*content)["event"].is_string())
+  // Read with find and json_field only: the frame is the worker's, and a const operator[] on a
+  // missing key is undefined (the fuzzer found an event without its name).
+  std::string event = content != frame.end() && content->is_object()
+                          ? json_field(*content, "event", std::string())
+                          : std::string();
+  if (event.empty() || json_field(*content, "type", "") != "event")
     return frame_log_.log("debug frame dropped", "a debug_event that is no DAP event");
-  std::string event = (*content)["event"].get<std::string>();
   if (!debug_requests_.admit_event(event, Clock::now()))
     return frame_log_.log(
         "debug event dropped",
