@@ -21,8 +21,8 @@ JUPYTERLAB_INIT = {"clientID": "jupyterlab", "clientName": "JupyterLab", "adapte
 
 
 class DebugWorker(Worker):
-    def __init__(self, python=PYTHON):
-        super().__init__(python=python, debug_channel=True)
+    def __init__(self, python=PYTHON, address_space=None):
+        super().__init__(python=python, debug_channel=True, address_space=address_space)
         self.seq = 0
         self.debug_frames = []
 
@@ -269,3 +269,20 @@ def test_ending_the_debug_session_at_a_breakpoint_lets_the_cell_run_on(debug_wor
     assert cell.done["status"] == "ok" and cell.stdout == "42\n"
     assert {"type": "debug_state", "paused": False} in w.debug_frames  # the clock runs again
     assert w.proc.poll() is None
+
+
+def test_the_debugger_fits_under_an_address_space_cap():
+    """Without a memory cgroup (an unprivileged user), --memory is RLIMIT_AS, which counts every
+    thread's stack and malloc arena whole: pydevd's five threads took 465 MiB of address space
+    (64 MiB arenas, 8 MiB stacks) and a 512 MiB session could not start the debugger. They share
+    the session's arenas and take 2 MiB stacks: turned on, the debugger leaves the cell its room."""
+    w = DebugWorker(address_space=384 << 20)
+    try:
+        _start(w)
+        _, thread = _stop_at_line_2(w)
+        w.ask("continue", {"threadId": thread})
+        assert w.finish_execute().stdout == "42\n"
+        cell = w.execute("hog = bytearray(160 << 20); del hog; print('room')")
+        assert cell.done["status"] == "ok" and cell.stdout == "room\n", cell.events[-3:]
+    finally:
+        w.close()

@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import re
+import resource
 import select
 import shutil
 import signal
@@ -28,7 +29,8 @@ BOOTSTRAP = ("import sys; sys.path.insert(0, %r); "
 
 
 class Worker:
-    def __init__(self, python=PYTHON, interpreter_flags=(), cwd=None, debug_channel=False):
+    def __init__(self, python=PYTHON, interpreter_flags=(), cwd=None, debug_channel=False,
+                 address_space=None):
         # A directory of its own: the host's /tmp (thousands of entries on a CI machine) made
         # IPython's `import` completion, which lists the working directory, take over 30 s.
         self._own_cwd = None if cwd else tempfile.mkdtemp(prefix="belljar-worker-cwd-")
@@ -44,6 +46,8 @@ class Worker:
             os.dup2(fd, 3)
             if debug_fd is not None:
                 os.dup2(debug_fd, 4)
+            if address_space is not None:  # --memory as the sandbox sets it without a cgroup
+                resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
         self.proc = subprocess.Popen(
             [python, *interpreter_flags, "-s", "-E", "-c", BOOTSTRAP],

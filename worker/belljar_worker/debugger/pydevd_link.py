@@ -17,6 +17,10 @@ import sys
 import threading
 
 ANSWER_TIMEOUT = 30.0
+# The debugger's threads (pydevd's reader, writer and helpers, our reader) take 2 MiB stacks, not
+# 8: an --memory enforced as RLIMIT_AS (no memory cgroup) counts every thread's whole stack.
+THREAD_STACK = 2 << 20
+M_ARENA_MAX = -8  # glibc's mallopt parameter
 
 
 class DebuggerUnavailable(Exception):
@@ -64,7 +68,9 @@ class PydevdLink:
         original = getattr(pydevd, "start_client", None)
         if original is None:
             raise DebuggerUnavailable("unsupported debugpy version (no pydevd.start_client)")
+        _share_malloc_arenas()
         pydevd.start_client = hand_over
+        stack_size = threading.stack_size(THREAD_STACK)  # pydevd's threads, and ours
         try:
             # In a thread that then ends: settrace traces the thread it runs in.
             connecting = threading.Thread(target=self._connect, args=(pydevd,),
@@ -77,6 +83,7 @@ class PydevdLink:
         finally:
             pydevd.start_client = original
         if not handed:
+            threading.stack_size(stack_size)
             ours.close()
             theirs.close()
             raise DebuggerUnavailable("unsupported debugpy version (pydevd did not connect)%s"
@@ -85,7 +92,10 @@ class PydevdLink:
         self.pydb = pydevd.get_global_debugger()
         reader = threading.Thread(target=self._read, name="belljar-debug-reader", daemon=True)
         mark_not_traced(reader)
-        reader.start()
+        try:
+            reader.start()
+        finally:
+            threading.stack_size(stack_size)
 
     @staticmethod
     def _connect(pydevd):
@@ -167,6 +177,17 @@ class PydevdLink:
                 self._on_event(msg)
             except Exception:
                 pass
+
+
+def _share_malloc_arenas():
+    """Each new thread that allocates would get a malloc arena of its own: 64 MiB of address
+    space apiece, which an --memory enforced as RLIMIT_AS counts (five threads: 320 MiB). From
+    now on, new threads share the two arenas there are (the main one and the flusher's)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).mallopt(M_ARENA_MAX, 2)
+    except Exception:
+        pass  # not glibc: nothing to tune
 
 
 def _content_length(head):
