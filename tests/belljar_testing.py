@@ -206,6 +206,21 @@ def running_kernel(flags=(), workspace=None, env=None, name="belljar-test", wrap
 
 
 @contextlib.contextmanager
+def started_from(kernels_dir, name):
+    """A kernel of the kernelspec `name` found in kernels_dir (any kernel: ipykernel as a
+    control too), in a workspace of its own, and a ready client; shut down afterwards."""
+    km = KernelManager(kernel_name=name)
+    km.kernel_spec_manager.kernel_dirs.insert(0, str(kernels_dir))
+    workspace = sandbox_writable_dir("belljar-started-ws-")
+    km.start_kernel(cwd=workspace)
+    try:
+        with ready_client(km, now=True) as kc:
+            yield km, kc
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def ready_client(km, now=False):
     """A started kernel's blocking client once the kernel answers; the kernel is shut down
     afterwards (`now`: without asking it first)."""

@@ -17,7 +17,6 @@ check run on both kernels, Debian's ipykernel as the control, through real jupyt
 """
 import base64
 import bisect
-import contextlib
 import inspect
 import json
 import os
@@ -33,7 +32,6 @@ import time
 
 import psutil
 import pytest
-from jupyter_client.manager import KernelManager
 
 from belljar_testing import (
     PYTHON,
@@ -49,6 +47,7 @@ from belljar_testing import (
     sandbox_writable_dir,
     send_comm,
     shell_read_fence,
+    started_from,
     stderr_of,
     stdout_of,
     wait_for_iopub,
@@ -129,22 +128,9 @@ def test_a_kernel_without_a_client_to_follow_keeps_serving():
         assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "42\n"
 
 
-@contextlib.contextmanager
 def started(share, name):
     """A kernel of the prefix's kernelspec `name` in a workspace of its own, and a ready client."""
-    km = KernelManager(kernel_name=name)
-    km.kernel_spec_manager.kernel_dirs.insert(0, str(share / "kernels"))
-    workspace = sandbox_writable_dir("belljar-parity-ws-")
-    km.start_kernel(cwd=workspace)
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=TIMEOUT)
-        yield km, kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-        shutil.rmtree(workspace, ignore_errors=True)
+    return started_from(share / "kernels", name)
 
 
 @pytest.fixture(scope="module", params=KERNELS)

@@ -10,14 +10,12 @@ import contextlib
 import json
 import pathlib
 import queue
-import shutil
 import subprocess
 import tempfile
 import time
 
 import psutil
 import pytest
-from jupyter_client.manager import KernelManager
 
 from belljar_testing import (
     FRONTENDS,
@@ -29,7 +27,7 @@ from belljar_testing import (
     interrupt_and_wait,
     kernel_info,
     running_kernel,
-    sandbox_writable_dir,
+    started_from,
     stdout_of,
 )
 
@@ -221,19 +219,8 @@ def _ipykernel():
                      "-f", "{connection_file}"],
             "display_name": "ipykernel", "language": "python",
             "metadata": {"debugger": True}}))
-        km = KernelManager(kernel_name="ipykernel-control")
-        km.kernel_spec_manager.kernel_dirs.insert(0, str(spec.parent))
-        workspace = sandbox_writable_dir("belljar-debug-ws-")
-        km.start_kernel(cwd=workspace)
-        kc = km.client()
-        kc.start_channels()
-        try:
-            kc.wait_for_ready(timeout=TIMEOUT)
-            yield km, kc
-        finally:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
-            shutil.rmtree(workspace, ignore_errors=True)
+        with started_from(spec.parent, "ipykernel-control") as running:
+            yield running
 
 
 @pytest.fixture(scope="module")

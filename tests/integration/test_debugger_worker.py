@@ -25,6 +25,7 @@ class DebugWorker(Worker):
         super().__init__(python=python, debug_channel=True, address_space=address_space)
         self.seq = 0
         self.debug_frames = []
+        self.debug_written = []
 
     def debug_send(self, command, arguments=None):
         self.seq += 1
@@ -42,8 +43,10 @@ class DebugWorker(Worker):
                                % (timeout, self.debug_frames[-3:]))
         size = int.from_bytes(self._recv(4), "big")
         frame = json.loads(self._recv(size))
-        assert isinstance(frame.pop("written"), list), frame
+        written = frame.pop("written")
+        assert isinstance(written, list), frame
         self.debug_frames.append(frame)
+        self.debug_written.append(written)  # the pipes' byte counts when it was sent
         return frame
 
     def _recv(self, n):
@@ -89,12 +92,13 @@ def _start(w):
     assert w.ask("attach", {})["success"]
 
 
-def _stop_at_line_2(w):
-    path = w.ask("dumpCell", {"code": CELL})["body"]["sourcePath"]
-    answer = w.ask("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": 2}],
+def _stop_at(w, code=CELL, line=2):
+    """Run `code` with a breakpoint at `line`, as JupyterLab sets one; (its path, the thread)."""
+    path = w.ask("dumpCell", {"code": code})["body"]["sourcePath"]
+    answer = w.ask("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": line}],
                                       "sourceModified": False})
     assert answer["body"]["breakpoints"][0]["verified"], answer
-    w.start_execute(CELL)
+    w.start_execute(code)
     stopped = w.event("stopped")
     assert stopped["body"]["reason"] == "breakpoint"
     return path, stopped["body"]["threadId"]
@@ -144,7 +148,7 @@ def test_a_breakpoint_stops_the_cell_where_jupyterlab_set_it(debug_worker):
     w = debug_worker
     info = w.ask("debugInfo")["body"]
     _start(w)
-    path, thread = _stop_at_line_2(w)
+    path, thread = _stop_at(w)
     assert path.startswith(info["tmpFilePrefix"]) and path.endswith(".py")
     assert {"type": "debug_state", "paused": True} in w.debug_frames
     assert w.ask("debugInfo")["body"]["stoppedThreads"] == [thread]
@@ -180,7 +184,7 @@ def test_an_interrupt_at_a_breakpoint_ends_the_cell_and_the_next_one_stops_again
     w = debug_worker
     _start(w)
     for _ in range(2):
-        _stop_at_line_2(w)
+        _stop_at(w)
         w.interrupt()
         cell = w.finish_execute()
         assert cell.done["status"] == "error" and cell.error["ename"] == "KeyboardInterrupt"
@@ -195,7 +199,7 @@ def test_a_second_debug_session_on_the_same_worker(debug_worker):
     w = debug_worker
     for _ in range(2):
         _start(w)
-        _, thread = _stop_at_line_2(w)
+        _, thread = _stop_at(w)
         assert w.ask("continue", {"threadId": thread})["success"]
         assert w.finish_execute().stdout == "42\n"
         assert w.ask("disconnect", {"restart": False, "terminateDebuggee": False})["success"]
@@ -215,14 +219,11 @@ def test_requests_it_does_not_serve_are_refused_without_reaching_pydevd(debug_wo
 def test_print_before_a_breakpoint_comes_before_the_stopped_event(debug_worker):
     w = debug_worker
     _start(w)
-    code = "print('before')\nx = 1\n"
-    path = w.ask("dumpCell", {"code": code})["body"]["sourcePath"]
-    w.ask("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": 2}]})
-    w.start_execute(code)
-    w.event("stopped")
-    stopped_at = [f for f in w.debug_frames if f.get("content", {}).get("event") == "stopped"]
-    assert stopped_at
+    _stop_at(w, "print('before')\nx = 1\n")
+    stopped = next(i for i, f in enumerate(w.debug_frames)
+                   if f.get("content", {}).get("event") == "stopped")
     # The frame's cursor counts 'before\n': the supervisor shows it ahead of the event.
+    assert w.debug_written[stopped][0] >= len("before\n")
     w.ask("continue", {"threadId": 1})
     cell = w.finish_execute()
     assert cell.stdout == "before\n"
@@ -246,11 +247,7 @@ def test_a_cell_in_ipython_syntax_keeps_its_leading_blank_lines_for_the_debugger
     one up from where JupyterLab's gutter put the breakpoint."""
     w = debug_worker
     _start(w)
-    code = "\n\nx = 1\n%time y = 2\nz = x + y\n"
-    path = w.ask("dumpCell", {"code": code})["body"]["sourcePath"]
-    w.ask("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": 5}]})
-    w.start_execute(code)
-    thread = w.event("stopped")["body"]["threadId"]
+    path, thread = _stop_at(w, "\n\nx = 1\n%time y = 2\nz = x + y\n", line=5)
     frames = w.ask("stackTrace", {"threadId": thread})["body"]["stackFrames"]
     assert (frames[0]["line"], frames[0]["source"]["path"]) == (5, path)
     w.ask("continue", {"threadId": thread})
@@ -262,7 +259,7 @@ def test_ending_the_debug_session_at_a_breakpoint_lets_the_cell_run_on(debug_wor
     never the process (terminateDebuggee is not honoured), and the stopped cell runs to its end."""
     w = debug_worker
     _start(w)
-    _stop_at_line_2(w)
+    _stop_at(w)
     answer = w.ask("disconnect", {"restart": False, "terminateDebuggee": True})
     assert answer["success"], answer
     cell = w.finish_execute()
@@ -279,7 +276,7 @@ def test_the_debugger_fits_under_an_address_space_cap():
     w = DebugWorker(address_space=384 << 20)
     try:
         _start(w)
-        _, thread = _stop_at_line_2(w)
+        _, thread = _stop_at(w)
         w.ask("continue", {"threadId": thread})
         assert w.finish_execute().stdout == "42\n"
         cell = w.execute("hog = bytearray(160 << 20); del hog; print('room')")

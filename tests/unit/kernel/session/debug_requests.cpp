@@ -23,6 +23,14 @@ json response(const std::string& command, int seq, bool success = true) {
   return {{"type", "response"}, {"seq", 1},           {"request_seq", seq},
           {"success", success}, {"command", command}, {"body", json::object()}};
 }
+
+// Requests of a started debug session: initialize answered with success.
+DebugRequests started_session(DebugRequests::Clock::time_point now) {
+  DebugRequests requests;
+  requests.add(debug_request("initialize", 1), now);
+  requests.note_answer(*requests.take(1), response("initialize", 1));
+  return requests;
+}
 }  // namespace
 
 TEST_CASE("commands outside the allowlist and contents of no shape are refused before the worker",
@@ -146,10 +154,8 @@ TEST_CASE("a debug session is started by a successful initialize and ended by di
 
 TEST_CASE("the worker's exit answers every pending request and clears the session",
           "[debug_requests]") {
-  DebugRequests requests;
   DebugRequests::Clock::time_point now{};
-  requests.add(debug_request("initialize", 1), now);
-  requests.note_answer(*requests.take(1), response("initialize", 1));
+  DebugRequests requests = started_session(now);
   requests.set_paused(true);
   requests.add(debug_request("stackTrace", 2), now);
   requests.add(debug_request("scopes", 3), now);
@@ -164,10 +170,8 @@ TEST_CASE("the worker's exit answers every pending request and clears the sessio
 
 TEST_CASE("past the event rate only the events the frontend's state hangs on pass",
           "[debug_requests]") {
-  DebugRequests requests;
   DebugRequests::Clock::time_point now{};
-  requests.add(debug_request("initialize", 1), now);
-  requests.note_answer(*requests.take(1), response("initialize", 1));
+  DebugRequests requests = started_session(now);
   for (uint64_t i = 0; i < DebugRequests::kEventsPerWindow; ++i)
     REQUIRE(requests.admit_event("output", now));
   for (const char* event : {"output", "thread", "module"})
