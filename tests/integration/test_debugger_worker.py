@@ -283,3 +283,25 @@ def test_the_debugger_fits_under_an_address_space_cap():
         assert cell.done["status"] == "ok" and cell.stdout == "room\n", cell.events[-3:]
     finally:
         w.close()
+
+
+def test_a_cell_that_closes_fd_4_ends_the_debugger_and_output_still_flows(debug_worker):
+    """The thread that serves fd 4 is the one that flushes the streams every 50 ms: a cell that
+    closes the channel under it must not stop the flushing. Each round writes without a newline
+    and waits (10 s at most) until that thread has flushed it."""
+    w = debug_worker
+    cell = w.execute(
+        "import os, sys, time\n"
+        "from belljar_worker import current\n"
+        "streams = current.session.streams\n"
+        "os.close(4)\n"
+        "def flushed_by_the_thread():\n"
+        "    before = streams.written[0]\n"
+        "    sys.stdout.write('.')\n"
+        "    deadline = time.monotonic() + 10\n"
+        "    while streams.written[0] == before and time.monotonic() < deadline:\n"
+        "        time.sleep(0.01)\n"
+        "    return streams.written[0] > before\n"
+        "print(all(flushed_by_the_thread() for _ in range(5)))\n")
+    assert cell.stdout == ".....True\n", cell.events
+    assert "Exception" not in cell.stderr, cell.stderr

@@ -127,5 +127,9 @@ class OutputStreams:
             # The wait between flushes serves the debug channel when the session has one
             # (debugger/): one thread of belljar's own for both, not a second one, whose malloc
             # arena (64 MiB of address space) an --memory enforced as RLIMIT_AS would feel.
-            (self.between_flushes or time.sleep)(FLUSH_INTERVAL)
+            try:
+                (self.between_flushes or time.sleep)(FLUSH_INTERVAL)
+            except Exception:
+                # A cell closed fd 4, say: the debug channel is gone, the flushing goes on.
+                self.between_flushes = None
             self.flush_own()  # never the user's replacement streams: they may not be thread-safe
