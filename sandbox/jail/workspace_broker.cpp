@@ -179,6 +179,30 @@ bool exists(const WalkedPath& at, struct stat& st) {
   return ::fstatat(at.parent.get(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+// What the caller's own descriptor may be, to be opened again through /proc/self/fd/N (and
+// /dev/fd/N, /dev/stdin, /dev/stdout, /dev/stderr), decided on the object the broker holds:
+// the complete list (docs/security.md, "The workspace is a wall"). Everything else is refused.
+enum class Reopenable {
+  pipe,     // an anonymous pipe (pipefs): `> /dev/stderr` when stderr is a pipe; no name
+  socket,   // refused as the kernel refuses it (ENXIO): a socket cannot be opened
+  by_name,  // a named FIFO or a character device: judged as an open of its name would be
+  refused,  // a file, a folder, a link, a block device, an anonymous inode: a name the rule
+            // never saw (open it by its name instead)
+};
+
+constexpr long kPipefsMagic = 0x50495045;  // PIPEFS_MAGIC
+
+Reopenable reopenable(int held, const struct stat& st) {
+  if (S_ISFIFO(st.st_mode)) {
+    struct statfs fs {};
+    if (::fstatfs(held, &fs) != 0) return Reopenable::refused;
+    return fs.f_type == kPipefsMagic ? Reopenable::pipe : Reopenable::by_name;
+  }
+  if (S_ISSOCK(st.st_mode)) return Reopenable::socket;
+  if (S_ISCHR(st.st_mode)) return Reopenable::by_name;
+  return Reopenable::refused;
+}
+
 }  // namespace
 
 // One stopped call: its arguments, and what answering it needs.
@@ -292,6 +316,22 @@ class Judge {
     return below(full, workspace_);
   }
 
+  // The name of an object the broker holds (`held`, any descriptor of it): its /proc/self/fd
+  // text walked from the sandbox's root, only when that walk leads to the very same object (a
+  // file since renamed or unlinked, or one outside this root, has none).
+  bool name_of(int held, WalkedPath& at) const {
+    char buf[kMaxPathBytes];
+    std::string self = "/proc/self/fd/" + std::to_string(held);
+    ssize_t n = ::readlink(self.c_str(), buf, sizeof buf);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof buf || buf[0] != '/') return false;
+    if (paths_.walk(WalkStart{}, std::string_view(buf, static_cast<size_t>(n)), false, at) != 0 ||
+        at.name.empty())
+      return false;
+    ObjectId named, same;
+    Fd again(::openat(at.parent.get(), at.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    return again && object_id(again.get(), named) && object_id(held, same) && named == same;
+  }
+
   // 0 when the change may be made; the errno for the caller otherwise (the refusal recorded).
   int decide(const WalkedPath& at, Change change) {
     auto relative = in_workspace(at);
@@ -299,8 +339,16 @@ class Judge {
       std::vector<std::string> full = at.where;
       full.push_back(at.name);
       // below a root; a root itself only to write into (a device bound there)
-      for (const auto& root : roots_)
-        if (below(full, root) && (full.size() > root.size() || change == Change::write)) return 0;
+      for (const auto& root : roots_) {
+        if (!below(full, root)) continue;
+        if (full.size() == root.size()) {
+          if (change == Change::write) return 0;
+          continue;
+        }
+        // A read-only folder bound below a root (--ro under /tmp): the kernel refuses a file
+        // there, but not a FIFO or a device opened for writing.
+        return outside_roots(at.parent.get()) == EROFS ? EROFS : 0;
+      }
       return outside_roots(at.parent.get());
     }
     std::optional<std::string> why = settings_.rule.refusal(
@@ -528,9 +576,10 @@ void WorkspaceBroker::answer(Call& call) {
     call.reply_fd(fd, (flags & O_CLOEXEC) != 0);
   };
 
-  // /dev/stderr, /dev/fd/N, /proc/self/fd/N: the caller's own descriptor opened again, as the
-  // kernel would (a pipe, a socket, a terminal or a device; a file or folder by this route
-  // would be a name the rule never saw).
+  // /dev/stderr, /dev/fd/N, /proc/self/fd/N: the caller's own descriptor opened again, decided
+  // on the object itself. The broker takes hold of what fd N is once (O_PATH), judges that
+  // (kReopenable), and opens the very same object again through its own descriptor: a second
+  // thread swapping fd N meanwhile changes nothing (it handed back a writable ~/.gitconfig).
   auto reopen = [&](const WalkedPath& at, int flags) {
     const auto& rest = at.rest_after_magic;
     bool own = at.where == std::vector<std::string>{"proc"} &&
@@ -538,14 +587,30 @@ void WorkspaceBroker::answer(Call& call) {
                rest[0] == "fd" && !rest[1].empty() &&
                rest[1].find_first_not_of("0123456789") == std::string::npos && rest[1].size() < 10;
     if (!own || (flags & kOTmpfileBit)) return call.reply(EACCES);
-    std::string source = proc_path(pid, "fd/" + rest[1]);
-    struct stat st {};
-    if (::stat(source.c_str(), &st) != 0) return call.reply(errno == ENOENT ? EBADF : errno);
-    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return call.reply(EACCES);
-    Fd fd(
-        ::open(source.c_str(), (flags & ~(O_CREAT | O_EXCL | O_NOCTTY)) | O_NONBLOCK | O_CLOEXEC));
-    if (!fd) return call.reply(errno);
+    Fd held(::open(proc_path(pid, "fd/" + rest[1]).c_str(), O_PATH | O_CLOEXEC));
+    if (!held) return call.reply(errno == ENOENT ? EBADF : errno);
     if (gone()) return;
+    struct stat st {};
+    if (::fstat(held.get(), &st) != 0) return call.reply(errno);
+    switch (reopenable(held.get(), st)) {
+      case Reopenable::pipe:
+        break;
+      case Reopenable::socket:
+        return call.reply(ENXIO);  // what the kernel says
+      case Reopenable::by_name: {
+        WalkedPath named;
+        if (!judge.name_of(held.get(), named)) return call.reply(EACCES);
+        bool writes = (flags & (O_WRONLY | O_RDWR | O_TRUNC)) != 0;
+        if (writes || !judge.in_workspace(named))
+          if (int error = judge.decide(named, Change::write)) return call.reply(error);
+        break;
+      }
+      case Reopenable::refused:
+        return call.reply(EACCES);
+    }
+    std::string same = "/proc/self/fd/" + std::to_string(held.get());
+    Fd fd(::open(same.c_str(), (flags & ~(O_CREAT | O_EXCL | O_NOCTTY)) | O_NONBLOCK | O_CLOEXEC));
+    if (!fd) return call.reply(errno);
     hand_back(fd.get(), flags, true);
   };
 
@@ -743,20 +808,8 @@ void WorkspaceBroker::answer(Call& call) {
     struct stat st {};
     if (::fstat(object.get(), &st) != 0) return call.reply(errno);
     if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return call.reply(EPERM);
-    char buf[kMaxPathBytes];
-    std::string self = "/proc/self/fd/" + std::to_string(object.get());
-    ssize_t n = ::readlink(self.c_str(), buf, sizeof buf);
-    if (n <= 0 || static_cast<size_t>(n) >= sizeof buf || buf[0] != '/') return call.reply(EACCES);
     WalkedPath at;
-    SandboxPaths paths(root_.get());
-    if (paths.walk(WalkStart{}, std::string_view(buf, static_cast<size_t>(n)), false, at) != 0 ||
-        at.name.empty())
-      return call.reply(EACCES);
-    ObjectId named, held;
-    Fd again(::openat(at.parent.get(), at.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-    if (!again || !object_id(again.get(), named) || !object_id(object.get(), held) ||
-        !(named == held))
-      return call.reply(EACCES);
+    if (!judge.name_of(object.get(), at)) return call.reply(EACCES);
     change_attributes(at, st, change, a, b);
   };
 

@@ -7,8 +7,11 @@
 // asks the rule (workspace_rule.hpp) about the result, and then makes the change itself through
 // the descriptors it resolved, handing an opened file back with SECCOMP_ADDFD_FLAG_SEND. The
 // caller's memory may change after it was read without effect: the check and the change are
-// both the broker's, on the same descriptors. A refusal is EACCES (EPERM for a mode or a link)
-// in the cell and one record per path for the supervisor (a notice and an audit record).
+// both the broker's, on the same descriptors. A descriptor the caller already holds, opened
+// again (/proc/self/fd/N, /dev/stderr), is the same: the broker takes hold of the object once
+// and decides on what it holds (`Reopenable` lists what may be), so a descriptor swapped by
+// another thread meanwhile is never the one handed back. A refusal is EACCES (EPERM for a mode or a
+// link) in the cell and one record per path for the supervisor (a notice and an audit record).
 //
 // Reads and writes of open files never reach it: the cost is on names, not on data.
 #include <sys/types.h>

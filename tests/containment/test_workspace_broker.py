@@ -61,7 +61,8 @@ def kernel(mode, ws, flags=()):
 
 def results_of(kc, code):
     reply, out = execute(kc, ATTEMPT + code + "\nprint(json.dumps(results))\n")
-    assert reply["content"]["status"] == "ok", out
+    assert reply["content"]["status"] == "ok", [m["content"].get("evalue") for m in out
+                                                if m["msg_type"] == "error"] or out
     return json.loads(stdout_of(out).strip().splitlines()[-1]), stderr_of(out)
 
 
@@ -243,7 +244,8 @@ print(json.dumps(results))
             with open(ws / "go", "w") as go:
                 go.write("go")
             reply, out = collect(kc, msg_id)
-        assert reply["content"]["status"] == "ok", out
+        assert reply["content"]["status"] == "ok", [m["content"].get("evalue") for m in out
+                                                if m["msg_type"] == "error"] or out
         got = json.loads(stdout_of(out).strip().splitlines()[-1])
         assert got == {"relative, in the cwd the host moved": "PermissionError",
                        "absolute, in the folder made again": "done"}, got
@@ -502,3 +504,169 @@ attempt('port 80', lambda: serve_tcp(80))
 """
             got, _ = results_of(kc, code)
         assert got == {"port 0": "done", "port 80": "PermissionError"}, got
+
+
+# The caller's own descriptors opened again (/proc/self/fd/N, /dev/fd/N, /dev/stderr): the
+# third pass swapped fd N between a pipe and a read-only descriptor of ~/.gitconfig from a
+# second thread while the first asked the broker to reopen it for writing; the broker checked
+# one object and opened another.
+RACE_TRIES = 10000  # the old broker lost 1 to 3 in a thousand
+
+SWAP = """
+import stat, sys, threading
+sys.setswitchinterval(1e-4)  # the two threads take turns often, as two native threads would
+def swapping(held, pipe_end, number, opening, tries):
+    # One thread puts `held` and `pipe_end` at `number` in turn; this one opens it `tries` times.
+    os.dup2(pipe_end, number)
+    done = threading.Event()
+    def swap():
+        while not done.is_set():
+            os.dup2(held, number)
+            os.dup2(pipe_end, number)
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    seen = {}
+    try:
+        for _ in range(tries):
+            try:
+                fd = os.open(f'/proc/self/fd/{number}', opening)
+            except OSError as e:
+                seen[e.strerror] = seen.get(e.strerror, 0) + 1
+                continue
+            kind = 'file' if stat.S_ISREG(os.fstat(fd).st_mode) else 'pipe'
+            if kind == 'file' and opening & (os.O_WRONLY | os.O_RDWR):
+                os.write(fd, b'[core]\\n\\tfsmonitor = touch /tmp/pwned\\n')
+            seen[kind] = seen.get(kind, 0) + 1
+            os.close(fd)
+    finally:
+        done.set()
+        swapper.join()
+    return seen
+"""
+
+
+def race_cell(target, opening, tries):
+    return "\n".join([
+        SWAP, "r, w = os.pipe()",
+        f"results['race'] = swapping(os.open({str(target)!r}, os.O_RDONLY), r, 200, {opening}, {tries})"])
+
+
+def race_targets(mode, home):
+    """Files the sandbox may read and never write: dot-files of a home as the workspace and, in
+    degraded mode, a file outside every writable root (a .pth in the user's own venv)."""
+    targets = [home / ".gitconfig", home / ".local/share/jupyter/kernels/belljar/kernel.json"]
+    if mode == "degraded":
+        targets.append(home.parent / (home.name + "-venv") / "lib/python3.11/site-packages/x.pth")
+    return targets
+
+
+@contextlib.contextmanager
+def race_home(mode):
+    home = home_workspace()
+    (home / ".gitconfig").write_text("[user]\n\tname = me\n")
+    venv = home.parent / (home.name + "-venv")
+    (venv / "lib/python3.11/site-packages").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "lib/python3.11/site-packages/x.pth").write_text("# mine\n")
+    open_to_all(home)
+    open_to_all(venv)
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(venv, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_descriptor_swapped_under_the_reopen_never_comes_back_writable(mode):
+    with race_home(mode) as home:
+        targets = race_targets(mode, home)
+        before = {t: t.read_bytes() for t in targets}
+        venv = home.parent / (home.name + "-venv")
+        with kernel(mode, home, ["--ro", str(venv)]) as (km, kc):
+            for target in targets:
+                # The control: a read-only reopen (the kernel's own, never brokered) sees both
+                # objects at the number, so the swap is live where the opener looks.
+                seen, _ = results_of(kc, race_cell(target, "os.O_RDONLY", RACE_TRIES))
+                assert seen["race"].get("file", 0) > 0 and seen["race"].get("pipe", 0) > 0, seen
+                # The attack: the same swap while the broker reopens the number for writing.
+                got, _ = results_of(kc, race_cell(target, "os.O_WRONLY | os.O_NONBLOCK", RACE_TRIES))
+                outcome = got["race"]
+                assert outcome.get("file", 0) == 0, (str(target), outcome)
+                # Both sides of the swap were met: the pipe reopened, the file refused.
+                assert outcome.get("pipe", 0) > 0, (str(target), outcome)
+                assert outcome.get("Permission denied", 0) > 0, (str(target), outcome)
+        for target in targets:
+            assert target.read_bytes() == before[target], target
+
+
+REOPEN = """
+import errno, socket
+def reopened(name, make, check=None):
+    # What make() opens, opened again for writing by its /proc/self/fd name, as `> /dev/fd/N`
+    # would (an object the sandbox cannot hold at all says so).
+    try:
+        fd = make()
+    except OSError as e:
+        results[name] = 'cannot hold: ' + errno.errorcode[e.errno]
+        return
+    try:
+        again = os.open(f'/proc/self/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as e:
+        results[name] = errno.errorcode[e.errno]
+        return
+    results[name] = 'done' if check is None or check(again) else 'wrong object'
+    os.close(again)
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_reopen_admits_only_the_objects_it_exists_for(mode):
+    # Every kind of object a descriptor can hold, reopened for writing through /proc/self/fd:
+    # the written list (Reopenable in workspace_broker.cpp) passes, everything else is refused.
+    with fresh_workspace("belljar-broker-reopen-") as ws:
+        (ws / "notes.txt").write_text("mine\n")
+        (ws / ".gitconfig").write_text("[user]\n")
+        (ws / "folder").mkdir()
+        (ws / "link").symlink_to("notes.txt")
+        os.mkfifo(ws / "plain.fifo")
+        os.mkfifo(ws / ".hidden.fifo")
+        outside = ws.parent / (ws.name + "-ro")
+        outside.mkdir()
+        os.mkfifo(outside / "host.fifo")
+        open_to_all(ws)
+        open_to_all(outside)
+        try:
+            with kernel(mode, ws, ["--ro", str(outside)]) as (km, kc):
+                code = REOPEN + f"""
+os.chdir({str(ws)!r})
+r, w = os.pipe()
+reopened('pipe', lambda: r, lambda fd: os.write(fd, b'x') == 1 and os.read(r, 1) == b'x')
+reopened('/dev/null', lambda: os.open('/dev/null', os.O_RDONLY))
+reopened('fifo', lambda: os.open('plain.fifo', os.O_RDONLY | os.O_NONBLOCK))
+reopened('socket', lambda: socket.socketpair()[0].detach())
+reopened('file', lambda: os.open('notes.txt', os.O_RDONLY))
+reopened('dot-file', lambda: os.open('.gitconfig', os.O_RDONLY))
+reopened('folder', lambda: os.open('folder', os.O_RDONLY))
+reopened('link', lambda: os.open('link', os.O_PATH | os.O_NOFOLLOW))
+reopened('eventfd', lambda: os.eventfd(0))
+reopened('dot-fifo', lambda: os.open('.hidden.fifo', os.O_RDONLY | os.O_NONBLOCK))
+reopened('fifo outside', lambda: os.open({str(outside / 'host.fifo')!r}, os.O_RDONLY | os.O_NONBLOCK))
+attempt('by pid', lambda: os.open(f'/proc/{{os.getpid()}}/fd/{{r}}', os.O_WRONLY))
+if os.path.exists('/dev/ptmx'):
+    reopened('terminal outside', lambda: os.open('/dev/ptmx', os.O_RDONLY | os.O_NOCTTY))
+"""
+                got, notices = results_of(kc, code)
+            admitted = {name: "done" for name in ("pipe", "/dev/null", "fifo")}
+            refused = {name: "EACCES" for name in
+                       ("file", "dot-file", "folder", "link", "eventfd", "dot-fifo")}
+            expected = {**admitted, **refused, "socket": "ENXIO", "by pid": "PermissionError",
+                        # a read-only mount says so; the host's /tmp in degraded mode is outside
+                        # every writable root Landlock grants
+                        "fifo outside": "EROFS" if mode == "strict" else "EACCES"}
+            if mode == "degraded":
+                expected["terminal outside"] = "EACCES"
+            assert got == expected, got
+            assert "the sandbox may not change .hidden.fifo" in notices, notices
+        finally:
+            shutil.rmtree(outside, ignore_errors=True)
