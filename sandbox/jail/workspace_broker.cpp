@@ -5,6 +5,7 @@
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -477,6 +478,9 @@ WorkspaceBroker::WorkspaceBroker(Fd listener, BrokerSettings settings, OnRefusal
   stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop_) throw_errno("eventfd");
   thread_ = std::thread([this] { serve(); });
+  // Named before the warden says it is ready: the supervisor finds the thread by this name and
+  // charges its CPU to the session (worker_process.cpp, kBrokerThreadName).
+  ::pthread_setname_np(thread_.native_handle(), kBrokerThreadName);
 }
 
 WorkspaceBroker::~WorkspaceBroker() {

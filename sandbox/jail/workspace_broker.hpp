@@ -13,7 +13,10 @@
 // another thread meanwhile is never the one handed back. A refusal is EACCES (EPERM for a mode or a
 // link) in the cell and one record per path for the supervisor (a notice and an audit record).
 //
-// Reads and writes of open files never reach it: the cost is on names, not on data.
+// Reads and writes of open files never reach it: the cost is on names, not on data. What it
+// costs is the session's: its thread is named kBrokerThreadName, and the supervisor adds that
+// thread's CPU to the sandbox's (WorkerProcess::cpu_seconds), so --cpu bounds a cell, or a
+// thread left running between cells, that keeps the broker busy (a long a/../a/.. path).
 #include <sys/types.h>
 
 #include <atomic>
@@ -24,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "sandbox/jail_protocol/jail_reports.hpp"
 #include "sandbox/layers/workspace_rule.hpp"
 #include "sandbox/os/fd.hpp"
 

@@ -102,13 +102,16 @@ class WorkerProcess {
   // CPU seconds and peak resident bytes of the sandbox so far (best effort, 0 if unknown).
   // The sandbox's memory cap, moved for one cell (see SandboxCgroup::set_memory_limit).
   bool set_memory_limit(uint64_t bytes, std::string* why);
+  // The sandbox's CPU plus the workspace broker's (the warden's thread that answers the
+  // worker's calls: its work is the session's, so asking it is no way around --cpu).
   double cpu_seconds() const;
   uint64_t peak_memory_bytes() const;
 
  private:
   WorkerProcess() = default;
   void read_status();
-  void end();  // kill, reap and release the cgroup
+  void end();                 // kill, reap and release the cgroup
+  double broker_cpu() const;  // the broker thread's CPU seconds so far (kept once it is gone)
 
   pid_t pid_ = -1;
   pid_t worker_pid_ = -1;
@@ -129,6 +132,8 @@ class WorkerProcess {
   bool landlocked_ = false;
   std::optional<WorkerExit> exit_;
   mutable double last_cpu_ = 0;
+  pid_t broker_tid_ = -1;  // the warden's broker thread, found by name once it is ready
+  mutable double broker_cpu_ = 0;
   mutable uint64_t last_peak_ = 0;
 };
 

@@ -22,6 +22,11 @@
 
 namespace belljar {
 
+// The workspace broker's thread in the warden, by its name (/proc/PID/task/TID/comm, at most
+// 15 bytes): the warden names it before it says it is ready, and the supervisor adds that
+// thread's CPU to the sandbox's, so work the broker does for the worker is the session's.
+inline constexpr const char* kBrokerThreadName = "belljar-broker";
+
 // Where the sandbox's cgroup lives (layers/cgroup.hpp): the warden makes it, the supervisor
 // reads its CPU and memory figures, moves its memory cap for a %%limits cell, and removes it
 // when the warden could not.

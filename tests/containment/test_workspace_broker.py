@@ -9,8 +9,10 @@ broker stands between the cell and them: when the tests run as root the sandbox 
 import contextlib
 import json
 import os
+import queue
 import shutil
 import subprocess
+import time
 import zipfile
 
 import pytest
@@ -670,3 +672,100 @@ if os.path.exists('/dev/ptmx'):
             assert "the sandbox may not change .hidden.fifo" in notices, notices
         finally:
             shutil.rmtree(outside, ignore_errors=True)
+
+
+# The broker's CPU is the session's: a daemon thread between cells asking it to walk long
+# a/../a/.. paths kept the warden's broker thread at 22-26 s of CPU per 30 s, charged to no one.
+def process_tree(pid):
+    found, pending = [], [pid]
+    while pending:
+        parent = pending.pop()
+        found.append(parent)
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{parent}/task"):
+                with open(f"/proc/{parent}/task/{task}/children") as f:
+                    pending.extend(int(child) for child in f.read().split())
+    return found
+
+
+def comm(pid, task=None):
+    try:
+        with open(f"/proc/{pid}/task/{task}/comm" if task else f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def warden_of(kernel_pid):
+    """The jail helper's warden among the kernel's processes: the broker's home."""
+    for pid in process_tree(kernel_pid):
+        if comm(pid) == "belljar-warden":
+            return pid
+    raise AssertionError("no warden among the kernel's processes")
+
+
+def cpu_of(stat_path):
+    """utime + stime, in seconds, of /proc/.../stat; None once it is gone."""
+    try:
+        with open(stat_path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def broker_cpu(warden):
+    """The broker thread's CPU (the warden's thread named belljar-broker); where no thread has
+    that name (the code before this round named none), the warden's threads' together."""
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{warden}/task"):
+            if comm(warden, task) == "belljar-broker":
+                return cpu_of(f"/proc/{warden}/task/{task}/stat")
+    return cpu_of(f"/proc/{warden}/stat")
+
+
+LONG_WALKS = """
+import os, threading
+os.chdir({ws!r})
+os.mkdir('a')
+long_path = 'a/../' * 800 + 'walked'
+def ask_the_broker():
+    while True:
+        try:
+            os.close(os.open(long_path, os.O_WRONLY | os.O_CREAT, 0o644))
+        except OSError:
+            pass
+threading.Thread(target=ask_the_broker, daemon=True).start()
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_brokers_cpu_is_charged_to_the_session(mode):
+    limit = 3
+    with fresh_workspace("belljar-broker-cpu-") as ws:
+        with kernel(mode, ws, ["--cpu", str(limit)]) as (km, kc):
+            warden = warden_of(km.provisioner.process.pid)
+            start = broker_cpu(warden)
+            reply, _ = execute(kc, LONG_WALKS.format(ws=str(ws)))
+            assert reply["content"]["status"] == "ok", reply["content"]
+            # Watched until the kernel says it stopped the thread, or until the broker has spent
+            # three times --cpu (nothing stopped it before): a bound on CPU, not on time. The
+            # clock only keeps a machine where nothing runs at all from waiting for ever.
+            used, notice, give_up = 0.0, None, time.monotonic() + 300
+            while notice is None and used < 3 * limit and time.monotonic() < give_up:
+                with contextlib.suppress(queue.Empty):
+                    msg = kc.get_iopub_msg(timeout=0.5)
+                    if msg["msg_type"] == "stream" and "while no cell ran" in msg["content"]["text"]:
+                        notice = msg["content"]["text"]
+                now = broker_cpu(warden)
+                if now is not None:
+                    used = max(used, now - start)
+            assert notice is not None, f"not stopped: the broker spent {used:.1f} s of CPU"
+            assert "--cpu" in notice and "restarted" in notice, notice
+            # The control: the thread did keep the broker busy (most of what was charged);
+            # the bound: the broker stopped within a sample (a second) of --cpu.
+            assert 1.0 <= used < limit + 1.5, used
+            reply, _ = execute(kc, "print('served')")
+            assert reply["content"]["status"] == "error", reply["content"]
+            reply, outputs = execute(kc, "print('served')")
+            assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "served\n"
