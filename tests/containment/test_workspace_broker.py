@@ -652,6 +652,9 @@ reopened('dot-file', lambda: os.open('.gitconfig', os.O_RDONLY))
 reopened('folder', lambda: os.open('folder', os.O_RDONLY))
 reopened('link', lambda: os.open('link', os.O_PATH | os.O_NOFOLLOW))
 reopened('eventfd', lambda: os.eventfd(0))
+import select
+poller = select.epoll()
+reopened('epoll', poller.fileno)
 reopened('dot-fifo', lambda: os.open('.hidden.fifo', os.O_RDONLY | os.O_NONBLOCK))
 reopened('fifo outside', lambda: os.open({str(outside / 'host.fifo')!r}, os.O_RDONLY | os.O_NONBLOCK))
 attempt('by pid', lambda: os.open(f'/proc/{{os.getpid()}}/fd/{{r}}', os.O_WRONLY))
@@ -661,7 +664,7 @@ if os.path.exists('/dev/ptmx'):
                 got, notices = results_of(kc, code)
             admitted = {name: "done" for name in ("pipe", "/dev/null", "fifo")}
             refused = {name: "EACCES" for name in
-                       ("file", "dot-file", "folder", "link", "eventfd", "dot-fifo")}
+                       ("file", "dot-file", "folder", "link", "eventfd", "epoll", "dot-fifo")}
             expected = {**admitted, **refused, "socket": "ENXIO", "by pid": "PermissionError",
                         # a read-only mount says so; the host's /tmp in degraded mode is outside
                         # every writable root Landlock grants
