@@ -772,3 +772,51 @@ def test_the_brokers_cpu_is_charged_to_the_session(mode):
             assert reply["content"]["status"] == "error", reply["content"]
             reply, outputs = execute(kc, "print('served')")
             assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "served\n"
+
+
+ROUTES = """
+import tempfile, threading
+os.dup2(os.open('.gitconfig', os.O_RDONLY), 200)
+W = os.O_WRONLY
+def from_fd_folder():
+    os.open('200', W, dir_fd=os.open('/proc/self/fd', os.O_RDONLY | os.O_DIRECTORY))
+def from_self():
+    os.open('fd/200', W, dir_fd=os.open('/proc/self', os.O_PATH))
+def from_cwd():
+    here = os.getcwd()
+    os.chdir('/proc/self/fd')
+    try:
+        os.open('200', W)
+    finally:
+        os.chdir(here)
+def through_a_link():
+    link = tempfile.mktemp()
+    os.symlink('/proc/self/fd/200', link)
+    os.open(link, W)
+attempt('from the fd folder', from_fd_folder)
+attempt('from /proc/self', from_self)
+attempt('from the cwd', from_cwd)
+attempt('through a link', through_a_link)
+attempt('task', lambda: os.open(f'/proc/self/task/{threading.get_native_id()}/fd/200', W))
+attempt('thread-self', lambda: os.open('/proc/thread-self/fd/200', W))
+attempt('/dev/fd', lambda: os.open('/dev/fd/200', W))
+attempt('by pid', lambda: os.open(f'/proc/{os.getpid()}/fd/200', W))
+attempt('trailing slash', lambda: os.open('/proc/self/fd/200/', W))
+attempt('dot-dot', lambda: os.open('/proc/self/fd/../fd/200', W))
+attempt('read-write, create', lambda: os.open('/proc/self/fd/200', os.O_RDWR | os.O_CREAT))
+attempt('truncating', lambda: os.open('/proc/self/fd/200', os.O_RDONLY | os.O_TRUNC))
+attempt('map_files', lambda: os.open('/proc/self/map_files/' + os.listdir('/proc/self/map_files')[0], W))
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_route_to_a_held_dot_file_is_refused(mode):
+    # The routes beside /proc/self/fd/N to a descriptor's object: each is the reopen's (and
+    # refused: a file) or refused outright; none hands back a writable .gitconfig.
+    with fresh_workspace("belljar-broker-routes-") as ws:
+        (ws / ".gitconfig").write_text("[user]\n")
+        open_to_all(ws)
+        with kernel(mode, ws) as (km, kc):
+            got, _ = results_of(kc, f"os.chdir({str(ws)!r})\n" + ROUTES)
+        assert set(got.values()) == {"PermissionError"}, got
+        assert (ws / ".gitconfig").read_text() == "[user]\n"
