@@ -582,7 +582,7 @@ void WorkspaceBroker::answer(Call& call) {
 
   // /dev/stderr, /dev/fd/N, /proc/self/fd/N: the caller's own descriptor opened again, decided
   // on the object itself. The broker takes hold of what fd N is once (O_PATH), judges that
-  // (kReopenable), and opens the very same object again through its own descriptor: a second
+  // (Reopenable), and opens the very same object again through its own descriptor: a second
   // thread swapping fd N meanwhile changes nothing (it handed back a writable ~/.gitconfig).
   auto reopen = [&](const WalkedPath& at, int flags) {
     const auto& rest = at.rest_after_magic;
