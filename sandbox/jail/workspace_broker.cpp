@@ -40,7 +40,7 @@ constexpr const char* kEnvironmentMarker = "pyvenv.cfg";  // a folder holding it
 constexpr unsigned long kIoctlNotifSetFlags = _IOW('!', 4, uint64_t);
 constexpr uint64_t kUserNotifFdSyncWakeUp = 1;
 
-enum class Change { create, make_folder, write, remove, rename, mode, owner, link };
+enum class Change { create, make_folder, write, remove, rename, mode, owner, times, link };
 
 const char* change_name(Change change) {
   switch (change) {
@@ -57,6 +57,8 @@ const char* change_name(Change change) {
       return "mode";
     case Change::owner:
       return "owner";
+    case Change::times:
+      return "times";
     case Change::link:
       return "link";
   }
@@ -308,7 +310,8 @@ class Judge {
     if (!why && in_environment(at)) why = "inside a Python environment";
     if (!why) return 0;
     refuse_({joined(*relative), change_name(change), *why});
-    return change == Change::mode || change == Change::owner ? EPERM : EACCES;
+    return change == Change::mode || change == Change::owner || change == Change::times ? EPERM
+                                                                                        : EACCES;
   }
 
   // A folder to be moved: nothing the rule closes may lie below it, judged where it stands
@@ -681,11 +684,20 @@ void WorkspaceBroker::answer(Call& call) {
     call.reply(::symlinkat(target.c_str(), at.parent.get(), at.name.c_str()) == 0 ? 0 : errno);
   };
 
-  // A mode or an owner changed on `at` (a file or folder `st` describes): judged, then made
-  // without following a final link.
+  // The times utime*() asked for, read once from the caller's memory (none: now).
+  timespec times[2] = {};
+  bool times_now = false;
+
+  // A mode, an owner or times changed on `at` (a file or folder `st` describes): judged, then
+  // made without following a final link.
   auto change_attributes = [&](const WalkedPath& at, const struct stat& st, Change change,
                                uint64_t a, uint64_t b) {
     if (int error = judge.decide(at, change)) return call.reply(error);
+    if (change == Change::times)
+      return call.reply(::utimensat(at.parent.get(), at.name.c_str(), times_now ? nullptr : times,
+                                    AT_SYMLINK_NOFOLLOW) == 0
+                            ? 0
+                            : errno);
     if (change == Change::mode) {
       mode_t mode = static_cast<mode_t>(a) & 07777;
       if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
@@ -758,6 +770,52 @@ void WorkspaceBroker::answer(Call& call) {
         !(named == held))
       return call.reply(EACCES);
     change_attributes(at, st, change, a, b);
+  };
+
+  // utime, utimes, futimesat, utimensat: the times are read once into `times` (timevals and
+  // utimbuf's seconds made timespecs; the kernel checks the values when the broker makes the
+  // change), then judged like a mode: by path, or on a descriptor's own object (futimens, a
+  // NULL path or AT_EMPTY_PATH).
+  enum class TimesShape { utimbuf, timevals, timespecs };
+  auto read_times = [&](uint64_t address, TimesShape shape) {
+    times_now = address == 0;
+    if (times_now) return 0;
+    if (shape == TimesShape::timespecs) {
+      ssize_t got = read_memory(pid, address, reinterpret_cast<char*>(times), sizeof times);
+      return got == static_cast<ssize_t>(sizeof times) ? 0 : EFAULT;
+    }
+    int64_t raw[4] = {};  // two timevals, or utimbuf's two times (then only raw[0], raw[1])
+    size_t want = shape == TimesShape::timevals ? sizeof raw : 2 * sizeof(int64_t);
+    if (read_memory(pid, address, reinterpret_cast<char*>(raw), want) != static_cast<ssize_t>(want))
+      return EFAULT;
+    if (shape == TimesShape::utimbuf) {
+      times[0] = {raw[0], 0};
+      times[1] = {raw[1], 0};
+      return 0;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (raw[2 * i + 1] < 0 || raw[2 * i + 1] >= 1000000) return EINVAL;
+      times[i] = {raw[2 * i], raw[2 * i + 1] * 1000};
+    }
+    return 0;
+  };
+  auto do_times = [&](int dirfd, uint64_t address, uint64_t times_address, TimesShape shape,
+                      int flags) {
+    if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) return call.reply(EINVAL);
+    if (int error = read_times(times_address, shape)) return call.reply(error);
+    bool own_object = address == 0 && dirfd != AT_FDCWD;
+    if (address == 0 && !own_object) return call.reply(EFAULT);
+    if (own_object && flags) return call.reply(EINVAL);
+    if (!own_object && (flags & AT_EMPTY_PATH)) {
+      std::string path;
+      if (int error = read_string(pid, address, path)) return call.reply(error);
+      own_object = path.empty();
+    }
+    if (own_object) {
+      if (dirfd == AT_FDCWD) return call.reply(EACCES);  // the cwd's own times: not needed
+      return do_fattr(dirfd, Change::times, 0, 0);
+    }
+    do_attr(dirfd, address, flags & AT_SYMLINK_NOFOLLOW, Change::times, 0, 0);
   };
 
   // bind(): a unix socket's path is a name like any other. The address lives in the caller's
@@ -877,6 +935,14 @@ void WorkspaceBroker::answer(Call& call) {
       return do_fattr(call.arg_int(0), Change::owner, a[1], a[2]);
     case SYS_truncate:
       return do_truncate(a[0], static_cast<int64_t>(a[1]));
+    case SYS_utime:
+      return do_times(AT_FDCWD, a[0], a[1], TimesShape::utimbuf, 0);
+    case SYS_utimes:
+      return do_times(AT_FDCWD, a[0], a[1], TimesShape::timevals, 0);
+    case SYS_futimesat:
+      return do_times(dirfd_arg(0), a[1], a[2], TimesShape::timevals, 0);
+    case SYS_utimensat:
+      return do_times(dirfd_arg(0), a[1], a[2], TimesShape::timespecs, call.arg_int(3));
     case SYS_bind:
       return do_bind(call.arg_int(0), a[1], a[2]);
     case SYS_umask:

@@ -6,7 +6,9 @@ is real where one can be run.
 
 Files the host's user made are left writable to the sandbox's user (0666/0777) so that only the
 broker stands between the cell and them: when the tests run as root the sandbox is `nobody`."""
+import ast
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -502,3 +504,158 @@ attempt('port 80', lambda: serve_tcp(80))
 """
             got, _ = results_of(kc, code)
         assert got == {"port 0": "done", "port 80": "PermissionError"}, got
+
+
+# --- Extended attributes and times (the third pass): every call that changes what a name holds
+# is brokered or refused (sandbox/layers/syscall_table.cpp). An ACL is a mode by another call,
+# a user xattr and a file's times are changes to a dot-file like any other.
+
+ATTRIBUTE_PROBES = """
+import ctypes, errno, os, shutil, struct
+os.chdir({ws!r})
+results = {{}}
+def attempt(name, action):
+    try:
+        action()
+        results[name] = 'done'
+    except OSError as e:
+        results[name] = errno.errorcode[e.errno]
+def acl(user, group, other):
+    # system.posix_acl_access: version 2, then (tag, permissions, id) for owner, group, other
+    return struct.pack('<I', 2) + b''.join(struct.pack('<HHI', tag, perm, 0xffffffff)
+                                          for tag, perm in ((1, user), (4, group), (0x20, other)))
+libc = ctypes.CDLL(None, use_errno=True)
+def setxattrat(path, name, value):
+    # Linux 6.13's setxattrat(dirfd, path, at_flags, name, &xattr_args, size), by number
+    data = ctypes.create_string_buffer(value)
+    args = struct.pack('<QII', ctypes.addressof(data), len(value), 0)
+    if libc.syscall(463, -100, path.encode(), 0, name.encode(), args, len(args)) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+def futimens(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.utime(fd, (1, 1))
+    finally:
+        os.close(fd)
+attempt('acl makes a dot-file world-writable',
+        lambda: os.setxattr('.gitconfig', 'system.posix_acl_access', acl(6, 6, 6)))
+attempt('acl makes a start-up file executable',
+        lambda: os.setxattr('.ipython/startup.py', 'system.posix_acl_access', acl(7, 7, 7)))
+attempt('acl makes a folder unreadable to its owner',
+        lambda: os.setxattr('hide', 'system.posix_acl_access', acl(3, 0, 0)))
+attempt('user xattr on a dot-file', lambda: os.setxattr('.gitconfig', 'user.evil', b'1'))
+attempt('user xattr removed from a dot-file', lambda: os.removexattr('.gitconfig', 'user.host'))
+attempt('setxattrat on a dot-file', lambda: setxattrat('.gitconfig', 'user.evil', b'1'))
+attempt('utimensat on a dot-file', lambda: os.utime('.gitconfig', (1, 1)))
+attempt('futimens on a dot-file', lambda: futimens('.gitconfig'))
+attempt('utimensat on an ordinary file', lambda: os.utime('data.txt', (1000, 2000)))
+attempt('copy2 of a file with an xattr', lambda: shutil.copy2('data.txt', 'copy.txt'))
+print('RESULTS', results)
+"""
+
+
+def attribute_workspace(ws):
+    """A dot-file with a user xattr, a start-up file, a folder and an ordinary file, owned by the
+    sandbox's user as its own files would be (root's tests run the sandbox as nobody)."""
+    (ws / ".gitconfig").write_text("[user]\n")
+    (ws / ".ipython").mkdir()
+    (ws / ".ipython/startup.py").write_text("pass\n")
+    (ws / "hide").mkdir()
+    (ws / "data.txt").write_text("data\n")
+    os.setxattr(ws / ".gitconfig", "user.host", b"mine")
+    os.setxattr(ws / "data.txt", "user.tag", b"kept")
+    open_to_all(ws)
+    os.chmod(ws / ".gitconfig", 0o644)
+    os.chmod(ws / ".ipython/startup.py", 0o644)
+    if os.geteuid() == 0:
+        import pwd
+        nobody = pwd.getpwnam("nobody")
+        for path in [ws, *ws.rglob("*")]:
+            os.chown(path, nobody.pw_uid, nobody.pw_gid)
+
+
+def attribute_results(out_text):
+    line = next(line for line in out_text.splitlines() if line.startswith("RESULTS "))
+    return ast.literal_eval(line[len("RESULTS "):])
+
+
+def snapshot(ws):
+    return {rel: ((ws / rel).stat().st_mode, (ws / rel).stat().st_mtime_ns,
+                  sorted(os.listxattr(ws / rel)))
+            for rel in (".gitconfig", ".ipython/startup.py", "hide")}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_extended_attributes_and_times_change_no_dot_file(mode):
+    with fresh_workspace("belljar-broker-xattr-") as ws:
+        attribute_workspace(ws)
+        before = snapshot(ws)
+        with kernel(mode, ws) as (km, kc):
+            reply, out = execute(kc, ATTRIBUTE_PROBES.format(ws=str(ws)))
+            assert reply["content"]["status"] == "ok", out
+            got = attribute_results(stdout_of(out))
+            notices = stderr_of(out)
+        assert got == {
+            "acl makes a dot-file world-writable": "ENOTSUP",
+            "acl makes a start-up file executable": "ENOTSUP",
+            "acl makes a folder unreadable to its owner": "ENOTSUP",
+            "user xattr on a dot-file": "ENOTSUP",
+            "user xattr removed from a dot-file": "ENOTSUP",
+            "setxattrat on a dot-file": "ENOTSUP",
+            "utimensat on a dot-file": "EPERM",
+            "futimens on a dot-file": "EPERM",
+            "utimensat on an ordinary file": "done",
+            "copy2 of a file with an xattr": "done",
+        }, got
+        assert snapshot(ws) == before
+        assert (ws / "data.txt").stat().st_mtime == 2000  # ordinary times are the cell's
+        assert (ws / "copy.txt").read_text() == "data\n"
+        assert "the sandbox may not change .gitconfig (times" in notices, notices
+
+
+def test_control_outside_the_sandbox_the_attribute_probes_change_the_dot_files():
+    # The same probe as the workspace's owner, with no sandbox: every call lands.
+    with fresh_workspace("belljar-broker-xattr-control-") as ws:
+        attribute_workspace(ws)
+        before = snapshot(ws)
+        assert before[".gitconfig"][0] & 0o777 == 0o644
+        command = [PYTHON, "-c", ATTRIBUTE_PROBES.format(ws=str(ws))]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "nobody", "--", *command]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        got = attribute_results(done.stdout)
+        assert set(got.values()) == {"done"}, got
+        after = snapshot(ws)
+        assert after[".gitconfig"][0] & 0o777 == 0o666  # the ACL was the mode
+        assert after[".ipython/startup.py"][0] & 0o100
+        assert after["hide"][0] & 0o777 == 0o300
+        assert after[".gitconfig"][1] == 1_000_000_000
+        assert "user.evil" in after[".gitconfig"][2] and "user.host" not in after[".gitconfig"][2]
+
+
+def test_the_quota_counts_a_folder_an_acl_would_have_hidden():
+    # The red team's round-three shape: the folder made unreadable after its files were opened,
+    # by an ACL this time (chmod is brokered), hid 601 MiB from --workspace-quota 32M. Strict
+    # only: degraded mode has no survey, so no quota (its ACL is refused all the same, above).
+    mode = "strict"
+    with fresh_workspace("belljar-broker-acl-quota-") as ws:
+        quota = 32 << 20
+        code = (f"import os, struct\nos.chdir({str(ws)!r})\nos.mkdir('hide')\n"
+                "files = [open(f'hide/big{n}', 'wb') for n in range(8)]\n"
+                "acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', t, p, 0xffffffff) "
+                "for t, p in ((1, 3), (4, 0), (0x20, 0)))\n"
+                "try:\n    os.setxattr('hide', 'system.posix_acl_access', acl)\n"
+                "except OSError as e:\n    print('acl refused:', e.errno)\n"
+                "block = b'x' * (1 << 20)\n"
+                "for f in files:\n"
+                "    for _ in range(75): f.write(block)\n"
+                "    f.flush()\n")
+        with kernel(mode, ws, ["--workspace-quota", "32M", "--file-size", "100M"]) as (km, kc):
+            reply, out = execute(kc, code, timeout=120)
+            used = sum(f.stat().st_blocks * 512 for f in (ws / "hide").iterdir())
+            print(f"workspace after the burst: {used >> 20} MiB (quota {quota >> 20} MiB)")
+            assert f"acl refused: {errno.EOPNOTSUPP}" in stdout_of(out), out
+            assert reply["content"]["status"] == "error", out
+            assert reply["content"]["ename"] == "WorkspaceQuotaError", reply["content"]
+            assert used < quota + (384 << 20), used
