@@ -181,8 +181,7 @@ int SandboxPaths::walk(const WalkStart& start, std::string_view path, bool follo
 }
 
 bool SandboxPaths::holds_marker(int dir) const {
-  struct stat st {};
-  return !marker_.empty() && ::fstatat(dir, marker_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  return marks_ && marks_(dir);
 }
 
 bool SandboxPaths::locate(int dir, std::vector<std::string>& where) const {

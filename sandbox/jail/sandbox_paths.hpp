@@ -59,10 +59,12 @@ struct WalkStart {
 
 class SandboxPaths {
  public:
-  // `root`: the sandbox's root folder (an O_PATH descriptor of /proc/PID/root). `marker`: a
-  // file name each folder on the way is checked for (the broker's pyvenv.cfg).
-  explicit SandboxPaths(int root, std::string marker = "")
-      : root_(root), marker_(std::move(marker)) {}
+  // Whether a folder is marked (the broker's: a Python environment's root by its shape).
+  using Marks = bool (*)(int dir);
+
+  // `root`: the sandbox's root folder (an O_PATH descriptor of /proc/PID/root). `marks`: asked
+  // of each folder on the way (none: nothing is marked).
+  explicit SandboxPaths(int root, Marks marks = nullptr) : root_(root), marks_(marks) {}
 
   // Resolves `path`, relative to `start` (components from the root; empty for an absolute
   // path or one from the root). With `follow_last`, a last component that is a symlink is
@@ -85,7 +87,7 @@ class SandboxPaths {
   bool holds_marker(int dir) const;
 
   int root_;
-  std::string marker_;
+  Marks marks_;
 };
 
 }  // namespace belljar

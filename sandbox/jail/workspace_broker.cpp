@@ -35,7 +35,6 @@ constexpr size_t kMaxReported = 4096;   // paths said once each; past this, said
 constexpr size_t kMaxScanned = 100000;  // entries below a folder that is to be renamed
 constexpr int kSysFchmodat2 = 452;      // Linux 6.6, newer than some headers
 constexpr int kOTmpfileBit = 020000000;
-constexpr const char* kEnvironmentMarker = "pyvenv.cfg";  // a folder holding it is a venv
 // SECCOMP_IOCTL_NOTIF_SET_FLAGS and SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, newer than the headers.
 constexpr unsigned long kIoctlNotifSetFlags = _IOW('!', 4, uint64_t);
 constexpr uint64_t kUserNotifFdSyncWakeUp = 1;
@@ -242,7 +241,7 @@ class Judge {
         workspace_(workspace),
         roots_(roots),
         root_(root),
-        paths_(root, kEnvironmentMarker),
+        paths_(root, &holds_python_environment),
         pid_(pid),
         located_(located),
         generation_(generation),
@@ -353,16 +352,18 @@ class Judge {
   }
 
  private:
-  // Whether a folder from the workspace's root down to the target's holds pyvenv.cfg.
+  // Whether a folder from the workspace's root down to the target's is a Python environment's
+  // root by its shape (workspace_rule.hpp's table).
   bool in_environment(const WalkedPath& at) const {
     for (size_t i = workspace_.size(); i < at.marked.size(); ++i)
       if (at.marked[i]) return true;
     return false;
   }
 
-  // Depth first below `dir`; `found` gets each entry's components (and whether it is an
-  // environment's pyvenv.cfg) and stops the walk by returning true. A folder that cannot be
-  // opened or read sets `unreadable` and stops it too.
+  // Depth first below `dir`; `found` gets each entry's components (and whether it marks an
+  // environment: pyvenv.cfg, conda-meta, bin/python*; failing closed, without lib's look) and stops
+  // the walk by returning true. A folder that cannot be opened or read sets `unreadable` and stops
+  // it too.
   template <typename Found>
   bool scan(int dir, std::vector<std::string> inner, size_t& seen, bool& unreadable,
             Found&& found) {
@@ -388,7 +389,10 @@ class Judge {
         break;
       }
       inner.push_back(name);
-      if (found(inner, name == "pyvenv.cfg")) {
+      bool marks =
+          name == "pyvenv.cfg" || name == "conda-meta" ||
+          (inner.size() >= 2 && inner[inner.size() - 2] == "bin" && name.rfind("python", 0) == 0);
+      if (found(inner, marks)) {
         stop = true;
       } else if (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) {
         Fd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -591,7 +595,8 @@ void WorkspaceBroker::answer(Call& call) {
       fd.reset(::openat(at.parent.get(), at.name.c_str(), open_flags | O_NONBLOCK, created));
     }
     if (!fd) return call.reply(errno);
-    if (!there && at.name == kEnvironmentMarker) invalidate();  // a folder became a venv
+    if (!there && environment_marker(at.where.empty() ? "" : at.where.back(), at.name))
+      invalidate();  // a folder may have become an environment
     hand_back(fd.get(), flags, special);
   };
 
@@ -613,7 +618,10 @@ void WorkspaceBroker::answer(Call& call) {
     // In the workspace a folder is always its owner's to read and search: the quota's survey
     // must see into it.
     if (judge.in_workspace(at)) made |= S_IRWXU;
-    call.reply(::mkdirat(at.parent.get(), at.name.c_str(), made) == 0 ? 0 : errno);
+    int rc = ::mkdirat(at.parent.get(), at.name.c_str(), made);
+    if (rc == 0 && environment_marker(at.where.empty() ? "" : at.where.back(), at.name))
+      invalidate();  // a folder may have become an environment
+    call.reply(rc == 0 ? 0 : errno);
   };
 
   auto do_mknod = [&](int dirfd, uint64_t address, mode_t mode) {
@@ -637,7 +645,9 @@ void WorkspaceBroker::answer(Call& call) {
     if (!exists(at, st)) return call.reply(ENOENT);
     if (int error = judge.decide(at, Change::remove)) return call.reply(error);
     int rc = ::unlinkat(at.parent.get(), at.name.c_str(), flags & AT_REMOVEDIR);
-    if (rc == 0 && ((flags & AT_REMOVEDIR) || at.name == kEnvironmentMarker)) invalidate();
+    if (rc == 0 && ((flags & AT_REMOVEDIR) ||
+                    environment_marker(at.where.empty() ? "" : at.where.back(), at.name)))
+      invalidate();
     call.reply(rc == 0 ? 0 : errno);
   };
 

@@ -673,3 +673,84 @@ def test_the_quota_counts_a_folder_an_acl_would_have_hidden():
             assert reply["content"]["status"] == "error", out
             assert reply["content"]["ename"] == "WorkspaceQuotaError", reply["content"]
             assert used < quota + (384 << 20), used
+
+
+# --- Python environments by their shape (the third pass): a conda environment has no
+# pyvenv.cfg, and its sitecustomize.py and etc/conda/activate.d ran in the host's next python
+# and `conda activate`.
+
+ENVIRONMENT_PLANTS = """
+import os, json
+os.chdir({ws!r})
+results = {{}}
+def attempt(name, action):
+    try:
+        action()
+        results[name] = 'done'
+    except OSError as e:
+        results[name] = type(e).__name__
+def write(path, text='import os\\n'):
+    with open(path, 'w') as f:
+        f.write(text)
+attempt('conda sitecustomize', lambda: write('conda/lib/python3.11/sitecustomize.py'))
+attempt('conda usercustomize', lambda: write('conda/lib/python3.11/usercustomize.py'))
+attempt('conda activate.d', lambda: write('conda/etc/conda/activate.d/evil.sh', 'touch x\\n'))
+attempt('conda deactivate.d', lambda: os.mkdir('conda/etc/conda/deactivate.d'))
+attempt('conda bin', lambda: write('conda/bin/ls'))
+attempt('conda .pth', lambda: write('conda/lib/python3.11/site-packages/evil.pth'))
+attempt('conda moved away', lambda: os.rename('conda', 'moved'))
+attempt('conda-meta removed', lambda: os.rename('conda/conda-meta', 'conda/gone'))
+attempt('prefix sitecustomize', lambda: write('prefix/lib/python3.12/sitecustomize.py'))
+attempt('activate.d anywhere', lambda: os.mkdir('proj/etc/conda/activate.d'))
+attempt('project lib', lambda: write('proj/lib/helpers.py'))
+attempt('project bin', lambda: write('proj/bin/run.sh', 'true\\n'))
+attempt('project conda recipe', lambda: write('proj/etc/conda/environment.yml', 'name: x\\n'))
+print('RESULTS ' + json.dumps(results))
+"""
+
+ENVIRONMENT_REFUSED = ["conda sitecustomize", "conda usercustomize", "conda activate.d",
+                       "conda deactivate.d", "conda bin", "conda .pth", "conda moved away",
+                       "conda-meta removed", "prefix sitecustomize", "activate.d anywhere"]
+ENVIRONMENT_ALLOWED = ["project lib", "project bin", "project conda recipe"]
+
+
+def environment_workspace(ws):
+    """A conda environment as conda lays it out (no pyvenv.cfg), an interpreter's prefix with
+    no marker at all, and an ordinary project with a lib, a bin and an etc/conda of its own."""
+    for folder in ("conda/conda-meta", "conda/bin", "conda/lib/python3.11/site-packages",
+                   "conda/etc/conda/activate.d", "prefix/bin", "prefix/lib/python3.12",
+                   "proj/lib", "proj/bin", "proj/etc/conda"):
+        (ws / folder).mkdir(parents=True)
+    (ws / "conda/conda-meta/history").write_text("==> 2026-01-01 <==\n")
+    (ws / "conda/bin/python3.11").write_text("")
+    (ws / "prefix/bin/python3").write_text("")
+    open_to_all(ws)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_conda_environment_is_a_python_environment_to_the_rule(mode):
+    with fresh_workspace("belljar-broker-conda-") as ws:
+        environment_workspace(ws)
+        with kernel(mode, ws) as (km, kc):
+            reply, out = execute(kc, ENVIRONMENT_PLANTS.format(ws=str(ws)))
+            assert reply["content"]["status"] == "ok", out
+            got = json.loads(stdout_of(out).split("RESULTS ", 1)[1].splitlines()[0])
+            notices = stderr_of(out)
+        assert got == {**{name: "PermissionError" for name in ENVIRONMENT_REFUSED},
+                       **{name: "done" for name in ENVIRONMENT_ALLOWED}}, got
+        assert "conda/lib/python3.11/sitecustomize.py (create: inside a Python environment)" \
+            in notices, notices
+        assert not (ws / "conda/lib/python3.11/sitecustomize.py").exists()
+        assert not (ws / "conda/etc/conda/activate.d/evil.sh").exists()
+        assert (ws / "conda/conda-meta").is_dir()
+
+
+def test_control_outside_the_sandbox_the_environment_plants_land():
+    with fresh_workspace("belljar-broker-conda-control-") as ws:
+        environment_workspace(ws)
+        done = subprocess.run([PYTHON, "-c", ENVIRONMENT_PLANTS.format(ws=str(ws))],
+                              capture_output=True, text=True, check=True)
+        got = json.loads(done.stdout.split("RESULTS ", 1)[1].splitlines()[0])
+        # Every plant lands (the rename of conda-meta found it already moved with its folder).
+        assert {name for name, result in got.items() if result != "done"} <= {"conda-meta removed"}
+        assert (ws / "moved/lib/python3.11/sitecustomize.py").exists()
