@@ -325,7 +325,10 @@ class Judge {
     bool unreadable = !top;
     std::optional<std::string> why;
     std::string found;
-    if (top)
+    if (top && holds_python_environment(top.get())) {
+      why = "it is a Python environment";
+      found = joined(from_rel ? *from_rel : *to_rel);
+    } else if (top) {
       scan(top.get(), {}, seen, unreadable,
            [&](const std::vector<std::string>& inner, bool is_venv) {
              for (const auto* base : {&from_rel, &to_rel}) {
@@ -340,6 +343,7 @@ class Judge {
              }
              return false;
            });
+    }
     // Fails closed: what could not be looked at may hold anything.
     if (!why && (seen > kMaxScanned || unreadable)) {
       why = unreadable ? "it holds a folder the broker cannot read"
@@ -360,10 +364,10 @@ class Judge {
     return false;
   }
 
-  // Depth first below `dir`; `found` gets each entry's components (and whether it marks an
-  // environment: pyvenv.cfg, conda-meta, bin/python*; failing closed, without lib's look) and stops
-  // the walk by returning true. A folder that cannot be opened or read sets `unreadable` and stops
-  // it too.
+  // Depth first below `dir`; `found` gets each entry's components (and whether it is an
+  // environment's marker or root: pyvenv.cfg, conda-meta, a folder of an environment's shape) and
+  // stops the walk by returning true. A folder that cannot be opened or read sets `unreadable` and
+  // stops it too.
   template <typename Found>
   bool scan(int dir, std::vector<std::string> inner, size_t& seen, bool& unreadable,
             Found&& found) {
@@ -389,14 +393,15 @@ class Judge {
         break;
       }
       inner.push_back(name);
-      bool marks =
-          name == "pyvenv.cfg" || name == "conda-meta" ||
-          (inner.size() >= 2 && inner[inner.size() - 2] == "bin" && name.rfind("python", 0) == 0);
-      if (found(inner, marks)) {
+      // An environment's marker names its folder; a prefix's shape (bin/python* beside
+      // lib/python3.*) is looked at below, on each folder as it is entered.
+      if (found(inner, name == "pyvenv.cfg" || name == "conda-meta")) {
         stop = true;
       } else if (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) {
         Fd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (sub)
+        if (sub && holds_python_environment(sub.get()) && found(inner, true))
+          stop = true;
+        else if (sub)
           stop = scan(sub.get(), inner, seen, unreadable, found);
         else if (errno != ENOTDIR && errno != ELOOP)  // a file or a link after all
           unreadable = stop = true;

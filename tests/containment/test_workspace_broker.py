@@ -705,13 +705,16 @@ attempt('activate.d anywhere', lambda: os.mkdir('proj/etc/conda/activate.d'))
 attempt('project lib', lambda: write('proj/lib/helpers.py'))
 attempt('project bin', lambda: write('proj/bin/run.sh', 'true\\n'))
 attempt('project conda recipe', lambda: write('proj/etc/conda/environment.yml', 'name: x\\n'))
+attempt('prefix moved away', lambda: os.rename('prefix', 'elsewhere'))
+attempt('project moved', lambda: os.rename('proj', 'proj2'))
 print('RESULTS ' + json.dumps(results))
 """
 
 ENVIRONMENT_REFUSED = ["conda sitecustomize", "conda usercustomize", "conda activate.d",
                        "conda deactivate.d", "conda bin", "conda .pth", "conda moved away",
-                       "conda-meta removed", "prefix sitecustomize", "activate.d anywhere"]
-ENVIRONMENT_ALLOWED = ["project lib", "project bin", "project conda recipe"]
+                       "conda-meta removed", "prefix sitecustomize", "activate.d anywhere",
+                       "prefix moved away"]
+ENVIRONMENT_ALLOWED = ["project lib", "project bin", "project conda recipe", "project moved"]
 
 
 def environment_workspace(ws):
