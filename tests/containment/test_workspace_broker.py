@@ -9,9 +9,11 @@ broker stands between the cell and them: when the tests run as root the sandbox 
 import ast
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import shutil
+import struct
 import subprocess
 import zipfile
 
@@ -549,6 +551,20 @@ attempt('user xattr removed from a dot-file', lambda: os.removexattr('.gitconfig
 attempt('setxattrat on a dot-file', lambda: setxattrat('.gitconfig', 'user.evil', b'1'))
 attempt('utimensat on a dot-file', lambda: os.utime('.gitconfig', (1, 1)))
 attempt('futimens on a dot-file', lambda: futimens('.gitconfig'))
+def inode_flags(path, add=0):
+    # FS_IOC_GETFLAGS / FS_IOC_SETFLAGS on a descriptor opened only to read
+    import fcntl
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        flags = bytearray(8)
+        fcntl.ioctl(fd, 0x80086601, flags)
+        if add:
+            value = struct.unpack('<q', bytes(flags))[0] | add
+            fcntl.ioctl(fd, 0x40086602, struct.pack('<q', value))
+        return struct.unpack('<q', bytes(flags))[0]
+    finally:
+        os.close(fd)
+attempt('inode flag on a dot-file', lambda: inode_flags('.gitconfig', 0x40))  # FS_NODUMP_FL
 attempt('utimensat on an ordinary file', lambda: os.utime('data.txt', (1000, 2000)))
 attempt('copy2 of a file with an xattr', lambda: shutil.copy2('data.txt', 'copy.txt'))
 print('RESULTS', results)
@@ -592,9 +608,22 @@ def attribute_results(out_text):
     return ast.literal_eval(line[len("RESULTS "):])
 
 
+def inode_flags(path):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except PermissionError:  # a folder an ACL made unreadable (the control's)
+        return None
+    try:
+        flags = bytearray(8)
+        fcntl.ioctl(fd, 0x80086601, flags)  # FS_IOC_GETFLAGS
+        return struct.unpack("<q", bytes(flags))[0]
+    finally:
+        os.close(fd)
+
+
 def snapshot(ws):
     return {rel: ((ws / rel).stat().st_mode, (ws / rel).stat().st_mtime_ns,
-                  sorted(os.listxattr(ws / rel)))
+                  sorted(os.listxattr(ws / rel)), inode_flags(ws / rel))
             for rel in (".gitconfig", ".ipython/startup.py", "hide")}
 
 
@@ -617,6 +646,7 @@ def test_extended_attributes_and_times_change_no_dot_file(mode):
             "setxattrat on a dot-file": "ENOTSUP",
             "utimensat on a dot-file": "EPERM",
             "futimens on a dot-file": "EPERM",
+            "inode flag on a dot-file": "EPERM",
             "utimensat on an ordinary file": "done",
             "copy2 of a file with an xattr": "done",
         }, got
@@ -644,6 +674,7 @@ def test_control_outside_the_sandbox_the_attribute_probes_change_the_dot_files()
         assert after["hide"][0] & 0o777 == 0o300
         assert after[".gitconfig"][1] == 1_000_000_000
         assert "user.evil" in after[".gitconfig"][2] and "user.host" not in after[".gitconfig"][2]
+        assert after[".gitconfig"][3] & 0x40  # FS_NODUMP_FL, through a read-only descriptor
 
 
 def test_the_quota_counts_a_folder_an_acl_would_have_hidden():
