@@ -63,8 +63,11 @@ class SandboxPaths {
   using Marks = bool (*)(int dir);
 
   // `root`: the sandbox's root folder (an O_PATH descriptor of /proc/PID/root). `marks`: asked
-  // of each folder on the way (none: nothing is marked).
-  explicit SandboxPaths(int root, Marks marks = nullptr) : root_(root), marks_(marks) {}
+  // of each folder on the way `marks_from` or more components below the root (the broker's:
+  // the workspace and below; folders above it, /usr with its bin and lib, are never looked
+  // at); none: nothing is marked.
+  explicit SandboxPaths(int root, Marks marks = nullptr, size_t marks_from = 0)
+      : root_(root), marks_(marks), marks_from_(marks_from) {}
 
   // Resolves `path`, relative to `start` (components from the root; empty for an absolute
   // path or one from the root). With `follow_last`, a last component that is a symlink is
@@ -84,10 +87,11 @@ class SandboxPaths {
   bool locate(int dir, WalkStart& start) const;
 
  private:
-  bool holds_marker(int dir) const;
+  bool holds_marker(int dir, size_t depth) const;
 
   int root_;
   Marks marks_;
+  size_t marks_from_;
 };
 
 }  // namespace belljar

@@ -241,7 +241,7 @@ class Judge {
         workspace_(workspace),
         roots_(roots),
         root_(root),
-        paths_(root, &holds_python_environment),
+        paths_(root, &holds_python_environment, workspace.size()),
         pid_(pid),
         located_(located),
         generation_(generation),

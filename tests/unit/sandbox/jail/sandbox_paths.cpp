@@ -142,6 +142,10 @@ TEST_CASE("folders that are an environment's root are flagged on the way", "[san
   fs::create_directories(dir / "w/conda/lib/python3.12");
   REQUIRE(paths.walk(Parts{}, "w/conda/lib/python3.12/sitecustomize.py", false, at) == 0);
   CHECK(at.marked == std::vector<bool>{false, false, true, false, false});
+  // folders above `marks_from` (the broker's: above the workspace) are never looked at
+  SandboxPaths below_w(fd.get(), &holds_python_environment, 3);
+  REQUIRE(below_w.walk(Parts{}, "w/conda/lib/python3.12/x.py", false, at) == 0);
+  CHECK(at.marked == std::vector<bool>{false, false, false, false, false});
 }
 
 TEST_CASE("a tree deeper than the descriptor limit is walked", "[sandbox_paths]") {
