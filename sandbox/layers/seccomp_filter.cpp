@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/fs.h>
+#include <linux/fscrypt.h>
+#include <linux/fsverity.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -141,13 +143,19 @@ Filter build(const SeccompOptions& options) {
       }
     }
   }
-  // TIOCSTI pushes input into a terminal, TIOCLINUX can too; the inode flag setters change a
-  // file through a descriptor opened only to read it (append-only, no-atime, no-dump, a
-  // project id), as xattrs would. The request is an int, so only its low 32 bits count.
+  // TIOCSTI pushes input into a terminal, TIOCLINUX can too. The inode setters change a file
+  // through a descriptor opened only to read it, as its owner (flags: append-only, no-dump; a
+  // project id; its generation; fs-verity, which makes it read-only for good; an encryption
+  // policy on an empty folder, whose files the survey could not read): the table's ioctl row.
+  // The request is an int, so only its low 32 bits count.
   for (unsigned long request :
        {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX),
         static_cast<unsigned long>(FS_IOC_SETFLAGS), static_cast<unsigned long>(FS_IOC32_SETFLAGS),
-        static_cast<unsigned long>(FS_IOC_FSSETXATTR)})
+        static_cast<unsigned long>(FS_IOC_FSSETXATTR),
+        static_cast<unsigned long>(FS_IOC_SETVERSION),
+        static_cast<unsigned long>(FS_IOC32_SETVERSION),
+        static_cast<unsigned long>(FS_IOC_ENABLE_VERITY),
+        static_cast<unsigned long>(FS_IOC_SET_ENCRYPTION_POLICY)})
     check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
                            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request)),
           "seccomp_rule_add(ioctl " + std::to_string(request) + ")");

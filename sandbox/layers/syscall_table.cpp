@@ -61,7 +61,9 @@ const Group kGroups[] = {
     {kInPart,
      0,
      "refused (EPERM): TIOCSTI, TIOCLINUX (input pushed into a terminal) and the "
-     "inode flag setters FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR (no name's flags change)",
+     "inode setters a read-only descriptor reaches as its owner: FS_IOC_SETFLAGS, "
+     "FS_IOC_FSSETXATTR, FS_IOC_SETVERSION, FS_IOC_ENABLE_VERITY, "
+     "FS_IOC_SET_ENCRYPTION_POLICY",
      {"ioctl"}},
 
     // --- refused ---
