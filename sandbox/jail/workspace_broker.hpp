@@ -1,14 +1,15 @@
 #pragma once
 // The workspace broker: a thread of the warden, outside the sandbox, that decides every change
 // to a name before it happens. The worker's seccomp filter (seccomp_filter.hpp, `broker`) stops
-// each call that makes, renames, removes or re-modes a name, and each open that may write; the
+// each call that makes, renames, removes, re-modes or re-times a name, and each open that may
+// write (syscall_table.hpp says which; extended attributes are refused there outright); the
 // broker reads the call's paths from the caller's memory once, resolves them itself in the
 // sandbox's root (sandbox_paths.hpp: component by component, no symlink followed blindly),
 // asks the rule (workspace_rule.hpp) about the result, and then makes the change itself through
 // the descriptors it resolved, handing an opened file back with SECCOMP_ADDFD_FLAG_SEND. The
 // caller's memory may change after it was read without effect: the check and the change are
-// both the broker's, on the same descriptors. A refusal is EACCES (EPERM for a mode or a link)
-// in the cell and one record per path for the supervisor (a notice and an audit record).
+// both the broker's, on the same descriptors. A refusal is EACCES (EPERM for a mode, times or
+// a link) in the cell and one record per path for the supervisor (a notice and an audit record).
 //
 // Reads and writes of open files never reach it: the cost is on names, not on data.
 #include <sys/types.h>
@@ -48,7 +49,7 @@ struct BrokerSettings {
 
 struct BrokerRefusal {
   std::string path;    // relative to the workspace
-  std::string change;  // "create", "write", "remove", "rename", "mode", "owner", "link"
+  std::string change;  // "create", "write", "remove", "rename", "mode", "owner", "times", "link"
   std::string reason;
 };
 

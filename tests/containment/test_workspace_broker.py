@@ -549,8 +549,15 @@ attempt('acl makes a folder unreadable to its owner',
 attempt('user xattr on a dot-file', lambda: os.setxattr('.gitconfig', 'user.evil', b'1'))
 attempt('user xattr removed from a dot-file', lambda: os.removexattr('.gitconfig', 'user.host'))
 attempt('setxattrat on a dot-file', lambda: setxattrat('.gitconfig', 'user.evil', b'1'))
+def fchmodat2(path, mode):
+    # Linux 6.6's fchmodat2(dirfd, path, mode, AT_SYMLINK_NOFOLLOW), by number
+    if libc.syscall(452, -100, path.encode(), mode, 0x100) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+attempt('fchmodat2 on a dot-file', lambda: fchmodat2('.gitconfig', 0o666))
 attempt('utimensat on a dot-file', lambda: os.utime('.gitconfig', (1, 1)))
 attempt('futimens on a dot-file', lambda: futimens('.gitconfig'))
+attempt('utimensat on a start-up file', lambda: os.utime('.ipython/startup.py', (1, 1)))
 def inode_flags(path, add=0):
     # FS_IOC_GETFLAGS / FS_IOC_SETFLAGS on a descriptor opened only to read
     import fcntl
@@ -644,8 +651,10 @@ def test_extended_attributes_and_times_change_no_dot_file(mode):
             "user xattr on a dot-file": "ENOTSUP",
             "user xattr removed from a dot-file": "ENOTSUP",
             "setxattrat on a dot-file": "ENOTSUP",
+            "fchmodat2 on a dot-file": "EPERM",
             "utimensat on a dot-file": "EPERM",
             "futimens on a dot-file": "EPERM",
+            "utimensat on a start-up file": "EPERM",
             "inode flag on a dot-file": "EPERM",
             "utimensat on an ordinary file": "done",
             "copy2 of a file with an xattr": "done",
@@ -653,7 +662,8 @@ def test_extended_attributes_and_times_change_no_dot_file(mode):
         assert snapshot(ws) == before
         assert (ws / "data.txt").stat().st_mtime == 2000  # ordinary times are the cell's
         assert (ws / "copy.txt").read_text() == "data\n"
-        assert "the sandbox may not change .gitconfig (times" in notices, notices
+        assert "the sandbox may not change .gitconfig (mode" in notices, notices
+        assert "the sandbox may not change .ipython/startup.py (times" in notices, notices
 
 
 def test_control_outside_the_sandbox_the_attribute_probes_change_the_dot_files():
