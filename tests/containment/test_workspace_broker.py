@@ -12,6 +12,9 @@ import errno
 import fcntl
 import json
 import os
+import pathlib
+import platform
+import re
 import shutil
 import struct
 import subprocess
@@ -22,6 +25,7 @@ import pytest
 from belljar_testing import (
     NO_NAMESPACES,
     PYTHON,
+    SOURCE,
     collect,
     execute,
     running_kernel,
@@ -798,3 +802,80 @@ def test_control_outside_the_sandbox_the_environment_plants_land():
         # Every plant lands (the rename of conda-meta found it already moved with its folder).
         assert {name for name, result in got.items() if result != "done"} <= {"conda-meta removed"}
         assert (ws / "moved/lib/python3.11/sitecustomize.py").exists()
+
+
+# --- The syscall table's refusals, call by call (sandbox/layers/syscall_table.cpp, shown in
+# docs/security.md, whose rows a unit test holds equal to the code): each call the table refuses
+# is made in the sandbox with null arguments, in a child of its own, and must fail with the
+# table's errno. Outside, the same calls reach the kernel and fail for their own reasons.
+
+NEWER_CALLS = {"futex_waitv": 449, "set_mempolicy_home_node": 450, "cachestat": 451,
+               "fchmodat2": 452, "map_shadow_stack": 453, "futex_wake": 454, "futex_wait": 455,
+               "futex_requeue": 456, "statmount": 457, "listmount": 458, "lsm_get_self_attr": 459,
+               "lsm_set_self_attr": 460, "lsm_list_modules": 461, "mseal": 462,
+               "setxattrat": 463, "getxattrat": 464, "listxattrat": 465, "removexattrat": 466,
+               "open_tree_attr": 467, "file_getattr": 468, "file_setattr": 469}
+
+REFUSAL_PROBE = """
+import ctypes, json, sys
+libc = ctypes.CDLL(None, use_errno=True)
+got = {}
+for name, nr in json.loads(sys.argv[1]).items():
+    ctypes.set_errno(0)
+    rc = libc.syscall(nr, 0, 0, 0, 0, 0, 0)
+    got[name] = ctypes.get_errno() if rc == -1 else 0
+print(json.dumps(got))
+"""
+
+
+def refused_by_the_table():
+    """{name: (number, errno)} of the rows docs/security.md shows as refused, on x86_64."""
+    numbers = dict(NEWER_CALLS)
+    header = pathlib.Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h").read_text()
+    for match in re.finditer(r"#define __NR_(\w+) (\d+)", header):
+        numbers.setdefault(match.group(1), int(match.group(2)))
+    refused = {}
+    for line in (SOURCE / "docs/security.md").read_text().splitlines():
+        row = re.match(r"\| (`.*?`) \| refused \((E[A-Z]+)\) \|", line)
+        if row:
+            for name in re.findall(r"`(\w+)`", row.group(1)):
+                if name in numbers:
+                    refused[name] = (numbers[name], getattr(errno, row.group(2)))
+    return refused
+
+
+def refusal_probe_code(refused):
+    calls = json.dumps({name: nr for name, (nr, _) in refused.items()})
+    return (f"import subprocess, sys\n"
+            f"done = subprocess.run([sys.executable, '-c', {REFUSAL_PROBE!r}, {calls!r}],\n"
+            f"                      capture_output=True, text=True)\n"
+            f"print('REFUSALS ' + done.stdout.strip())\n")
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the probe's numbers are x86_64's")
+@pytest.mark.parametrize("mode", MODES)
+def test_every_call_the_table_refuses_is_refused_with_its_errno(mode):
+    refused = refused_by_the_table()
+    assert len(refused) > 80 and "setxattrat" in refused and "link" in refused
+    with fresh_workspace("belljar-broker-refusals-") as ws:
+        with kernel(mode, ws) as (km, kc):
+            reply, out = execute(kc, refusal_probe_code(refused), timeout=60)
+            assert reply["content"]["status"] == "ok", out
+            got = json.loads(stdout_of(out).split("REFUSALS ", 1)[1].splitlines()[0])
+    wrong = {name: (errno.errorcode.get(got.get(name), got.get(name)), errno.errorcode[want])
+             for name, (_, want) in refused.items() if got.get(name) != want}
+    assert not wrong, f"(got, the table's) for {len(wrong)} of {len(refused)} calls: {wrong}"
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the probe's numbers are x86_64's")
+def test_control_outside_the_sandbox_the_refused_calls_reach_the_kernel():
+    refused = refused_by_the_table()
+    done = subprocess.run([PYTHON, "-c", REFUSAL_PROBE,
+                           json.dumps({name: nr for name, (nr, _) in refused.items()})],
+                          capture_output=True, text=True, check=True)
+    got = json.loads(done.stdout)
+    # The kernel answers null arguments with EFAULT, EINVAL, EBADF ...: the table's errnos come
+    # from the filter, not from the calls.
+    same = [name for name, (_, want) in refused.items() if got[name] == want]
+    assert len(same) < len(refused) // 2, same
+    assert got["setxattr"] == errno.EFAULT and got["mq_open"] == errno.EFAULT
