@@ -82,7 +82,7 @@ int SandboxPaths::walk(const WalkStart& start, std::string_view path, bool follo
   std::vector<std::string> where;
   std::vector<bool> marked;  // per folder on the way, root first: it holds the marker
   auto enter = [&](Fd dir) {
-    marked.push_back(holds_marker(dir.get()));
+    marked.push_back(holds_marker(dir.get(), marked.size()));
     at = std::move(dir);
   };
   auto to_root = [&] {
@@ -180,9 +180,8 @@ int SandboxPaths::walk(const WalkStart& start, std::string_view path, bool follo
   return 0;
 }
 
-bool SandboxPaths::holds_marker(int dir) const {
-  struct stat st {};
-  return !marker_.empty() && ::fstatat(dir, marker_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+bool SandboxPaths::holds_marker(int dir, size_t depth) const {
+  return marks_ && depth >= marks_from_ && marks_(dir);
 }
 
 bool SandboxPaths::locate(int dir, std::vector<std::string>& where) const {
@@ -201,13 +200,13 @@ bool SandboxPaths::locate(int dir, WalkStart& start) const {
   text.assign(buf, static_cast<size_t>(n));
   auto parts = path_components(text);
   Fd at = duplicate(root_);
-  std::vector<bool> marked = {at && holds_marker(at.get())};
+  std::vector<bool> marked = {at && holds_marker(at.get(), 0)};
   for (const auto& part : parts) {
     if (part == ".." || !at) return false;
     at = open_beneath(at.get(), part);
     struct stat st {};
     if (!at || ::fstat(at.get(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-    marked.push_back(holds_marker(at.get()));
+    marked.push_back(holds_marker(at.get(), marked.size()));
   }
   ObjectId found, wanted;
   if (!at || !object_id(at.get(), found) || !object_id(dir, wanted) || !(found == wanted))

@@ -59,10 +59,15 @@ struct WalkStart {
 
 class SandboxPaths {
  public:
-  // `root`: the sandbox's root folder (an O_PATH descriptor of /proc/PID/root). `marker`: a
-  // file name each folder on the way is checked for (the broker's pyvenv.cfg).
-  explicit SandboxPaths(int root, std::string marker = "")
-      : root_(root), marker_(std::move(marker)) {}
+  // Whether a folder is marked (the broker's: a Python environment's root by its shape).
+  using Marks = bool (*)(int dir);
+
+  // `root`: the sandbox's root folder (an O_PATH descriptor of /proc/PID/root). `marks`: asked
+  // of each folder on the way `marks_from` or more components below the root (the broker's:
+  // the workspace and below; folders above it, /usr with its bin and lib, are never looked
+  // at); none: nothing is marked.
+  explicit SandboxPaths(int root, Marks marks = nullptr, size_t marks_from = 0)
+      : root_(root), marks_(marks), marks_from_(marks_from) {}
 
   // Resolves `path`, relative to `start` (components from the root; empty for an absolute
   // path or one from the root). With `follow_last`, a last component that is a symlink is
@@ -82,10 +87,11 @@ class SandboxPaths {
   bool locate(int dir, WalkStart& start) const;
 
  private:
-  bool holds_marker(int dir) const;
+  bool holds_marker(int dir, size_t depth) const;
 
   int root_;
-  std::string marker_;
+  Marks marks_;
+  size_t marks_from_;
 };
 
 }  // namespace belljar

@@ -36,12 +36,11 @@ constexpr size_t kMaxReported = 4096;   // paths said once each; past this, said
 constexpr size_t kMaxScanned = 100000;  // entries below a folder that is to be renamed
 constexpr int kSysFchmodat2 = 452;      // Linux 6.6, newer than some headers
 constexpr int kOTmpfileBit = 020000000;
-constexpr const char* kEnvironmentMarker = "pyvenv.cfg";  // a folder holding it is a venv
 // SECCOMP_IOCTL_NOTIF_SET_FLAGS and SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, newer than the headers.
 constexpr unsigned long kIoctlNotifSetFlags = _IOW('!', 4, uint64_t);
 constexpr uint64_t kUserNotifFdSyncWakeUp = 1;
 
-enum class Change { create, make_folder, write, remove, rename, mode, owner, link };
+enum class Change { create, make_folder, write, remove, rename, mode, owner, times, link };
 
 const char* change_name(Change change) {
   switch (change) {
@@ -58,6 +57,8 @@ const char* change_name(Change change) {
       return "mode";
     case Change::owner:
       return "owner";
+    case Change::times:
+      return "times";
     case Change::link:
       return "link";
   }
@@ -265,7 +266,7 @@ class Judge {
         workspace_(workspace),
         roots_(roots),
         root_(root),
-        paths_(root, kEnvironmentMarker),
+        paths_(root, &holds_python_environment, workspace.size()),
         pid_(pid),
         located_(located),
         generation_(generation),
@@ -357,7 +358,8 @@ class Judge {
     if (!why && in_environment(at)) why = "inside a Python environment";
     if (!why) return 0;
     refuse_({joined(*relative), change_name(change), *why});
-    return change == Change::mode || change == Change::owner ? EPERM : EACCES;
+    return change == Change::mode || change == Change::owner || change == Change::times ? EPERM
+                                                                                        : EACCES;
   }
 
   // A folder to be moved: nothing the rule closes may lie below it, judged where it stands
@@ -372,7 +374,10 @@ class Judge {
     bool unreadable = !top;
     std::optional<std::string> why;
     std::string found;
-    if (top)
+    if (top && holds_python_environment(top.get())) {
+      why = "it is a Python environment";
+      found = joined(from_rel ? *from_rel : *to_rel);
+    } else if (top) {
       scan(top.get(), {}, seen, unreadable,
            [&](const std::vector<std::string>& inner, bool is_venv) {
              for (const auto* base : {&from_rel, &to_rel}) {
@@ -387,6 +392,7 @@ class Judge {
              }
              return false;
            });
+    }
     // Fails closed: what could not be looked at may hold anything.
     if (!why && (seen > kMaxScanned || unreadable)) {
       why = unreadable ? "it holds a folder the broker cannot read"
@@ -399,7 +405,8 @@ class Judge {
   }
 
  private:
-  // Whether a folder from the workspace's root down to the target's holds pyvenv.cfg.
+  // Whether a folder from the workspace's root down to the target's is a Python environment's
+  // root by its shape (workspace_rule.hpp's table).
   bool in_environment(const WalkedPath& at) const {
     for (size_t i = workspace_.size(); i < at.marked.size(); ++i)
       if (at.marked[i]) return true;
@@ -407,8 +414,9 @@ class Judge {
   }
 
   // Depth first below `dir`; `found` gets each entry's components (and whether it is an
-  // environment's pyvenv.cfg) and stops the walk by returning true. A folder that cannot be
-  // opened or read sets `unreadable` and stops it too.
+  // environment's marker or root: pyvenv.cfg, conda-meta, a folder of an environment's shape) and
+  // stops the walk by returning true. A folder that cannot be opened or read sets `unreadable` and
+  // stops it too.
   template <typename Found>
   bool scan(int dir, std::vector<std::string> inner, size_t& seen, bool& unreadable,
             Found&& found) {
@@ -434,11 +442,15 @@ class Judge {
         break;
       }
       inner.push_back(name);
-      if (found(inner, name == "pyvenv.cfg")) {
+      // An environment's marker names its folder; a prefix's shape (bin/python* beside
+      // lib/python3.*) is looked at below, on each folder as it is entered.
+      if (found(inner, name == "pyvenv.cfg" || name == "conda-meta")) {
         stop = true;
       } else if (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) {
         Fd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (sub)
+        if (sub && holds_python_environment(sub.get()) && found(inner, true))
+          stop = true;
+        else if (sub)
           stop = scan(sub.get(), inner, seen, unreadable, found);
         else if (errno != ENOTDIR && errno != ELOOP)  // a file or a link after all
           unreadable = stop = true;
@@ -657,7 +669,8 @@ void WorkspaceBroker::answer(Call& call) {
       fd.reset(::openat(at.parent.get(), at.name.c_str(), open_flags | O_NONBLOCK, created));
     }
     if (!fd) return call.reply(errno);
-    if (!there && at.name == kEnvironmentMarker) invalidate();  // a folder became a venv
+    if (!there && environment_marker(at.where.empty() ? "" : at.where.back(), at.name))
+      invalidate();  // a folder may have become an environment
     hand_back(fd.get(), flags, special);
   };
 
@@ -679,7 +692,10 @@ void WorkspaceBroker::answer(Call& call) {
     // In the workspace a folder is always its owner's to read and search: the quota's survey
     // must see into it.
     if (judge.in_workspace(at)) made |= S_IRWXU;
-    call.reply(::mkdirat(at.parent.get(), at.name.c_str(), made) == 0 ? 0 : errno);
+    int rc = ::mkdirat(at.parent.get(), at.name.c_str(), made);
+    if (rc == 0 && environment_marker(at.where.empty() ? "" : at.where.back(), at.name))
+      invalidate();  // a folder may have become an environment
+    call.reply(rc == 0 ? 0 : errno);
   };
 
   auto do_mknod = [&](int dirfd, uint64_t address, mode_t mode) {
@@ -703,7 +719,9 @@ void WorkspaceBroker::answer(Call& call) {
     if (!exists(at, st)) return call.reply(ENOENT);
     if (int error = judge.decide(at, Change::remove)) return call.reply(error);
     int rc = ::unlinkat(at.parent.get(), at.name.c_str(), flags & AT_REMOVEDIR);
-    if (rc == 0 && ((flags & AT_REMOVEDIR) || at.name == kEnvironmentMarker)) invalidate();
+    if (rc == 0 && ((flags & AT_REMOVEDIR) ||
+                    environment_marker(at.where.empty() ? "" : at.where.back(), at.name)))
+      invalidate();
     call.reply(rc == 0 ? 0 : errno);
   };
 
@@ -750,11 +768,20 @@ void WorkspaceBroker::answer(Call& call) {
     call.reply(::symlinkat(target.c_str(), at.parent.get(), at.name.c_str()) == 0 ? 0 : errno);
   };
 
-  // A mode or an owner changed on `at` (a file or folder `st` describes): judged, then made
-  // without following a final link.
+  // The times utime*() asked for, read once from the caller's memory (none: now).
+  timespec times[2] = {};
+  bool times_now = false;
+
+  // A mode, an owner or times changed on `at` (a file or folder `st` describes): judged, then
+  // made without following a final link.
   auto change_attributes = [&](const WalkedPath& at, const struct stat& st, Change change,
                                uint64_t a, uint64_t b) {
     if (int error = judge.decide(at, change)) return call.reply(error);
+    if (change == Change::times)
+      return call.reply(::utimensat(at.parent.get(), at.name.c_str(), times_now ? nullptr : times,
+                                    AT_SYMLINK_NOFOLLOW) == 0
+                            ? 0
+                            : errno);
     if (change == Change::mode) {
       mode_t mode = static_cast<mode_t>(a) & 07777;
       if (mode & (S_ISUID | S_ISGID)) return call.reply(EPERM);
@@ -815,6 +842,52 @@ void WorkspaceBroker::answer(Call& call) {
     WalkedPath at;
     if (!judge.name_of(object.get(), at)) return call.reply(EACCES);
     change_attributes(at, st, change, a, b);
+  };
+
+  // utime, utimes, futimesat, utimensat: the times are read once into `times` (timevals and
+  // utimbuf's seconds made timespecs; the kernel checks the values when the broker makes the
+  // change), then judged like a mode: by path, or on a descriptor's own object (futimens, a
+  // NULL path or AT_EMPTY_PATH).
+  enum class TimesShape { utimbuf, timevals, timespecs };
+  auto read_times = [&](uint64_t address, TimesShape shape) {
+    times_now = address == 0;
+    if (times_now) return 0;
+    if (shape == TimesShape::timespecs) {
+      ssize_t got = read_memory(pid, address, reinterpret_cast<char*>(times), sizeof times);
+      return got == static_cast<ssize_t>(sizeof times) ? 0 : EFAULT;
+    }
+    int64_t raw[4] = {};  // two timevals, or utimbuf's two times (then only raw[0], raw[1])
+    size_t want = shape == TimesShape::timevals ? sizeof raw : 2 * sizeof(int64_t);
+    if (read_memory(pid, address, reinterpret_cast<char*>(raw), want) != static_cast<ssize_t>(want))
+      return EFAULT;
+    if (shape == TimesShape::utimbuf) {
+      times[0] = {raw[0], 0};
+      times[1] = {raw[1], 0};
+      return 0;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (raw[2 * i + 1] < 0 || raw[2 * i + 1] >= 1000000) return EINVAL;
+      times[i] = {raw[2 * i], raw[2 * i + 1] * 1000};
+    }
+    return 0;
+  };
+  auto do_times = [&](int dirfd, uint64_t address, uint64_t times_address, TimesShape shape,
+                      int flags) {
+    if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) return call.reply(EINVAL);
+    if (int error = read_times(times_address, shape)) return call.reply(error);
+    bool own_object = address == 0 && dirfd != AT_FDCWD;
+    if (address == 0 && !own_object) return call.reply(EFAULT);
+    if (own_object && flags) return call.reply(EINVAL);
+    if (!own_object && (flags & AT_EMPTY_PATH)) {
+      std::string path;
+      if (int error = read_string(pid, address, path)) return call.reply(error);
+      own_object = path.empty();
+    }
+    if (own_object) {
+      if (dirfd == AT_FDCWD) return call.reply(EACCES);  // the cwd's own times: not needed
+      return do_fattr(dirfd, Change::times, 0, 0);
+    }
+    do_attr(dirfd, address, flags & AT_SYMLINK_NOFOLLOW, Change::times, 0, 0);
   };
 
   // bind(): a unix socket's path is a name like any other. The address lives in the caller's
@@ -934,6 +1007,14 @@ void WorkspaceBroker::answer(Call& call) {
       return do_fattr(call.arg_int(0), Change::owner, a[1], a[2]);
     case SYS_truncate:
       return do_truncate(a[0], static_cast<int64_t>(a[1]));
+    case SYS_utime:
+      return do_times(AT_FDCWD, a[0], a[1], TimesShape::utimbuf, 0);
+    case SYS_utimes:
+      return do_times(AT_FDCWD, a[0], a[1], TimesShape::timevals, 0);
+    case SYS_futimesat:
+      return do_times(dirfd_arg(0), a[1], a[2], TimesShape::timevals, 0);
+    case SYS_utimensat:
+      return do_times(dirfd_arg(0), a[1], a[2], TimesShape::timespecs, call.arg_int(3));
     case SYS_bind:
       return do_bind(call.arg_int(0), a[1], a[2]);
     case SYS_umask:

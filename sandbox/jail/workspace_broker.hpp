@@ -1,7 +1,8 @@
 #pragma once
 // The workspace broker: a thread of the warden, outside the sandbox, that decides every change
 // to a name before it happens. The worker's seccomp filter (seccomp_filter.hpp, `broker`) stops
-// each call that makes, renames, removes or re-modes a name, and each open that may write; the
+// each call that makes, renames, removes, re-modes or re-times a name, and each open that may
+// write (syscall_table.hpp says which; extended attributes are refused there outright); the
 // broker reads the call's paths from the caller's memory once, resolves them itself in the
 // sandbox's root (sandbox_paths.hpp: component by component, no symlink followed blindly),
 // asks the rule (workspace_rule.hpp) about the result, and then makes the change itself through
@@ -10,8 +11,9 @@
 // both the broker's, on the same descriptors. A descriptor the caller already holds, opened
 // again (/proc/self/fd/N, /dev/stderr), is the same: the broker takes hold of the object once
 // and decides on what it holds (`Reopenable` lists what may be), so a descriptor swapped by
-// another thread meanwhile is never the one handed back. A refusal is EACCES (EPERM for a mode or a
-// link) in the cell and one record per path for the supervisor (a notice and an audit record).
+// another thread meanwhile is never the one handed back. A refusal is EACCES (EPERM for a mode,
+// times or a link) in the cell and one record per path for the supervisor (a notice and an
+// audit record).
 //
 // Reads and writes of open files never reach it: the cost is on names, not on data. What it
 // costs is the session's: its thread is named kBrokerThreadName, and the supervisor adds that
@@ -55,7 +57,7 @@ struct BrokerSettings {
 
 struct BrokerRefusal {
   std::string path;    // relative to the workspace
-  std::string change;  // "create", "write", "remove", "rename", "mode", "owner", "link"
+  std::string change;  // "create", "write", "remove", "rename", "mode", "owner", "times", "link"
   std::string reason;
 };
 

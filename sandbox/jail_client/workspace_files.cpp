@@ -277,11 +277,8 @@ WorkspaceWrite WorkspaceFiles::write(const std::string& path, std::string_view d
   Opened folder{Fd(::dup(root_.get())), "."};
   if (!folder.fd) throw WorkspaceRefusal(path + ": " + errno_text(errno));
   std::string prefix = ".";
-  // A folder holding pyvenv.cfg is a Python environment: nothing below it is written.
-  auto in_environment = [](int dir) {
-    struct stat st {};
-    return ::fstatat(dir, "pyvenv.cfg", &st, AT_SYMLINK_NOFOLLOW) == 0;
-  };
+  // A Python environment by its shape (the rule's table): nothing below it is written.
+  auto in_environment = [](int dir) { return holds_python_environment(dir); };
   bool environment = in_environment(folder.fd.get());
   for (const auto& part : parts) {
     prefix = joined(prefix, part);

@@ -2,6 +2,9 @@
 
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/fs.h>
+#include <linux/fscrypt.h>
+#include <linux/fsverity.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -16,6 +19,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "sandbox/layers/syscall_table.hpp"
 #include "sandbox/os/setup_error.hpp"
 
 namespace belljar {
@@ -29,8 +33,6 @@ constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWUSER,  CLONE_NEWNS,  CLONE
                                              CLONE_NEWNET,   CLONE_NEWIPC, CLONE_NEWUTS,
                                              CLONE_NEWCGROUP};
 
-// Newer than this libseccomp's syscall table (Linux 6.6, same number on x86_64 and arm64).
-constexpr int kFchmodat2 = 452;
 // Newer than some headers: a brokered call, once taken by the broker, waits for its answer
 // through any signal but a fatal one.
 constexpr unsigned long kWaitKillableRecv = 1UL << 5;
@@ -47,8 +49,7 @@ void check(int rc, const std::string& what) {
 }
 
 int syscall_number(const std::string& name) {
-  if (name == "fchmodat2") return kFchmodat2;
-  return seccomp_syscall_resolve_name(name.c_str());
+  return native_syscall_number(name.c_str());
 }
 
 // The broker's calls go to the listener; an open only when it may write, create or truncate
@@ -58,7 +59,7 @@ void add_broker_rules(void* ctx) {
   const scmp_datum_t writing[] = {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, kOTmpfile};
   for (const auto& name : brokered_syscalls()) {
     int nr = syscall_number(name);
-    if (nr == __NR_SCMP_ERROR) continue;
+    if (nr < 0) continue;
     int flags_arg = name == "open" ? 1 : name == "openat" ? 2 : -1;
     if (flags_arg < 0) {
       check(seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0), "seccomp_rule_add(notify " + name + ")");
@@ -70,11 +71,6 @@ void add_broker_rules(void* ctx) {
             "seccomp_rule_add(notify " + name + " for writing)");
     }
   }
-  // A hard link is a second name for a file the rule judged under its first (a masked .env,
-  // a protected hook): never made.
-  for (const char* name : {"link", "linkat"})
-    check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(name), 0),
-          std::string("seccomp_rule_add(") + name + ")");
 }
 
 Filter build(const SeccompOptions& options) {
@@ -87,13 +83,21 @@ Filter build(const SeccompOptions& options) {
         "seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)");
 
   const int eperm = SCMP_ACT_ERRNO(EPERM);
-  for (const auto& name : refused_syscalls()) {
-    int nr = seccomp_syscall_resolve_name(name.c_str());
-    if (nr == __NR_SCMP_ERROR) continue;  // unknown to this libseccomp / arch
-    check(seccomp_rule_add(ctx.get(), eperm, nr, 0), "seccomp_rule_add(" + name + ")");
+  // Refused outright, each with the table's errno (hard links, extended attributes, mounts,
+  // clone3 and openat2 with ENOSYS so glibc falls back, memory the cap could not count, ...).
+  for (const auto& entry : syscall_table()) {
+    if (entry.kind != SyscallClass::refused) continue;
+    int nr = native_syscall_number(entry.name);
+    if (nr < 0) continue;  // not a call of this architecture
+    check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(entry.error), nr, 0),
+          std::string("seccomp_rule_add(") + entry.name + ")");
   }
-  check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0),
-        "seccomp_rule_add(clone3)");
+  // Numbers the table does not name, where Linux adds its new calls: a call newer than the
+  // table fails closed (ENOSYS, as on an older kernel) until it is classified.
+  for (int nr = kUnifiedFirst; nr < kUnclassifiedEnd; ++nr)
+    if (!classified_number(nr))
+      check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0),
+            "seccomp_rule_add(unclassified " + std::to_string(nr) + ")");
   for (unsigned long flag : kNamespaceFlags)
     check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(clone), 1,
                            SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
@@ -112,12 +116,15 @@ Filter build(const SeccompOptions& options) {
   if (options.broker) {
     add_broker_rules(ctx.get());
   } else {
-    const ModeArg mode_calls[] = {
-        {"chmod", SCMP_SYS(chmod), 1, -1},       {"fchmod", SCMP_SYS(fchmod), 1, -1},
-        {"fchmodat", SCMP_SYS(fchmodat), 2, -1}, {"fchmodat2", kFchmodat2, 2, -1},
-        {"creat", SCMP_SYS(creat), 1, -1},       {"mknod", SCMP_SYS(mknod), 1, -1},
-        {"mknodat", SCMP_SYS(mknodat), 2, -1},   {"open", SCMP_SYS(open), 2, 1},
-        {"openat", SCMP_SYS(openat), 3, 2}};
+    const ModeArg mode_calls[] = {{"chmod", SCMP_SYS(chmod), 1, -1},
+                                  {"fchmod", SCMP_SYS(fchmod), 1, -1},
+                                  {"fchmodat", SCMP_SYS(fchmodat), 2, -1},
+                                  {"fchmodat2", native_syscall_number("fchmodat2"), 2, -1},
+                                  {"creat", SCMP_SYS(creat), 1, -1},
+                                  {"mknod", SCMP_SYS(mknod), 1, -1},
+                                  {"mknodat", SCMP_SYS(mknodat), 2, -1},
+                                  {"open", SCMP_SYS(open), 2, 1},
+                                  {"openat", SCMP_SYS(openat), 3, 2}};
     for (const auto& call : mode_calls) {
       for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
         scmp_arg_cmp mode{call.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
@@ -136,26 +143,22 @@ Filter build(const SeccompOptions& options) {
       }
     }
   }
-  check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0),
-        "seccomp_rule_add(openat2)");
-
-  // TIOCSTI pushes input into a terminal, TIOCLINUX can too; the request is an int, so only
-  // its low 32 bits count.
+  // TIOCSTI pushes input into a terminal, TIOCLINUX can too. The inode setters change a file
+  // through a descriptor opened only to read it, as its owner (flags: append-only, no-dump; a
+  // project id; its generation; fs-verity, which makes it read-only for good; an encryption
+  // policy on an empty folder, whose files the survey could not read): the table's ioctl row.
+  // The request is an int, so only its low 32 bits count.
   for (unsigned long request :
-       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)})
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX),
+        static_cast<unsigned long>(FS_IOC_SETFLAGS), static_cast<unsigned long>(FS_IOC32_SETFLAGS),
+        static_cast<unsigned long>(FS_IOC_FSSETXATTR),
+        static_cast<unsigned long>(FS_IOC_SETVERSION),
+        static_cast<unsigned long>(FS_IOC32_SETVERSION),
+        static_cast<unsigned long>(FS_IOC_ENABLE_VERITY),
+        static_cast<unsigned long>(FS_IOC_SET_ENCRYPTION_POLICY)})
     check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
                            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request)),
-          "seccomp_rule_add(ioctl TIOCSTI/TIOCLINUX)");
-
-  // Memory that no process's mappings show, so neither RLIMIT_AS nor the warden's sampling of
-  // the session (jail_memory.hpp) would count it: memfds and SysV IPC objects outlive every
-  // mapping. ENOSYS, as on a kernel built without them, is what libraries fall back on.
-  for (const auto& name : unaccounted_memory_syscalls()) {
-    int nr = seccomp_syscall_resolve_name(name.c_str());
-    if (nr == __NR_SCMP_ERROR) continue;
-    check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0),
-          "seccomp_rule_add(" + name + ")");
-  }
+          "seccomp_rule_add(ioctl " + std::to_string(request) + ")");
 
   // Netlink: only NETLINK_ROUTE, which getaddrinfo() and if_nameindex() read the interfaces
   // through. Audit, netfilter, xfrm, uevents and the rest are kernel surface a notebook never
@@ -184,37 +187,28 @@ Filter build(const SeccompOptions& options) {
 
 }  // namespace
 
-const std::vector<std::string>& refused_syscalls() {
-  static const std::vector<std::string> names = {
-      // the filesystem view and namespaces
-      "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_tree", "move_mount",
-      "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-      // other processes' memory
-      "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
-      // kernel attack surface
-      "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
-      "io_uring_register", "keyctl", "add_key", "request_key", "modify_ldt",
-      // the machine itself
-      "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-      "open_by_handle_at", "swapon", "swapoff", "reboot", "iopl", "ioperm", "acct", "quotactl",
-      "quotactl_fd", "syslog", "lookup_dcookie", "uselib", "vhangup",
-      // the clock
-      "clock_settime", "clock_adjtime", "adjtimex", "settimeofday"};
+namespace {
+
+std::vector<std::string> names_of(SyscallClass kind, int error) {
+  std::vector<std::string> names;
+  for (const auto& entry : syscall_table())
+    if (entry.kind == kind && (error == 0 || entry.error == error)) names.push_back(entry.name);
   return names;
 }
 
-const std::vector<std::string>& unaccounted_memory_syscalls() {
-  static const std::vector<std::string> names = {"memfd_create", "memfd_secret", "shmget", "msgget",
-                                                 "semget"};
+}  // namespace
+
+const std::vector<std::string>& refused_syscalls() {
+  static const std::vector<std::string> names = names_of(SyscallClass::refused, 0);
   return names;
 }
 
 const std::vector<std::string>& brokered_syscalls() {
-  static const std::vector<std::string> names = {
-      "open",      "openat",   "creat",    "mkdir",    "mkdirat",   "mknod",     "mknodat",
-      "unlink",    "unlinkat", "rmdir",    "rename",   "renameat",  "renameat2", "symlink",
-      "symlinkat", "chmod",    "fchmod",   "fchmodat", "fchmodat2", "chown",     "lchown",
-      "fchown",    "fchownat", "truncate", "umask",    "bind"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> brokered = names_of(SyscallClass::brokered, 0);
+    brokered.insert(brokered.begin(), {"open", "openat"});  // when they may write
+    return brokered;
+  }();
   return names;
 }
 

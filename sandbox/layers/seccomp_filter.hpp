@@ -1,8 +1,11 @@
 #pragma once
 // The worker's syscall filter (libseccomp), installed last, just before exec: anything
-// installed earlier would also constrain the jail's own setup. Refused calls fail with an
-// errno (EPERM; ENOSYS for clone3, openat2 and the memory calls below) rather than killing, so
-// Python reports them as OSError.
+// installed earlier would also constrain the jail's own setup. It is built from one table
+// (syscall_table.hpp: every call of the architecture brokered, refused, decided by its
+// arguments, or harmless, with the reason), and calls newer than the table fail closed. Refused
+// calls fail with the table's errno (EPERM; ENOSYS for clone3, openat2 and memory the cap could
+// not count; EOPNOTSUPP for extended attributes) rather than killing, so Python reports them as
+// OSError.
 #include <string>
 #include <vector>
 
@@ -18,15 +21,12 @@ struct SeccompOptions {
   bool broker = false;
 };
 
-// The calls the broker decides, by name, for `belljar check` and the tests.
+// The calls the broker decides, by name (open and openat only when they may write), for
+// `belljar check` and the tests.
 const std::vector<std::string>& brokered_syscalls();
 
 // Names of the syscalls refused outright, for `belljar check` and the tests.
 const std::vector<std::string>& refused_syscalls();
-
-// Refused with ENOSYS: memory no process's mappings show (memfds, SysV shared memory, message
-// queues and semaphores), which the session's memory cap could not count.
-const std::vector<std::string>& unaccounted_memory_syscalls();
 
 // Loads the filter into the calling thread (and what it execs). Throws SetupError. With
 // `broker`, returns the filter's listener (close-on-exec): whoever holds it answers the

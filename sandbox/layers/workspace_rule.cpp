@@ -1,22 +1,100 @@
 #include "sandbox/layers/workspace_rule.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "sandbox/os/fd.hpp"
 #include "sandbox/os/path_parts.hpp"
 
 namespace belljar {
 
 namespace {
 
-bool environment_part(const std::string& name) {
-  return name == "site-packages" || name == "dist-packages";
-}
-
 bool glob_matches(const std::string& glob, const std::string& name) {
   return ::fnmatch(glob.c_str(), name.c_str(), 0) == 0;
 }
 
+const EnvironmentShape kEnvironmentShapes[] = {
+    {"a folder holding `pyvenv.cfg`", true,
+     "a venv (`python -m venv`, virtualenv, uv): its interpreter runs the environment's "
+     "site-packages at every start"},
+    {"a folder holding `conda-meta/`", true,
+     "a conda, mamba or pixi environment: `conda activate` sources its `etc/conda/activate.d`, "
+     "its python runs `lib/python3.*/sitecustomize.py` and `.pth` files, with no `pyvenv.cfg`"},
+    {"a folder holding `bin/python*` beside `lib/python3.*/`", true,
+     "an interpreter's prefix with no marker (a conda environment stripped of `conda-meta`, "
+     "`--prefix` installs, pyenv's versions): the same start-up files"},
+    {"`site-packages`, `dist-packages` at any depth", false,
+     "where packages and `.pth` files live, in any layout (a user site, `Lib/` on Windows, "
+     "`--target` folders on `PYTHONPATH`)"},
+    {"`etc/conda/activate.d`, `etc/conda/deactivate.d` at any depth", false,
+     "scripts conda's shell hook sources on activation, wherever the environment's root is"},
+};
+
+// A component that closes what lies below it: site-packages, dist-packages, and conda's
+// activation folders (etc/conda/activate.d) wherever they are.
+bool environment_part(const std::vector<std::string>& relative, size_t i) {
+  const std::string& name = relative[i];
+  if (name == "site-packages" || name == "dist-packages") return true;
+  return (name == "activate.d" || name == "deactivate.d") && i >= 2 && relative[i - 1] == "conda" &&
+         relative[i - 2] == "etc";
+}
+
+// Whether `folder` in `dir` holds an entry matching `glob` (a folder, with `folders_only`);
+// only a folder holding both bin and lib gets here.
+bool holds_matching(int dir, const char* folder, const char* glob, bool folders_only) {
+  Fd sub(::openat(dir, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!sub) return false;
+  DIR* stream = ::fdopendir(sub.get());
+  if (!stream) return false;
+  sub.release();
+  bool found = false;
+  while (!found) {
+    dirent* entry = ::readdir(stream);
+    if (!entry) break;
+    if (!glob_matches(glob, entry->d_name)) continue;
+    if (!folders_only) {
+      found = true;
+      continue;
+    }
+    struct stat st {};
+    found = ::fstatat(::dirfd(stream), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode);
+  }
+  ::closedir(stream);
+  return found;
+}
+
 }  // namespace
+
+const std::vector<EnvironmentShape>& python_environment_shapes() {
+  static const std::vector<EnvironmentShape> shapes(std::begin(kEnvironmentShapes),
+                                                    std::end(kEnvironmentShapes));
+  return shapes;
+}
+
+bool holds_python_environment(int dir) {
+  struct stat st {};
+  if (::fstatat(dir, "pyvenv.cfg", &st, AT_SYMLINK_NOFOLLOW) == 0) return true;
+  if (::fstatat(dir, "conda-meta", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+    return true;
+  // Two cheap looks before the folders are read: an ordinary folder has no bin and lib both.
+  struct stat bin {
+  }, lib{};
+  if (::fstatat(dir, "bin", &bin, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(bin.st_mode) ||
+      ::fstatat(dir, "lib", &lib, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(lib.st_mode))
+    return false;
+  return holds_matching(dir, "bin", "python*", false) &&
+         holds_matching(dir, "lib", "python3.*", true);
+}
+
+bool environment_marker(const std::string& parent, const std::string& name) {
+  return name == "pyvenv.cfg" || name == "conda-meta" || name == "bin" || name == "lib" ||
+         ((parent == "bin" || parent == "lib") && name.rfind("python", 0) == 0);
+}
 
 WorkspaceRule::WorkspaceRule(const std::vector<std::string>& protect,
                              const std::vector<std::string>& writable)
@@ -70,7 +148,7 @@ std::optional<std::string> WorkspaceRule::refusal(const std::vector<std::string>
           if (pattern.below(relative)) return std::nullopt;
       return "a dot-path, which host tools read";
     }
-    if (environment_part(part)) return "inside a Python environment";
+    if (environment_part(relative, i)) return "inside a Python environment";
   }
   return std::nullopt;
 }

@@ -4,14 +4,19 @@
 // rename or remove): the sandbox may change ordinary files and folders; it may not touch a path
 // with a component that begins with "." (every host tool's configuration lives in dot-files and
 // dot-folders: git, shells, Python's user site, IPython and Jupyter start-up, kernelspecs,
-// autostart, ~/.local/bin), anything inside a Python environment (site-packages, dist-packages;
-// a folder holding pyvenv.cfg is the broker's to see), nor what a --protect pattern names.
+// autostart, ~/.local/bin), anything inside a Python environment (recognised by its shape, one
+// table below: a venv, a conda environment, an interpreter's prefix; site-packages anywhere),
+// nor what a --protect pattern names. An environment's start-up code (.pth files,
+// sitecustomize, conda's activate.d) runs in the host's next interpreter or shell there: a
+// conda folder without pyvenv.cfg was the red team's way in.
 // --writable PATTERN opens a path and everything beneath it (e.g. .cache/myproject), and the
 // plain folders above it may be made.
 //
-// The rule reads components, never the disk: the broker resolves every symlink itself, so the
-// components it passes are where the change really lands, whatever the tree's shape. Patterns
-// (workspace_guard.hpp's grammar) are split once, here: the broker asks on every create.
+// The rule reads components, never the disk (holds_python_environment() alone looks at a
+// folder, for the broker, which asks it of every folder it walks): the broker resolves every
+// symlink itself, so the components it passes are where the change really lands, whatever the
+// tree's shape. Patterns (workspace_guard.hpp's grammar) are split once, here: the broker asks on
+// every create.
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +24,23 @@
 namespace belljar {
 
 enum class NameChange { make_folder, other };
+
+// What makes a path part of a Python environment: the one table, with the reason for each
+// shape. Everything below an environment's root, or below a closed component, is closed.
+struct EnvironmentShape {
+  const char* shape;  // as docs/security.md shows it
+  bool on_disk;       // a folder's content (the broker looks); else the path's components
+  const char* reason;
+};
+const std::vector<EnvironmentShape>& python_environment_shapes();
+
+// Whether the folder `dir` (a descriptor) is an environment's root by one of the shapes on
+// disk: it holds pyvenv.cfg, or a conda-meta folder, or bin/python* beside lib/python3.*.
+bool holds_python_environment(int dir);
+
+// Whether an entry named `name` in a folder (below `parent`, its name) may make that folder,
+// or the one above, an environment's root: what the broker forgets its walks after.
+bool environment_marker(const std::string& parent, const std::string& name);
 
 class WorkspaceRule {
  public:

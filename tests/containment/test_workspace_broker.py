@@ -6,11 +6,18 @@ is real where one can be run.
 
 Files the host's user made are left writable to the sandbox's user (0666/0777) so that only the
 broker stands between the cell and them: when the tests run as root the sandbox is `nobody`."""
+import ast
 import contextlib
+import errno
+import fcntl
 import json
 import os
+import pathlib
+import platform
 import queue
+import re
 import shutil
+import struct
 import subprocess
 import time
 import zipfile
@@ -20,6 +27,7 @@ import pytest
 from belljar_testing import (
     NO_NAMESPACES,
     PYTHON,
+    SOURCE,
     collect,
     execute,
     running_kernel,
@@ -820,3 +828,372 @@ def test_every_route_to_a_held_dot_file_is_refused(mode):
             got, _ = results_of(kc, f"os.chdir({str(ws)!r})\n" + ROUTES)
         assert set(got.values()) == {"PermissionError"}, got
         assert (ws / ".gitconfig").read_text() == "[user]\n"
+
+
+# --- Extended attributes and times (the third pass): every call that changes what a name holds
+# is brokered or refused (sandbox/layers/syscall_table.cpp). An ACL is a mode by another call,
+# a user xattr and a file's times are changes to a dot-file like any other.
+
+ATTRIBUTE_PROBES = """
+import ctypes, errno, os, shutil, struct
+os.chdir({ws!r})
+results = {{}}
+def attempt(name, action):
+    try:
+        action()
+        results[name] = 'done'
+    except OSError as e:
+        results[name] = errno.errorcode[e.errno]
+def acl(user, group, other):
+    # system.posix_acl_access: version 2, then (tag, permissions, id) for owner, group, other
+    return struct.pack('<I', 2) + b''.join(struct.pack('<HHI', tag, perm, 0xffffffff)
+                                          for tag, perm in ((1, user), (4, group), (0x20, other)))
+libc = ctypes.CDLL(None, use_errno=True)
+def setxattrat(path, name, value):
+    # Linux 6.13's setxattrat(dirfd, path, at_flags, name, &xattr_args, size), by number
+    data = ctypes.create_string_buffer(value)
+    args = struct.pack('<QII', ctypes.addressof(data), len(value), 0)
+    if libc.syscall(463, -100, path.encode(), 0, name.encode(), args, len(args)) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+def futimens(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.utime(fd, (1, 1))
+    finally:
+        os.close(fd)
+attempt('acl makes a dot-file world-writable',
+        lambda: os.setxattr('.gitconfig', 'system.posix_acl_access', acl(6, 6, 6)))
+attempt('acl makes a start-up file executable',
+        lambda: os.setxattr('.ipython/startup.py', 'system.posix_acl_access', acl(7, 7, 7)))
+attempt('acl makes a folder unreadable to its owner',
+        lambda: os.setxattr('hide', 'system.posix_acl_access', acl(3, 0, 0)))
+attempt('user xattr on a dot-file', lambda: os.setxattr('.gitconfig', 'user.evil', b'1'))
+attempt('user xattr removed from a dot-file', lambda: os.removexattr('.gitconfig', 'user.host'))
+attempt('setxattrat on a dot-file', lambda: setxattrat('.gitconfig', 'user.evil', b'1'))
+def fchmodat2(path, mode):
+    # Linux 6.6's fchmodat2(dirfd, path, mode, AT_SYMLINK_NOFOLLOW), by number
+    if libc.syscall(452, -100, path.encode(), mode, 0x100) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+attempt('fchmodat2 on a dot-file', lambda: fchmodat2('.gitconfig', 0o666))
+attempt('utimensat on a dot-file', lambda: os.utime('.gitconfig', (1, 1)))
+attempt('futimens on a dot-file', lambda: futimens('.gitconfig'))
+attempt('utimensat on a start-up file', lambda: os.utime('.ipython/startup.py', (1, 1)))
+def inode_flags(path, add=0):
+    # FS_IOC_GETFLAGS / FS_IOC_SETFLAGS on a descriptor opened only to read
+    import fcntl
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        flags = bytearray(8)
+        fcntl.ioctl(fd, 0x80086601, flags)
+        if add:
+            value = struct.unpack('<q', bytes(flags))[0] | add
+            fcntl.ioctl(fd, 0x40086602, struct.pack('<q', value))
+        return struct.unpack('<q', bytes(flags))[0]
+    finally:
+        os.close(fd)
+attempt('inode flag on a dot-file', lambda: inode_flags('.gitconfig', 0x40))  # FS_NODUMP_FL
+attempt('utimensat on an ordinary file', lambda: os.utime('data.txt', (1000, 2000)))
+attempt('copy2 of a file with an xattr', lambda: shutil.copy2('data.txt', 'copy.txt'))
+print('RESULTS', results)
+"""
+
+
+@contextlib.contextmanager
+def attribute_workspace_made(prefix):
+    """A fresh workspace for the attribute probes; its folder `hide`, which a probe that lands
+    makes unreadable, is made readable again so that the workspace can be removed."""
+    with fresh_workspace(prefix) as ws:
+        try:
+            yield ws
+        finally:
+            with contextlib.suppress(OSError):
+                os.chmod(ws / "hide", 0o700)
+
+
+def attribute_workspace(ws):
+    """A dot-file with a user xattr, a start-up file, a folder and an ordinary file, owned by the
+    sandbox's user as its own files would be (root's tests run the sandbox as nobody)."""
+    (ws / ".gitconfig").write_text("[user]\n")
+    (ws / ".ipython").mkdir()
+    (ws / ".ipython/startup.py").write_text("pass\n")
+    (ws / "hide").mkdir()
+    (ws / "data.txt").write_text("data\n")
+    os.setxattr(ws / ".gitconfig", "user.host", b"mine")
+    os.setxattr(ws / "data.txt", "user.tag", b"kept")
+    open_to_all(ws)
+    os.chmod(ws / ".gitconfig", 0o644)
+    os.chmod(ws / ".ipython/startup.py", 0o644)
+    if os.geteuid() == 0:
+        import pwd
+        nobody = pwd.getpwnam("nobody")
+        for path in [ws, *ws.rglob("*")]:
+            os.chown(path, nobody.pw_uid, nobody.pw_gid)
+
+
+def attribute_results(out_text):
+    line = next(line for line in out_text.splitlines() if line.startswith("RESULTS "))
+    return ast.literal_eval(line[len("RESULTS "):])
+
+
+def inode_flags(path):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except PermissionError:  # a folder an ACL made unreadable (the control's)
+        return None
+    try:
+        flags = bytearray(8)
+        fcntl.ioctl(fd, 0x80086601, flags)  # FS_IOC_GETFLAGS
+        return struct.unpack("<q", bytes(flags))[0]
+    finally:
+        os.close(fd)
+
+
+def snapshot(ws):
+    return {rel: ((ws / rel).stat().st_mode, (ws / rel).stat().st_mtime_ns,
+                  sorted(os.listxattr(ws / rel)), inode_flags(ws / rel))
+            for rel in (".gitconfig", ".ipython/startup.py", "hide")}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_extended_attributes_and_times_change_no_dot_file(mode):
+    with attribute_workspace_made("belljar-broker-xattr-") as ws:
+        attribute_workspace(ws)
+        before = snapshot(ws)
+        with kernel(mode, ws) as (km, kc):
+            reply, out = execute(kc, ATTRIBUTE_PROBES.format(ws=str(ws)))
+            assert reply["content"]["status"] == "ok", out
+            got = attribute_results(stdout_of(out))
+            notices = stderr_of(out)
+        assert got == {
+            "acl makes a dot-file world-writable": "ENOTSUP",
+            "acl makes a start-up file executable": "ENOTSUP",
+            "acl makes a folder unreadable to its owner": "ENOTSUP",
+            "user xattr on a dot-file": "ENOTSUP",
+            "user xattr removed from a dot-file": "ENOTSUP",
+            "setxattrat on a dot-file": "ENOTSUP",
+            "fchmodat2 on a dot-file": "EPERM",
+            "utimensat on a dot-file": "EPERM",
+            "futimens on a dot-file": "EPERM",
+            "utimensat on a start-up file": "EPERM",
+            "inode flag on a dot-file": "EPERM",
+            "utimensat on an ordinary file": "done",
+            "copy2 of a file with an xattr": "done",
+        }, got
+        assert snapshot(ws) == before
+        assert (ws / "data.txt").stat().st_mtime == 2000  # ordinary times are the cell's
+        assert (ws / "copy.txt").read_text() == "data\n"
+        assert "the sandbox may not change .gitconfig (mode" in notices, notices
+        assert "the sandbox may not change .ipython/startup.py (times" in notices, notices
+
+
+def test_control_outside_the_sandbox_the_attribute_probes_change_the_dot_files():
+    # The same probe as the workspace's owner, with no sandbox: every call lands.
+    with attribute_workspace_made("belljar-broker-xattr-control-") as ws:
+        attribute_workspace(ws)
+        before = snapshot(ws)
+        assert before[".gitconfig"][0] & 0o777 == 0o644
+        command = [PYTHON, "-c", ATTRIBUTE_PROBES.format(ws=str(ws))]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "nobody", "--", *command]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        got = attribute_results(done.stdout)
+        assert set(got.values()) == {"done"}, got
+        after = snapshot(ws)
+        assert after[".gitconfig"][0] & 0o777 == 0o666  # the ACL was the mode
+        assert after[".ipython/startup.py"][0] & 0o100
+        assert after["hide"][0] & 0o777 == 0o300
+        assert after[".gitconfig"][1] == 1_000_000_000
+        assert "user.evil" in after[".gitconfig"][2] and "user.host" not in after[".gitconfig"][2]
+        assert after[".gitconfig"][3] & 0x40  # FS_NODUMP_FL, through a read-only descriptor
+
+
+def test_the_quota_counts_a_folder_an_acl_would_have_hidden():
+    # The red team's round-three shape: the folder made unreadable after its files were opened,
+    # by an ACL this time (chmod is brokered), hid 601 MiB from --workspace-quota 32M. Strict
+    # only: degraded mode has no survey, so no quota (its ACL is refused all the same, above).
+    mode = "strict"
+    with attribute_workspace_made("belljar-broker-acl-quota-") as ws:
+        quota = 32 << 20
+        code = (f"import os, struct\nos.chdir({str(ws)!r})\nos.mkdir('hide')\n"
+                "files = [open(f'hide/big{n}', 'wb') for n in range(8)]\n"
+                "acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', t, p, 0xffffffff) "
+                "for t, p in ((1, 3), (4, 0), (0x20, 0)))\n"
+                "try:\n    os.setxattr('hide', 'system.posix_acl_access', acl)\n"
+                "except OSError as e:\n    print('acl refused:', e.errno)\n"
+                "block = b'x' * (1 << 20)\n"
+                "for f in files:\n"
+                "    for _ in range(75): f.write(block)\n"
+                "    f.flush()\n")
+        with kernel(mode, ws, ["--workspace-quota", "32M", "--file-size", "100M"]) as (km, kc):
+            reply, out = execute(kc, code, timeout=120)
+            os.chmod(ws / "hide", 0o700)  # the test's own look, whatever the cell did
+            used = sum(f.stat().st_blocks * 512 for f in (ws / "hide").iterdir())
+            print(f"workspace after the burst: {used >> 20} MiB (quota {quota >> 20} MiB), "
+                  f"the cell's status: {reply['content']['status']}")
+            assert f"acl refused: {errno.EOPNOTSUPP}" in stdout_of(out), out
+            assert reply["content"]["status"] == "error", out
+            assert reply["content"]["ename"] == "WorkspaceQuotaError", reply["content"]
+            assert used < quota + (384 << 20), used
+
+
+# --- Python environments by their shape (the third pass): a conda environment has no
+# pyvenv.cfg, and its sitecustomize.py and etc/conda/activate.d ran in the host's next python
+# and `conda activate`.
+
+ENVIRONMENT_PLANTS = """
+import os, json
+os.chdir({ws!r})
+results = {{}}
+def attempt(name, action):
+    try:
+        action()
+        results[name] = 'done'
+    except OSError as e:
+        results[name] = type(e).__name__
+def write(path, text='import os\\n'):
+    with open(path, 'w') as f:
+        f.write(text)
+attempt('conda sitecustomize', lambda: write('conda/lib/python3.11/sitecustomize.py'))
+attempt('conda usercustomize', lambda: write('conda/lib/python3.11/usercustomize.py'))
+attempt('conda activate.d', lambda: write('conda/etc/conda/activate.d/evil.sh', 'touch x\\n'))
+attempt('conda deactivate.d', lambda: os.mkdir('conda/etc/conda/deactivate.d'))
+attempt('conda bin', lambda: write('conda/bin/ls'))
+attempt('conda .pth', lambda: write('conda/lib/python3.11/site-packages/evil.pth'))
+attempt('conda moved away', lambda: os.rename('conda', 'moved'))
+attempt('conda-meta removed', lambda: os.rename('conda/conda-meta', 'conda/gone'))
+attempt('prefix sitecustomize', lambda: write('prefix/lib/python3.12/sitecustomize.py'))
+attempt('activate.d anywhere', lambda: os.mkdir('proj/etc/conda/activate.d'))
+attempt('project lib', lambda: write('proj/lib/helpers.py'))
+attempt('project bin', lambda: write('proj/bin/run.sh', 'true\\n'))
+attempt('project conda recipe', lambda: write('proj/etc/conda/environment.yml', 'name: x\\n'))
+attempt('prefix moved away', lambda: os.rename('prefix', 'elsewhere'))
+attempt('project moved', lambda: os.rename('proj', 'proj2'))
+print('RESULTS ' + json.dumps(results))
+"""
+
+ENVIRONMENT_REFUSED = ["conda sitecustomize", "conda usercustomize", "conda activate.d",
+                       "conda deactivate.d", "conda bin", "conda .pth", "conda moved away",
+                       "conda-meta removed", "prefix sitecustomize", "activate.d anywhere",
+                       "prefix moved away"]
+ENVIRONMENT_ALLOWED = ["project lib", "project bin", "project conda recipe", "project moved"]
+
+
+def environment_workspace(ws):
+    """A conda environment as conda lays it out (no pyvenv.cfg), an interpreter's prefix with
+    no marker at all, and an ordinary project with a lib, a bin and an etc/conda of its own."""
+    for folder in ("conda/conda-meta", "conda/bin", "conda/lib/python3.11/site-packages",
+                   "conda/etc/conda/activate.d", "prefix/bin", "prefix/lib/python3.12",
+                   "proj/lib", "proj/bin", "proj/etc/conda"):
+        (ws / folder).mkdir(parents=True)
+    (ws / "conda/conda-meta/history").write_text("==> 2026-01-01 <==\n")
+    (ws / "conda/bin/python3.11").write_text("")
+    (ws / "prefix/bin/python3").write_text("")
+    open_to_all(ws)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_conda_environment_is_a_python_environment_to_the_rule(mode):
+    with fresh_workspace("belljar-broker-conda-") as ws:
+        environment_workspace(ws)
+        with kernel(mode, ws) as (km, kc):
+            reply, out = execute(kc, ENVIRONMENT_PLANTS.format(ws=str(ws)))
+            assert reply["content"]["status"] == "ok", out
+            got = json.loads(stdout_of(out).split("RESULTS ", 1)[1].splitlines()[0])
+            notices = stderr_of(out)
+        assert got == {**{name: "PermissionError" for name in ENVIRONMENT_REFUSED},
+                       **{name: "done" for name in ENVIRONMENT_ALLOWED}}, got
+        assert "conda/lib/python3.11/sitecustomize.py (create: inside a Python environment)" \
+            in notices, notices
+        assert not (ws / "conda/lib/python3.11/sitecustomize.py").exists()
+        assert not (ws / "conda/etc/conda/activate.d/evil.sh").exists()
+        assert (ws / "conda/conda-meta").is_dir()
+
+
+def test_control_outside_the_sandbox_the_environment_plants_land():
+    with fresh_workspace("belljar-broker-conda-control-") as ws:
+        environment_workspace(ws)
+        done = subprocess.run([PYTHON, "-c", ENVIRONMENT_PLANTS.format(ws=str(ws))],
+                              capture_output=True, text=True, check=True)
+        got = json.loads(done.stdout.split("RESULTS ", 1)[1].splitlines()[0])
+        # Every plant lands (the rename of conda-meta found it already moved with its folder).
+        assert {name for name, result in got.items() if result != "done"} <= {"conda-meta removed"}
+        assert (ws / "moved/lib/python3.11/sitecustomize.py").exists()
+
+
+# --- The syscall table's refusals, call by call (sandbox/layers/syscall_table.cpp, shown in
+# docs/security.md, whose rows a unit test holds equal to the code): each call the table refuses
+# is made in the sandbox with null arguments, in a child of its own, and must fail with the
+# table's errno. Outside, the same calls reach the kernel and fail for their own reasons.
+
+NEWER_CALLS = {"futex_waitv": 449, "set_mempolicy_home_node": 450, "cachestat": 451,
+               "fchmodat2": 452, "map_shadow_stack": 453, "futex_wake": 454, "futex_wait": 455,
+               "futex_requeue": 456, "statmount": 457, "listmount": 458, "lsm_get_self_attr": 459,
+               "lsm_set_self_attr": 460, "lsm_list_modules": 461, "mseal": 462,
+               "setxattrat": 463, "getxattrat": 464, "listxattrat": 465, "removexattrat": 466,
+               "open_tree_attr": 467, "file_getattr": 468, "file_setattr": 469}
+
+REFUSAL_PROBE = """
+import ctypes, json, sys
+libc = ctypes.CDLL(None, use_errno=True)
+got = {}
+for name, nr in json.loads(sys.argv[1]).items():
+    ctypes.set_errno(0)
+    rc = libc.syscall(nr, 0, 0, 0, 0, 0, 0)
+    got[name] = ctypes.get_errno() if rc == -1 else 0
+print(json.dumps(got))
+"""
+
+
+def refused_by_the_table():
+    """{name: (number, errno)} of the rows docs/security.md shows as refused, on x86_64."""
+    numbers = dict(NEWER_CALLS)
+    header = pathlib.Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h").read_text()
+    for match in re.finditer(r"#define __NR_(\w+) (\d+)", header):
+        numbers.setdefault(match.group(1), int(match.group(2)))
+    refused = {}
+    for line in (SOURCE / "docs/security.md").read_text().splitlines():
+        row = re.match(r"\| (`.*?`) \| refused \((E[A-Z]+)\) \|", line)
+        if row:
+            for name in re.findall(r"`(\w+)`", row.group(1)):
+                if name in numbers:
+                    refused[name] = (numbers[name], getattr(errno, row.group(2)))
+    return refused
+
+
+def refusal_probe_code(refused):
+    calls = json.dumps({name: nr for name, (nr, _) in refused.items()})
+    return (f"import subprocess, sys\n"
+            f"done = subprocess.run([sys.executable, '-c', {REFUSAL_PROBE!r}, {calls!r}],\n"
+            f"                      capture_output=True, text=True)\n"
+            f"print('REFUSALS ' + done.stdout.strip())\n")
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the probe's numbers are x86_64's")
+@pytest.mark.parametrize("mode", MODES)
+def test_every_call_the_table_refuses_is_refused_with_its_errno(mode):
+    refused = refused_by_the_table()
+    assert len(refused) > 80 and "setxattrat" in refused and "link" in refused
+    with fresh_workspace("belljar-broker-refusals-") as ws:
+        with kernel(mode, ws) as (km, kc):
+            reply, out = execute(kc, refusal_probe_code(refused), timeout=60)
+            assert reply["content"]["status"] == "ok", out
+            got = json.loads(stdout_of(out).split("REFUSALS ", 1)[1].splitlines()[0])
+    wrong = {name: (errno.errorcode.get(got.get(name), got.get(name)), errno.errorcode[want])
+             for name, (_, want) in refused.items() if got.get(name) != want}
+    assert not wrong, f"(got, the table's) for {len(wrong)} of {len(refused)} calls: {wrong}"
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the probe's numbers are x86_64's")
+def test_control_outside_the_sandbox_the_refused_calls_reach_the_kernel():
+    refused = refused_by_the_table()
+    done = subprocess.run([PYTHON, "-c", REFUSAL_PROBE,
+                           json.dumps({name: nr for name, (nr, _) in refused.items()})],
+                          capture_output=True, text=True, check=True)
+    got = json.loads(done.stdout)
+    # The kernel answers null arguments with EFAULT, EINVAL, EBADF ...: the table's errnos come
+    # from the filter, not from the calls.
+    same = [name for name, (_, want) in refused.items() if got[name] == want]
+    assert len(same) < len(refused) // 2, same
+    assert got["setxattr"] == errno.EFAULT and got["mq_open"] == errno.EFAULT

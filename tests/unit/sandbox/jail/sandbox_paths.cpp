@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "sandbox/layers/workspace_rule.hpp"
 #include "sandbox/os/path_parts.hpp"
 #include "sandbox_harness.hpp"
 
@@ -125,17 +126,26 @@ TEST_CASE("an open folder is located by its path, checked against the folder", "
   CHECK_FALSE(paths.locate(sub.get(), where));
 }
 
-TEST_CASE("folders holding the marker are flagged on the way", "[sandbox_paths]") {
+TEST_CASE("folders that are an environment's root are flagged on the way", "[sandbox_paths]") {
   TempDir dir{"belljar-marker"};
   fs::create_directories(dir / "w/venv/lib/python3.11");
   write_file(dir / "w/venv/pyvenv.cfg", "home = /usr/bin\n");
   Fd fd(::open(dir.path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  SandboxPaths paths(fd.get(), "pyvenv.cfg");
+  SandboxPaths paths(fd.get(), &holds_python_environment);
   WalkedPath at;
   REQUIRE(paths.walk(Parts{}, "w/venv/lib/python3.11/evil.pth", false, at) == 0);
   CHECK(at.marked == std::vector<bool>{false, false, true, false, false});
   REQUIRE(paths.walk(Parts{}, "w/other", false, at) == 0);
   CHECK(at.marked == std::vector<bool>{false, false});
+  // a conda environment has no pyvenv.cfg
+  fs::create_directories(dir / "w/conda/conda-meta");
+  fs::create_directories(dir / "w/conda/lib/python3.12");
+  REQUIRE(paths.walk(Parts{}, "w/conda/lib/python3.12/sitecustomize.py", false, at) == 0);
+  CHECK(at.marked == std::vector<bool>{false, false, true, false, false});
+  // folders above `marks_from` (the broker's: above the workspace) are never looked at
+  SandboxPaths below_w(fd.get(), &holds_python_environment, 3);
+  REQUIRE(below_w.walk(Parts{}, "w/conda/lib/python3.12/x.py", false, at) == 0);
+  CHECK(at.marked == std::vector<bool>{false, false, false, false, false});
 }
 
 TEST_CASE("a tree deeper than the descriptor limit is walked", "[sandbox_paths]") {
@@ -166,7 +176,7 @@ TEST_CASE("a walk from a located folder lands where one from the root does", "[s
   write_file(dir / "w/venv/pyvenv.cfg", "");
   fs::create_directory_symlink("/", dir / "w/venv/sub/up");
   Fd slash(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  SandboxPaths paths(slash.get(), "pyvenv.cfg");
+  SandboxPaths paths(slash.get(), &holds_python_environment);
   Fd sub(::open((dir / "w/venv/sub").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   WalkStart start;
   REQUIRE(paths.locate(sub.get(), start));

@@ -3,9 +3,15 @@
 // and lets the folders above it be made.
 #include "sandbox/layers/workspace_rule.hpp"
 
-#include <catch2/catch.hpp>
+#include <fcntl.h>
 
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "sandbox/os/fd.hpp"
 #include "sandbox/os/path_parts.hpp"
+#include "sandbox_harness.hpp"
 
 using namespace belljar;
 
@@ -68,4 +74,77 @@ TEST_CASE("a writable pattern opens a path, and the folders above it may be made
 
 TEST_CASE("the workspace itself is not the sandbox's to change", "[workspace_rule]") {
   CHECK(refused(WorkspaceRule{}, ""));
+}
+
+TEST_CASE("conda's activation folders are closed wherever they are", "[workspace_rule]") {
+  WorkspaceRule rule;
+  CHECK(refused(rule, "envs/ml/etc/conda/activate.d/evil.sh"));
+  CHECK(refused(rule, "etc/conda/deactivate.d/x.sh"));
+  CHECK(refused(rule, "envs/ml/etc/conda/activate.d", NameChange::make_folder));
+  // near misses stay the project's
+  CHECK_FALSE(refused(rule, "etc/conda/environment.yml"));
+  CHECK_FALSE(refused(rule, "notes/activate.d/readme.txt"));
+  CHECK_FALSE(refused(rule, "conda/activate.d/x.sh"));
+  CHECK_FALSE(refused(rule, "lib/helpers.py"));
+}
+
+namespace {
+
+// A folder of `paths` (a trailing "/": a folder), as an O_PATH descriptor the broker would
+// hold, asked whether it is an environment's root.
+bool environment_root(const std::vector<std::string>& paths) {
+  belljar::testing::TempDir dir("belljar-env-shape");
+  for (const auto& path : paths) {
+    std::filesystem::path full = dir.path / path;
+    if (path.back() == '/') {
+      std::filesystem::create_directories(full);
+    } else {
+      std::filesystem::create_directories(full.parent_path());
+      std::ofstream(full) << "x";
+    }
+  }
+  Fd held(::open(dir.path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(held);
+  return holds_python_environment(held.get());
+}
+
+}  // namespace
+
+TEST_CASE("a Python environment is recognised by its shape", "[workspace_rule]") {
+  CHECK(environment_root({"pyvenv.cfg"}));
+  CHECK(environment_root({"conda-meta/", "bin/python3.11", "lib/python3.11/"}));
+  CHECK(environment_root({"conda-meta/history"}));                 // conda, no interpreter yet
+  CHECK(environment_root({"bin/python3.12", "lib/python3.12/"}));  // a prefix with no marker
+  CHECK(environment_root({"bin/python", "lib/python3.9/site-packages/"}));
+  // near misses: an ordinary project's bin and lib, a conda-meta that is no folder
+  CHECK_FALSE(environment_root({"lib/helpers.py", "bin/run.sh"}));
+  CHECK_FALSE(environment_root({"lib/python3.11/", "bin/tool"}));
+  CHECK_FALSE(environment_root({"bin/python3", "lib/libfoo.so"}));
+  CHECK_FALSE(environment_root({"bin/python3", "lib/python3.11"}));  // a file, not a folder
+  CHECK_FALSE(environment_root({"conda-meta.txt", "src/main.py"}));
+  CHECK_FALSE(environment_root({"lib/", "bin/"}));
+  CHECK_FALSE(environment_root({}));
+}
+
+TEST_CASE("the environment table names every shape once, with its reason", "[workspace_rule]") {
+  std::string shapes;
+  for (const auto& shape : python_environment_shapes()) {
+    CHECK(std::string(shape.reason).size() > 20);
+    shapes += shape.shape;
+  }
+  for (const char* marker : {"pyvenv.cfg", "conda-meta", "bin/python*", "lib/python3.*",
+                             "site-packages", "dist-packages", "etc/conda/activate.d"})
+    CHECK(shapes.find(marker) != std::string::npos);
+}
+
+TEST_CASE("docs/security.md shows the environment table", "[workspace_rule]") {
+  std::string readme = BELLJAR_README;
+  std::ifstream in(readme.substr(0, readme.rfind('/')) + "/docs/security.md");
+  REQUIRE(in);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& shape : python_environment_shapes()) {
+    INFO(shape.shape);
+    CHECK(text.find(std::string("\n| ") + shape.shape + " | ") != std::string::npos);
+    CHECK(text.find(std::string(" | ") + shape.reason + " |\n") != std::string::npos);
+  }
 }
