@@ -329,15 +329,17 @@ void ZmtpGate::watch(Passage& p) {
 // oldest unauthenticated connection that stands in its way; false when only authenticated ones
 // fill the doors.
 bool ZmtpGate::make_room(size_t door, const std::string& address) {
-  std::map<std::string, std::vector<Passage*>> unauthenticated;  // this door's, by address
+  // Unauthenticated connections by address, oldest first (ids grow): this door's, and all.
+  std::map<std::string, std::vector<Passage*>> on_door, anywhere;
   size_t live = 0;
   for (auto& [id, passage] : passages_) {
     if (passage.done) continue;
     ++live;
-    if (passage.door == door && !passage.authenticated)
-      unauthenticated[passage.address].push_back(&passage);  // oldest first: ids grow
+    if (passage.authenticated) continue;
+    anywhere[passage.address].push_back(&passage);
+    if (passage.door == door) on_door[passage.address].push_back(&passage);
   }
-  auto& mine = unauthenticated[address];
+  auto& mine = on_door[address];
   if (mine.size() >= limits_.per_address) {
     refuse(*mine.front(), "the oldest of " + std::to_string(mine.size()) +
                               " unauthenticated connections from " + address +
@@ -346,17 +348,22 @@ bool ZmtpGate::make_room(size_t door, const std::string& address) {
     --live;
   }
   if (live < limits_.max_connections) return true;
-  std::vector<Passage*>* most = nullptr;
-  for (auto& [from, passages] : unauthenticated) {
-    std::erase_if(passages, [](const Passage* p) { return p->done; });
-    if (!passages.empty() && (!most || passages.size() > most->size())) most = &passages;
+  // The address holding most on this door gives its oldest; when none is on it, the address
+  // holding most anywhere.
+  for (auto* by_address : {&on_door, &anywhere}) {
+    std::vector<Passage*>* most = nullptr;
+    for (auto& [from, passages] : *by_address) {
+      std::erase_if(passages, [](const Passage* p) { return p->done; });
+      if (!passages.empty() && (!most || passages.size() > most->size())) most = &passages;
+    }
+    if (!most) continue;
+    refuse(*most->front(),
+           "the oldest unauthenticated connection of the address holding most, "
+           "closed for a new one (at most " +
+               std::to_string(limits_.max_connections) + " connections in all)");
+    return true;
   }
-  if (!most) return false;
-  refuse(*most->front(),
-         "the oldest unauthenticated connection of the address holding most, "
-         "closed for a new one (at most " +
-             std::to_string(limits_.max_connections) + " connections in all)");
-  return true;
+  return false;
 }
 
 // The peer's bytes before its READY is whole: the greeting passes (libzmq answers it part by
