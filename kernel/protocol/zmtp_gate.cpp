@@ -377,8 +377,13 @@ bool ZmtpGate::finish_handshake(Passage& p, std::string& bytes) {
   if (!p.meter.handshake_done()) return true;
   const DoorRule& rule = doors_[p.door].rule;
   ZmtpProperties properties = read_ready(p.meter.ready_body()).value();  // the meter read it
-  auto named = std::find_if(properties.begin(), properties.end(),
-                            [](const auto& property) { return property.first == "Identity"; });
+  auto is_identity = [](const auto& property) { return property.first == "Identity"; };
+  // libzmq takes the last of several: the gate must know the one the socket will.
+  if (std::count_if(properties.begin(), properties.end(), is_identity) > 1) {
+    refuse(p, "a READY naming its identity twice");
+    return false;
+  }
+  auto named = std::find_if(properties.begin(), properties.end(), is_identity);
   p.declared = named != properties.end() && !named->second.empty();
   bool given = false;
   if (p.declared) {
