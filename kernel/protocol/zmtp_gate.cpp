@@ -354,7 +354,12 @@ bool ZmtpGate::make_room(size_t door, const std::string& address) {
     std::vector<Passage*>* most = nullptr;
     for (auto& [from, passages] : *by_address) {
       std::erase_if(passages, [](const Passage* p) { return p->done; });
-      if (!passages.empty() && (!most || passages.size() > most->size())) most = &passages;
+      // Of addresses holding as many, the one whose oldest is oldest: on a tie, a client's
+      // connection made a moment ago never goes before the older ones.
+      if (!passages.empty() &&
+          (!most || passages.size() > most->size() ||
+           (passages.size() == most->size() && passages.front()->id < most->front()->id)))
+        most = &passages;
     }
     if (!most) continue;
     refuse(*most->front(),
