@@ -15,6 +15,7 @@ import socket
 import struct
 import time
 
+import pytest
 import zmq
 from jupyter_client.session import Session
 from test_wire_limits import kernel_under_attack
@@ -137,14 +138,21 @@ def session_of(info):
                    signature_scheme=info["signature_scheme"])
 
 
-def test_idle_handshaken_connections_on_every_door_shut_no_new_client_out():
-    """256 peers finish the NULL handshake and idle; a second frontend (a page reload) then
-    connects and runs a cell. Before, the 257th connection was refused, so were the new
-    client's five."""
+@pytest.mark.parametrize("addresses", ["one address", "an address each"])
+def test_idle_handshaken_connections_on_every_door_shut_no_new_client_out(addresses):
+    """256 peers finish the NULL handshake and idle, from one address (the caps per address
+    hold them) or each from its own of 127.0.0.0/8 (the cap in all does); a second frontend (a
+    page reload) then connects and runs a cell. Before, the 257th connection was refused, so
+    were the new client's five."""
     with kernel_under_attack() as (km, kc, stderr_path):
         info = km.get_connection_info()
         doors = list(DOORS.items())
-        peers = [handshaken(info[doors[i % 5][0]], doors[i % 5][1]) for i in range(256)]
+
+        def source(i):
+            return "127.0.0.1" if addresses == "one address" else f"127.0.{2 + i // 250}.{1 + i % 250}"
+
+        peers = [handshaken(info[doors[i % 5][0]], doors[i % 5][1], source=source(i))
+                 for i in range(256)]
         try:
             # A frontend of its own: its own session, so its own identity.
             second = km.client(session=session_of(info))
