@@ -27,7 +27,7 @@ constexpr size_t kGreeting = 64;
 // Identities the gate gives peers that declare none: no declared one can take them (a ROUTER
 // door admits one connection per identity).
 constexpr std::string_view kGivenIdentity("\0belljar-gate-", 14);
-constexpr size_t kMaxNews = 4096;  // authenticated() reports waiting; past it, the next will do
+constexpr size_t kMaxNews = 4096;  // the front door's words waiting, and refusals: past it, dropped
 
 // The source address a cap counts by: the IP (an IPv4-mapped one as IPv4), or "local" for a
 // unix socket (every local peer is one).
@@ -495,7 +495,9 @@ int ZmtpGate::enforce_deadlines() {
 
 void ZmtpGate::record_refusal(size_t door, const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
-  refusals_.push_back(doors_[door].channel + ": " + why);
+  // The log is rate-limited anyway: a flood of connections must not grow this while the
+  // reactor is busy.
+  if (refusals_.size() < kMaxNews) refusals_.push_back(doors_[door].channel + ": " + why);
 }
 
 void ZmtpGate::refuse(Passage& p, const std::string& why) {
