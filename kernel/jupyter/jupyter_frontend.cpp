@@ -46,17 +46,29 @@ void JupyterFrontend::receive(Channel channel, Kernel& kernel, int batch) {
   for (int i = 0; i < batch; ++i) {
     auto frames = transport_.receive(channel);
     if (!frames) return;
+    // The ROUTER names the connection first: the gate hears what became of its message.
+    auto drop = [&](const std::string& why) {
+      wire_log_.log(std::string("dropped ") + channel_name(channel) + " message", why);
+      if (!frames->empty()) transport_.refused(channel, frames->front());
+    };
     if (frames->empty()) {
-      wire_log_.log(std::string("dropped ") + channel_name(channel) + " message",
-                    "over " + std::to_string(kMaxClientMessage >> 20) + " MiB in all");
+      drop("over " + std::to_string(kMaxClientMessage >> 20) + " MiB in all");
       continue;
     }
     WireMessage message;
     WireFault fault = parse_wire_message(*frames, signer_, replay_, message);
     if (fault != WireFault::none) {
-      wire_log_.log(std::string("dropped ") + channel_name(channel) + " message", describe(fault));
+      drop(describe(fault));
       continue;
     }
+    // Signed by this kernel for its clients (IOPub hands them to any subscriber): sent back,
+    // it proves no key, and a client never speaks in the kernel's session.
+    if (json_field(message.header, "session", std::string()) == session_id_) {
+      drop("the kernel's own message, sent back");
+      continue;
+    }
+    // The connection it came by is a client's: the gate keeps it past the unauthenticated bound.
+    transport_.authenticated(channel, frames->front());
     try {
       deliver(channel, std::move(message), kernel);
     } catch (const std::exception& e) {

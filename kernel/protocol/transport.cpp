@@ -144,7 +144,12 @@ std::string private_directory() {
 }  // namespace
 
 Transport::Transport(ConnectionInfo& info, const PortRange& range)
-    : gate_({{static_cast<uint64_t>(kMaxClientMessage)}, kGateBudget, kMaxConnections}),
+    : gate_({{static_cast<uint64_t>(kMaxClientMessage)},
+             kGateBudget,
+             kMaxConnections,
+             kMaxPerAddress,
+             kHandshakeBound,
+             kUnauthenticatedBound}),
       context_(1),
       shell_(context_, zmq::socket_type::router),
       control_(context_, zmq::socket_type::router),

@@ -6,8 +6,12 @@
 // kernel sees it or its signature. So no peer reaches a ZMQ socket directly: each port is a
 // door of the gate (zmtp_gate.hpp), which refuses the frame that takes one message past
 // kMaxClientMessage in all before libzmq reads it, bounds what all peers together hold
-// unfinished (kGateBudget) and how many connect (kMaxConnections). Each refusal, and each
-// disconnect (a socket monitor), is reported so the front door can log it, rate-limited.
+// unfinished (kGateBudget), how many connect (kMaxConnections, kMaxPerAddress) and how long a
+// peer may take to finish its handshake (kHandshakeBound) and to authenticate (kUnauthenticated
+// Bound); the front door tells it which peers authenticated and which sent what it refused. Each
+// refusal, and each disconnect (a socket monitor), is reported so the front door can log it,
+// rate-limited.
+#include <chrono>
 #include <optional>
 #include <string>
 #include <thread>
@@ -30,6 +34,17 @@ inline constexpr int64_t kMaxClientMessage = int64_t{64} << 20;
 inline constexpr uint64_t kGateBudget = uint64_t{2} * kMaxClientMessage;
 // Connections to all five channels together: a frontend holds five, a few clients share one.
 inline constexpr size_t kMaxConnections = 256;
+// Unauthenticated connections from one source address to one channel: a client has one per
+// channel until its first message is answered; a Jupyter Server a few more while it starts
+// several of its clients' connections at once.
+inline constexpr size_t kMaxPerAddress = 32;
+// The bounds are generous for a loaded machine: a client's handshake takes a round trip, and
+// jupyter_client and JupyterLab send kernel_info_request as soon as they connect (Jupyter
+// Server's nudge too); a client that keeps a connection it never sends on (KernelManager's
+// control socket, until shutdown) is closed and reconnects, unharmed. Not configurable:
+// nothing outside may loosen them.
+inline constexpr auto kHandshakeBound = std::chrono::seconds(10);
+inline constexpr auto kUnauthenticatedBound = std::chrono::seconds(30);
 
 class Transport {
  public:
@@ -51,6 +66,15 @@ class Transport {
   std::vector<std::string> disconnects(const zmq::pollitem_t* items);
   // "<channel>: <why>" for each peer the gate refused since the last call.
   std::vector<std::string> refusals() { return gate_.take_refusals(); }
+  // The front door accepted a message `channel` received from the peer with `identity` (its
+  // routing id): the gate no longer bounds that connection as an unauthenticated one.
+  void authenticated(Channel channel, const std::string& identity) {
+    gate_.authenticated(channel_name(channel), identity);
+  }
+  // The front door refused it: the connection goes, unless it had authenticated.
+  void refused(Channel channel, const std::string& identity) {
+    gate_.refused(channel_name(channel), identity);
+  }
 
  private:
   void send_on(zmq::socket_t& socket, const std::vector<std::string>& frames);

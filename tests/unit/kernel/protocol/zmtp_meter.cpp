@@ -7,6 +7,7 @@
 
 using belljar::ZmtpLimits;
 using belljar::ZmtpMeter;
+using belljar::ZmtpProperties;
 
 namespace {
 constexpr uint64_t kMiB = 1 << 20;
@@ -73,17 +74,17 @@ TEST_CASE("a message's parts count together, declared sizes as their headers com
 
 TEST_CASE("one part over the limit is refused at its header", "[zmtp]") {
   ZmtpMeter m = meter(64 * kMiB);
-  REQUIRE(m.feed(greeting()));
+  REQUIRE(m.feed(greeting() + ready()));
   CHECK_FALSE(m.feed(frame(0, uint64_t{1} << 30, false)));
   CHECK_THAT(m.why(), Catch::Contains("1024 MiB"));
   ZmtpMeter absurd = meter(64 * kMiB);
-  REQUIRE(absurd.feed(greeting()));
+  REQUIRE(absurd.feed(greeting() + ready()));
   CHECK_FALSE(absurd.feed(frame(0, ~uint64_t{0}, false)));  // no overflow in the sum
 }
 
 TEST_CASE("parts beyond the count are refused, and a finished message frees its bytes", "[zmtp]") {
   ZmtpMeter m(ZmtpLimits{kMiB, 3});
-  REQUIRE(m.feed(greeting()));
+  REQUIRE(m.feed(greeting() + ready()));
   REQUIRE(m.feed(frame(1, 1) + frame(1, 1) + frame(0, 1)));
   CHECK(m.unfinished_bytes() == 0);
   REQUIRE(m.feed(frame(1, 0) + frame(1, 0) + frame(1, 0)));
@@ -116,4 +117,38 @@ TEST_CASE("only a ZMTP 3 greeting with the NULL mechanism is served", "[zmtp]") 
   ZmtpMeter partial = meter();
   CHECK(partial.feed(greeting().substr(0, 40)));  // a greeting in pieces waits for the rest
   CHECK(partial.feed(greeting().substr(40)));
+}
+
+TEST_CASE("the handshake is the greeting and then READY, kept whole for the gate", "[zmtp]") {
+  ZmtpMeter m = meter();
+  std::string stream = greeting() + ready();
+  REQUIRE(m.feed(stream.substr(0, 70)));
+  CHECK_FALSE(m.handshake_done());
+  REQUIRE(m.feed(stream.substr(70) + frame(0, 3)));
+  CHECK(m.handshake_done());
+  CHECK(m.handshake_end() == stream.size());
+  auto properties = belljar::read_ready(m.ready_body());
+  REQUIRE(properties);
+  CHECK(*properties == ZmtpProperties{{"Socket-Type", "DEALER"}});
+  ZmtpMeter early = meter();
+  CHECK_FALSE(early.feed(greeting() + frame(0, 3)));  // a message before READY
+  CHECK_THAT(early.why(), Catch::Contains("before the READY"));
+  ZmtpMeter other = meter();
+  CHECK_FALSE(other.feed(greeting() + frame(4, 5)));  // a command, but not READY
+  CHECK_THAT(other.why(), Catch::Contains("not a READY"));
+}
+
+TEST_CASE("a READY frame rebuilt reads back as its properties, short or long", "[zmtp]") {
+  ZmtpProperties small{{"Socket-Type", "ROUTER"}, {"Identity", std::string("\0id", 3)}};
+  ZmtpProperties large{{"Socket-Type", "DEALER"}, {"X-Pad", std::string(300, 'p')}};
+  for (const auto& properties : {small, large}) {
+    ZmtpMeter m = meter();
+    REQUIRE(m.feed(greeting() + belljar::ready_frame(properties)));
+    REQUIRE(m.handshake_done());
+    CHECK(belljar::read_ready(m.ready_body()) == properties);
+  }
+  CHECK_FALSE(
+      belljar::read_ready(std::string("\x05READY\x08Identity\0\0\0\x09"
+                                      "ab",
+                                      21)));
 }
