@@ -482,7 +482,13 @@ int ZmtpGate::enforce_deadlines() {
     if (doors_[p.door].rule.signs && !p.authenticated) {
       auto due = p.last_message + limits_.unauthenticated;
       if (now >= due) {
-        refuse(p, "unauthenticated, and no message for " + seconds(limits_.unauthenticated));
+        if (doors_[p.door].idle_close_said) {
+          close_quietly(p);
+        } else {
+          doors_[p.door].idle_close_said = true;
+          refuse(p, "unauthenticated, and no message for " + seconds(limits_.unauthenticated) +
+                        " (said once for this door; a client's idle socket reconnects)");
+        }
         continue;
       }
       next = std::min(next, due);
@@ -502,6 +508,10 @@ void ZmtpGate::record_refusal(size_t door, const std::string& why) {
 
 void ZmtpGate::refuse(Passage& p, const std::string& why) {
   record_refusal(p.door, why);
+  close_quietly(p);
+}
+
+void ZmtpGate::close_quietly(Passage& p) {
   p.done = true;
   closing_.push_back(p.id);
 }

@@ -87,6 +87,10 @@ class ZmtpGate {
     std::string inner_path;
     std::string channel;
     DoorRule rule;
+    // An idle unauthenticated connection's close is said once a door: jupyter_client's
+    // KernelManager holds a control connection that sends nothing until shutdown, and it
+    // reconnects every bound, which is housekeeping, not news for the log.
+    bool idle_close_said = false;
   };
   struct Passage;  // one client connection and its connection to the ZMQ socket
   void run();
@@ -99,6 +103,7 @@ class ZmtpGate {
   int enforce_deadlines();  // closes the late; milliseconds to the next deadline, or -1
   void record_refusal(size_t door, const std::string& why);  // for take_refusals
   void refuse(Passage& p, const std::string& why);
+  void close_quietly(Passage& p);  // closed, with nothing for the log
   void enforce_budget();
   void watch(Passage& p);
   void close(uint64_t id);
