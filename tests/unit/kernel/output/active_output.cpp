@@ -326,15 +326,21 @@ TEST_CASE("isolate puts active output in a sandboxed frame without same-origin",
   json out = apply_active_output(data, ActiveOutput::isolate);
   const std::string html = out["text/html"].get<std::string>();
   INFO(html);
-  CHECK(html.rfind("<div class=\"belljar-isolated\"><iframe sandbox=\"allow-scripts\" ", 0) == 0);
+  CHECK(html.rfind("<div class=\"belljar-isolated\"><iframe sandbox=\"\" ", 0) == 0);
+  CHECK(html.find("allow-") == std::string::npos);  // no script, same origin, forms, popups
   CHECK(html.find("allow-same-origin") == std::string::npos);
   CHECK(html.find("allow-top-navigation") == std::string::npos);
   CHECK(html.find("allow-popups") == std::string::npos);
   CHECK(html.find("allow-forms") == std::string::npos);
   CHECK(html.find("<script") == std::string::npos);  // only inside srcdoc, escaped
-  CHECK(html.find("&lt;script&gt;fetch(") != std::string::npos);
-  CHECK(html.find("connect-src &#39;none&#39;") != std::string::npos);
-  CHECK(html.find("runs in an isolated frame") != std::string::npos);
+  CHECK(html.find("fetch(") == std::string::npos);   // not even in srcdoc: checked markup only
+  CHECK(html.find("&lt;b&gt;x&lt;/b&gt;") != std::string::npos);
+  CHECK(html.find("default-src &#39;none&#39;; style-src &#39;unsafe-inline&#39;; img-src data:; "
+                  "font-src data:; media-src data:; form-action &#39;none&#39;; base-uri "
+                  "&#39;none&#39;&quot;&gt;") != std::string::npos);
+  CHECK(html.find("https:") == std::string::npos);  // no host at all, no CDN
+  CHECK(html.find("script-src") == std::string::npos);
+  CHECK(html.find("shown in an isolated frame without its active parts") != std::string::npos);
   CHECK(out["text/plain"] == "<IPython.core.display.HTML object>");
   // The frame's own markup is what a browser will parse: checked as HTML, only the iframe is
   // active.
@@ -343,18 +349,18 @@ TEST_CASE("isolate puts active output in a sandboxed frame without same-origin",
   CHECK(verdict.findings[0] == "<iframe>");
 }
 
-TEST_CASE("isolate runs application/javascript in the frame and strip removes it with a notice",
+TEST_CASE("isolate runs no application/javascript and strip removes it, each with a notice",
           "[active_output]") {
   json data = {{"application/javascript", "document.title = '</script><script>x'"}};
   json isolated = apply_active_output(data, ActiveOutput::isolate);
   CHECK_FALSE(isolated.contains("application/javascript"));
-  std::string frame = isolated["text/html"].get<std::string>();
-  CHECK(frame.find("&lt;script&gt;document.title = "
-                   "&#39;&lt;\\/script&gt;&lt;script&gt;x&#39;&lt;/script&gt;") !=
-        std::string::npos);
+  std::string notice = isolated["text/html"].get<std::string>();
+  CHECK(notice.find("document.title") == std::string::npos);
+  CHECK(notice.find("this output holds active content (application/javascript): its script was "
+                    "not run (--active-output isolate)") != std::string::npos);
+  CHECK(check_markup(notice, MarkupKind::html).inert);
   CHECK(isolated["text/plain"] ==
-        "[belljar] active output (application/javascript): shown in an isolated frame "
-        "(--active-output isolate)");
+        "[belljar] active output (application/javascript): not run (--active-output isolate)");
 
   json stripped = apply_active_output(data, ActiveOutput::strip);
   CHECK_FALSE(stripped.contains("application/javascript"));
