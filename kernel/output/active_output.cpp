@@ -261,9 +261,14 @@ json apply_active_output(const json& data, ActiveOutput mode, const WidgetModels
         dropped.push_back(shown_mime(mime));
         continue;
       }
+      // HTML goes into the page as it is: its styles are kept to a box of its own. An SVG
+      // document is drawn as an <img> by JupyterLab and Notebook 7 (no page CSS reaches it).
+      bool is_html = mime == "text/html";
+      std::string scope = is_html ? style_scope() : "";
       MarkupVerdict verdict =
-          check_markup(*text, mime == "text/html" ? MarkupKind::html : MarkupKind::svg);
-      if (mime == "text/html") html_of_bundle = verdict.canonical;
+          check_markup(*text, is_html ? MarkupKind::html : MarkupKind::svg, scope);
+      if (is_html && verdict.styled) verdict.canonical = contained_markup(verdict.canonical, scope);
+      if (is_html) html_of_bundle = verdict.canonical;
       if (verdict.inert) {
         out[mime] = verdict.canonical;
         continue;

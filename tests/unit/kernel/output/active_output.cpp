@@ -476,3 +476,76 @@ TEST_CASE("adversarial markup costs linear time and bounded depth", "[active_out
   CHECK_FALSE(check_markup(repeat("<b>", 300), MarkupKind::html).inert);
   CHECK(check_markup(repeat("<b>", 200), MarkupKind::html).inert);
 }
+
+// Round three, finding 10: an inert <style> hid belljar's notices and relabelled the toolbar.
+TEST_CASE("inert HTML's styles apply inside its own box only", "[active_output]") {
+  json data = {{"text/html",
+                "<style>.jp-Toolbar, td.x::before {display:none} "
+                "@media screen { :root p {margin:0 !important} }</style><p class=\"x\">1</p>"}};
+  std::string html = apply_active_output(data, ActiveOutput::isolate)["text/html"];
+  INFO(html);
+  REQUIRE(html.rfind("<div class=\"belljar-s", 0) == 0);
+  std::string scope = html.substr(12, html.find('"', 12) - 12);
+  CHECK(scope.size() == std::string("belljar-s").size() + 16);
+  CHECK(html.find("style=\"contain:paint;isolation:isolate;overflow:auto\"><style>." + scope +
+                  " :is(.jp-Toolbar), ." + scope + " :is(td.x)::before{display:none}@media " +
+                  "screen {." + scope + " :is(:root p){margin:0 !important}}</style><p " +
+                  "class=\"x\">1</p></div>") != std::string::npos);
+  // Each output its own box: one can't name another's.
+  std::string again = apply_active_output(data, ActiveOutput::isolate)["text/html"];
+  CHECK(again.substr(12, again.find('"', 12) - 12) != scope);
+  // Text without an element needs no box.
+  CHECK(apply_active_output({{"text/html", "plain &amp; text"}},
+                            ActiveOutput::isolate)["text/html"] == "plain &amp; text");
+}
+
+// The complement of what a <style> may hold: every at-rule but @media and @supports, nesting,
+// and a shape a browser would read differently make the output active (an isolated frame).
+TEST_CASE("a <style> whose rules can't be kept to the output makes it active", "[active_output]") {
+  for (const char* css : {"@charset \"x\"; p{}",
+                          "@color-profile --x {src: none}",
+                          "@container (width > 1px) {p{}}",
+                          "@counter-style x {system: cyclic}",
+                          "@document url-prefix() {p{}}",
+                          "@font-feature-values x {@swash {a: 1}}",
+                          "@font-palette-values --x {base-palette: 1}",
+                          "@keyframes x {from {color: red}}",
+                          "@-webkit-keyframes x {from {color: red}}",
+                          "@layer x {p{}}",
+                          "@layer x;",
+                          "@page {margin: 0}",
+                          "@position-try --x {top: 0}",
+                          "@property --x {syntax: '*'}",
+                          "@scope (.x) {p{}}",
+                          "@starting-style {p{}}",
+                          "@view-transition {navigation: auto}",
+                          "@unknown x {p{}}",
+                          "@media {@keyframes x {}}",
+                          "@media a{@media b{@media c{@media d{@media e{p{}}}}}}",
+                          "p { a { color: red } }",
+                          "p { color: red",
+                          "p { color: red }}",
+                          "} p {}",
+                          "p",
+                          "p;",
+                          ", p {}",
+                          "p, {}",
+                          "p { content: \"}\n\" }",
+                          "[title=\"]\n\"] {}",
+                          "p) {}",
+                          "p] {}"}) {
+    INFO(css);
+    json out = apply_active_output(
+        {{"text/html", std::string("<style>") + css + "</style><b>x</b>"}}, ActiveOutput::isolate);
+    CHECK(out["text/html"].get<std::string>().rfind("<div class=\"belljar-isolated\"><iframe", 0) ==
+          0);
+  }
+  for (const char* css : {"p{}", "@media print {p{color:red}}", "@supports (display: grid) {p{}}",
+                          "p { content: \"}{\" }", "[title=\"a,b\"], p:is(.a, .b) {color: red}",
+                          "@media a{@media b{@media c{@media d{p{}}}}}"}) {
+    INFO(css);
+    json out = apply_active_output(
+        {{"text/html", std::string("<style>") + css + "</style><b>x</b>"}}, ActiveOutput::isolate);
+    CHECK(out["text/html"].get<std::string>().rfind("<div class=\"belljar-s", 0) == 0);
+  }
+}
