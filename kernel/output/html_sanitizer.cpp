@@ -441,15 +441,42 @@ class CssScoper {
       start = i + 1;
       if (selector.empty()) return std::nullopt;
       std::string pseudo;
-      if (size_t at = selector.find("::"); at != std::string::npos) {
+      if (size_t at = outermost_pseudo_element(selector); at != std::string::npos) {
         pseudo = selector.substr(at);
         selector = trimmed(selector.substr(0, at));
         if (selector.empty()) selector = "*";
+        // Only a name and its argument: no combinator or list may follow it out of :is().
+        if (!std::all_of(pseudo.begin(), pseudo.end(), [](char c) {
+              return is_alpha(c) || is_digit(c) || c == ':' || c == '-' || c == '_' || c == '(' ||
+                     c == ')';
+            }))
+          return std::nullopt;
       }
       out += (out.empty() ? "" : ", ") + ("." + std::string(scope_) + " :is(" + selector + ")") +
              pseudo;
     }
     return out;
+  }
+
+  // Where "::" starts outside brackets and strings (one inside :not(...) is its argument's).
+  static size_t outermost_pseudo_element(const std::string& selector) {
+    int depth = 0;
+    char quote = 0;
+    for (size_t i = 0; i + 1 < selector.size(); ++i) {
+      char c = selector[i];
+      if (quote) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '(' || c == '[') {
+        ++depth;
+      } else if (c == ')' || c == ']') {
+        --depth;
+      } else if (depth == 0 && c == ':' && selector[i + 1] == ':') {
+        return i;
+      }
+    }
+    return std::string::npos;
   }
 
   static std::string trimmed(std::string_view text) {
@@ -890,7 +917,7 @@ bool css_is_inert(std::string_view css) {
   if (text.find("/*") != std::string::npos) return false;
   for (std::string_view bad :
        {"@import", "expression", "javascript:", "vbscript:", "behavior", "-moz-binding",
-        "image-set(", "image(", "element(", "@font-face", "@namespace"})
+        "image-set(", "image(", "element(", "src(", "@font-face", "@namespace"})
     if (text.find(bad) != std::string::npos) return false;
   for (size_t at = text.find("url("); at != std::string::npos; at = text.find("url(", at + 4)) {
     size_t v = at + 4;

@@ -14,8 +14,9 @@
 // images from data:image/(png|jpeg|gif|webp) URLs, links to http(s)/mailto/#fragment, and the
 // SVG elements and attributes plots use (matplotlib's SVG). <style> (in HTML or SVG) holds CSS
 // with no '<', '&', '\\', comments, @import, expression(), javascript:, behavior or -moz-binding,
-// and url() only to #fragments and data:image/*. Text may not hold MathJax macros that make links
-// or load extensions (\href, \require, ...): notebook frontends typeset text in outputs.
+// image-set(), src(), and url() only to #fragments and data:image/*. Text may not hold MathJax
+// macros that make links or load extensions (\href, \require, ...): notebook frontends typeset text
+// in outputs.
 //
 // Page-wide CSS: HTML goes into the page as it is, so a <style> there restyles the page (hides
 // belljar's notices, relabels the toolbar) and a positioned element covers it. Given a scope, the

@@ -73,6 +73,7 @@ const HTML_VECTORS = {
   'css-import': `<style>@import url("${at('css-import')}");</style>`,
   'css-url': `<div style="width:9px;height:9px;background:url('${at('css-url')}')"></div>`,
   'css-image-set': `<div style="width:9px;height:9px;background-image:image-set('${at('css-image-set')}' 1x)"></div>`,
+  'css-src-function': `<div style="width:9px;height:9px;background-image:src('${at('css-src-function')}')"></div>`,
   'css-font-face': `<style>@font-face{font-family:bjx;src:url("${at('css-font-face')}")}</style><span style="font-family:bjx">x</span>`,
   'css-cursor-list': `<ul style="list-style-image:url('${at('css-list')}');cursor:url('${at('css-cursor')}'),auto"><li>x</li></ul>`,
   'svg-image-href': `<svg width="9" height="9"><image href="${at('svg-image-href')}" width="9" height="9"/><image xlink:href="${at('svg-image-xlink')}" width="9" height="9"/></svg>`,

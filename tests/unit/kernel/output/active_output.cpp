@@ -258,6 +258,8 @@ TEST_CASE("URL and CSS rules", "[active_output]") {
   CHECK(css_is_inert("background: url('data:image/png;base64,AAAA')"));
   CHECK_FALSE(css_is_inert("background: url(https://example.com/x.png)"));
   CHECK_FALSE(css_is_inert("background: image-set('https://example.com/x.png' 1x)"));
+  CHECK_FALSE(
+      css_is_inert("background: src('https://example.com/x.png')"));  // CSS Values 4's url()
   CHECK_FALSE(css_is_inert("behavior: url(x.htc)"));
   CHECK_FALSE(css_is_inert("/* unterminated"));
 }
@@ -542,7 +544,8 @@ TEST_CASE("a <style> whose rules can't be kept to the output makes it active", "
   }
   for (const char* css : {"p{}", "@media print {p{color:red}}", "@supports (display: grid) {p{}}",
                           "p { content: \"}{\" }", "[title=\"a,b\"], p:is(.a, .b) {color: red}",
-                          "@media a{@media b{@media c{@media d{p{}}}}}"}) {
+                          "@media a{@media b{@media c{@media d{p{}}}}}", "p::part(x):hover {}",
+                          "p:not(:is(a::before)) {}"}) {
     INFO(css);
     json out = apply_active_output(
         {{"text/html", std::string("<style>") + css + "</style><b>x</b>"}}, ActiveOutput::isolate);
