@@ -31,13 +31,35 @@ const std::set<std::string, std::less<>> kInertMimeTypes = {"text/plain",
 
 constexpr std::string_view kWidgetView = "application/vnd.jupyter.widget-view+json";
 
-// The frame's own policy, on top of its opaque origin: scripts and styles may run and draw
-// (plots load their libraries from CDNs), nothing may connect, submit or embed.
-constexpr const char* kFramePolicy =
-    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval' https: data: blob:; "
-    "style-src 'unsafe-inline' https: data:; img-src data: blob: https:; font-src data: https:; "
-    "media-src data: blob: https:; connect-src 'none'; form-action 'none'; base-uri 'none'; "
-    "frame-src 'none'; object-src 'none'; worker-src 'none'";
+// What an isolated frame may make the browser load: the complete list. The frame holds only
+// markup html_sanitizer re-serialized (no <link>, <meta>, <base>, <script>: Chromium opens a
+// <link rel=preconnect>'s connection whatever the policy says), runs no script
+// (its sandbox lacks allow-scripts, and so also forms, popups, top navigation, meta refresh and
+// plugins); its Content-Security-Policy starts from default-src 'none', so every fetch directive
+// not listed here (scripts, frames, objects, connections, workers, prefetch, manifests) loads
+// nothing. With no host allowed the session's data has nowhere to go but this page: what the
+// frame draws comes from the output itself. docs/security.md ("Active output in the browser")
+// has the same table with its reasons; the browser test egress.test.mjs tries the complement.
+struct FrameLoad {
+  const char* directive;
+  const char* sources;
+};
+constexpr FrameLoad kFrameLoads[] = {
+    {"default-src", "'none'"},         // everything not below
+    {"style-src", "'unsafe-inline'"},  // the output's own <style> and style=
+    {"img-src", "data:"},              // images drawn from the output's bytes
+    {"font-src", "data:"},             // fonts embedded in the output
+    {"media-src", "data:"},            // audio and video embedded in the output
+    {"form-action", "'none'"},         // not a fetch directive: default-src doesn't cover it
+    {"base-uri", "'none'"},            // nor this: <base> can't move relative URLs
+};
+
+std::string frame_policy() {
+  std::string policy;
+  for (const FrameLoad& load : kFrameLoads)
+    policy += (policy.empty() ? "" : "; ") + std::string(load.directive) + " " + load.sources;
+  return policy;
+}
 
 std::optional<std::string> text_of(const json& value) {
   if (value.is_string()) return value.get<std::string>();
@@ -64,23 +86,14 @@ std::string shown_mime(const std::string& mime) {
   return plain ? mime : "a type with an unusual name";
 }
 
-// A script as the body of <script> in the frame: "</script" and "<!--" can't end or bend it.
-std::string script_element(const std::string& code) {
-  std::string safe;
-  for (size_t i = 0; i < code.size(); ++i) {
-    if (code[i] == '<' &&
-        (code.compare(i + 1, 7, "/script") == 0 || code.compare(i + 1, 7, "/SCRIPT") == 0 ||
-         code.compare(i + 1, 3, "!--") == 0)) {
-      safe += "<\\";
-      continue;
-    }
-    safe += code[i];
-  }
-  return "<script>" + safe + "</script>";
-}
-
 std::string notice_paragraph(const std::string& text) {
   return "<p style=\"font-size:smaller;color:#a33\">[belljar] " + escape_html(text) + "</p>";
+}
+
+// The bundle's inert HTML, or none, followed by a notice.
+void with_notice(json& out, const std::string& notice) {
+  std::string html = out.contains("text/html") ? out["text/html"].get<std::string>() : "";
+  out["text/html"] = html + notice_paragraph(notice);
 }
 
 bool is_rich(const std::string& mime) {
@@ -216,8 +229,10 @@ std::string isolated_frame(const std::string& document, const std::string& why) 
   std::string srcdoc =
       std::string("<!DOCTYPE html><html><head><meta charset=\"utf-8\">") +
       "<base href=\"about:blank\"><meta http-equiv=\"Content-Security-Policy\" content=\"" +
-      kFramePolicy + "\"></head><body>" + document + "</body></html>";
-  return "<div class=\"belljar-isolated\"><iframe sandbox=\"allow-scripts\" "
+      frame_policy() + "\"></head><body>" + document + "</body></html>";
+  // sandbox="" grants nothing: no script, form, popup, navigation of the top, automatic
+  // features (meta refresh), plugins or same origin.
+  return "<div class=\"belljar-isolated\"><iframe sandbox=\"\" "
          "referrerpolicy=\"no-referrer\" "
          "title=\"isolated output\" style=\"width:100%;height:420px;border:1px solid "
          "#ccc;resize:vertical\" srcdoc=\"" +
@@ -234,7 +249,7 @@ json apply_active_output(const json& data, ActiveOutput mode, const WidgetModels
   std::vector<std::string> findings;  // what was active, for the caption or the notice
   std::vector<std::string> dropped;   // mime types not forwarded
   std::optional<std::string> active_html, active_svg, script, markdown_source;
-  std::string html_of_bundle;  // the bundle's own HTML, inert or not, for the frame
+  std::string html_of_bundle;  // the bundle's own HTML, checked and re-serialized, for the frame
   for (auto& [mime, value] : data.items()) {
     if (kInertMimeTypes.count(mime)) {
       out[mime] = value;
@@ -246,15 +261,22 @@ json apply_active_output(const json& data, ActiveOutput mode, const WidgetModels
         dropped.push_back(shown_mime(mime));
         continue;
       }
+      // HTML goes into the page as it is: its styles are kept to a box of its own. An SVG
+      // document is drawn as an <img> by JupyterLab and Notebook 7 (no page CSS reaches it).
+      bool is_html = mime == "text/html";
+      std::string scope = is_html ? style_scope() : "";
       MarkupVerdict verdict =
-          check_markup(*text, mime == "text/html" ? MarkupKind::html : MarkupKind::svg);
-      if (mime == "text/html") html_of_bundle = *text;
+          check_markup(*text, is_html ? MarkupKind::html : MarkupKind::svg, scope);
+      if (is_html && verdict.styled) verdict.canonical = contained_markup(verdict.canonical, scope);
+      if (is_html) html_of_bundle = verdict.canonical;
       if (verdict.inert) {
         out[mime] = verdict.canonical;
         continue;
       }
       findings.insert(findings.end(), verdict.findings.begin(), verdict.findings.end());
-      (mime == "text/html" ? active_html : active_svg) = *text;
+      // Only what was checked goes into the frame: a tokenizer of ours and the browser's may
+      // disagree about raw markup (a <link rel=preconnect> the frame's policy doesn't cover).
+      (mime == "text/html" ? active_html : active_svg) = verdict.canonical;
       if (mode == ActiveOutput::strip) out[mime] = verdict.canonical;
     } else if (mime == "text/markdown") {
       if (text && markdown_is_inert(*text)) {
@@ -282,32 +304,34 @@ json apply_active_output(const json& data, ActiveOutput mode, const WidgetModels
   }
   std::string mode_flag = "--active-output " + active_output_name(mode);
   bool active = active_html || active_svg || script;
-  if (active && mode == ActiveOutput::isolate) {
+  std::string why = "this output holds active content (" + listed(findings) + ")";
+  if ((active_html || active_svg) && mode == ActiveOutput::isolate) {
+    // The frame shows the markup's inert remainder, under kFrameLoads: its own layout and
+    // styles, none of its active parts.
     std::string document = active_html               ? *active_html
                            : !html_of_bundle.empty() ? html_of_bundle
                                                      : active_svg.value_or("");
-    if (script) document += script_element(*script);
     out["text/html"] = isolated_frame(
-        document,
-        "this output holds active content (" + listed(findings) +
-            "): it runs in an isolated frame that cannot reach this page or the notebook server (" +
-            mode_flag + ")");
+        document, why + ": it is shown in an isolated frame without its active parts, loading " +
+                      "nothing from outside the output (" + mode_flag + ")");
     out.erase("image/svg+xml");
+  } else if (script && mode == ActiveOutput::isolate) {
+    // A script alone: isolated output runs no script, so the inert rest is shown as it is.
+    with_notice(out, why + ": its script was not run (" + mode_flag + ")");
   } else if (active && mode == ActiveOutput::strip) {
-    std::string notice =
-        "active content removed from this output: " + listed(findings) + " (" + mode_flag + ")";
-    if (out.contains("text/html"))
-      out["text/html"] = out["text/html"].get<std::string>() + notice_paragraph(notice);
-    else
-      out["text/html"] = notice_paragraph(notice);
+    with_notice(out, "active content removed from this output: " + listed(findings) + " (" +
+                         mode_flag + ")");
   }
   if (!out.contains("text/plain") || !out["text/plain"].is_string()) {
     // Clients that show text (MCP, `belljar run`, a console) learn what the display was.
     std::string fallback = markdown_source.value_or("");
     if (fallback.empty() && active)
       fallback = "[belljar] active output (" + listed(findings) + "): " +
-                 (mode == ActiveOutput::isolate ? "shown in an isolated frame" : "removed") + " (" +
-                 mode_flag + ")";
+                 (mode == ActiveOutput::isolate && (active_html || active_svg)
+                      ? "shown in an isolated frame without its active parts"
+                  : mode == ActiveOutput::isolate ? "not run"
+                                                  : "removed") +
+                 " (" + mode_flag + ")";
     out["text/plain"] = fallback;
   }
   bool shows_text_only = true;

@@ -15,9 +15,13 @@
 //   * everything else is active: application/javascript, HTML or SVG that isn't inert, and
 //     every other type (other widget views, plotly/vega/bokeh/holoviews JSON their renderers
 //     execute).
-// isolate: active markup and scripts run in <iframe sandbox="allow-scripts"> (an opaque origin:
-// no cookies, no same-origin requests, no access to the page) under a Content-Security-Policy
-// that forbids connections, with a caption saying so; other active types are dropped with a
+// isolate: active markup's inert remainder (re-serialized by html_sanitizer: nothing the
+// browser could read differently) is shown in <iframe sandbox=""> (an opaque origin: no cookies, no
+// same-origin requests, no access to the page; no script, form, popup, navigation of the top or
+// meta refresh) under a Content-Security-Policy that loads nothing but what the output carries
+// inline (kFrameLoads in the .cpp, one table): with no host allowed, the session's data must not
+// leave through the learner's browser either — a frame that may run script or navigate can carry
+// a workspace file to any address. Scripts are not run; other active types are dropped with a
 // notice. strip: the active parts are removed, the inert remainder kept, and a notice says what
 // went. allow: unchanged (the banner says so). A text/plain entry is always kept.
 #include <nlohmann/json.hpp>

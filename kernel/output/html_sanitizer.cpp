@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <mutex>
 #include <optional>
+#include <random>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -339,10 +342,158 @@ const std::array<std::string_view, 9> kTexActiveMacros = {"\\href",   "\\require
                                                           "\\cssId",  "\\style",   "\\unicode",
                                                           "\\toggle", "\\mathtip", "\\texttip"};
 
+// The CSS of a <style>, each rule made to apply inside `.scope` only; nullopt when its shape is
+// not one we can scope: the complete list of what passes is rules (a selector list and a block
+// of declarations without nested blocks) and @media/@supports blocks of such rules, to a depth
+// of 4. Every other at-rule (@keyframes and @font-face names are page-wide; @layer, @property,
+// @scope, @container, @page ...) and any nesting is refused, so the output goes isolated.
+// A selector S becomes `.scope :is(S)`: whatever S says about ancestors or siblings (:has(),
+// :root, combinators), the element styled is a descendant of the output's box. A pseudo-element
+// (not allowed inside :is()) is kept after it.
+class CssScoper {
+ public:
+  CssScoper(std::string_view css, std::string_view scope) : css_(css), scope_(scope) {}
+
+  std::optional<std::string> run() {
+    std::string out;
+    if (!rules(out, 0) || at_ != css_.size()) return std::nullopt;
+    return out;
+  }
+
+ private:
+  void skip_space() {
+    while (at_ < css_.size() && is_space(css_[at_])) ++at_;
+  }
+
+  // From at_ to the first of `stops` outside strings, brackets and parentheses; false at the
+  // end of the input, on an unbalanced bracket, or on a string a line break ends (browsers
+  // read the rest differently).
+  bool read_until(std::string_view stops, std::string& into) {
+    int depth = 0;
+    for (; at_ < css_.size(); ++at_) {
+      char c = css_[at_];
+      if (c == '"' || c == '\'') {
+        size_t close = at_ + 1;
+        while (close < css_.size() && css_[close] != c && css_[close] != '\n' &&
+               css_[close] != '\r' && css_[close] != '\f')
+          ++close;
+        if (close >= css_.size() || css_[close] != c) return false;
+        into.append(css_.substr(at_, close - at_ + 1));
+        at_ = close;
+        continue;
+      }
+      if (depth == 0 && stops.find(c) != std::string_view::npos) return true;
+      if (c == '(' || c == '[') ++depth;
+      if (c == ')' || c == ']') {
+        if (--depth < 0) return false;
+      }
+      if (c == '{' || c == '}' || c == ';') {
+        if (depth > 0) return false;  // a block can't open or close inside brackets
+      }
+      into += c;
+    }
+    return false;
+  }
+
+  bool rules(std::string& out, int depth) {
+    for (;;) {
+      skip_space();
+      if (at_ >= css_.size() || css_[at_] == '}') return depth > 0 ? at_ < css_.size() : true;
+      if (css_[at_] == '@') {
+        std::string prelude;
+        if (!read_until("{;}", prelude) || css_[at_] != '{') return false;
+        std::string name = lower(prelude.substr(0, prelude.find_first_of(" \t\r\n\f(")));
+        if ((name != "@media" && name != "@supports") || depth >= 4) return false;
+        ++at_;
+        out += prelude + "{";
+        if (!rules(out, depth + 1) || at_ >= css_.size() || css_[at_] != '}') return false;
+        ++at_;
+        out += "}";
+        continue;
+      }
+      std::string selectors, declarations;
+      if (!read_until("{;}", selectors) || css_[at_] != '{') return false;
+      ++at_;
+      if (!read_until("{}", declarations) || css_[at_] != '}') return false;
+      ++at_;
+      auto scoped = scoped_selectors(selectors);
+      if (!scoped) return false;
+      out += *scoped + "{" + declarations + "}";
+    }
+  }
+
+  std::optional<std::string> scoped_selectors(const std::string& list) {
+    std::string out;
+    size_t start = 0;
+    int depth = 0;
+    char quote = 0;
+    for (size_t i = 0; i <= list.size(); ++i) {
+      char c = i < list.size() ? list[i] : ',';
+      if (quote) {
+        if (c == quote) quote = 0;
+        continue;
+      }
+      if (c == '"' || c == '\'') quote = c;
+      if (c == '(' || c == '[') ++depth;
+      if (c == ')' || c == ']') --depth;
+      if (c != ',' || depth != 0) continue;
+      std::string selector = trimmed(list.substr(start, i - start));
+      start = i + 1;
+      if (selector.empty()) return std::nullopt;
+      std::string pseudo;
+      if (size_t at = outermost_pseudo_element(selector); at != std::string::npos) {
+        pseudo = selector.substr(at);
+        selector = trimmed(selector.substr(0, at));
+        if (selector.empty()) selector = "*";
+        // Only a name and its argument: no combinator or list may follow it out of :is().
+        if (!std::all_of(pseudo.begin(), pseudo.end(), [](char c) {
+              return is_alpha(c) || is_digit(c) || c == ':' || c == '-' || c == '_' || c == '(' ||
+                     c == ')';
+            }))
+          return std::nullopt;
+      }
+      out += (out.empty() ? "" : ", ") + ("." + std::string(scope_) + " :is(" + selector + ")") +
+             pseudo;
+    }
+    return out;
+  }
+
+  // Where "::" starts outside brackets and strings (one inside :not(...) is its argument's).
+  static size_t outermost_pseudo_element(const std::string& selector) {
+    int depth = 0;
+    char quote = 0;
+    for (size_t i = 0; i + 1 < selector.size(); ++i) {
+      char c = selector[i];
+      if (quote) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '(' || c == '[') {
+        ++depth;
+      } else if (c == ')' || c == ']') {
+        --depth;
+      } else if (depth == 0 && c == ':' && selector[i + 1] == ':') {
+        return i;
+      }
+    }
+    return std::string::npos;
+  }
+
+  static std::string trimmed(std::string_view text) {
+    while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+    while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+    return std::string(text);
+  }
+
+  std::string_view css_;
+  std::string_view scope_;
+  size_t at_ = 0;
+};
+
 class MarkupReader {
  public:
-  MarkupReader(std::string_view in, MarkupKind kind, bool break_tex)
-      : in_(in), kind_(kind), break_tex_(break_tex) {}
+  MarkupReader(std::string_view in, MarkupKind kind, bool break_tex, std::string_view scope)
+      : in_(in), kind_(kind), break_tex_(break_tex), scope_(scope) {}
 
   MarkupVerdict run() {
     while (pos_ < in_.size()) {
@@ -387,6 +538,7 @@ class MarkupReader {
     verdict.inert = findings_.empty();
     verdict.findings = std::move(findings_);
     verdict.canonical = std::move(out_);
+    verdict.styled = styled_;
     return verdict;
   }
 
@@ -676,7 +828,9 @@ class MarkupReader {
       style(spelled, attributes);
       return;
     }
-    out_ += "<" + spelled + checked_attributes(name, attributes);
+    std::string kept_attributes = checked_attributes(name, attributes);
+    if (!kept_attributes.empty() || name == "svg") styled_ = true;
+    out_ += "<" + spelled + kept_attributes;
     if (void_element) {
       out_ += "/>";
     } else if (empty) {
@@ -695,8 +849,15 @@ class MarkupReader {
       finding("a <style> with markup or CSS that loads or runs something");
       return;
     }
+    std::optional<std::string> kept(css);
+    if (!scope_.empty()) kept = CssScoper(css, scope_).run();
+    if (!kept) {
+      finding("a <style> whose rules can't be kept to this output (an at-rule, nesting)");
+      return;
+    }
+    styled_ = true;
     out_ += "<" + spelled + checked_attributes("style", attributes) + ">";
-    out_ += css;
+    out_ += *kept;
     out_ += "</" + spelled + ">";
   }
 
@@ -721,6 +882,8 @@ class MarkupReader {
   std::string_view in_;
   MarkupKind kind_;
   bool break_tex_;
+  std::string_view scope_;  // the output's box: <style> rules apply inside it only
+  bool styled_ = false;     // MarkupVerdict::styled
   size_t pos_ = 0;
   bool seen_content_ = false;
   std::vector<Open> stack_;
@@ -754,7 +917,7 @@ bool css_is_inert(std::string_view css) {
   if (text.find("/*") != std::string::npos) return false;
   for (std::string_view bad :
        {"@import", "expression", "javascript:", "vbscript:", "behavior", "-moz-binding",
-        "image-set(", "image(", "element(", "@font-face", "@namespace"})
+        "image-set(", "image(", "element(", "src(", "@font-face", "@namespace"})
     if (text.find(bad) != std::string::npos) return false;
   for (size_t at = text.find("url("); at != std::string::npos; at = text.find("url(", at + 4)) {
     size_t v = at + 4;
@@ -776,7 +939,7 @@ bool tex_is_inert(std::string_view text) {
   return true;
 }
 
-MarkupVerdict check_markup(std::string_view markup, MarkupKind kind) {
+MarkupVerdict check_markup(std::string_view markup, MarkupKind kind, std::string_view scope) {
   // NUL is replaced or dropped differently by each parser state: never forwarded.
   std::string without_nul;
   bool had_nul = markup.find('\0') != std::string_view::npos;
@@ -785,11 +948,11 @@ MarkupVerdict check_markup(std::string_view markup, MarkupKind kind) {
     without_nul.erase(std::remove(without_nul.begin(), without_nul.end(), '\0'), without_nul.end());
     markup = without_nul;
   }
-  MarkupVerdict verdict = MarkupReader(markup, kind, false).run();
+  MarkupVerdict verdict = MarkupReader(markup, kind, false, scope).run();
   bool tex =
       std::any_of(verdict.findings.begin(), verdict.findings.end(),
                   [](const std::string& f) { return f.find("MathJax") != std::string::npos; });
-  if (tex) verdict.canonical = MarkupReader(markup, kind, true).run().canonical;
+  if (tex) verdict.canonical = MarkupReader(markup, kind, true, scope).run().canonical;
   if (had_nul) {
     verdict.findings.insert(verdict.findings.begin(), "a NUL character");
     verdict.inert = false;
@@ -802,6 +965,22 @@ std::string escape_html(std::string_view text) {
   out.reserve(text.size() + text.size() / 8);
   escape_into(out, text, true);
   return out;
+}
+
+std::string style_scope() {
+  static std::mt19937_64 bits{std::random_device{}()};
+  static std::mutex lock;
+  std::lock_guard held(lock);
+  char name[32];
+  std::snprintf(name, sizeof name, "belljar-s%016llx", static_cast<unsigned long long>(bits()));
+  return name;
+}
+
+std::string contained_markup(const std::string& canonical, const std::string& scope) {
+  // contain: paint makes the box the containing block of fixed and absolute descendants, a
+  // stacking context and a clip; overflow: auto keeps a wide table scrollable inside it.
+  return "<div class=\"" + scope + "\" style=\"contain:paint;isolation:isolate;overflow:auto\">" +
+         canonical + "</div>";
 }
 
 }  // namespace belljar

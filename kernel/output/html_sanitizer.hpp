@@ -14,8 +14,14 @@
 // images from data:image/(png|jpeg|gif|webp) URLs, links to http(s)/mailto/#fragment, and the
 // SVG elements and attributes plots use (matplotlib's SVG). <style> (in HTML or SVG) holds CSS
 // with no '<', '&', '\\', comments, @import, expression(), javascript:, behavior or -moz-binding,
-// and url() only to #fragments and data:image/*. Text may not hold MathJax macros that make links
-// or load extensions (\href, \require, ...): notebook frontends typeset text in outputs.
+// image-set(), src(), and url() only to #fragments and data:image/*. Text may not hold MathJax
+// macros that make links or load extensions (\href, \require, ...): notebook frontends typeset text
+// in outputs.
+//
+// Page-wide CSS: HTML goes into the page as it is, so a <style> there restyles the page (hides
+// belljar's notices, relabels the toolbar) and a positioned element covers it. Given a scope, the
+// rules of every <style> are rewritten to apply inside the output's own box, and the box
+// contains its paint (contained_markup).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,9 +38,25 @@ struct MarkupVerdict {
   std::vector<std::string>
       findings;           // what was active, first few, in words ("<script>", "onerror=")
   std::string canonical;  // re-serialized: the whole markup, or its inert remainder
+  // It can be styled beyond what the page gives each kind of element: a <style>, an attribute
+  // (class, id, style, SVG's presentation), an <svg>. Then it goes in its box (contained_markup).
+  bool styled = false;
 };
 
-MarkupVerdict check_markup(std::string_view markup, MarkupKind kind);
+// scope: a class name unique to the output (style_scope()). Given, every <style> rule is
+// rewritten to apply inside an element of that class only, and a <style> whose shape can't be
+// scoped (an at-rule but @media/@supports, nesting) makes the markup active; the caller puts
+// the canonical markup in that element (contained_markup()). Without, CSS is kept as it is.
+MarkupVerdict check_markup(std::string_view markup, MarkupKind kind, std::string_view scope = {});
+
+// A fresh class name for one output's box: "belljar-s" and 16 hex digits no output can guess.
+std::string style_scope();
+// The canonical markup of check_markup(..., scope) in its box: the rules name it, and its paint
+// containment clips what is drawn and holds what is positioned (fixed, absolute, a z-index, a
+// transform, negative margins) inside it, so no output covers the toolbar, a notice or a cell.
+// Call it when the verdict is `styled`: elements without attributes take only the page's own
+// styles for their kind, which the page keeps to outputs.
+std::string contained_markup(const std::string& canonical, const std::string& scope);
 
 // The URL rules for a link (href) and for an embedded resource (src): both refuse every scheme
 // but the listed ones, relative URLs (they name the notebook server itself) included.

@@ -249,9 +249,11 @@ bool all_css_inert(const json& value) {
 // Markup as html_sanitizer re-serializes it: the active parts (and active TeX) removed.
 std::string inert_markup(const std::string& markup, size_t& cleaned) {
   if (markup.find_first_of("<&$\\") == std::string::npos) return markup;  // plain text
-  MarkupVerdict verdict = check_markup(markup, MarkupKind::html);
+  // The page puts the value in with innerHTML: its styles are kept to a box of its own.
+  std::string scope = style_scope();
+  MarkupVerdict verdict = check_markup(markup, MarkupKind::html, scope);
   if (!verdict.inert) ++cleaned;
-  return verdict.canonical;
+  return verdict.styled ? contained_markup(verdict.canonical, scope) : verdict.canonical;
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ import pytest
 
 from belljar_testing import belljar, execute, of_type, running_kernel
 
-ISOLATED_PREFIX = '<div class="belljar-isolated"><iframe sandbox="allow-scripts" '
+ISOLATED_PREFIX = '<div class="belljar-isolated"><iframe sandbox="" '
 
 # One per class of vector: each would run script in the notebook page if rendered as sent.
 HTML_VECTORS = {
@@ -62,9 +62,9 @@ def assert_inert_page_markup(markup):
                 assert value and value.strip().lower().startswith(("https:", "http:", "#", "data:image/",
                                                                     "mailto:")), (tag, name, value)
         if tag == "iframe":
-            assert attrs.get("sandbox") == "allow-scripts", attrs
+            assert attrs.get("sandbox") == "", attrs
             assert "src" not in attrs
-            assert "connect-src 'none'" in attrs["srcdoc"]
+            assert "default-src 'none'" in attrs["srcdoc"] and "script-src" not in attrs["srcdoc"]
 
 
 def assert_isolated(data, original=None):
@@ -72,9 +72,11 @@ def assert_isolated(data, original=None):
     assert html.startswith(ISOLATED_PREFIX), html[:300]
     assert_inert_page_markup(html)
     frame = [attrs for tag, attrs in Rendered(html).elements if tag == "iframe"][0]
+    # The frame holds the checked remainder only, never the markup as sent.
+    assert_inert_page_markup(frame["srcdoc"].split("<body>", 1)[1])
     if original is not None:
-        assert original in frame["srcdoc"]  # the content itself runs, in the frame
-    assert "runs in an isolated frame" in html
+        assert original not in frame["srcdoc"]
+    assert "shown in an isolated frame without its active parts" in html
     assert isinstance(data.get("text/plain"), str)
 
 
@@ -109,8 +111,9 @@ def test_javascript_svg_and_markdown_arrive_isolated_or_as_text(kernel):
     _, outputs = execute(kc, display_cell(bundles))
     js, svg, *markdown = [m["content"]["data"] for m in of_type(outputs, "display_data")]
     assert "application/javascript" not in js
-    assert_isolated(js)
-    assert "&lt;script&gt;fetch(&#39;/api/terminals&#39;" in js["text/html"]
+    assert "fetch(" not in js["text/html"]  # isolated output runs no script: it is not sent
+    assert "its script was not run (--active-output isolate)" in js["text/html"]
+    assert_inert_page_markup(js["text/html"])
     assert "image/svg+xml" not in svg
     assert_isolated(svg)
     for source, data in zip(MARKDOWN_VECTORS, markdown):

@@ -258,6 +258,8 @@ TEST_CASE("URL and CSS rules", "[active_output]") {
   CHECK(css_is_inert("background: url('data:image/png;base64,AAAA')"));
   CHECK_FALSE(css_is_inert("background: url(https://example.com/x.png)"));
   CHECK_FALSE(css_is_inert("background: image-set('https://example.com/x.png' 1x)"));
+  CHECK_FALSE(
+      css_is_inert("background: src('https://example.com/x.png')"));  // CSS Values 4's url()
   CHECK_FALSE(css_is_inert("behavior: url(x.htc)"));
   CHECK_FALSE(css_is_inert("/* unterminated"));
 }
@@ -326,15 +328,21 @@ TEST_CASE("isolate puts active output in a sandboxed frame without same-origin",
   json out = apply_active_output(data, ActiveOutput::isolate);
   const std::string html = out["text/html"].get<std::string>();
   INFO(html);
-  CHECK(html.rfind("<div class=\"belljar-isolated\"><iframe sandbox=\"allow-scripts\" ", 0) == 0);
+  CHECK(html.rfind("<div class=\"belljar-isolated\"><iframe sandbox=\"\" ", 0) == 0);
+  CHECK(html.find("allow-") == std::string::npos);  // no script, same origin, forms, popups
   CHECK(html.find("allow-same-origin") == std::string::npos);
   CHECK(html.find("allow-top-navigation") == std::string::npos);
   CHECK(html.find("allow-popups") == std::string::npos);
   CHECK(html.find("allow-forms") == std::string::npos);
   CHECK(html.find("<script") == std::string::npos);  // only inside srcdoc, escaped
-  CHECK(html.find("&lt;script&gt;fetch(") != std::string::npos);
-  CHECK(html.find("connect-src &#39;none&#39;") != std::string::npos);
-  CHECK(html.find("runs in an isolated frame") != std::string::npos);
+  CHECK(html.find("fetch(") == std::string::npos);   // not even in srcdoc: checked markup only
+  CHECK(html.find("&lt;b&gt;x&lt;/b&gt;") != std::string::npos);
+  CHECK(html.find("default-src &#39;none&#39;; style-src &#39;unsafe-inline&#39;; img-src data:; "
+                  "font-src data:; media-src data:; form-action &#39;none&#39;; base-uri "
+                  "&#39;none&#39;&quot;&gt;") != std::string::npos);
+  CHECK(html.find("https:") == std::string::npos);  // no host at all, no CDN
+  CHECK(html.find("script-src") == std::string::npos);
+  CHECK(html.find("shown in an isolated frame without its active parts") != std::string::npos);
   CHECK(out["text/plain"] == "<IPython.core.display.HTML object>");
   // The frame's own markup is what a browser will parse: checked as HTML, only the iframe is
   // active.
@@ -343,18 +351,18 @@ TEST_CASE("isolate puts active output in a sandboxed frame without same-origin",
   CHECK(verdict.findings[0] == "<iframe>");
 }
 
-TEST_CASE("isolate runs application/javascript in the frame and strip removes it with a notice",
+TEST_CASE("isolate runs no application/javascript and strip removes it, each with a notice",
           "[active_output]") {
   json data = {{"application/javascript", "document.title = '</script><script>x'"}};
   json isolated = apply_active_output(data, ActiveOutput::isolate);
   CHECK_FALSE(isolated.contains("application/javascript"));
-  std::string frame = isolated["text/html"].get<std::string>();
-  CHECK(frame.find("&lt;script&gt;document.title = "
-                   "&#39;&lt;\\/script&gt;&lt;script&gt;x&#39;&lt;/script&gt;") !=
-        std::string::npos);
+  std::string notice = isolated["text/html"].get<std::string>();
+  CHECK(notice.find("document.title") == std::string::npos);
+  CHECK(notice.find("this output holds active content (application/javascript): its script was "
+                    "not run (--active-output isolate)") != std::string::npos);
+  CHECK(check_markup(notice, MarkupKind::html).inert);
   CHECK(isolated["text/plain"] ==
-        "[belljar] active output (application/javascript): shown in an isolated frame "
-        "(--active-output isolate)");
+        "[belljar] active output (application/javascript): not run (--active-output isolate)");
 
   json stripped = apply_active_output(data, ActiveOutput::strip);
   CHECK_FALSE(stripped.contains("application/javascript"));
@@ -469,4 +477,78 @@ TEST_CASE("adversarial markup costs linear time and bounded depth", "[active_out
   }
   CHECK_FALSE(check_markup(repeat("<b>", 300), MarkupKind::html).inert);
   CHECK(check_markup(repeat("<b>", 200), MarkupKind::html).inert);
+}
+
+// Round three, finding 10: an inert <style> hid belljar's notices and relabelled the toolbar.
+TEST_CASE("inert HTML's styles apply inside its own box only", "[active_output]") {
+  json data = {{"text/html",
+                "<style>.jp-Toolbar, td.x::before {display:none} "
+                "@media screen { :root p {margin:0 !important} }</style><p class=\"x\">1</p>"}};
+  std::string html = apply_active_output(data, ActiveOutput::isolate)["text/html"];
+  INFO(html);
+  REQUIRE(html.rfind("<div class=\"belljar-s", 0) == 0);
+  std::string scope = html.substr(12, html.find('"', 12) - 12);
+  CHECK(scope.size() == std::string("belljar-s").size() + 16);
+  CHECK(html.find("style=\"contain:paint;isolation:isolate;overflow:auto\"><style>." + scope +
+                  " :is(.jp-Toolbar), ." + scope + " :is(td.x)::before{display:none}@media " +
+                  "screen {." + scope + " :is(:root p){margin:0 !important}}</style><p " +
+                  "class=\"x\">1</p></div>") != std::string::npos);
+  // Each output its own box: one can't name another's.
+  std::string again = apply_active_output(data, ActiveOutput::isolate)["text/html"];
+  CHECK(again.substr(12, again.find('"', 12) - 12) != scope);
+  // Text without an element needs no box.
+  CHECK(apply_active_output({{"text/html", "plain &amp; text"}},
+                            ActiveOutput::isolate)["text/html"] == "plain &amp; text");
+}
+
+// The complement of what a <style> may hold: every at-rule but @media and @supports, nesting,
+// and a shape a browser would read differently make the output active (an isolated frame).
+TEST_CASE("a <style> whose rules can't be kept to the output makes it active", "[active_output]") {
+  for (const char* css : {"@charset \"x\"; p{}",
+                          "@color-profile --x {src: none}",
+                          "@container (width > 1px) {p{}}",
+                          "@counter-style x {system: cyclic}",
+                          "@document url-prefix() {p{}}",
+                          "@font-feature-values x {@swash {a: 1}}",
+                          "@font-palette-values --x {base-palette: 1}",
+                          "@keyframes x {from {color: red}}",
+                          "@-webkit-keyframes x {from {color: red}}",
+                          "@layer x {p{}}",
+                          "@layer x;",
+                          "@page {margin: 0}",
+                          "@position-try --x {top: 0}",
+                          "@property --x {syntax: '*'}",
+                          "@scope (.x) {p{}}",
+                          "@starting-style {p{}}",
+                          "@view-transition {navigation: auto}",
+                          "@unknown x {p{}}",
+                          "@media {@keyframes x {}}",
+                          "@media a{@media b{@media c{@media d{@media e{p{}}}}}}",
+                          "p { a { color: red } }",
+                          "p { color: red",
+                          "p { color: red }}",
+                          "} p {}",
+                          "p",
+                          "p;",
+                          ", p {}",
+                          "p, {}",
+                          "p { content: \"}\n\" }",
+                          "[title=\"]\n\"] {}",
+                          "p) {}",
+                          "p] {}"}) {
+    INFO(css);
+    json out = apply_active_output(
+        {{"text/html", std::string("<style>") + css + "</style><b>x</b>"}}, ActiveOutput::isolate);
+    CHECK(out["text/html"].get<std::string>().rfind("<div class=\"belljar-isolated\"><iframe", 0) ==
+          0);
+  }
+  for (const char* css : {"p{}", "@media print {p{color:red}}", "@supports (display: grid) {p{}}",
+                          "p { content: \"}{\" }", "[title=\"a,b\"], p:is(.a, .b) {color: red}",
+                          "@media a{@media b{@media c{@media d{p{}}}}}", "p::part(x):hover {}",
+                          "p:not(:is(a::before)) {}"}) {
+    INFO(css);
+    json out = apply_active_output(
+        {{"text/html", std::string("<style>") + css + "</style><b>x</b>"}}, ActiveOutput::isolate);
+    CHECK(out["text/html"].get<std::string>().rfind("<div class=\"belljar-s", 0) == 0);
+  }
 }
