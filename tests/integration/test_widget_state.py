@@ -417,6 +417,39 @@ def test_a_reloaded_page_gets_each_models_state_checked_as_its_updates_were(kern
     assert EVIL_MODULE not in json.dumps([m["content"] for m in of_type(outputs, "comm_msg")])
 
 
+def test_the_workers_own_control_messages_are_held_to_the_table(kernel8):
+    """The sandbox holds the control comm the page opened (Widget._control_comm) and can send on
+    it, or open its own: a forged update_states keeps only models the page was told of, each
+    checked; a control comm the worker opens, and a method ipywidgets never sends the page, are
+    withheld and said."""
+    _, kc = kernel8
+    states_after_reload(kc, "control-forged")
+    outputs = sent(kc, "from ipywidgets.widgets.widget import Widget\n"
+                       "h = w.HTML('x'); print(h.model_id)\n"
+                       "entry = lambda name, module, value: {'model_name': name, 'model_module': module,\n"
+                       "    'model_module_version': '2.0.0', 'state': {'value': value}}\n"
+                       "Widget._control_comm.send({'method': 'update_states', 'states': {\n"
+                       f"    h.model_id: entry('HTMLModel', '@jupyter-widgets/controls', {RELOAD_MARKUP!r}),\n"
+                       f"    'made-up': entry('HTMLModel', '@jupyter-widgets/controls', {RELOAD_MARKUP!r}),\n"
+                       f"    'x': entry('HTMLModel', {EVIL_MODULE!r}, 'y')}}, 'buffer_paths': []}})\n"
+                       "mine = create_comm(target_name='jupyter.widget.control', data={\n"
+                       "    'method': 'update_states', 'states': {}, 'buffer_paths': []})\n"
+                       "h.comm.send({'method': 'request_state'})")
+    html_id = stdout_of(outputs).strip()
+    (forged,) = [m for m in of_type(outputs, "comm_msg")
+                 if m["content"]["comm_id"] == "control-forged"]
+    states = forged["content"]["data"]["states"]
+    assert list(states) == [html_id]
+    assert "onerror" not in states[html_id]["state"]["value"]
+    assert [m for m in of_type(outputs, "comm_open")
+            if m["content"]["target_name"] == "jupyter.widget.control"] == []
+    assert not [m for m in of_type(outputs, "comm_msg")
+                if m["content"]["data"].get("method") == "request_state"]
+    notice = stderr_of(outputs)
+    assert "2 comm message(s) from the sandbox were withheld" in notice, notice
+    assert "not a message ipywidgets sends there" in notice
+
+
 def test_an_upload_past_the_memory_limit_restarts_the_session_and_the_next_cell_says_so():
     """A file upload is the page's bytes in the sandbox's memory: past --memory the handler's
     session goes like a cell's would. The handler's stderr says so (a page shows it nowhere),
