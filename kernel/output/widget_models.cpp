@@ -247,14 +247,36 @@ bool all_css_inert(const json& value) {
 
 // Where a buffer goes in a state (a DataView there): keys and indices, at most 64 deep, the first a
 // key that names no class, module or version (the checks decided on a string there).
+// A step through a JavaScript object that leaves it for its prototype: the page's put_buffers
+// walks a path with obj[step], so ["__proto__", "x"] or ["constructor", "prototype", "x"] would
+// set a property of every object in the page.
+bool leaves_the_object(const std::string& key) {
+  return key == "__proto__" || key == "constructor" || key == "prototype";
+}
+
 bool is_buffer_place(const json& path) {
   if (!path.is_array() || path.empty() || path.size() > 64 || !path.front().is_string())
     return false;
   const std::string& head = path.front().get_ref<const std::string&>();
   if (head.starts_with("_model_") || head.starts_with("_view_")) return false;
   return std::all_of(path.begin(), path.end(), [](const json& step) {
-    return step.is_string() || step.is_number_unsigned();
+    return (step.is_string() && !leaves_the_object(step.get_ref<const std::string&>())) ||
+           step.is_number_unsigned();
   });
+}
+
+// A "__proto__" key anywhere in the data. JSON.parse makes it an own key, but the page copies
+// state with obj[key] = value (Backbone's set, ipywidgets' deserialization), which sets the
+// copy's prototype instead: every trait in it is then inherited, unseen by the checks here (a
+// `_view_module` the page hands to requirejs, a class name for the error box).
+bool holds_a_prototype(const json& value) {
+  if (value.is_object())
+    for (const auto& [key, item] : value.items())
+      if (key == "__proto__" || holds_a_prototype(item)) return true;
+  if (value.is_array())
+    return std::any_of(value.begin(), value.end(),
+                       [](const json& item) { return holds_a_prototype(item); });
+  return false;
 }
 
 // Markup as html_sanitizer re-serializes it: the active parts (and active TeX) removed.
@@ -519,6 +541,7 @@ std::string WidgetModels::admit(const std::string& type, json& content,
 std::string WidgetModels::check_shape(const std::string& type, Comm& comm, json& data,
                                       std::vector<std::string>& buffers) {
   if (!data.is_object()) data = json::object();
+  if (holds_a_prototype(data)) return type + " with a \"__proto__\" key: the page would inherit it";
   std::string method;
   if (auto it = data.find("method"); type == "comm_msg" && it != data.end()) {
     if (!it->is_string()) return "a comm_msg whose method is not a name";

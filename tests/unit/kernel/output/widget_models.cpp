@@ -522,3 +522,37 @@ TEST_CASE("an Output model's outputs are outputs of the four kinds, bundles as d
   CHECK(outputs[0]["data"]["application/vnd.jupyter.widget-view+json"] == json{{"model_id", "h"}});
   CHECK(outputs[1]["text"] == "hi");
 }
+
+TEST_CASE("no message may give the page's copy of a state a prototype", "[widgets][comm-shapes]") {
+  // Backbone's set and ipywidgets' deserialization copy a state key by key (obj[key] = value):
+  // a "__proto__" key sets the copy's prototype, and what it holds is inherited, unchecked.
+  for (const char* data :
+       {R"({"__proto__": {"_view_module": "/files/evil.js", "_view_name": "X"}})",
+        R"({"method": "update", "state": {"__proto__": {"_view_module": "/files/evil.js"}}})",
+        R"({"method": "custom", "content": {"list": [{"__proto__": {}}]}})"}) {
+    CAPTURE(data);
+    WidgetModels models = session(ActiveOutput::isolate);
+    json message = {{"comm_id", "h"}, {"data", json::parse(data)}};
+    CHECK_FALSE(models.admit("comm_msg", message).empty());
+    json open = open_message("fresh", json::parse(data));
+    CHECK_FALSE(models.admit("comm_open", open).empty());
+    json other = {{"comm_id", "o"}, {"data", json::parse(data)}};
+    CHECK_FALSE(models.admit("comm_msg", other).empty());
+  }
+  json states = json::parse(R"({"method": "update_states", "buffer_paths": [],
+      "states": {"h": {"model_name": "HTMLModel", "state": {"__proto__": {"value": "x"}}}}})");
+  WidgetModels models = session(ActiveOutput::isolate);
+  json reply = {{"comm_id", "ctl"}, {"data", states}};
+  CHECK_FALSE(models.admit("comm_msg", reply).empty());
+  // Nor may a buffer path walk out of the state into a prototype.
+  for (const char* path : {R"([["__proto__", "x"]])", R"([["value", "constructor", "prototype"]])",
+                           R"([["a", "prototype"]])"}) {
+    CAPTURE(path);
+    std::vector<std::string> buffers = {"x"};
+    json message = {
+        {"comm_id", "h"},
+        {"data",
+         {{"method", "update"}, {"state", json::object()}, {"buffer_paths", json::parse(path)}}}};
+    CHECK_FALSE(models.admit("comm_msg", message, buffers).empty());
+  }
+}
