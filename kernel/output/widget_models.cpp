@@ -390,6 +390,14 @@ std::string WidgetModels::check_state(json& state, Comm& comm, bool envelope) {
         value = kWithheldText;
         ++cleaned_;
       }
+    } else if ((key == "source" || key == "target") && is_model_reference(value)) {
+      // jslink / jsdlink (LinkModel, DirectionalLinkModel): the page itself copies one model's
+      // trait into another's, past every check here. A Text's value (text, passed as is) linked
+      // to an HTML value would be put in as markup: both ends must be text traits of models the
+      // page was told of.
+      if (!links_text(value))
+        return "a link whose " + key + " is " + value.dump(-1, ' ', true) +
+               ": the page would copy values into a trait that is markup, TeX or CSS";
     } else if (key == "outputs" && value.is_array()) {
       check_outputs(value);  // an Output model's (ipywidgets 7/8): outputs like any other
     } else if (key == "format" && value.is_string() &&
@@ -409,6 +417,23 @@ std::string WidgetModels::check_state(json& state, Comm& comm, bool envelope) {
     }
   }
   return "";
+}
+
+// ["IPY_MODEL_<id>", "<trait>"]: a link's end, as ipywidgets serializes one.
+bool WidgetModels::is_model_reference(const json& value) {
+  return value.is_array() && value.size() == 2 && value[0].is_string() && value[1].is_string() &&
+         value[0].get_ref<const std::string&>().starts_with("IPY_MODEL_");
+}
+
+// A link's end whose values the page may copy anywhere: a trait shown as text (not
+// `description`), or the `value` of a model the page was told of whose value is neither markup
+// nor typeset.
+bool WidgetModels::links_text(const json& end) const {
+  auto it = comms_.find(end[0].get_ref<const std::string&>().substr(10));
+  if (it == comms_.end() || it->second.kind != TargetKind::widget) return false;
+  const std::string& trait = end[1].get_ref<const std::string&>();
+  if (trait == "value") return !it->second.value_is_markup && !it->second.value_is_typeset;
+  return kTextTraits.count(trait) > 0;
 }
 
 // An Output model's outputs, as the page's output area renders them: each one of the four kinds

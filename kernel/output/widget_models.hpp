@@ -133,6 +133,8 @@ class WidgetModels {
   // are not traits; without it every key is one.
   std::string check_state(nlohmann::json& state, Comm& comm, bool envelope);
   void check_outputs(nlohmann::json& outputs);
+  static bool is_model_reference(const nlohmann::json& value);
+  bool links_text(const nlohmann::json& end) const;
   std::string check_update_states(nlohmann::json& data, std::vector<std::string>& buffers);
   std::string check_version(nlohmann::json& data);
 

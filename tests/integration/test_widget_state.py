@@ -450,6 +450,18 @@ def test_the_workers_own_control_messages_are_held_to_the_table(kernel8):
     assert "not a message ipywidgets sends there" in notice
 
 
+def test_a_link_the_page_runs_may_not_copy_text_into_markup(kernel8):
+    """jslink makes the page copy one model's trait into another's, past every check: a Text's
+    value (text, passed as is) linked to an HTML value would go into the page as markup. Such a
+    link is withheld; one between text traits passes (test_ipywidgets_8_echoes..., the control)."""
+    _, kc = kernel8
+    outputs = sent(kc, f"t = w.Text(value={RELOAD_MARKUP!r}); h = w.HTML('plain')\n"
+                       "j = w.jslink((t, 'value'), (h, 'value'))")
+    assert state_of(outputs, "TextModel")["value"] == RELOAD_MARKUP  # text: shown as text
+    assert [s for s in opened_states(outputs).values() if s.get("_model_name") == "LinkModel"] == []
+    assert "the page would copy values into a trait that is markup" in stderr_of(outputs)
+
+
 def test_an_upload_past_the_memory_limit_restarts_the_session_and_the_next_cell_says_so():
     """A file upload is the page's bytes in the sandbox's memory: past --memory the handler's
     session goes like a cell's would. The handler's stderr says so (a page shows it nowhere),

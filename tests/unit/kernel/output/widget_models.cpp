@@ -556,3 +556,47 @@ TEST_CASE("no message may give the page's copy of a state a prototype", "[widget
     CHECK_FALSE(models.admit("comm_msg", message, buffers).empty());
   }
 }
+
+TEST_CASE("a link the page runs joins only text traits of models it was told of",
+          "[widgets][comm-shapes]") {
+  // jslink copies values in the page, past the checks: a Text's value (passed as is) linked to
+  // an HTML value would go in as markup.
+  WidgetModels models = session(ActiveOutput::isolate);
+  for (auto [id, model] : {std::pair{"t", "TextModel"}, std::pair{"n", "IntTextModel"},
+                           std::pair{"l", "LabelModel"}}) {
+    json open = open_message(id, {{"state",
+                                   {{"_model_module", "@jupyter-widgets/controls"},
+                                    {"_model_name", model},
+                                    {"value", "<img src=x onerror=alert(1)>"}}}});
+    REQUIRE(models.admit("comm_open", open).empty());
+  }
+  size_t links = 0;
+  auto link = [&links](json source, json target) {
+    return open_message("link" + std::to_string(++links),
+                        {{"state",
+                          {{"_model_module", "@jupyter-widgets/controls"},
+                           {"_model_name", "LinkModel"},
+                           {"source", source},
+                           {"target", target}}}});
+  };
+  json fine = link({"IPY_MODEL_t", "value"}, {"IPY_MODEL_n", "value"});
+  CHECK(models.admit("comm_open", fine).empty());
+  CHECK(fine["data"]["state"]["source"] == json{"IPY_MODEL_t", "value"});
+  json tooltip = link({"IPY_MODEL_t", "value"}, {"IPY_MODEL_n", "tooltip"});
+  CHECK(models.admit("comm_open", tooltip).empty());
+  for (auto [source, target] : {std::pair{"t", "h"}, std::pair{"h", "t"}, std::pair{"t", "l"},
+                                std::pair{"t", "never"}, std::pair{"t", "o"}}) {
+    CAPTURE(source, target);
+    json into = link({std::string("IPY_MODEL_") + source, "value"},
+                     {std::string("IPY_MODEL_") + target, "value"});
+    CHECK_FALSE(models.admit("comm_open", into).empty());
+  }
+  for (const char* trait : {"description", "layout", "width", "_view_module"}) {
+    CAPTURE(trait);
+    json into = link({"IPY_MODEL_t", "value"}, {"IPY_MODEL_n", trait});
+    CHECK_FALSE(models.admit("comm_open", into).empty());
+  }
+  // An update may not re-point a link either.
+  json update_link = update("link1", {{"target", {"IPY_MODEL_h", "value"}}});
+  CHECK_FALSE(models.admit("comm_msg", update_link).empty());
+}
