@@ -68,11 +68,11 @@ const CONTROLLED = CLASSIC ? {
     'html-data-iframe', 'svg-script', 'markdown-raw-html', 'markdown-script', 'markdown-javascript-link', 'markdown-latex-href',
     'latex-mathjax-href', 'latex-require', 'update-display', 'execute-result', 'pager-payload', 'stream-text',
     'widget-description', 'widget-html', 'widget-htmlmath', 'widget-label-href', 'widget-view-markup', 'widget-version',
-    'widget-error-markup', 'markdown-image', 'error-traceback'],
+    'widget-error-markup', 'widget-jslink', 'markdown-image', 'error-traceback'],
   writes: ['application-javascript', 'execute-result', 'html-form-javascript-action', 'html-iframe-srcdoc',
     'html-img-onerror', 'html-javascript-link-self', 'html-script', 'html-svg-javascript-link', 'markdown-raw-html',
-    'pager-payload', 'update-display', 'widget-error-markup', 'widget-html', 'widget-htmlmath', 'widget-version',
-    'widget-view-markup'],
+    'pager-payload', 'update-display', 'widget-error-markup', 'widget-html', 'widget-htmlmath', 'widget-jslink',
+    'widget-version', 'widget-view-markup'],
 };
 
 // The attack, run wherever a vector gets script to run. It reports where it ran on the console,
@@ -214,6 +214,9 @@ function labVectors(origin, prefix, e, js, img) {
     'widget-html': `import ipywidgets as w\nw.HTML(value=${py(img('widget-html'))})`,
     'widget-htmlmath': `import ipywidgets as w\nw.HTMLMath(value=${py(img('widget-htmlmath'))})`,
     'widget-label-href': `import ipywidgets as w\nw.Label(value=${py(`$\\href{javascript:${e('widget-label-href')}}{click}$`)})`,
+    // Round three: jslink copies a Text's value (text, passed as is) into an HTML value in the page.
+    'widget-jslink': `import ipywidgets as w\nt = w.Text(value=${py(img('widget-jslink'))}); h = w.HTML('linked')\n` +
+      "j = w.jslink((t, 'value'), (h, 'value'))\ndisplay(h)",
     // A model opened by hand (no ipywidgets in the sandbox's code) and a widget-view output of it.
     'widget-view-markup': widget8(controls8('HTMLModel', 'HTMLView',
       `'value': ${py(img('widget-view-markup'))}, 'description': ${py(img('widget-view-markup-description'))}, 'description_allow_html': True`)),
@@ -464,6 +467,10 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
     if (!CLASSIC) {  // a model opened by hand is checked like one ipywidgets opened
       assert.equal(isolated.outputs['widget-view-markup'].widgets, 1, 'the hand-made HTML widget is drawn');
       assert.match(isolated.outputs['widget-view-markup'].text, /2 widget value\(s\) held active content/);
+      // The link is withheld (the page would copy the Text's value into the HTML one); the HTML
+      // widget itself is drawn.
+      assert.match(isolated.outputs['widget-jslink'].text, /comm message\(s\) from the sandbox were withheld \(the first: a link/);
+      assert.equal(isolated.outputs['widget-jslink'].widgets, 1, 'the HTML widget is drawn');
     }
   });
 
