@@ -32,6 +32,9 @@
 // target ipywidgets does not use (a library's or a cell's own) is not dropped: no code of the
 // page acts on it unless an extension registered it, and all of its data is checked as an
 // unnamed model's state, the strictest reading (markup cleaned, other strings inert CSS).
+// What the page does with state past these checks is closed too: a "__proto__" key (the page's
+// key-by-key copy would inherit what it holds, unchecked), a buffer path into a prototype, and a
+// jslink that would copy a text value into markup, TeX or CSS are withheld.
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
