@@ -71,7 +71,8 @@ std::string Kernel::publish_checked_comm(const std::string& type, const json& fr
   if (auto* why = std::get_if<std::string>(&checked)) return *why;
   WorkerComm& comm = std::get<WorkerComm>(checked);
   redactor_.redact_json(comm.content);  // a widget's value is output too
-  if (std::string why = widget_models_.admit(type, comm.content); !why.empty()) return why;
+  if (std::string why = widget_models_.admit(type, comm.content, comm.buffers); !why.empty())
+    return why;
   widget_values_cleaned += widget_models_.take_cleaned();
   redactor_.redact_json(comm.content);  // decoded character references could spell a secret
   if (!budget.take_whole(comm.size)) return type + " past the output limit";

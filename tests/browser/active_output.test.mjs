@@ -11,6 +11,9 @@
 // box, no file may exist and no terminal may be open. A control run on a kernel with
 // --active-output allow does create files: the probe works, and the control's list says which
 // vectors the frontend itself runs (JupyterLab sanitizes some on its own; see CONTROLLED).
+// In JupyterLab and Notebook 7 one more notebook is saved and the page reloaded: ipywidgets 8
+// rebuilds every model from the kernel's `update_states` (round three: an HTML value set to
+// markup after display ran there, raw); on the allow kernel the probe runs again after the reload.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -21,7 +24,8 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  LAB_FRONTENDS, PANEL, allCellsDone, allCellsRan, bounded, freePort, jupyterEnvironment, labMenu, launchChromium,
+  LAB_FRONTENDS, PANEL, allCellsDone, allCellsRan, bounded, freePort, jupyterEnvironment, kernelReady, labMenu,
+  launchChromium,
   endSuite, openInLab, said, start, startJupyterLab, whenPage, withDeadline,
 } from './harness.mjs';
 
@@ -40,6 +44,7 @@ const PYTHON = CLASSIC ? '/usr/bin/python3' : SANDBOX_VENV_PYTHON;
 const RUN_ALL_TIMEOUT = 180_000;
 // The vectors shown in an isolated frame under --active-output isolate; their scripts don't run.
 const FRAMED = ['html-script', 'execute-result'];
+const RELOAD_VECTOR = 'widget-html-after-reload';
 
 // The vectors run again on the `allow` kernel, and of those the ones whose probe must run there
 // and write its file; the control's list is exact, so a frontend that starts running another
@@ -63,11 +68,11 @@ const CONTROLLED = CLASSIC ? {
     'html-data-iframe', 'svg-script', 'markdown-raw-html', 'markdown-script', 'markdown-javascript-link', 'markdown-latex-href',
     'latex-mathjax-href', 'latex-require', 'update-display', 'execute-result', 'pager-payload', 'stream-text',
     'widget-description', 'widget-html', 'widget-htmlmath', 'widget-label-href', 'widget-view-markup', 'widget-version',
-    'widget-error-markup', 'markdown-image', 'error-traceback'],
+    'widget-error-markup', 'widget-jslink', 'markdown-image', 'error-traceback'],
   writes: ['application-javascript', 'execute-result', 'html-form-javascript-action', 'html-iframe-srcdoc',
     'html-img-onerror', 'html-javascript-link-self', 'html-script', 'html-svg-javascript-link', 'markdown-raw-html',
-    'pager-payload', 'update-display', 'widget-error-markup', 'widget-html', 'widget-htmlmath', 'widget-version',
-    'widget-view-markup'],
+    'pager-payload', 'update-display', 'widget-error-markup', 'widget-html', 'widget-htmlmath', 'widget-jslink',
+    'widget-version', 'widget-view-markup'],
 };
 
 // The attack, run wherever a vector gets script to run. It reports where it ran on the console,
@@ -209,6 +214,9 @@ function labVectors(origin, prefix, e, js, img) {
     'widget-html': `import ipywidgets as w\nw.HTML(value=${py(img('widget-html'))})`,
     'widget-htmlmath': `import ipywidgets as w\nw.HTMLMath(value=${py(img('widget-htmlmath'))})`,
     'widget-label-href': `import ipywidgets as w\nw.Label(value=${py(`$\\href{javascript:${e('widget-label-href')}}{click}$`)})`,
+    // Round three: jslink copies a Text's value (text, passed as is) into an HTML value in the page.
+    'widget-jslink': `import ipywidgets as w\nt = w.Text(value=${py(img('widget-jslink'))}); h = w.HTML('linked')\n` +
+      "j = w.jslink((t, 'value'), (h, 'value'))\ndisplay(h)",
     // A model opened by hand (no ipywidgets in the sandbox's code) and a widget-view output of it.
     'widget-view-markup': widget8(controls8('HTMLModel', 'HTMLView',
       `'value': ${py(img('widget-view-markup'))}, 'description': ${py(img('widget-view-markup-description'))}, 'description_allow_html': True`)),
@@ -246,7 +254,7 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
   const token = crypto.randomBytes(24).toString('hex');
   const consoleLines = [];
   let server, context, base;
-  let isolated = {}, control = {};
+  let isolated = {}, control = {}, reloaded = {}, reloadedControl = {};
 
   before(async () => {
     try {
@@ -256,7 +264,11 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
         const all = vectorCells(base, 'control-');
         control = await runNotebook('control.ipynb', 'belljar-allow',
           Object.fromEntries(CONTROLLED.run.map((id) => [id, all[id]])), CONTROLLED.writes.map((id) => `control-${id}`));
-      })(), 480_000, 'setting up and running both notebooks');
+        if (!CLASSIC) {
+          reloaded = await reloadNotebook('reload.ipynb', 'belljar', '');
+          reloadedControl = await reloadNotebook('reload-control.ipynb', 'belljar-allow', 'control-');
+        }
+      })(), 720_000, 'setting up and running the notebooks');
     } catch (error) {
       error.message += `\n--- jupyter ${FRONTEND.app} log (its end) ---\n${(server?.log ?? '').slice(-6000)}`;
       throw error;
@@ -387,6 +399,42 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
     };
   }
 
+  // Round three: an HTML widget shown plain, then given markup that acts (the update was
+  // cleaned). The notebook is saved and the page reloaded, as a learner reopening it: ipywidgets
+  // 8 opens jupyter.widget.control and rebuilds the model from the kernel's update_states. The
+  // probe's file is removed before the reload, so a file after it was written by the rebuilt
+  // model. `prefix` is the control's (the allow kernel, where the first render runs it too).
+  async function reloadNotebook(file, kernel, prefix) {
+    const id = `${prefix}${RELOAD_VECTOR}`;
+    const cell = 'from IPython.display import display\nimport ipywidgets as w\n' +
+      `h = w.HTML(value='<b>kept</b>')\ndisplay(h)\nh.value = ${py(`<img src="x" onerror="${evalOf(id, base)}"><b>kept</b>`)}`;
+    fs.writeFileSync(path.join(dirs.notebooks, file), notebook({ [RELOAD_VECTOR]: cell }, kernel));
+    const firstRun = consoleLines.length;
+    const page = await context.newPage();
+    await openInLab(page, { base, token, frontend: FRONTEND, file, workspace: path.basename(file, '.ipynb'), timeoutMs: 90_000 });
+    await labMenu(page, 'Run', 'Run All Cells');
+    await whenPage(page, 'Run All', allCellsRan, PANEL, RUN_ALL_TIMEOUT);
+    await probesSettled(page, firstRun, prefix ? [id] : []);  // the control's runs at once too
+    await page.keyboard.press('Control+s');
+    await whenPage(page, `${file} saved`, () => !window.jupyterapp.shell.currentWidget.context.model.dirty, null, 30_000);
+    assert.match(fs.readFileSync(path.join(dirs.notebooks, file), 'utf8'), /widget-view\+json/, 'the view is saved');
+    fs.rmSync(path.join(dirs.notebooks, `pwned-${id}.txt`), { force: true });
+    const firstLine = consoleLines.length;
+    await page.reload();
+    await whenPage(page, `${file}'s kernel ready after the reload`, kernelReady, file, 90_000);
+    const rebuilt = (panel) => [...document.querySelectorAll(`${panel} .widget-html`)]
+      .some((element) => element.textContent.includes('kept'));
+    await whenPage(page, 'the HTML widget rebuilt from the kernel', rebuilt, PANEL, 60_000);
+    await probesSettled(page, firstLine, prefix ? [id] : []);
+    const sessions = await (await fetch(`${base}/api/sessions?token=${token}`, bounded())).json();
+    for (const { kernel: { id: kernelId } } of sessions) await fetch(`${base}/api/kernels/${kernelId}?token=${token}`, bounded({ method: 'DELETE' }));
+    await page.close();
+    return {
+      files: fs.readdirSync(dirs.notebooks).filter((name) => name.startsWith(`pwned-${id}`)),
+      ran: consoleLines.slice(firstLine).filter((line) => line.startsWith('belljar-probe ran ')),
+    };
+  }
+
   after(async () => {
     await endSuite({ context, server, base, token, tmp });
     process.stdout.write(`${FRONTEND.title}, isolate: ${JSON.stringify({ ran: isolated.ran, answered: isolated.answered })}\n` +
@@ -418,6 +466,10 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
     if (!CLASSIC) {  // a model opened by hand is checked like one ipywidgets opened
       assert.equal(isolated.outputs['widget-view-markup'].widgets, 1, 'the hand-made HTML widget is drawn');
       assert.match(isolated.outputs['widget-view-markup'].text, /2 widget value\(s\) held active content/);
+      // The link is withheld (the page would copy the Text's value into the HTML one); the HTML
+      // widget itself is drawn.
+      assert.match(isolated.outputs['widget-jslink'].text, /comm message\(s\) from the sandbox were withheld \(the first: a link/);
+      assert.equal(isolated.outputs['widget-jslink'].widgets, 1, 'the HTML widget is drawn');
     }
   });
 
@@ -425,6 +477,15 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
     for (const id of ['markdown-raw-html', 'markdown-javascript-link', 'latex-mathjax-href', 'markdown-image',
       ...(CLASSIC ? ['markdown-fence-language'] : ['markdown-script', 'latex-require'])])
       assert.match(isolated.outputs[id].text, /not rendered \(active output, --active-output isolate\)/, id);
+  });
+
+  it('ran nothing when a reloaded page rebuilt a widget from the kernel (round three)', { skip: CLASSIC }, () => {
+    assert.deepEqual(reloaded.files, [], 'the rebuilt HTML widget wrote through the REST API');
+    assert.deepEqual(reloaded.ran, [], 'a probe ran after the reload');
+  });
+
+  it('control: on the allow kernel the rebuilt widget runs its script after the reload', { skip: CLASSIC }, () => {
+    assert.deepEqual(reloadedControl.files, [`pwned-control-${RELOAD_VECTOR}.txt`]);
   });
 
   it('control: with --active-output allow the same probes do create their files', () => {

@@ -10,16 +10,21 @@ pass unchanged (so the checks here are what makes the difference). tests/browser
 module-loading vectors in a real page."""
 import hashlib
 import json
+import pathlib
 import re
+import tempfile
 
 import pytest
 
 from belljar_testing import (
+    FRONTENDS,
     SANDBOX_VENV_PYTHON,
     comm_round,
     execute,
     of_type,
+    outputs_of,
     running_kernel,
+    started_from,
     stderr_of,
     stdout_of,
 )
@@ -331,6 +336,130 @@ def test_ipywidgets_8_file_upload_brings_the_bytes_into_the_sandbox_and_none_bac
     shown = stdout_of(sent(kc, "import hashlib\nf = up.value[0]\n"
                                "print(f.name, f.size, hashlib.sha256(f.content).hexdigest())"))
     assert shown == "data.bin %d %s\n" % (len(payload), hashlib.sha256(payload).hexdigest())
+
+
+# -- a reloaded page: ipywidgets 8's control comm (issue 39, finding 1) ---------------------------
+
+# An HTML widget shown plain, then given markup that acts: the update is cleaned, and a page that
+# is reloaded rebuilds the model from `update_states` — the Python side's own, raw state.
+RELOAD_MARKUP = "<img src=x onerror=\"fetch('/api/contents')\"><b>kept</b>"
+RELOAD_CELL = ("from IPython.display import display\nimport ipywidgets as w\n"
+               "h = w.HTML(value='plain')\ndisplay(h)\n"
+               f"h.value = {RELOAD_MARKUP!r}\nprint(h.model_id)")
+
+
+def states_after_reload(kc, control_id="control-after-reload"):
+    """What ipywidgets 8's page does when a notebook is reopened: it opens a
+    jupyter.widget.control comm (protocol 1 in the metadata) and asks for every model's state.
+    Returns the update_states reply's states and what the request published."""
+    msg = kc.session.msg("comm_open", {"comm_id": control_id,
+                                       "target_name": "jupyter.widget.control", "data": {}},
+                         metadata={"version": "1.0.0"})
+    kc.session.send(kc.shell_channel.socket, msg)
+    outputs_of(kc, msg["header"]["msg_id"])
+    outputs = comm_round(kc, "comm_msg", {"comm_id": control_id,
+                                          "data": {"method": "request_states"}})
+    replies = [m for m in of_type(outputs, "comm_msg")
+               if m["content"]["data"].get("method") == "update_states"]
+    assert len(replies) == 1, outputs
+    return replies[0]["content"]["data"]["states"], outputs
+
+
+@pytest.fixture(scope="module")
+def ipykernel8():
+    """The control: ipykernel 7 with ipywidgets 8 (the frontends venv), where nothing checks."""
+    with tempfile.TemporaryDirectory(prefix="belljar-ipykernel-") as kernels:
+        spec = pathlib.Path(kernels) / "ipykernel8"
+        spec.mkdir()
+        (spec / "kernel.json").write_text(json.dumps({
+            "argv": [str(FRONTENDS / "bin" / "python"), "-m", "ipykernel_launcher", "-f",
+                     "{connection_file}"],
+            "display_name": "ipykernel 7, ipywidgets 8", "language": "python"}))
+        with started_from(kernels, "ipykernel8") as (km, kc):
+            yield km, kc
+
+
+def test_control_the_raw_state_reaches_a_reloaded_page_on_ipykernel(ipykernel8):
+    _, kc = ipykernel8
+    reply, outputs = execute(kc, RELOAD_CELL)
+    assert reply["content"]["status"] == "ok", stderr_of(outputs)
+    html_id = stdout_of(outputs).strip()
+    states, _ = states_after_reload(kc)
+    assert states[html_id]["model_name"] == "HTMLModel"
+    assert states[html_id]["state"]["value"] == RELOAD_MARKUP  # the probe: this is what acts
+
+
+def test_a_reloaded_page_gets_each_models_state_checked_as_its_updates_were(kernel8):
+    _, kc = kernel8
+    outputs = sent(kc, RELOAD_CELL)
+    html_id = stdout_of(outputs).strip()
+    (update_msg,) = [m for m in of_type(outputs, "comm_msg")
+                     if m["content"]["comm_id"] == html_id]
+    cleaned = update_msg["content"]["data"]["state"]["value"]
+    assert "onerror" not in cleaned and "<b>kept</b>" in cleaned  # the update, cleaned (before)
+    states, outputs = states_after_reload(kc)
+    entry = states[html_id]
+    assert entry["model_name"] == "HTMLModel"
+    assert entry["model_module"] == "@jupyter-widgets/controls"
+    assert entry["state"]["value"] == cleaned  # the same markup the update carried
+    assert "onerror" not in json.dumps([m["content"] for m in of_type(outputs, "comm_msg")])
+    assert "held active content" in stderr_of(outputs)
+    # A model whose comm_open was withheld is not rebuilt from the reply either.
+    outputs = sent(kc, "from traitlets import Unicode\n"
+                       "class Elsewhere(w.DOMWidget):\n"
+                       f"    _model_module = Unicode({EVIL_MODULE!r}).tag(sync=True)\n"
+                       "    _model_name = Unicode('HTMLModel').tag(sync=True)\n"
+                       "e = Elsewhere()\nprint(e.model_id)")
+    assert f'_model_module is "{EVIL_MODULE}"' in stderr_of(outputs)
+    elsewhere_id = stdout_of(outputs).strip()
+    states, outputs = states_after_reload(kc, "control-again")
+    assert html_id in states and elsewhere_id not in states
+    assert EVIL_MODULE not in json.dumps([m["content"] for m in of_type(outputs, "comm_msg")])
+
+
+def test_the_workers_own_control_messages_are_held_to_the_table(kernel8):
+    """The sandbox holds the control comm the page opened (Widget._control_comm) and can send on
+    it, or open its own: a forged update_states keeps only models the page was told of, each
+    checked; a control comm the worker opens, and a method ipywidgets never sends the page, are
+    withheld and said."""
+    _, kc = kernel8
+    states_after_reload(kc, "control-forged")
+    outputs = sent(kc, "from ipywidgets.widgets.widget import Widget\n"
+                       "h = w.HTML('x'); print(h.model_id)\n"
+                       "entry = lambda name, module, value: {'model_name': name, 'model_module': module,\n"
+                       "    'model_module_version': '2.0.0', 'state': {'value': value}}\n"
+                       "Widget._control_comm.send({'method': 'update_states', 'states': {\n"
+                       f"    h.model_id: entry('HTMLModel', '@jupyter-widgets/controls', {RELOAD_MARKUP!r}),\n"
+                       f"    'made-up': entry('HTMLModel', '@jupyter-widgets/controls', {RELOAD_MARKUP!r}),\n"
+                       f"    'x': entry('HTMLModel', {EVIL_MODULE!r}, 'y')}}, 'buffer_paths': []}})\n"
+                       "mine = create_comm(target_name='jupyter.widget.control', data={\n"
+                       "    'method': 'update_states', 'states': {}, 'buffer_paths': []})\n"
+                       "h.comm.send({'method': 'request_state'})")
+    html_id = stdout_of(outputs).strip()
+    (forged,) = [m for m in of_type(outputs, "comm_msg")
+                 if m["content"]["comm_id"] == "control-forged"]
+    states = forged["content"]["data"]["states"]
+    assert list(states) == [html_id]
+    assert "onerror" not in states[html_id]["state"]["value"]
+    assert [m for m in of_type(outputs, "comm_open")
+            if m["content"]["target_name"] == "jupyter.widget.control"] == []
+    assert not [m for m in of_type(outputs, "comm_msg")
+                if m["content"]["data"].get("method") == "request_state"]
+    notice = stderr_of(outputs)
+    assert "2 comm message(s) from the sandbox were withheld" in notice, notice
+    assert "not a message ipywidgets sends there" in notice
+
+
+def test_a_link_the_page_runs_may_not_copy_text_into_markup(kernel8):
+    """jslink makes the page copy one model's trait into another's, past every check: a Text's
+    value (text, passed as is) linked to an HTML value would go into the page as markup. Such a
+    link is withheld; one between text traits passes (test_ipywidgets_8_echoes..., the control)."""
+    _, kc = kernel8
+    outputs = sent(kc, f"t = w.Text(value={RELOAD_MARKUP!r}); h = w.HTML('plain')\n"
+                       "j = w.jslink((t, 'value'), (h, 'value'))")
+    assert state_of(outputs, "TextModel")["value"] == RELOAD_MARKUP  # text: shown as text
+    assert [s for s in opened_states(outputs).values() if s.get("_model_name") == "LinkModel"] == []
+    assert "the page would copy values into a trait that is markup" in stderr_of(outputs)
 
 
 def test_an_upload_past_the_memory_limit_restarts_the_session_and_the_next_cell_says_so():

@@ -285,3 +285,318 @@ TEST_CASE("a comm's target name is a plain name", "[widgets]") {
   json open = open_message("any", json::object(), "a b");
   CHECK(allowing.admit("comm_open", open).empty());
 }
+
+// -- round three: every target and message shape admitted by one table (kCommShapes) ----------
+
+namespace {
+
+constexpr const char* kActs = "<img src=x onerror=alert(1)><b>kept</b>";
+
+json html_state() {
+  return {{"_model_module", "@jupyter-widgets/controls"},
+          {"_model_module_version", "2.0.0"},
+          {"_model_name", "HTMLModel"},
+          {"_view_module", "@jupyter-widgets/controls"},
+          {"_view_name", "HTMLView"},
+          {"value", "plain"}};
+}
+
+// A session where the page knows an HTML widget ("h", opened by the worker), a control comm and a
+// version comm (opened by the page) and a comm to a target that is not ipywidgets' ("o").
+WidgetModels session(ActiveOutput mode) {
+  WidgetModels models(mode);
+  json open = open_message("h", {{"state", html_state()}, {"buffer_paths", json::array()}});
+  REQUIRE(models.admit("comm_open", open).empty());
+  json other = open_message("o", json::object(), "belljar.probe");
+  REQUIRE(models.admit("comm_open", other).empty());
+  models.opened_by_frontend("ctl", "jupyter.widget.control");
+  models.opened_by_frontend("ver", "jupyter.widget.version");
+  return models;
+}
+
+const char* comm_of(TargetKind kind) {
+  switch (kind) {
+    case TargetKind::widget:
+      return "h";
+    case TargetKind::control:
+      return "ctl";
+    case TargetKind::version:
+      return "ver";
+    case TargetKind::other:
+      break;
+  }
+  return "o";
+}
+
+std::string target_of(TargetKind kind) {
+  return kind == TargetKind::other ? "belljar.probe" : std::string(target_kind_name(kind));
+}
+
+// The message of one shape, carrying markup that acts in every place that row's page code reads.
+json hostile(TargetKind kind, const std::string& type, const std::string& method) {
+  json data;
+  if (kind == TargetKind::control) {
+    json entry = {{"model_name", "HTMLModel"},
+                  {"model_module", "@jupyter-widgets/controls"},
+                  {"model_module_version", "2.0.0"},
+                  {"state", {{"value", kActs}, {"description", kActs}}}};
+    data = {{"states", {{"h", entry}}}, {"buffer_paths", json::array()}};
+  } else if (kind == TargetKind::version) {
+    data = {{"version", "~2.1.4"}, {"value", kActs}};
+  } else {
+    data = {{"value", kActs},
+            {"description", kActs},
+            {"state", {{"value", kActs}}},
+            {"content", {{"value", kActs}, {"text", kActs}}},
+            {"buffer_paths", json::array()}};
+  }
+  if (type == "comm_msg" && !method.empty()) data["method"] = method;
+  json content = {{"comm_id", type == "comm_open" ? "fresh" : comm_of(kind)}, {"data", data}};
+  if (type == "comm_open") {
+    content["target_name"] = target_of(kind);
+    content["target_module"] = nullptr;
+  }
+  return content;
+}
+
+}  // namespace
+
+TEST_CASE("each row of kCommShapes is checked: markup that acts is cleaned or refused",
+          "[widgets][comm-shapes]") {
+  for (const CommShape& row : kCommShapes) {
+    std::string type(row.type), method(row.method == "*" ? "anything" : row.method);
+    CAPTURE(target_kind_name(row.target), type, method);
+    WidgetModels models = session(ActiveOutput::isolate);
+    json message = hostile(row.target, type, method);
+    std::string why = models.admit(type, message);
+    if (why.empty()) CHECK(message.dump().find("onerror") == std::string::npos);
+    // The control: the same message passes whole under allow, so the probe carries what acts.
+    WidgetModels allowing = session(ActiveOutput::allow);
+    json as_sent = hostile(row.target, type, method);
+    REQUIRE(allowing.admit(type, as_sent).empty());
+    CHECK(as_sent.dump().find("onerror") != std::string::npos);
+  }
+}
+
+TEST_CASE("every target, message and method outside kCommShapes is withheld",
+          "[widgets][comm-shapes]") {
+  // Every method any ipywidgets sends or receives, and some it never did.
+  const std::vector<std::string> methods = {
+      "",         "update",         "echo_update",   "custom",   "display",   "request_state",
+      "backbone", "request_states", "update_states", "anything", "__proto__", "constructor"};
+  size_t refused = 0;
+  for (TargetKind kind :
+       {TargetKind::widget, TargetKind::control, TargetKind::version, TargetKind::other}) {
+    for (const std::string type : {"comm_open", "comm_msg", "comm_close"}) {
+      for (const std::string& method : methods) {
+        if (type != "comm_msg" && !method.empty()) continue;  // only comm_msg has a method
+        if (find_comm_shape(kind, type, method)) continue;    // a row: the case above
+        CAPTURE(target_kind_name(kind), type, method);
+        WidgetModels models = session(ActiveOutput::isolate);
+        json message = hostile(kind, type, method);
+        message["data"] = {{"method", method}};  // nothing else to object to but its shape
+        if (method.empty()) message["data"].erase("method");
+        CHECK_FALSE(models.admit(type, message).empty());
+        ++refused;
+      }
+    }
+  }
+  // widget: msg without a method or with one ipywidgets never sends the page (8); control: open,
+  // and msg with any method but update_states (12); version: open, and msg with a method (12).
+  CHECK(refused == 8 + 12 + 12);
+  // A method that is not a name is no method of any row.
+  WidgetModels models = session(ActiveOutput::isolate);
+  json odd = {{"comm_id", "h"}, {"data", {{"method", json::array({"update"})}}}};
+  CHECK_FALSE(models.admit("comm_msg", odd).empty());
+}
+
+TEST_CASE("update_states: each model as its own, only models the page had, buffers in place",
+          "[widgets][comm-shapes]") {
+  WidgetModels models = session(ActiveOutput::isolate);
+  for (const char* id : {"s", "e"}) {
+    json slider = open_message(id, {{"state", slider_state()}});
+    REQUIRE(models.admit("comm_open", slider).empty());
+  }
+  auto entry = [](json state, const char* name) {
+    return json{{"model_name", name},
+                {"model_module", "@jupyter-widgets/controls"},
+                {"model_module_version", "2.0.0"},
+                {"state", state}};
+  };
+  json reply = {{"comm_id", "ctl"},
+                {"data",
+                 {{"method", "update_states"},
+                  {"states",
+                   {{"h", entry({{"value", kActs}, {"layout", "IPY_MODEL_l"}}, "HTMLModel")},
+                    {"s", entry({{"value", 5}, {"description", kActs}}, "IntSliderModel")},
+                    {"o", entry({{"value", "x"}}, "HTMLModel")},       // not a widget
+                    {"never", entry({{"value", "x"}}, "HTMLModel")},   // never told of
+                    {"e", entry({{"value", 1}}, "IntSliderModel")}}},  // see below
+                  {"buffer_paths",
+                   {{"h", "state", "value"},
+                    {"never", "state", "value"},
+                    {"s", "state", "_model_name"},
+                    {"s", "custom"}}},
+                  {"extra", kActs}}}};
+  reply["data"]["states"]["e"]["model_module"] = "/files/evil.js";  // a model the page had
+  std::vector<std::string> buffers = {"a", "b", "c", "d"};
+  REQUIRE(models.admit("comm_msg", reply, buffers).empty());
+  const json& data = reply["data"];
+  CHECK(data.size() == 3);  // method, states, buffer_paths: nothing else passes
+  CHECK(data["states"].size() == 2);
+  CHECK(data["states"]["h"]["state"]["value"] == "<img/><b>kept</b>");
+  CHECK(data["states"]["h"]["state"]["layout"] == "IPY_MODEL_l");
+  CHECK(data["states"]["s"]["state"]["description"] == "<img/><b>kept</b>");
+  CHECK(data["states"]["s"]["model_name"] == "IntSliderModel");
+  CHECK(data["buffer_paths"] == json::array({{"h", "state", "value"}}));
+  CHECK(buffers == std::vector<std::string>{"a"});
+  CHECK(models.take_cleaned() > 0);
+
+  // A model's record holds: an HTML model named a slider in the reply is still read as markup.
+  json renamed = {{"comm_id", "ctl"},
+                  {"data",
+                   {{"method", "update_states"},
+                    {"states", {{"h", entry({{"value", kActs}}, "IntSliderModel")}}},
+                    {"buffer_paths", json::array()}}}};
+  REQUIRE(models.admit("comm_msg", renamed).empty());
+  CHECK(renamed["data"]["states"]["h"]["state"]["value"] == "<img/><b>kept</b>");
+}
+
+TEST_CASE("widget buffers go only where buffer paths place them, never on a name",
+          "[widgets][comm-shapes]") {
+  WidgetModels models = session(ActiveOutput::isolate);
+  auto with_paths = [](json paths) {
+    return json{
+        {"comm_id", "h"},
+        {"data", {{"method", "update"}, {"state", json::object()}, {"buffer_paths", paths}}}};
+  };
+  std::vector<std::string> one = {"x"};
+  json placed = with_paths(json::parse(R"([["value"]])"));
+  CHECK(models.admit("comm_msg", placed, one).empty());
+  for (const char* paths :
+       {R"([])", R"([["_model_module"]])", R"([["_view_name"]])", R"([[]])", R"([[0, "value"]])",
+        R"([["value", -1]])", R"([["a"], ["b"]])", R"("value")"}) {
+    CAPTURE(paths);
+    std::vector<std::string> buffers = {"x"};
+    json message = with_paths(json::parse(paths));
+    CHECK_FALSE(models.admit("comm_msg", message, buffers).empty());
+  }
+  std::vector<std::string> loose = {"x"};  // buffers with no place named
+  json unplaced = {{"comm_id", "h"}, {"data", {{"method", "custom"}, {"content", json::object()}}}};
+  CHECK_FALSE(models.admit("comm_msg", unplaced, loose).empty());
+  std::vector<std::string> keys = {"x"};  // ipywidgets 6 names keys
+  json v6 = {{"comm_id", "h"},
+             {"data", json::parse(R"({"method": "update", "state": {}, "buffers": ["value"]})")}};
+  CHECK(models.admit("comm_msg", v6, keys).empty());
+}
+
+TEST_CASE("the worker never opens the page's own comms, nor reopens one the page knows",
+          "[widgets][comm-shapes]") {
+  WidgetModels models = session(ActiveOutput::isolate);
+  for (const char* target : {"jupyter.widget.control", "jupyter.widget.version"}) {
+    json open = open_message(std::string("mine-") + target, json::object(), target);
+    CHECK_FALSE(models.admit("comm_open", open).empty());
+  }
+  // Reopening the control comm's id as something else would change how its replies are read.
+  json over = open_message("ctl", json::object(), "belljar.probe");
+  CHECK_FALSE(models.admit("comm_open", over).empty());
+  CHECK(models.target_of("ctl") == "jupyter.widget.control");
+}
+
+TEST_CASE("an Output model's outputs are outputs of the four kinds, bundles as displays",
+          "[widgets][comm-shapes]") {
+  WidgetModels models = session(ActiveOutput::isolate);
+  json view = {{"application/vnd.jupyter.widget-view+json", {{"model_id", "h"}}}};
+  json outputs_sent = json::array({{{"output_type", "display_data"}, {"data", view}},
+                                   {{"output_type", "stream"}, {"name", "stdout"}, {"text", "hi"}},
+                                   {{"output_type", "something_else"}, {"html", kActs}},
+                                   "not an output"});
+  json output = open_message("out", {{"state",
+                                      {{"_model_module", "@jupyter-widgets/output"},
+                                       {"_model_name", "OutputModel"},
+                                       {"outputs", outputs_sent}}}});
+  REQUIRE(models.admit("comm_open", output).empty());
+  const json& outputs = output["data"]["state"]["outputs"];
+  REQUIRE(outputs.size() == 2);
+  // A view of a checked model still shows.
+  CHECK(outputs[0]["data"]["application/vnd.jupyter.widget-view+json"] == json{{"model_id", "h"}});
+  CHECK(outputs[1]["text"] == "hi");
+}
+
+TEST_CASE("no message may give the page's copy of a state a prototype", "[widgets][comm-shapes]") {
+  // Backbone's set and ipywidgets' deserialization copy a state key by key (obj[key] = value):
+  // a "__proto__" key sets the copy's prototype, and what it holds is inherited, unchecked.
+  for (const char* data :
+       {R"({"__proto__": {"_view_module": "/files/evil.js", "_view_name": "X"}})",
+        R"({"method": "update", "state": {"__proto__": {"_view_module": "/files/evil.js"}}})",
+        R"({"method": "custom", "content": {"list": [{"__proto__": {}}]}})"}) {
+    CAPTURE(data);
+    WidgetModels models = session(ActiveOutput::isolate);
+    json message = {{"comm_id", "h"}, {"data", json::parse(data)}};
+    CHECK_FALSE(models.admit("comm_msg", message).empty());
+    json open = open_message("fresh", json::parse(data));
+    CHECK_FALSE(models.admit("comm_open", open).empty());
+    json other = {{"comm_id", "o"}, {"data", json::parse(data)}};
+    CHECK_FALSE(models.admit("comm_msg", other).empty());
+  }
+  json states = json::parse(R"({"method": "update_states", "buffer_paths": [],
+      "states": {"h": {"model_name": "HTMLModel", "state": {"__proto__": {"value": "x"}}}}})");
+  WidgetModels models = session(ActiveOutput::isolate);
+  json reply = {{"comm_id", "ctl"}, {"data", states}};
+  CHECK_FALSE(models.admit("comm_msg", reply).empty());
+  // Nor may a buffer path walk out of the state into a prototype.
+  for (const char* path : {R"([["__proto__", "x"]])", R"([["value", "constructor", "prototype"]])",
+                           R"([["a", "prototype"]])"}) {
+    CAPTURE(path);
+    std::vector<std::string> buffers = {"x"};
+    json message = {
+        {"comm_id", "h"},
+        {"data",
+         {{"method", "update"}, {"state", json::object()}, {"buffer_paths", json::parse(path)}}}};
+    CHECK_FALSE(models.admit("comm_msg", message, buffers).empty());
+  }
+}
+
+TEST_CASE("a link the page runs joins only text traits of models it was told of",
+          "[widgets][comm-shapes]") {
+  // jslink copies values in the page, past the checks: a Text's value (passed as is) linked to
+  // an HTML value would go in as markup.
+  WidgetModels models = session(ActiveOutput::isolate);
+  for (auto [id, model] : {std::pair{"t", "TextModel"}, std::pair{"n", "IntTextModel"},
+                           std::pair{"l", "LabelModel"}}) {
+    json open = open_message(id, {{"state",
+                                   {{"_model_module", "@jupyter-widgets/controls"},
+                                    {"_model_name", model},
+                                    {"value", "<img src=x onerror=alert(1)>"}}}});
+    REQUIRE(models.admit("comm_open", open).empty());
+  }
+  size_t links = 0;
+  auto link = [&links](json source, json target) {
+    return open_message("link" + std::to_string(++links),
+                        {{"state",
+                          {{"_model_module", "@jupyter-widgets/controls"},
+                           {"_model_name", "LinkModel"},
+                           {"source", source},
+                           {"target", target}}}});
+  };
+  json fine = link({"IPY_MODEL_t", "value"}, {"IPY_MODEL_n", "value"});
+  CHECK(models.admit("comm_open", fine).empty());
+  CHECK(fine["data"]["state"]["source"] == json{"IPY_MODEL_t", "value"});
+  json tooltip = link({"IPY_MODEL_t", "value"}, {"IPY_MODEL_n", "tooltip"});
+  CHECK(models.admit("comm_open", tooltip).empty());
+  for (auto [source, target] : {std::pair{"t", "h"}, std::pair{"h", "t"}, std::pair{"t", "l"},
+                                std::pair{"t", "never"}, std::pair{"t", "o"}}) {
+    CAPTURE(source, target);
+    json into = link({std::string("IPY_MODEL_") + source, "value"},
+                     {std::string("IPY_MODEL_") + target, "value"});
+    CHECK_FALSE(models.admit("comm_open", into).empty());
+  }
+  for (const char* trait : {"description", "layout", "width", "_view_module"}) {
+    CAPTURE(trait);
+    json into = link({"IPY_MODEL_t", "value"}, {"IPY_MODEL_n", trait});
+    CHECK_FALSE(models.admit("comm_open", into).empty());
+  }
+  // An update may not re-point a link either.
+  json update_link = update("link1", {{"target", {"IPY_MODEL_h", "value"}}});
+  CHECK_FALSE(models.admit("comm_msg", update_link).empty());
+}
