@@ -10,7 +10,8 @@
 // events. So only the supervisor's own pending ids are answered, each once; a reply must be a
 // DAP response to that very request, else it becomes a refusal; the number waiting is bounded;
 // every request has a deadline; events are relayed only while a debug session is started, and
-// at a bounded rate (past it, only the events the frontend's state hangs on).
+// at a bounded rate (past it, only the events the frontend's state hangs on, which are charged
+// to the output budget like every other: debug_link.cpp).
 //
 // PausedTime: a cell's --timeout counts running time only, not the time the worker says its main
 // thread is stopped at a breakpoint, up to the pause allowance (--debug-pause): past it, paused
@@ -90,6 +91,9 @@ class DebugRequests {
   // The worker's debug_state: the session's main thread is stopped (true) or runs (false).
   bool paused() const { return paused_; }
   void set_paused(bool paused) { paused_ = paused && started_; }
+  // The supervisor ends the session (an essential event past the output budget): its events
+  // are dropped and its pauses ignored until the client starts a session again (initialize).
+  void end_session() { started_ = paused_ = false; }
 
   // One event more at `now` (its DAP `event` name): false when it is to be dropped (no session
   // started, or past the rate and not essential).
