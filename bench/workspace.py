@@ -9,9 +9,9 @@ Each figure is timed inside the cell (time.perf_counter around the work alone), 
 messaging each kernel adds is not in it; repetitions alternate kernels, and the median is
 reported. Beside the figures, build/unotify_floor measures what the kernel's hand-over of a
 call costs on this machine with no broker work at all (a plain reply, and a descriptor handed
-back as a brokered open() is). The broker is turned off with
-BELLJAR_BENCH_WORKSPACE_BROKER_OFF=1 in the kernel's environment, which exists for this
-comparison only (the kernel's notes say it is off).
+back as a brokered open() is). The broker is turned off with the policy flag
+--bench-unbrokered-workspace in that kernel's kernelspec, which exists for this comparison only
+(the banner and kernel_info's notes say it is off; no environment variable can turn it off).
 """
 import argparse
 import datetime
@@ -34,11 +34,11 @@ FLOOR = pathlib.Path(BELLJAR).parent / "unotify_floor"
 PYTHON = "/usr/bin/python3"
 TIMEOUT = 300
 
-# kernel -> (label, environment added to the launch)
+# kernel -> (label, policy flags added to its kernelspec's argv)
 KERNELS = {
-    "brokered": ("belljar (strict)", {}),
-    "unbrokered": ("belljar (strict), broker off", {"BELLJAR_BENCH_WORKSPACE_BROKER_OFF": "1"}),
-    "ipykernel": ("ipykernel", {}),
+    "brokered": ("belljar (strict)", []),
+    "unbrokered": ("belljar (strict), broker off", ["--bench-unbrokered-workspace"]),
+    "ipykernel": ("ipykernel", []),
 }
 
 # figure -> (what, target for brokered / unbrokered, code timed in the cell; `fresh` is a new
@@ -113,11 +113,9 @@ def make_inputs(workspace):
 class Kernel:
     def __init__(self, name, spec_dirs, workspace):
         self.name = name
-        env = dict(os.environ)
-        env.update(KERNELS[name][1])
         self.km = KernelManager(kernel_name="bench-ws-" + name)
         self.km.kernel_spec_manager.kernel_dirs.insert(0, str(spec_dirs))
-        self.km.start_kernel(cwd=str(workspace), env=env)
+        self.km.start_kernel(cwd=str(workspace))
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
@@ -143,7 +141,7 @@ def install(spec_dirs, name):
         argv = [PYTHON, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     else:
         argv = [BELLJAR, "kernel", "-f", "{connection_file}", "--python", PYTHON,
-                "--timeout", "300", "--workspace-quota", "4G"]
+                "--timeout", "300", "--workspace-quota", "4G", *KERNELS[name][1]]
     (directory / "kernel.json").write_text(json.dumps(
         {"argv": argv, "display_name": KERNELS[name][0], "language": "python"}))
 

@@ -4,7 +4,10 @@
 // grammar), and the errors that name the limit a cell hit. The worker only asks; a forged
 // frame can lower its own limits, never raise them. The one exception, bounded: time the worker
 // says its main thread was paused in the debugger is not counted by --timeout, up to
-// --debug-pause a cell (docs/design/debugger.md §4); CPU, memory and processes count as ever.
+// --debug-pause a cell (docs/design/debugger.md §4), and only while the session uses next to no
+// CPU (a paused thread uses none: PausedTime::forfeit_if_busy). CPU, memory and processes count
+// as ever: the CPU cap is checked whatever --timeout is (threads and child processes spend CPU
+// faster than the wall clock runs, and a pause stops the wall clock only).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,11 +32,21 @@ void Kernel::check_limits(Clock::time_point now) {
     }
     return;
   }
+  double cpu = worker_->cpu_seconds();
+  cell_->paused.sample_cpu(cpu);
+  if (cell_->paused.forfeit_if_busy(now)) {
+    // The worker said its main thread was paused while the session burned CPU: not believed.
+    frame_log_.log("debug pause not believed",
+                   "the session used CPU while the worker said it was paused");
+    audit_.record("debug_pause_refused",
+                  {{"cpu_seconds", std::round(cell_->paused.cpu_while_paused() * 10) / 10},
+                   {"paused_seconds", std::round(cell_->paused.total(now) * 10) / 10},
+                   {"execution_count", cell_->execution_count}});
+  }
   LimitHit hit = LimitHit::none;
   if (counted_seconds(now) >= cell_->timeout)
     hit = LimitHit::timeout;
-  else if (cell_->cpu_limit < cell_->timeout &&
-           worker_->cpu_seconds() - cell_->cpu_at_start >= cell_->cpu_limit)
+  else if (cpu - cell_->cpu_at_start >= cell_->cpu_limit)
     hit = LimitHit::cpu;
   if (hit == LimitHit::none) return;
   cell_->limit_hit = hit;
@@ -56,6 +69,8 @@ Clock::time_point Kernel::timeout_deadline(Clock::time_point now) const {
 void Kernel::note_debug_pause(bool paused, Clock::time_point now) {
   // A pause in code run between requests credits whichever request runs, if any.
   if (!cell_) return;
+  // What the session used so far is charged to the state it was in.
+  if (worker_) cell_->paused.sample_cpu(worker_->cpu_seconds());
   if (paused && !cell_->kill_at)
     cell_->paused.pause(now);
   else
@@ -145,6 +160,14 @@ void Kernel::name_limit_in_error(std::string& ename, std::string& evalue, json& 
                     " (it was paused in the debugger for %.1f s, past its pause allowance of %g s: "
                     "--debug-pause)",
                     paused, options_.policy.debug_pause_seconds);
+      evalue += spent;
+    }
+    if (cell_->paused.forfeited()) {
+      char spent[224];
+      std::snprintf(spent, sizeof spent,
+                    " (the pause the session claimed was not counted: it used %.1f s of CPU while "
+                    "it said it was paused, and a paused thread uses none)",
+                    cell_->paused.cpu_while_paused());
       evalue += spent;
     }
     if (cpu && cell_->background_cpu >= 0.05) {

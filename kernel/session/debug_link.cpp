@@ -4,7 +4,10 @@
 // debug events on IOPub while a debug session is started, the paused state to the cell's limits.
 // The worker is the attacker: what it sends is checked, redacted and charged like output, only
 // ids the supervisor issued are answered, and nothing here waits on the worker (a request the
-// worker never answers is answered at its deadline).
+// worker never answers is answered at its deadline). Replies and events are charged to the
+// output budget with no exemption: an event the frontend's state hangs on (`stopped`, ...) that
+// is past the budget, or larger than kEssentialEventBytes, ends the debug session with a notice
+// instead of passing.
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/json_field.hpp"
 #include "kernel/protocol/replies.hpp"
@@ -15,8 +18,9 @@
 namespace belljar {
 
 namespace {
-// Events the frontend's state hangs on pass the output budget up to this size.
-constexpr size_t kEssentialEventBytes = 64u << 10;
+// The largest event the frontend's state hangs on that is relayed (JupyterLab's are a few
+// hundred bytes): a larger one ends the debug session, as one past the budget does.
+constexpr size_t kEssentialEventBytes = 16u << 10;
 // After the debug channel's EOF, the worker's exit may follow (it answers with the reason).
 constexpr auto kDebugEofGrace = std::chrono::seconds(2);
 }  // namespace
@@ -155,7 +159,7 @@ void Kernel::on_debug_reply(const json& frame) {
   json content = debug_requests_.check_reply(*pending, sent != frame.end() ? *sent : json());
   bool rich = pending->command == "richInspectVariables" && content.value("success", false);
   size_t bytes = dump_json(content).size();
-  std::optional<json> shown = checked_debug_content(std::move(content), rich, false);
+  std::optional<json> shown = checked_debug_content(std::move(content), rich);
   if (!shown)
     shown = debug_refusal(
         pending->request.content,
@@ -179,12 +183,40 @@ void Kernel::on_debug_event(const json& frame) {
         debug_requests_.started()
             ? "past " + std::to_string(DebugRequests::kEventsPerWindow) + " events a minute"
             : "no debug session is started");
-  std::optional<json> shown = checked_debug_content(*content, false, essential_debug_event(event));
-  if (!shown) return frame_log_.log("debug event dropped", "past the output limit");
-  publish("debug_event", std::move(*shown), last_debug_request_ ? &*last_debug_request_ : nullptr);
+  bool essential = essential_debug_event(event);
+  size_t bytes = 0;
+  std::optional<json> shown;
+  if (!essential || (bytes = dump_json(*content).size()) <= kEssentialEventBytes)
+    shown = checked_debug_content(*content, false);
+  if (shown)
+    return publish("debug_event", std::move(*shown),
+                   last_debug_request_ ? &*last_debug_request_ : nullptr);
+  if (!essential) return frame_log_.log("debug event dropped", "past the output limit");
+  // The frontend's view of the session would be wrong without it, and relaying it would be an
+  // exemption from the budget: the session ends, and the learner is told why.
+  debug_stopped_for_budget(event, bytes);
 }
 
-std::optional<json> Kernel::checked_debug_content(json content, bool rich_bundle, bool essential) {
+void Kernel::debug_stopped_for_budget(const std::string& event, size_t bytes) {
+  debug_requests_.end_session();
+  if (cell_) cell_->paused.resume(Clock::now());
+  char why[160];
+  if (bytes > kEssentialEventBytes)
+    std::snprintf(why, sizeof why, "larger than the %zu KiB an event may be",
+                  kEssentialEventBytes >> 10);
+  else
+    std::snprintf(why, sizeof why, "past the output limit of %s (--output-limit)",
+                  format_size(output_budget().limit()).c_str());
+  std::string text = "\n[belljar] the debug session was ended: the debugger's " +
+                     event.substr(0, 32) + " event (" + format_size(bytes) + ") is " + why +
+                     "; start the debugger again to go on\n";
+  audit_.record("debug_session_ended", {{"event", event.substr(0, 32)}, {"bytes", bytes}});
+  const WireMessage* parent = output_parent();
+  if (!parent) parent = last_debug_request_ ? &*last_debug_request_ : background_parent();
+  publish("stream", create_stream("stderr", text), parent);
+}
+
+std::optional<json> Kernel::checked_debug_content(json content, bool rich_bundle) {
   // The same redaction output gets: a variable's value is the session's data.
   redactor_.redact_json(content);
   if (rich_bundle) {
@@ -202,13 +234,7 @@ std::optional<json> Kernel::checked_debug_content(json content, bool rich_bundle
     }
   }
   size_t bytes = dump_json(content).size();
-  OutputBudget& budget = output_budget();
-  if (essential && bytes <= kEssentialEventBytes) {
-    // Charged when it fits; past the budget it passes uncounted (nothing of the cell's dropped).
-    if (budget.room() >= bytes) budget.take_whole(bytes);
-    return content;
-  }
-  if (!budget.take_whole(bytes)) return std::nullopt;
+  if (!output_budget().take_whole(bytes)) return std::nullopt;
   return content;
 }
 

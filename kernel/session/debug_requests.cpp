@@ -211,7 +211,21 @@ double PausedTime::total(Clock::time_point now) const {
 }
 
 double PausedTime::credited(Clock::time_point now, double allowance) const {
+  if (forfeited_) return 0;
   return std::min(total(now), std::max(0.0, allowance));
+}
+
+void PausedTime::sample_cpu(double cpu) {
+  if (last_cpu_ && since_) cpu_while_paused_ += std::max(0.0, cpu - *last_cpu_);
+  last_cpu_ = cpu;
+}
+
+bool PausedTime::forfeit_if_busy(Clock::time_point now) {
+  if (forfeited_ || cpu_while_paused_ <= kCpuGraceSeconds + kCpuShareOfPause * total(now))
+    return false;
+  resume(now);
+  forfeited_ = true;
+  return true;
 }
 
 PausedTime::Clock::time_point PausedTime::deadline(Clock::time_point started, double timeout,

@@ -10,11 +10,15 @@
 // events. So only the supervisor's own pending ids are answered, each once; a reply must be a
 // DAP response to that very request, else it becomes a refusal; the number waiting is bounded;
 // every request has a deadline; events are relayed only while a debug session is started, and
-// at a bounded rate (past it, only the events the frontend's state hangs on).
+// at a bounded rate (past it, only the events the frontend's state hangs on, which are charged
+// to the output budget like every other: debug_link.cpp).
 //
 // PausedTime: a cell's --timeout counts running time only, not the time the worker says its main
 // thread is stopped at a breakpoint, up to the pause allowance (--debug-pause): past it, paused
-// time counts again and the ordinary timeout ends the cell (design §4).
+// time counts again and the ordinary timeout ends the cell (design §4). The pause is the
+// worker's word, so it is weighed against what the supervisor measures: a paused thread uses no
+// CPU, and a session that burns CPU while it says it is paused was not paused: its pauses are
+// forfeited (nothing credited, later ones ignored for the cell). CPU itself always counts.
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -87,6 +91,9 @@ class DebugRequests {
   // The worker's debug_state: the session's main thread is stopped (true) or runs (false).
   bool paused() const { return paused_; }
   void set_paused(bool paused) { paused_ = paused && started_; }
+  // The supervisor ends the session (an essential event past the output budget): its events
+  // are dropped and its pauses ignored until the client starts a session again (initialize).
+  void end_session() { started_ = paused_ = false; }
 
   // One event more at `now` (its DAP `event` name): false when it is to be dropped (no session
   // started, or past the rate and not essential).
@@ -105,8 +112,14 @@ class DebugRequests {
 class PausedTime {
  public:
   using Clock = std::chrono::steady_clock;
+  // What a claimed pause may use of the session's CPU (all its processes) and still be believed:
+  // a fixed grace (the debugger answering the client's stackTrace, variables, evaluate; the
+  // sampling's slack) and a share of the time paused. A busy loop passes it within a second.
+  static constexpr double kCpuGraceSeconds = 0.5;
+  static constexpr double kCpuShareOfPause = 0.05;
+
   void pause(Clock::time_point now) {
-    if (!since_) since_ = now;
+    if (!since_ && !forfeited_) since_ = now;
   }
   // The pause ends (continue, the cell's done, an interrupt, the worker's exit).
   void resume(Clock::time_point now);
@@ -120,9 +133,23 @@ class PausedTime {
   Clock::time_point deadline(Clock::time_point started, double timeout, double allowance,
                              Clock::time_point now) const;
 
+  // The session's CPU so far (a reading of the supervisor's, never the worker's word): what it
+  // used since the previous reading is charged to the pause when one was claimed meanwhile.
+  // Taken before each pause or resume and at every turn of the reactor.
+  void sample_cpu(double cpu);
+  // CPU used while paused past kCpuGraceSeconds + kCpuShareOfPause of the paused time: the
+  // pauses are forfeited (credited() is 0 from now on, pause() ignored) and true is returned,
+  // once.
+  bool forfeit_if_busy(Clock::time_point now);
+  bool forfeited() const { return forfeited_; }
+  double cpu_while_paused() const { return cpu_while_paused_; }
+
  private:
   std::optional<Clock::time_point> since_;
   double total_ = 0;
+  std::optional<double> last_cpu_;
+  double cpu_while_paused_ = 0;
+  bool forfeited_ = false;
 };
 
 }  // namespace belljar

@@ -296,9 +296,11 @@ class Kernel {
   void on_debug_reply(const json& frame);
   void on_debug_event(const json& frame);
   // A reply's or an event's content as the client may get it: redacted, a rich inspection's
-  // bundle checked as a display's; nullopt past the budget (an essential event of modest size
-  // passes anyway: the frontend's state hangs on it).
-  std::optional<json> checked_debug_content(json content, bool rich_bundle, bool essential);
+  // bundle checked as a display's, charged to the output budget; nullopt past the budget.
+  std::optional<json> checked_debug_content(json content, bool rich_bundle);
+  // An event the frontend's state hangs on could not be relayed (past the budget, or larger
+  // than an event may be): the debug session ends, with a notice.
+  void debug_stopped_for_budget(const std::string& event, size_t bytes);
   void check_debug_deadlines(Clock::time_point now);
   // The worker is gone, or its debug channel: every pending request answered with `why`, the
   // debug session's state cleared.

@@ -143,9 +143,9 @@ Clock::time_point Kernel::next_deadline() const {
     if (cell_->kill_at) {
       next = std::min(next, *cell_->kill_at);
     } else {
+      // CPU is sampled whatever the timeout: the cap, and whether a claimed pause is believed.
       next = std::min(next, timeout_deadline(Clock::now()));
-      if (cell_->cpu_limit < cell_->timeout)
-        next = std::min(next, Clock::now() + std::chrono::milliseconds(100));
+      next = std::min(next, Clock::now() + std::chrono::milliseconds(100));
     }
   }
   if (auto due = debug_requests_.next_deadline()) next = std::min(next, *due);

@@ -20,15 +20,43 @@ constexpr std::array<Spelling, 6> kSpellings = {{
     {RequestKind::comm_info, "comm_info_request", "comm_info", WorkerFrame::comm_info_reply},
 }};
 
-// In WorkerFrame's order.
-constexpr std::array<std::string_view, 22> kFrameNames = {
-    "hello",          "display",       "update_display",    "result",          "clear_output",
-    "stream",         "error",         "input_request",     "limits",          "audit_request",
-    "comm_open",      "comm_msg",      "comm_close",        "comm_begin",      "done",
-    "complete_reply", "inspect_reply", "is_complete_reply", "comm_info_reply", "debug_reply",
-    "debug_event",    "debug_state",
+// In WorkerFrame's order: each frame's name, and what of it reaches a client, charged to which
+// budget (FrameCharge).
+struct FrameRow {
+  std::string_view name;
+  FrameCharge charge;
 };
-static_assert(kFrameNames.size() == static_cast<size_t>(WorkerFrame::debug_state) + 1);
+constexpr std::array<FrameRow, kWorkerFrameTypes> kFrames = {{
+    {"hello", FrameCharge::fixed},  // language_info: rebuilt, only a checked version kept
+    {"display", FrameCharge::output_budget},
+    {"update_display", FrameCharge::output_budget},
+    {"result", FrameCharge::output_budget},
+    {"clear_output", FrameCharge::output_budget},
+    {"stream", FrameCharge::output_budget},
+    {"error", FrameCharge::output_budget},          // traceback cut to what is left
+    {"input_request", FrameCharge::output_budget},  // the prompt, and a fixed cost each
+    {"limits", FrameCharge::nothing},               // answered to the worker
+    {"audit_request", FrameCharge::nothing},        // answered to the worker
+    {"comm_open", FrameCharge::output_budget},      // and the comm window (worker_comms.hpp)
+    {"comm_msg", FrameCharge::output_budget},
+    {"comm_close", FrameCharge::output_budget},
+    {"comm_begin", FrameCharge::nothing},              // marks a handler's start
+    {"done", FrameCharge::output_budget},              // user_expressions, payloads
+    {"complete_reply", FrameCharge::reply_budget},     // cut to the cap
+    {"inspect_reply", FrameCharge::reply_budget},      // cut to the cap
+    {"is_complete_reply", FrameCharge::reply_budget},  // cut to the cap
+    {"comm_info_reply", FrameCharge::reply_budget},    // emptied past the cap
+    {"debug_reply", FrameCharge::output_budget},       // refused whole past it
+    {"debug_event", FrameCharge::output_budget},       // dropped past it; essential: session ends
+    {"debug_state", FrameCharge::nothing},             // the cell's limits only (cell_limits.cpp)
+}};
+// A row left out would be value-initialised (no name, charged nothing): refused at build time.
+constexpr bool every_frame_has_its_row() {
+  for (const FrameRow& row : kFrames)
+    if (row.name.empty()) return false;
+  return true;
+}
+static_assert(every_frame_has_its_row(), "a WorkerFrame without its row in kFrames");
 
 const Spelling& spelling(RequestKind kind) {
   return kSpellings[static_cast<size_t>(kind)];
@@ -46,13 +74,17 @@ WorkerFrame worker_answer(RequestKind kind) {
 }
 
 std::optional<WorkerFrame> worker_frame(std::string_view type) {
-  for (size_t i = 0; i < kFrameNames.size(); ++i)
-    if (kFrameNames[i] == type) return static_cast<WorkerFrame>(i);
+  for (size_t i = 0; i < kFrames.size(); ++i)
+    if (kFrames[i].name == type) return static_cast<WorkerFrame>(i);
   return std::nullopt;
 }
 
 std::string_view worker_frame_name(WorkerFrame frame) {
-  return kFrameNames[static_cast<size_t>(frame)];
+  return kFrames[static_cast<size_t>(frame)].name;
+}
+
+FrameCharge frame_charge(WorkerFrame frame) {
+  return kFrames[static_cast<size_t>(frame)].charge;
 }
 
 bool idle_output(WorkerFrame frame) {

@@ -3,6 +3,7 @@
 // Jupyter message that asked, the frame the worker is sent and the frame it answers with are
 // all spelled here, once, so a frame is parsed into its type in one place and handled by an
 // exhaustive switch (Kernel::handle_frame), never by comparing its text again.
+#include <cstddef>
 #include <optional>
 #include <string_view>
 
@@ -45,6 +46,26 @@ enum class WorkerFrame {
   debug_event,  // a DAP event of the started debug session
   debug_state,  // the session's main thread is paused at a breakpoint, or runs again
 };
+// What of a worker frame reaches a client, and the budget that charges it (docs/security.md,
+// "Supervisor budgets"): one row per frame type, in the table that spells them, so a new frame
+// is charged the day it is named. Nothing is exempt: past its budget a frame's content is cut
+// or withheld with a notice; an essential debug event past it ends the debug session.
+enum class FrameCharge {
+  // Nothing of it reaches a client: the supervisor acts on it or answers the worker.
+  nothing,
+  // The supervisor's own content of a fixed shape and size (hello: language_info, rebuilt).
+  fixed,
+  // The output budget (--output-limit) of the request it belongs to, or of output between
+  // requests (idle_output.hpp) when none runs: displays, streams, errors, comms, the prompt,
+  // user_expressions and payloads, debug replies and events.
+  output_budget,
+  // A budget of --output-limit of its own, one reply's (complete, inspect, is_complete,
+  // comm_info: a lookup is not a cell's output).
+  reply_budget,
+};
+FrameCharge frame_charge(WorkerFrame frame);
+inline constexpr size_t kWorkerFrameTypes = static_cast<size_t>(WorkerFrame::debug_state) + 1;
+
 // Output the worker may send while it serves no request (a frame with `idle` in place of an
 // id: an asyncio task's, a thread's or a timer's display, clear_output or comm message between
 // cells). Every other frame belongs to a request, and sent so is dropped.

@@ -197,6 +197,7 @@ void Kernel::start_request(const WireMessage& message) {
     }
     // Handed while the session's main thread is paused (code between requests stopped at a
     // breakpoint): its time waits as the pause does.
+    cell.paused.sample_cpu(cpu_now);
     if (debug_requests_.paused()) cell.paused.pause(cell.started);
     cell.cpu_at_start = cpu_now - background;
     cell.background_cpu = background;

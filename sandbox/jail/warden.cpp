@@ -373,9 +373,8 @@ class Warden {
                     std::vector<std::string> writable_roots) {
     if (!spec_.broker) {
       notes_.push_back(
-          "workspace broker: OFF (BELLJAR_BENCH_WORKSPACE_BROKER_OFF=1, for the benchmark's "
-          "comparison only): the sandbox may create, rename and remove any name in the "
-          "workspace");
+          "workspace broker: OFF (--bench-unbrokered-workspace, for the benchmark's comparison "
+          "only): the sandbox may create, rename and remove any name in the workspace");
       return;
     }
     int status = 0;

@@ -236,8 +236,9 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
   if (mode == JailSpec::Mode::landlock) refuse_unmaskable_secrets(spec);
   spec.protect_patterns = protected_patterns(policy);
   spec.writable_patterns = policy.writable;
-  const char* broker_off = std::getenv("BELLJAR_BENCH_WORKSPACE_BROKER_OFF");
-  spec.broker = !(broker_off && std::string(broker_off) == "1");
+  // Off only by the policy's own flag, which the banner and kernel_info show: never by the
+  // environment (issue 39, finding 11).
+  spec.broker = !policy.bench_unbrokered_workspace;
   spec.workspace_quota_bytes = policy.workspace_quota_bytes;
 
   spec.argv = worker_argv(spec.exec_path, package.string());

@@ -73,8 +73,8 @@ struct JailSpec {
   std::vector<std::string> protect_patterns;   // defaults - --writable + --protect
   std::vector<std::string> writable_patterns;  // --writable: opened despite the workspace rule
   // The workspace broker decides every change to a name (jail/workspace_broker.hpp). Off only
-  // for bench/workspace.py's comparison (BELLJAR_BENCH_WORKSPACE_BROKER_OFF=1), said in the
-  // kernel's notes.
+  // for bench/workspace.py's comparison (the policy flag --bench-unbrokered-workspace), said in
+  // the kernel's notes.
   bool broker = true;
   uint64_t workspace_quota_bytes = 0;  // 0: none
   std::string exec_path;               // the interpreter as the jail sees it

@@ -72,8 +72,12 @@ struct Policy {
   // kAuditLogStderr, a path, or empty: the command's default (a file in the user's state
   // directory for kernel and mcp: kernel/observability/audit_destination.hpp).
   std::string audit_log;
-  bool audit_code = false;       // log the code itself, not only its hash
-  bool audit_required = false;   // cells are refused once an audit record could not be written
+  bool audit_code = false;      // log the code itself, not only its hash
+  bool audit_required = false;  // cells are refused once an audit record could not be written
+  // --bench-unbrokered-workspace: no workspace broker, for bench/workspace.py's comparison
+  // only. A flag, so it is in the kernelspec's argv, the banner and kernel_info (the warden's
+  // note), never in an environment a server, spawner or gateway can add to.
+  bool bench_unbrokered_workspace = false;
   std::string metrics_file;      // Prometheus textfile; empty: none
   uint64_t history_size = 1000;  // cells history requests reach (history.hpp)
   Isolation isolation = Isolation::strict;

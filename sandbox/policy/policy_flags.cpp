@@ -410,6 +410,16 @@ const std::array kFlags = {
         .file_key = "active-output",
         .apply = [](Policy& p, const std::string&,
                     const std::string& v) { p.active_output = parse_active_output(v); }},
+    PolicyFlag{.name = "--bench-unbrokered-workspace",
+               .placeholder = "",
+               .kind = FlagValue::toggle,
+               .fallback = "off",
+               .meaning = "benchmarks only (bench/workspace.py): no workspace broker, so the "
+                          "sandbox may create, rename and remove any name in the workspace; the "
+                          "banner and kernel_info say so",
+               .file_key = "bench-unbrokered-workspace",
+               .apply = [](Policy& p, const std::string& f,
+                           const std::string& v) { p.bench_unbrokered_workspace = toggle(f, v); }},
 };
 
 // A markdown table cell: '|' would end the cell and '*' start emphasis.

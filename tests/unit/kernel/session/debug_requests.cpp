@@ -237,3 +237,40 @@ TEST_CASE("paused time is not counted by the timeout, up to the allowance", "[de
   CHECK(none.credited(start + 5s, 0) == 0);
   CHECK(none.deadline(start, timeout, 0, start + 5s) == start + 10s);
 }
+
+TEST_CASE("a pause during which the session burns CPU is not believed", "[debug_requests]") {
+  PausedTime paused;
+  PausedTime::Clock::time_point start{};
+  const double timeout = 10, allowance = 3600;
+  paused.sample_cpu(1.0);  // the session's CPU as the cell starts
+  paused.pause(start + 1s);
+  // The debugger answering the client while stopped: well under the allowance.
+  paused.sample_cpu(1.2);
+  CHECK_FALSE(paused.forfeit_if_busy(start + 5s));
+  CHECK(paused.credited(start + 5s, allowance) == Approx(4));
+  // A busy loop under a claimed pause: a second of CPU in a second of pause.
+  paused.sample_cpu(2.2);
+  CHECK(paused.forfeit_if_busy(start + 6s));
+  CHECK_FALSE(paused.forfeit_if_busy(start + 6s));  // said once
+  CHECK(paused.forfeited());
+  CHECK(paused.cpu_while_paused() == Approx(1.2));
+  // Nothing is credited any more, and a pause claimed again is ignored for the cell.
+  CHECK(paused.credited(start + 6s, allowance) == 0);
+  paused.pause(start + 7s);
+  CHECK_FALSE(paused.paused());
+  CHECK(paused.deadline(start, timeout, allowance, start + 7s) == start + 10s);
+}
+
+TEST_CASE("CPU spent while running is never charged to a pause", "[debug_requests]") {
+  PausedTime paused;
+  PausedTime::Clock::time_point start{};
+  paused.sample_cpu(0);
+  paused.sample_cpu(8);  // eight seconds of CPU, running
+  paused.pause(start + 9s);
+  paused.sample_cpu(8.1);
+  paused.resume(start + 20s);
+  paused.sample_cpu(30);  // running again
+  CHECK_FALSE(paused.forfeit_if_busy(start + 40s));
+  CHECK(paused.cpu_while_paused() == Approx(0.1));
+  CHECK(paused.credited(start + 40s, 3600) == Approx(11));
+}

@@ -3,6 +3,8 @@
 #include "kernel/session/request_kind.hpp"
 
 #include <catch2/catch.hpp>
+#include <set>
+#include <string_view>
 
 using namespace belljar;
 
@@ -21,7 +23,7 @@ TEST_CASE("the three comm messages are one request kind, answered by done", "[re
 
 TEST_CASE("every frame a worker sends is parsed in one table, and nothing else is",
           "[request_kind]") {
-  for (int i = 0; i <= static_cast<int>(WorkerFrame::comm_info_reply); ++i) {
+  for (size_t i = 0; i < kWorkerFrameTypes; ++i) {
     auto frame = static_cast<WorkerFrame>(i);
     CHECK(worker_frame(worker_frame_name(frame)) == frame);
   }
@@ -52,4 +54,50 @@ TEST_CASE("only output may name an earlier request as its parent", "[request_kin
   // reply ends a request: none of them may be steered to another.
   for (const char* other : {"result", "error", "comm_msg", "done", "input_request", "hello"})
     CHECK_FALSE(names_a_parent(*worker_frame(other)));
+}
+
+TEST_CASE("every frame a worker sends is charged to a budget, or reaches no client",
+          "[request_kind]") {
+  // The complement of the budgets, written out: a frame added to the table with `nothing` (or
+  // `fixed`) fails here until it is added below, with its reason.
+  const std::set<std::string_view> reach_no_client = {
+      "limits",         // answered to the worker (limits_reply)
+      "audit_request",  // answered to the worker (audit_reply)
+      "comm_begin",     // marks the start of a comm handler during a cell
+      "debug_state",    // moves the cell's pause, nothing else
+  };
+  const std::set<std::string_view> fixed = {"hello"};  // language_info rebuilt by the kernel
+  const std::set<std::string_view> own_reply_budget = {"complete_reply", "inspect_reply",
+                                                       "is_complete_reply", "comm_info_reply"};
+  size_t seen = 0;
+  for (size_t i = 0; i < kWorkerFrameTypes; ++i) {
+    auto frame = static_cast<WorkerFrame>(i);
+    std::string_view name = worker_frame_name(frame);
+    INFO(name);
+    REQUIRE_FALSE(name.empty());
+    switch (frame_charge(frame)) {
+      case FrameCharge::nothing:
+        CHECK(reach_no_client.count(name) == 1);
+        break;
+      case FrameCharge::fixed:
+        CHECK(fixed.count(name) == 1);
+        break;
+      case FrameCharge::reply_budget:
+        CHECK(own_reply_budget.count(name) == 1);
+        break;
+      case FrameCharge::output_budget:
+        CHECK(reach_no_client.count(name) + fixed.count(name) + own_reply_budget.count(name) == 0);
+        break;
+      default:
+        FAIL("a frame with no budget");
+    }
+    ++seen;
+  }
+  CHECK(seen == kWorkerFrameTypes);
+  // The debugger's replies and events, displays, streams and comms: the output budget, no
+  // exemption.
+  for (const char* charged :
+       {"debug_reply", "debug_event", "display", "update_display", "stream", "comm_open",
+        "comm_msg", "comm_close", "error", "done", "result", "clear_output", "input_request"})
+    CHECK(frame_charge(*worker_frame(charged)) == FrameCharge::output_budget);
 }

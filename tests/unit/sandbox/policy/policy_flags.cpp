@@ -52,7 +52,8 @@ const std::map<std::string, std::string>& good_values() {
       {"--metrics", "/tmp/belljar.prom"},
       {"--history-size", "50"},
       {"--isolation", "degraded"},
-      {"--active-output", "strip"}};
+      {"--active-output", "strip"},
+      {"--bench-unbrokered-workspace", "true"}};
   return values;
 }
 
