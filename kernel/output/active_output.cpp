@@ -262,9 +262,10 @@ json apply_active_output(const json& data, ActiveOutput mode, const WidgetModels
         continue;
       }
       // HTML goes into the page as it is: its styles are kept to a box of its own. An SVG
-      // document is drawn as an <img> by JupyterLab and Notebook 7 (no page CSS reaches it).
+      // document is drawn as an <img> by JupyterLab and Notebook 7, but Notebook 6 puts it into
+      // the page: its <style> rules apply inside its own root only.
       bool is_html = mime == "text/html";
-      std::string scope = is_html ? style_scope() : "";
+      std::string scope = style_scope();
       MarkupVerdict verdict =
           check_markup(*text, is_html ? MarkupKind::html : MarkupKind::svg, scope);
       if (is_html && verdict.styled) verdict.canonical = contained_markup(verdict.canonical, scope);

@@ -356,11 +356,33 @@ class CssScoper {
 
   std::optional<std::string> run() {
     std::string out;
-    if (!rules(out, 0) || at_ != css_.size()) return std::nullopt;
+    if (!read_alike(css_) || !rules(out, 0) || at_ != css_.size()) return std::nullopt;
     return out;
   }
 
  private:
+  // Whether the browser's tokens and this reader's brackets agree: an escape (`\)` is part of
+  // a name, not a bracket), a comment (what it holds is not read at all) and an unquoted url(...)
+  // (one token, whatever brackets or quotes it holds) are where they would not, so CSS with one
+  // is not scoped (the output goes isolated). The outside red team's third pass: `url(#[[)`
+  // counted as two open brackets left a selector list outside :is(...).
+  static bool read_alike(std::string_view css) {
+    if (css.find('\\') != std::string_view::npos || css.find("/*") != std::string_view::npos)
+      return false;
+    std::string folded = lower(css);
+    for (size_t at = folded.find("url("); at != std::string::npos;
+         at = folded.find("url(", at + 4)) {
+      size_t p = at + 4;
+      while (p < folded.size() && is_space(folded[p])) ++p;
+      if (p < folded.size() && (folded[p] == '"' || folded[p] == '\'')) continue;  // a function
+      size_t close = folded.find(')', p);
+      if (close == std::string::npos) return false;
+      if (folded.substr(p, close - p).find_first_of("([]{}\"'\n\r\f") != std::string::npos)
+        return false;
+    }
+    return true;
+  }
+
   void skip_space() {
     while (at_ < css_.size() && is_space(css_[at_])) ++at_;
   }
@@ -549,6 +571,7 @@ class MarkupReader {
     bool emitted;         // its start tag is in the output
     bool dropped;         // it and its content are left out
     bool svg;             // inside <svg>: foreign content
+    bool scoped = false;  // an SVG document's root: its content is in <g class=scope>
   };
 
   bool dropping() const { return !stack_.empty() && stack_.back().dropped; }
@@ -747,6 +770,7 @@ class MarkupReader {
   void pop() {
     Open open = std::move(stack_.back());
     stack_.pop_back();
+    if (open.scoped) out_ += "</g>";
     if (open.emitted) out_ += "</" + open.spelled + ">";
   }
 
@@ -828,6 +852,20 @@ class MarkupReader {
       style(spelled, attributes);
       return;
     }
+    // An SVG document's root is where Notebook 6 puts it, in the page, with no box of ours
+    // around it: a style there (position: fixed) would reach past the output.
+    bool document_root = kind_ == MarkupKind::svg && !scope_.empty() && stack_.empty();
+    // Only an <svg> root is foreign content there: a <g> root would be an unknown HTML element
+    // and an <svg> inside it a box of the page (the outside red team's third pass).
+    if (document_root && name != "svg") {
+      finding("an SVG document whose root is not <svg>");
+      return;
+    }
+    if (document_root && std::any_of(attributes.begin(), attributes.end(),
+                                     [](const auto& a) { return lower(a.name) == "style"; })) {
+      finding("a style on an SVG document's root");
+      return;
+    }
     std::string kept_attributes = checked_attributes(name, attributes);
     if (!kept_attributes.empty() || name == "svg") styled_ = true;
     out_ += "<" + spelled + kept_attributes;
@@ -838,6 +876,12 @@ class MarkupReader {
     } else {
       out_ += ">";
       push(name, spelled, true, false);
+      if (document_root) {
+        // Its <style> rules apply inside the scope only (CssScoper), so the content is put in
+        // an element of that class: drawn as an <img> or put into the page, it looks the same.
+        out_ += "<g class=\"" + std::string(scope_) + "\">";
+        stack_.back().scoped = true;
+      }
     }
   }
 

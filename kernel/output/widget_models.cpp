@@ -392,14 +392,16 @@ std::string WidgetModels::check_state(json& state, Comm& comm, bool envelope) {
         value = kWithheldText;
         ++cleaned_;
       }
-    } else if ((key == "source" || key == "target") && is_model_reference(value)) {
+    } else if ((key == "source" || key == "target") && value.is_array()) {
       // jslink / jsdlink (LinkModel, DirectionalLinkModel): the page itself copies one model's
       // trait into another's, past every check here. A Text's value (text, passed as is) linked
       // to an HTML value would be put in as markup: both ends must be text traits of models the
-      // page was told of.
-      if (!links_text(value))
-        return "a link whose " + key + " is " + value.dump(-1, ' ', true) +
-               ": the page would copy values into a trait that is markup, TeX or CSS";
+      // page was told of. The page takes the first two items of any array it is given, so the
+      // whole shape is decided: exactly [model, trait], nothing after.
+      if (!is_model_reference(value) || !links_text(value))
+        return "a link whose " + key +
+               " is not a text trait of a checked widget: the page would copy values into a "
+               "trait that is markup, TeX or CSS";
     } else if (key == "outputs" && value.is_array()) {
       check_outputs(value);  // an Output model's (ipywidgets 7/8): outputs like any other
     } else if (key == "format" && value.is_string() &&

@@ -16,6 +16,7 @@
 // browser. What the page does with comm traffic (requirejs for modules, innerHTML and MathJax for
 // widget text, CSS for layout) falls under --active-output: widget_models.hpp checks each message
 // first.
+#include "kernel/output/output_stream.hpp"
 #include "kernel/protocol/base64.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/json_field.hpp"
@@ -24,6 +25,17 @@
 #include "sandbox/policy/quantities.hpp"
 
 namespace belljar {
+
+namespace {
+// A refusal's reason may quote what the worker sent (a module name, a method): it goes into a
+// notice on the client's stderr and the log, charged to no budget, so it is bounded here.
+constexpr size_t kMaxReason = 240;
+std::string bounded_reason(const std::string& why) {
+  if (why.size() <= kMaxReason) return why;
+  return why.substr(0, utf8_complete_prefix(std::string_view(why).substr(0, kMaxReason))) + "… (" +
+         std::to_string(why.size()) + " bytes)";
+}
+}  // namespace
 
 // The frame for a frontend's comm message, or null when it is not one (no comm_id, a comm_open
 // without a target): such a message has nothing to be delivered to.
@@ -68,11 +80,11 @@ std::string Kernel::publish_checked_comm(const std::string& type, const json& fr
                                          OutputBudget& budget, const WireMessage* parent,
                                          uint64_t& widget_values_cleaned) {
   auto checked = check_worker_comm(type, frame);
-  if (auto* why = std::get_if<std::string>(&checked)) return *why;
+  if (auto* why = std::get_if<std::string>(&checked)) return bounded_reason(*why);
   WorkerComm& comm = std::get<WorkerComm>(checked);
   redactor_.redact_json(comm.content);  // a widget's value is output too
   if (std::string why = widget_models_.admit(type, comm.content, comm.buffers); !why.empty())
-    return why;
+    return bounded_reason(why);
   widget_values_cleaned += widget_models_.take_cleaned();
   redactor_.redact_json(comm.content);  // decoded character references could spell a secret
   if (!budget.take_whole(comm.size)) return type + " past the output limit";

@@ -382,7 +382,10 @@ TEST_CASE("strip keeps the inert remainder of HTML and SVG", "[active_output]") 
   CHECK(html.rfind("<table><tr><td>1</td></tr></table><p ", 0) == 0);
   CHECK(html.find("onclick=") != std::string::npos);  // named in the notice, not as an attribute
   CHECK(html.find("<td onclick") == std::string::npos);
-  CHECK(out["image/svg+xml"] == "<svg><circle r=\"1\"></circle></svg>");
+  std::string svg = out["image/svg+xml"];
+  INFO(svg);
+  CHECK(svg.rfind("<svg><g class=\"belljar-s", 0) == 0);
+  CHECK(svg.ends_with("\"><circle r=\"1\"></circle></g></svg>"));
 }
 
 TEST_CASE("allow passes the bundle unchanged", "[active_output]") {
@@ -501,10 +504,55 @@ TEST_CASE("inert HTML's styles apply inside its own box only", "[active_output]"
                             ActiveOutput::isolate)["text/html"] == "plain &amp; text");
 }
 
+// Notebook 6 puts an SVG document into the page (JupyterLab draws it as an <img>): its rules,
+// matplotlib's `*{stroke-linejoin: round}` among them, apply inside its own root only, and its
+// root takes no style that could reach past it.
+TEST_CASE("an SVG document's styles apply inside its own root only", "[active_output]") {
+  json data = {{"image/svg+xml",
+                "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\">"
+                "<style>*{stroke-linejoin: round} .jp-Toolbar {display:none}</style>"
+                "<circle r=\"1\"/></svg>"}};
+  std::string svg = apply_active_output(data, ActiveOutput::isolate)["image/svg+xml"];
+  INFO(svg);
+  REQUIRE(svg.find("<g class=\"belljar-s") != std::string::npos);
+  auto at = svg.find("<g class=\"") + 10;
+  std::string scope = svg.substr(at, svg.find('"', at) - at);
+  CHECK(svg == "\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\"><g class=\"" + scope +
+                   "\"><style>." + scope + " :is(*){stroke-linejoin: round}." + scope +
+                   " :is(.jp-Toolbar){display:none}</style><circle r=\"1\"></circle></g></svg>");
+  // A style on the root would place the image itself (position: fixed over the page): the
+  // document is active, shown in the isolated frame.
+  json styled = {{"image/svg+xml", "<svg style=\"position:fixed;inset:0\"><circle r=\"1\"/></svg>"},
+                 {"text/plain", "t"}};
+  json out = apply_active_output(styled, ActiveOutput::isolate);
+  CHECK_FALSE(out.contains("image/svg+xml"));
+  CHECK(out["text/html"].get<std::string>().find("belljar-isolated") != std::string::npos);
+  // Notebook 6 puts the whole document into the page: under a root that is not <svg> (an
+  // unknown HTML element there), an <svg> would be a box of the page, its style placing it.
+  for (const char* root : {"<g><svg style=\"position:fixed;inset:0\"><circle r=\"1\"/></svg></g>",
+                           "<div><svg><circle r=\"1\"/></svg></div>", "<circle r=\"1\"/>",
+                           "<svg><circle r=\"1\"/></svg><svg style=\"position:fixed\"></svg>"}) {
+    CAPTURE(root);
+    CHECK_FALSE(
+        apply_active_output({{"image/svg+xml", root}, {"text/plain", "t"}}, ActiveOutput::isolate)
+            .contains("image/svg+xml"));
+  }
+  // A style inside the root stays: it is in the scope's element.
+  CHECK(apply_active_output({{"image/svg+xml", "<svg><circle style=\"fill:red\" r=\"1\"/></svg>"}},
+                            ActiveOutput::isolate)
+            .contains("image/svg+xml"));
+}
+
 // The complement of what a <style> may hold: every at-rule but @media and @supports, nesting,
 // and a shape a browser would read differently make the output active (an isolated frame).
 TEST_CASE("a <style> whose rules can't be kept to the output makes it active", "[active_output]") {
-  for (const char* css : {"@charset \"x\"; p{}",
+  for (const char* css : {"url(#[[) ), body, x:is(]]{display:none}",
+                          "p{background:url(#}) } body{x:y}",
+                          "url(#'x) ), body{}",
+                          "x\\) , body, y:is( {display:none}",
+                          "p /* ) */ , body {}",
+                          "p { color: red } /* } body { display: none } */",
+                          "@charset \"x\"; p{}",
                           "@color-profile --x {src: none}",
                           "@container (width > 1px) {p{}}",
                           "@counter-style x {system: cyclic}",
@@ -545,7 +593,8 @@ TEST_CASE("a <style> whose rules can't be kept to the output makes it active", "
   for (const char* css : {"p{}", "@media print {p{color:red}}", "@supports (display: grid) {p{}}",
                           "p { content: \"}{\" }", "[title=\"a,b\"], p:is(.a, .b) {color: red}",
                           "@media a{@media b{@media c{@media d{p{}}}}}", "p::part(x):hover {}",
-                          "p:not(:is(a::before)) {}"}) {
+                          "p:not(:is(a::before)) {}", "p {fill: url(#grad)}",
+                          "p {fill: URL( #grad-1 )}", "p {background: url(\"#x\")}"}) {
     INFO(css);
     json out = apply_active_output(
         {{"text/html", std::string("<style>") + css + "</style><b>x</b>"}}, ActiveOutput::isolate);

@@ -599,4 +599,21 @@ TEST_CASE("a link the page runs joins only text traits of models it was told of"
   // An update may not re-point a link either.
   json update_link = update("link1", {{"target", {"IPY_MODEL_h", "value"}}});
   CHECK_FALSE(models.admit("comm_msg", update_link).empty());
+  // The page takes the first two items of whatever array an end is (the outside red team's
+  // third pass: [Text, "value", 0] to [HTML, "value", 0] ran script): only [model, trait].
+  for (const json& end :
+       {json::array({"IPY_MODEL_h", "value", 0}), json::array({"IPY_MODEL_h", "value", "x"}),
+        json::array({json::array({"IPY_MODEL_h", "value"})}), json::array({"IPY_MODEL_h"}),
+        json::array()}) {
+    CAPTURE(end);
+    json into = link(json::array({"IPY_MODEL_t", "value"}), end);
+    CHECK_FALSE(models.admit("comm_open", into).empty());
+    json from = link(end, json::array({"IPY_MODEL_n", "value"}));
+    CHECK_FALSE(models.admit("comm_open", from).empty());
+  }
+  json extra =
+      link(json::array({"IPY_MODEL_t", "value", 0}), json::array({"IPY_MODEL_n", "value"}));
+  CHECK_FALSE(models.admit("comm_open", extra).empty());
+  json exact = link(json::array({"IPY_MODEL_t", "value"}), json::array({"IPY_MODEL_n", "value"}));
+  CHECK(models.admit("comm_open", exact).empty());  // the control: the exact shape passes
 }
