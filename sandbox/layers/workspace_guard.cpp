@@ -205,7 +205,9 @@ class Survey {
         // Not walked below: a masked directory is empty inside, a read-only one can't grow.
       } else if (type == DT_DIR) {
         descend(dir, name);
-      } else if (have_stat && S_ISREG(st.st_mode)) {
+      } else if (have_stat) {
+        // Every entry's blocks: a symlink's long target takes a block of its own (the outside
+        // red team's third pass made 48 MiB of them under a 32M quota, counted as nothing).
         result_.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
       }
       stack_.pop_back();
@@ -221,6 +223,10 @@ class Survey {
     int child =
         ::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (child >= 0) {
+      // A folder's own blocks grow with its entries (long names): counted too.
+      struct stat st {};
+      if (measure_ && ::fstat(child, &st) == 0)
+        result_.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
       walk(child);
     } else if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
       // Gone or replaced since readdir: the next survey sees what it became.

@@ -257,6 +257,28 @@ def test_workspace_writes_stop_at_the_quota():
     shutil.rmtree(ws, ignore_errors=True)
 
 
+def test_symlinks_and_folders_count_toward_the_quota():
+    """The outside red team's third pass: symlinks with long targets (a block each) made 48 MiB
+    under --workspace-quota 32M, counted as nothing (only regular files were). Control: the
+    host's own count of what the cell made is over the quota, so the probe really fills it."""
+    ws = sandbox_writable_dir("belljar-guard-links-")
+    quota = 16 << 20
+    flags = ["--timeout", "60", "--workspace-quota", "16M"]
+    code = (f"import os\nos.chdir({str(ws)!r})\nos.mkdir('d')\ntarget = './' * 1990 + 'f'\n"
+            "for n in range(8000):\n    os.symlink(target, f'd/{n:06d}')\n")
+    try:
+        with running_kernel(flags=flags, workspace=str(ws)) as (km, kc):
+            reply, out = execute(kc, code, timeout=120)
+            made = sum(os.lstat(p).st_blocks * 512 for p in (ws / "d").iterdir())
+            print(f"symlinks made: {made >> 20} MiB (quota {quota >> 20} MiB)")
+            assert made >= quota, made  # the probe filled past the quota
+            assert reply["content"]["status"] == "error", (made, reply["content"])
+            assert reply["content"]["ename"] == "WorkspaceQuotaError", reply["content"]
+            assert reply["metadata"]["belljar"]["limit_hit"] == "workspace"
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 @pytest.mark.parametrize("isolation", ["strict", "none"])
 def test_the_kernels_connection_file_and_jupyters_runtime_directory_are_masked(isolation):
     """A workspace that is (or holds) a home holds Jupyter's runtime directory: this kernel's
