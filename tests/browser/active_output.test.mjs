@@ -20,27 +20,19 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  LAB_FRONTENDS, PANEL, allCellsDone, allCellsRan, bounded, freePort, jupyterEnvironment, kernelReady, labMenu,
-  launchChromium,
-  endSuite, openInLab, said, start, startJupyterLab, whenPage, withDeadline,
+  BELLJAR, FRONTENDS, ISOLATION, LAB_FRONTENDS, PANEL, SANDBOX_PYTHON, SOURCE, allCellsDone, allCellsRan, bounded,
+  endSuite, freePort, jupyterEnvironment, kernelReady, labMenu, launchChromium, openInLab, said, start,
+  startJupyterLab, whenPage, withDeadline,
 } from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
-const BELLJAR = process.env.BELLJAR ?? path.join(SOURCE, 'build', 'belljar');
-const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
-const FRONTENDS = process.env.BELLJAR_FRONTENDS ?? path.join(SOURCE, 'build', 'venvs', 'frontends');
-const SANDBOX_VENV_PYTHON = process.env.BELLJAR_SANDBOX_VENV_PYTHON
-  ?? path.join(SOURCE, 'build', 'venvs', 'sandbox-python', 'bin', 'python');
 const FRONTEND_NAME = process.env.BELLJAR_FRONTEND ?? 'classic';
 const CLASSIC = FRONTEND_NAME === 'classic';
 const FRONTEND = CLASSIC ? { title: 'Jupyter Notebook 6', app: 'classic' } : LAB_FRONTENDS[FRONTEND_NAME];
 assert.ok(FRONTEND, `BELLJAR_FRONTEND is classic, lab or notebook, not ${FRONTEND_NAME}`);
-const PYTHON = CLASSIC ? '/usr/bin/python3' : SANDBOX_VENV_PYTHON;
+const PYTHON = CLASSIC ? '/usr/bin/python3' : SANDBOX_PYTHON;
 const RUN_ALL_TIMEOUT = 180_000;
 // The vectors shown in an isolated frame under --active-output isolate; their scripts don't run.
 const FRAMED = ['html-script', 'execute-result'];

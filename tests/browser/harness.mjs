@@ -6,8 +6,19 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
+
+// Where the build and its venvs are: ctest's environment (TEST_ENV in tests/CMakeLists.txt), or
+// the source tree's build/ when a suite is run by hand.
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
+export const BELLJAR = process.env.BELLJAR ?? path.join(SOURCE, 'build', 'belljar');
+export const FRONTENDS = process.env.BELLJAR_FRONTENDS ?? path.join(SOURCE, 'build', 'venvs', 'frontends');
+export const SANDBOX_PYTHON = process.env.BELLJAR_SANDBOX_VENV_PYTHON
+  ?? path.join(SOURCE, 'build', 'venvs', 'sandbox-python', 'bin', 'python');
+export const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
 
 // fetch's options with a deadline: a server that never answers fails the step instead of
 // holding the test until ctest's timeout.

@@ -14,21 +14,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  LAB_FRONTENDS, PANEL, allCellsRan, endSuite, kernelReady, labMenu, launchChromium, openInLab, startJupyterLab,
-  whenPage, withDeadline,
+  BELLJAR, FRONTENDS, ISOLATION, LAB_FRONTENDS, PANEL, SANDBOX_PYTHON, SOURCE, allCellsRan, endSuite, kernelReady,
+  labMenu, launchChromium, openInLab, startJupyterLab, whenPage, withDeadline,
 } from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
-const BELLJAR = process.env.BELLJAR ?? path.join(SOURCE, 'build', 'belljar');
-const FRONTENDS = process.env.BELLJAR_FRONTENDS ?? path.join(SOURCE, 'build', 'venvs', 'frontends');
-const SANDBOX_PYTHON = process.env.BELLJAR_SANDBOX_VENV_PYTHON
-  ?? path.join(SOURCE, 'build', 'venvs', 'sandbox-python', 'bin', 'python');
-const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
 const FRONTEND = LAB_FRONTENDS[process.env.BELLJAR_FRONTEND ?? 'lab'];
 assert.ok(FRONTEND, `BELLJAR_FRONTEND is lab or notebook, not ${process.env.BELLJAR_FRONTEND}`);
 const RUN_ALL_TIMEOUT = 180_000;

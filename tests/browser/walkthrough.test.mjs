@@ -11,18 +11,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  allCellsDone, bounded, driveTheExercise, freePort, jupyterEnvironment, launchChromium, said, start, startCourse,
-  endSuite, whenPage, withDeadline,
+  BELLJAR, ISOLATION, SOURCE, allCellsDone, bounded, driveTheExercise, endSuite, freePort, jupyterEnvironment,
+  launchChromium, said, start, startCourse, whenPage, withDeadline,
 } from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const SOURCE = process.env.BELLJAR_SOURCE ?? path.resolve(here, '..', '..');
-const BELLJAR = process.env.BELLJAR ?? path.join(SOURCE, 'build', 'belljar');
-const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
 const ARTIFACTS = process.env.BELLJAR_ARTIFACTS ?? path.join(SOURCE, 'build', 'tests', 'artifacts');
 const NOTEBOOK_SERVER = '/usr/bin/jupyter-notebook';
 const PYTHON = '/usr/bin/python3';
