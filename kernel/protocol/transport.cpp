@@ -259,7 +259,7 @@ std::vector<std::string> Transport::disconnects(const zmq::pollitem_t* items) {
       if (!monitors_[i].recv(part, zmq::recv_flags::dontwait)) break;
       while (part.more() && monitors_[i].recv(part, zmq::recv_flags::dontwait)) {
       }
-      channels.emplace_back(kMonitored[i]);
+      if (!gate_.take_quiet_close(kMonitored[i])) channels.emplace_back(kMonitored[i]);
     }
   }
   return channels;

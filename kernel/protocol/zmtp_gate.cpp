@@ -453,7 +453,8 @@ void ZmtpGate::mark_authenticated(Passage& p) {
   if (p.authenticated) return;
   p.authenticated = true;
   if (!p.declared || !doors_[p.door].rule.signs) return;
-  for (auto& [id, other] : passages_) {
+  for (auto& entry : passages_) {
+    Passage& other = entry.second;  // a name the lambda below may capture (clang 14)
     if (other.done || other.authenticated || !other.declared || other.identity != p.identity ||
         !doors_[other.door].rule.links)
       continue;
@@ -483,6 +484,7 @@ int ZmtpGate::enforce_deadlines() {
       auto due = p.last_message + limits_.unauthenticated;
       if (now >= due) {
         if (doors_[p.door].idle_close_said) {
+          note_quiet_close(p.door);  // its disconnect is not news either
           close_quietly(p);
         } else {
           doors_[p.door].idle_close_said = true;
@@ -514,6 +516,19 @@ void ZmtpGate::refuse(Passage& p, const std::string& why) {
 void ZmtpGate::close_quietly(Passage& p) {
   p.done = true;
   closing_.push_back(p.id);
+}
+
+void ZmtpGate::note_quiet_close(size_t door) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++quiet_closes_[doors_[door].channel];
+}
+
+bool ZmtpGate::take_quiet_close(const std::string& channel) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = quiet_closes_.find(channel);
+  if (it == quiet_closes_.end() || it->second == 0) return false;
+  --it->second;
+  return true;
 }
 
 // Past the budget, the unauthenticated connection holding the most unfinished bytes goes, until

@@ -79,6 +79,9 @@ class ZmtpGate {
   void refused(const std::string& channel, std::string identity);
   // "<channel>: <why>" for each connection refused since the last call.
   std::vector<std::string> take_refusals();
+  // Whether a disconnect on `channel` is one the gate closed quietly (counted off once): the
+  // front door logs every other disconnect.
+  bool take_quiet_close(const std::string& channel);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -104,6 +107,7 @@ class ZmtpGate {
   void record_refusal(size_t door, const std::string& why);  // for take_refusals
   void refuse(Passage& p, const std::string& why);
   void close_quietly(Passage& p);  // closed, with nothing for the log
+  void note_quiet_close(size_t door);
   void enforce_budget();
   void watch(Passage& p);
   void close(uint64_t id);
@@ -116,7 +120,8 @@ class ZmtpGate {
   uint64_t next_id_ = 1;
   std::mutex mutex_;  // refusals_ and authenticated_, shared with the front door's thread
   std::vector<std::string> refusals_;
-  struct Word {  // the front door's, on one message
+  std::map<std::string, int> quiet_closes_;  // by channel, under mutex_
+  struct Word {                              // the front door's, on one message
     std::string channel, identity;
     bool accepted;
   };
