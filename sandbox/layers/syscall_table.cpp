@@ -115,8 +115,8 @@ const Group kGroups[] = {
      ENOSYS,
      "counts the host keeps for a user or the machine, not the sandbox: a session holding "
      "aio contexts (fs.aio-max-nr) or inotify/fanotify instances (per host user) made the host's "
-     "own io_setup and file watchers fail (the outside red team's third pass); watchers fall "
-     "back to polling",
+     "own io_setup and file watchers fail (the outside red team's third pass); a watcher must "
+     "poll instead",
      {"io_setup", "inotify_init", "inotify_init1", "fanotify_init"}},
     {kRefused,
      ENOSYS,
