@@ -279,6 +279,25 @@ def test_symlinks_and_folders_count_toward_the_quota():
         shutil.rmtree(ws, ignore_errors=True)
 
 
+def test_no_name_is_made_deeper_than_the_quota_reads():
+    """The outside red team's third pass: a file below 130 folders was masked by the survey and
+    never counted (301 MiB under --workspace-quota 32M, left on the host). The rule refuses a
+    name 128 folders down; the control, 127 down, is made."""
+    ws = sandbox_writable_dir("belljar-guard-deep-")
+    code = (f"import os\nos.chdir({str(ws)!r})\n"
+            "os.makedirs('/'.join(['a'] * 127))\nprint('127 made', flush=True)\n"
+            "os.makedirs('/'.join(['a'] * 130))\n")
+    try:
+        with running_kernel(flags=["--workspace-quota", "32M"], workspace=str(ws)) as (km, kc):
+            reply, out = execute(kc, code, timeout=60)
+            assert "127 made" in stdout_of(out)
+            assert reply["content"]["ename"] == "PermissionError", reply["content"]
+            assert (ws / "/".join(["a"] * 127)).is_dir()
+            assert not (ws / "/".join(["a"] * 128)).exists()
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 @pytest.mark.parametrize("isolation", ["strict", "none"])
 def test_the_kernels_connection_file_and_jupyters_runtime_directory_are_masked(isolation):
     """A workspace that is (or holds) a home holds Jupyter's runtime directory: this kernel's

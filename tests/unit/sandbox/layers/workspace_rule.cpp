@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sandbox/layers/workspace_guard.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/os/path_parts.hpp"
 #include "sandbox_harness.hpp"
@@ -29,6 +30,24 @@ TEST_CASE("ordinary files and folders are the sandbox's to change", "[workspace_
   for (const char* path : {"data.csv", "proj/out/figure.png", "a/b/c/d.txt", "notes..txt", "x.git",
                            "venv/lib/python3.11/thing.py"})
     CHECK_FALSE(refused(rule, path));
+}
+
+// The outside red team's third pass: a file below 130 folders was masked by the quota's survey
+// and never counted (301 MiB under a 32M quota). No name is made deeper than the survey reads.
+TEST_CASE("nothing deeper than the quota's survey reads is the sandbox's", "[workspace_rule]") {
+  WorkspaceRule rule({}, {"deep"});
+  auto nested = [](size_t depth) {
+    std::string path = "a";
+    for (size_t i = 1; i < depth; ++i) path += "/a";
+    return path;
+  };
+  CHECK_FALSE(refused(rule, nested(kMaxDepth - 1), NameChange::make_folder));
+  CHECK_FALSE(refused(rule, nested(kMaxDepth - 1)));
+  CHECK(refused(rule, nested(kMaxDepth), NameChange::make_folder));
+  CHECK(refused(rule, nested(kMaxDepth)));
+  CHECK(refused(rule, nested(kMaxDepth + 5)));
+  // Whatever --writable opens: the survey masks it all the same.
+  CHECK(refused(rule, "deep/" + nested(kMaxDepth - 1), NameChange::make_folder));
 }
 
 TEST_CASE("a dot-path anywhere on the way is closed", "[workspace_rule]") {
