@@ -15,7 +15,6 @@
 // rebuilds every model from the kernel's `update_states` (round three: an HTML value set to
 // markup after display ran there, raw); on the allow kernel the probe runs again after the reload.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,8 +23,8 @@ import { after, before, describe, it } from 'node:test';
 
 import {
   BELLJAR, FRONTENDS, ISOLATION, LAB_FRONTENDS, PANEL, SANDBOX_PYTHON, SOURCE, allCellsDone, allCellsRan, bounded,
-  endSuite, freePort, jupyterEnvironment, kernelReady, labMenu, launchChromium, openInLab, said, start,
-  startJupyterLab, whenPage, withDeadline,
+  endSuite, freePort, installOutputKernels, jupyterEnvironment, kernelReady, labMenu, launchChromium, notebookJson,
+  openInLab, said, start, startJupyterLab, whenPage, withDeadline,
 } from './harness.mjs';
 
 const FRONTEND_NAME = process.env.BELLJAR_FRONTEND ?? 'classic';
@@ -221,16 +220,6 @@ function labVectors(origin, prefix, e, js, img) {
   };
 }
 
-function notebook(cells, kernel) {
-  return JSON.stringify({
-    nbformat: 4, nbformat_minor: 5,
-    metadata: { kernelspec: { name: kernel, display_name: kernel, language: 'python' } },
-    cells: Object.entries(cells).map(([id, source]) => ({
-      cell_type: 'code', id: crypto.randomUUID().slice(0, 8), metadata: { tags: [id] },
-      execution_count: null, outputs: [], source,
-    })),
-  }, null, 1);
-}
 
 // In the page (JupyterLab): MathJax has typeset every LaTeX output and widget label of the notebook
 // in view that holds TeX (JupyterLab typesets after the cell is done, on its own schedule).
@@ -270,11 +259,7 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
   async function setUp() {
     for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
     fs.chmodSync(dirs.notebooks, 0o777);
-    for (const [name, mode] of [['belljar', []], ['belljar-allow', ['--active-output', 'allow']]]) {
-      const install = spawnSync(BELLJAR, ['install', '--prefix', dirs.prefix, '--name', name, '--python', PYTHON,
-        '--timeout', '30', '--isolation', ISOLATION, ...mode], { encoding: 'utf8' });
-      assert.equal(install.status, 0, `belljar install: ${install.stderr}`);
-    }
+    installOutputKernels(dirs.prefix, PYTHON, ISOLATION);
     if (CLASSIC) {
       const port = await freePort();
       base = `http://127.0.0.1:${port}`;
@@ -365,7 +350,7 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
   // Runs the notebook, waits for the probes (`mustRun` among them) to run and settle, and says
   // what happened.
   async function runNotebook(file, kernel, cells, mustRun) {
-    fs.writeFileSync(path.join(dirs.notebooks, file), notebook(cells, kernel));
+    fs.writeFileSync(path.join(dirs.notebooks, file), notebookJson(cells, kernel));
     const firstLine = consoleLines.length;
     const { page, clicked } = await runAll(file);
     await probesSettled(page, firstLine, mustRun);
@@ -400,7 +385,7 @@ describe(`active output in ${FRONTEND.title} in headless Chromium`, () => {
     const id = `${prefix}${RELOAD_VECTOR}`;
     const cell = 'from IPython.display import display\nimport ipywidgets as w\n' +
       `h = w.HTML(value='<b>kept</b>')\ndisplay(h)\nh.value = ${py(`<img src="x" onerror="${evalOf(id, base)}"><b>kept</b>`)}`;
-    fs.writeFileSync(path.join(dirs.notebooks, file), notebook({ [RELOAD_VECTOR]: cell }, kernel));
+    fs.writeFileSync(path.join(dirs.notebooks, file), notebookJson({ [RELOAD_VECTOR]: cell }, kernel));
     const firstRun = consoleLines.length;
     const page = await context.newPage();
     await openInLab(page, { base, token, frontend: FRONTEND, file, workspace: path.basename(file, '.ipynb'), timeoutMs: 90_000 });

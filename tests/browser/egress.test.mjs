@@ -12,7 +12,6 @@
 // each HTML vector in a frame without a sandbox, against a second collector: those listed in
 // CONTROL_REACHES must reach it, so the probes work and the test can fail.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import dgram from 'node:dgram';
 import fs from 'node:fs';
@@ -22,8 +21,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  BELLJAR, FRONTENDS, ISOLATION, LAB_FRONTENDS, PANEL, SANDBOX_PYTHON, SOURCE, allCellsRan, endSuite, labMenu,
-  launchChromium, openInLab, startJupyterLab, whenPage, withDeadline,
+  BELLJAR, FRONTENDS, ISOLATION, LAB_FRONTENDS, PANEL, SANDBOX_PYTHON, SOURCE, allCellsRan, endSuite,
+  installOutputKernels, labMenu, launchChromium, notebookJson, openInLab, startJupyterLab, whenPage, withDeadline,
 } from './harness.mjs';
 
 const FRONTEND = LAB_FRONTENDS[process.env.BELLJAR_FRONTEND ?? 'lab'];
@@ -143,16 +142,6 @@ def show_json(mime, value, metadata=None):
   return { ...cells, ...PY_VECTORS };
 }
 
-function notebook(cells, kernel) {
-  return JSON.stringify({
-    nbformat: 4, nbformat_minor: 5,
-    metadata: { kernelspec: { name: kernel, display_name: kernel, language: 'python' } },
-    cells: Object.entries(cells).map(([id, source]) => ({
-      cell_type: 'code', id: crypto.randomUUID().slice(0, 8), metadata: { tags: [id] },
-      execution_count: null, outputs: [], source,
-    })),
-  }, null, 1);
-}
 
 // An HTTP server and a UDP socket on one loopback port: everything that arrives is recorded.
 async function startCollector() {
@@ -207,11 +196,7 @@ describe(`what output may make the browser send, in ${FRONTEND.title} in headles
       await withDeadline((async () => {
         for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
         fs.chmodSync(dirs.notebooks, 0o777);
-        for (const [name, mode] of [['belljar', []], ['belljar-allow', ['--active-output', 'allow']]]) {
-          const install = spawnSync(BELLJAR, ['install', '--prefix', dirs.prefix, '--name', name, '--python', SANDBOX_PYTHON,
-            '--timeout', '30', '--isolation', ISOLATION, ...mode], { encoding: 'utf8' });
-          assert.equal(install.status, 0, `belljar install: ${install.stderr}`);
-        }
+        installOutputKernels(dirs.prefix, SANDBOX_PYTHON, ISOLATION);
         collector = await startCollector();
         controlCollector = await startCollector();
         ({ server, base } = await startJupyterLab({ frontend: FRONTEND, frontends: FRONTENDS, dirs, token }));
@@ -244,7 +229,7 @@ describe(`what output may make the browser send, in ${FRONTEND.title} in headles
   // Opens the notebook, runs every cell, and waits until every frame of the page has loaded
   // (its subresources fetched or refused). Returns each cell's output text.
   async function runNotebook(file, kernel, cells) {
-    fs.writeFileSync(path.join(dirs.notebooks, file), notebook(cells, kernel));
+    fs.writeFileSync(path.join(dirs.notebooks, file), notebookJson(cells, kernel));
     const page = await context.newPage();
     await openInLab(page, { base, token, frontend: FRONTEND, file, workspace: path.basename(file, '.ipynb'), timeoutMs: 90_000 });
     await labMenu(page, 'Run', 'Run All Cells');

@@ -3,6 +3,7 @@
 // "every cell has run and all its output is in".
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -19,6 +20,30 @@ export const FRONTENDS = process.env.BELLJAR_FRONTENDS ?? path.join(SOURCE, 'bui
 export const SANDBOX_PYTHON = process.env.BELLJAR_SANDBOX_VENV_PYTHON
   ?? path.join(SOURCE, 'build', 'venvs', 'sandbox-python', 'bin', 'python');
 export const ISOLATION = process.env.BELLJAR_TEST_ISOLATION ?? 'strict';
+
+// A notebook of code cells for `kernel`: a list of sources, or {tag: source} (each cell tagged,
+// so a test finds its output by the vector's name).
+export function notebookJson(cells, kernel) {
+  const entries = Array.isArray(cells) ? cells.map((source) => [null, source]) : Object.entries(cells);
+  return JSON.stringify({
+    nbformat: 4, nbformat_minor: 5,
+    metadata: { kernelspec: { name: kernel, display_name: kernel, language: 'python' } },
+    cells: entries.map(([tag, source]) => ({
+      cell_type: 'code', id: crypto.randomUUID().slice(0, 8), metadata: tag === null ? {} : { tags: [tag] },
+      execution_count: null, outputs: [], source,
+    })),
+  }, null, 1);
+}
+
+// The two kernelspecs the output suites compare: `belljar` (the default --active-output) and
+// `belljar-allow`, the control that lets everything through.
+export function installOutputKernels(prefix, python, isolation) {
+  for (const [name, mode] of [['belljar', []], ['belljar-allow', ['--active-output', 'allow']]]) {
+    const install = spawnSync(BELLJAR, ['install', '--prefix', prefix, '--name', name, '--python', python,
+      '--timeout', '30', '--isolation', isolation, ...mode], { encoding: 'utf8' });
+    assert.equal(install.status, 0, `belljar install: ${install.stderr}`);
+  }
+}
 
 // fetch's options with a deadline: a server that never answers fails the step instead of
 // holding the test until ctest's timeout.

@@ -9,7 +9,6 @@
 // attack on an `allow` kernel in a second tab of the same page: there it does restyle the first
 // tab's notice, caption and toolbar, so the probe works and the test can fail.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,8 +16,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  BELLJAR, FRONTENDS, ISOLATION, LAB_FRONTENDS, PANEL, SANDBOX_PYTHON, SOURCE, allCellsRan, endSuite, kernelReady,
-  labMenu, launchChromium, openInLab, startJupyterLab, whenPage, withDeadline,
+  BELLJAR, FRONTENDS, ISOLATION, LAB_FRONTENDS, PANEL, SANDBOX_PYTHON, SOURCE, allCellsRan, endSuite,
+  installOutputKernels, kernelReady, labMenu, launchChromium, notebookJson, openInLab, startJupyterLab, whenPage,
+  withDeadline,
 } from './harness.mjs';
 
 const FRONTEND = LAB_FRONTENDS[process.env.BELLJAR_FRONTEND ?? 'lab'];
@@ -49,15 +49,6 @@ function cells(framed) {
   ];
 }
 
-function notebook(sources, kernel) {
-  return JSON.stringify({
-    nbformat: 4, nbformat_minor: 5,
-    metadata: { kernelspec: { name: kernel, display_name: kernel, language: 'python' } },
-    cells: sources.map((source) => ({
-      cell_type: 'code', id: crypto.randomUUID().slice(0, 8), metadata: {}, execution_count: null, outputs: [], source,
-    })),
-  }, null, 1);
-}
 
 // In the page: how belljar's notice, the frame's caption and the toolbar's kernel name of the
 // first notebook (`panel`, a selector) look, and what is under the kernel name and the caption.
@@ -106,15 +97,11 @@ describe(`an output's styles stay in its box, in ${FRONTEND.title} in headless C
       await withDeadline((async () => {
         for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
         fs.chmodSync(dirs.notebooks, 0o777);
-        for (const [name, mode] of [['belljar', []], ['belljar-allow', ['--active-output', 'allow']]]) {
-          const install = spawnSync(BELLJAR, ['install', '--prefix', dirs.prefix, '--name', name, '--python', SANDBOX_PYTHON,
-            '--timeout', '30', '--isolation', ISOLATION, ...mode], { encoding: 'utf8' });
-          assert.equal(install.status, 0, `belljar install: ${install.stderr}`);
-        }
+        installOutputKernels(dirs.prefix, SANDBOX_PYTHON, ISOLATION);
         ({ server, base } = await startJupyterLab({ frontend: FRONTEND, frontends: FRONTENDS, dirs, token }));
         context = await launchChromium(dirs.chromium);
-        fs.writeFileSync(path.join(dirs.notebooks, 'styles.ipynb'), notebook(cells(false), 'belljar'));
-        fs.writeFileSync(path.join(dirs.notebooks, 'control.ipynb'), notebook(cells(true), 'belljar-allow'));
+        fs.writeFileSync(path.join(dirs.notebooks, 'styles.ipynb'), notebookJson(cells(false), 'belljar'));
+        fs.writeFileSync(path.join(dirs.notebooks, 'control.ipynb'), notebookJson(cells(true), 'belljar-allow'));
         page = await context.newPage();
         await openInLab(page, { base, token, frontend: FRONTEND, file: 'styles.ipynb', workspace: 'styles', timeoutMs: 90_000 });
         // The first cell alone: belljar's notice and caption, before any attack.
