@@ -96,13 +96,15 @@ void reap(pid_t pid) {
 
 struct ProcStat {
   pid_t ppid = 0;
-  double cpu = 0;  // utime + stime + cutime + cstime, seconds
+  double cpu = 0;      // utime + stime + cutime + cstime, seconds
+  double own_cpu = 0;  // utime + stime: a thread's own, read from its task's stat
   bool ok = false;
 };
 
-ProcStat read_stat(pid_t pid) {
+// A /proc/PID/stat or /proc/PID/task/TID/stat (the same fields).
+ProcStat read_stat_file(const std::string& path) {
   ProcStat st;
-  std::string text = read_small_file("/proc/" + std::to_string(pid) + "/stat", 4096);
+  std::string text = read_small_file(path, 4096);
   // After the command name (which may hold spaces and parentheses): state, ppid, ... utime is
   // the 12th field from there, stime, cutime and cstime follow.
   auto close = text.rfind(')');
@@ -113,11 +115,16 @@ ProcStat read_stat(pid_t pid) {
   auto ppid = parse_unsigned(f[1]);
   if (!ppid) return st;
   st.ppid = static_cast<pid_t>(*ppid);
-  uint64_t ticks_used = 0;
-  for (size_t i = 11; i <= 14; ++i) ticks_used += parse_unsigned(f[i]).value_or(0);
-  st.cpu = static_cast<double>(ticks_used) / ticks;
+  auto field = [&f](size_t i) { return parse_unsigned(f[i]).value_or(0); };
+  uint64_t own = field(11) + field(12), children = field(13) + field(14);
+  st.own_cpu = static_cast<double>(own) / ticks;
+  st.cpu = static_cast<double>(own + children) / ticks;
   st.ok = true;
   return st;
+}
+
+ProcStat read_stat(pid_t pid) {
+  return read_stat_file("/proc/" + std::to_string(pid) + "/stat");
 }
 
 // CPU of a process and every live descendant (reaped ones are in their parents' c*time).
@@ -152,15 +159,9 @@ pid_t broker_thread(pid_t warden) {
 
 // One thread's own CPU (utime + stime), seconds; < 0 once it is gone.
 double thread_cpu(pid_t process, pid_t thread) {
-  std::string text = read_small_file(
-      "/proc/" + std::to_string(process) + "/task/" + std::to_string(thread) + "/stat", 4096);
-  auto close = text.rfind(')');
-  if (close == std::string::npos) return -1;
-  auto f = words(std::string_view(text).substr(close + 1));
-  if (f.size() < 13) return -1;
-  static const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  uint64_t used = parse_unsigned(f[11]).value_or(0) + parse_unsigned(f[12]).value_or(0);
-  return static_cast<double>(used) / ticks;
+  ProcStat st = read_stat_file("/proc/" + std::to_string(process) + "/task/" +
+                               std::to_string(thread) + "/stat");
+  return st.ok ? st.own_cpu : -1;
 }
 
 uint64_t vm_hwm(pid_t pid) {
