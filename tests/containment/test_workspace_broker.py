@@ -1040,18 +1040,10 @@ def test_the_quota_counts_a_folder_an_acl_would_have_hidden():
 
 # --- Python environments by their shape (the third pass): a conda environment has no
 # pyvenv.cfg, and its sitecustomize.py and etc/conda/activate.d ran in the host's next python
-# and `conda activate`.
+# and `conda activate`. Run after ATTEMPT.
 
 ENVIRONMENT_PLANTS = """
-import os, json
 os.chdir({ws!r})
-results = {{}}
-def attempt(name, action):
-    try:
-        action()
-        results[name] = 'done'
-    except OSError as e:
-        results[name] = type(e).__name__
 def write(path, text='import os\\n'):
     with open(path, 'w') as f:
         f.write(text)
@@ -1098,7 +1090,7 @@ def test_a_conda_environment_is_a_python_environment_to_the_rule(mode):
     with fresh_workspace("belljar-broker-conda-") as ws:
         environment_workspace(ws)
         with kernel(mode, ws) as (km, kc):
-            reply, out = execute(kc, ENVIRONMENT_PLANTS.format(ws=str(ws)))
+            reply, out = execute(kc, ATTEMPT + ENVIRONMENT_PLANTS.format(ws=str(ws)))
             assert reply["content"]["status"] == "ok", out
             got = json.loads(stdout_of(out).split("RESULTS ", 1)[1].splitlines()[0])
             notices = stderr_of(out)
@@ -1114,7 +1106,7 @@ def test_a_conda_environment_is_a_python_environment_to_the_rule(mode):
 def test_control_outside_the_sandbox_the_environment_plants_land():
     with fresh_workspace("belljar-broker-conda-control-") as ws:
         environment_workspace(ws)
-        done = subprocess.run([PYTHON, "-c", ENVIRONMENT_PLANTS.format(ws=str(ws))],
+        done = subprocess.run([PYTHON, "-c", ATTEMPT + ENVIRONMENT_PLANTS.format(ws=str(ws))],
                               capture_output=True, text=True, check=True)
         got = json.loads(done.stdout.split("RESULTS ", 1)[1].splitlines()[0])
         # Every plant lands (the rename of conda-meta found it already moved with its folder).
