@@ -265,9 +265,15 @@ json apply_active_output(const json& data, ActiveOutput mode, const WidgetModels
       // document is drawn as an <img> by JupyterLab and Notebook 7, but Notebook 6 puts it into
       // the page: its <style> rules apply inside its own root only.
       bool is_html = mime == "text/html";
-      std::string scope = style_scope();
+      std::string scope = is_html ? style_scope() : "";
       MarkupVerdict verdict =
           check_markup(*text, is_html ? MarkupKind::html : MarkupKind::svg, scope);
+      // An SVG document without a <style> is sent as it is (its bytes, as ipykernel's); one with
+      // is read again, its rules scoped to its root.
+      if (!is_html && verdict.has_style) {
+        scope = style_scope();
+        verdict = check_markup(*text, MarkupKind::svg, scope);
+      }
       if (is_html && verdict.styled) verdict.canonical = contained_markup(verdict.canonical, scope);
       if (is_html) html_of_bundle = verdict.canonical;
       if (verdict.inert) {

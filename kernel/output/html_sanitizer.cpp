@@ -561,6 +561,7 @@ class MarkupReader {
     verdict.findings = std::move(findings_);
     verdict.canonical = std::move(out_);
     verdict.styled = styled_;
+    verdict.has_style = has_style_;
     return verdict;
   }
 
@@ -854,7 +855,7 @@ class MarkupReader {
     }
     // An SVG document's root is where Notebook 6 puts it, in the page, with no box of ours
     // around it: a style there (position: fixed) would reach past the output.
-    bool document_root = kind_ == MarkupKind::svg && !scope_.empty() && stack_.empty();
+    bool document_root = kind_ == MarkupKind::svg && stack_.empty();
     // Only an <svg> root is foreign content there: a <g> root would be an unknown HTML element
     // and an <svg> inside it a box of the page (the outside red team's third pass).
     if (document_root && name != "svg") {
@@ -876,7 +877,7 @@ class MarkupReader {
     } else {
       out_ += ">";
       push(name, spelled, true, false);
-      if (document_root) {
+      if (document_root && !scope_.empty()) {
         // Its <style> rules apply inside the scope only (CssScoper), so the content is put in
         // an element of that class: drawn as an <img> or put into the page, it looks the same.
         out_ += "<g class=\"" + std::string(scope_) + "\">";
@@ -900,6 +901,7 @@ class MarkupReader {
       return;
     }
     styled_ = true;
+    has_style_ = true;
     out_ += "<" + spelled + checked_attributes("style", attributes) + ">";
     out_ += *kept;
     out_ += "</" + spelled + ">";
@@ -928,6 +930,7 @@ class MarkupReader {
   bool break_tex_;
   std::string_view scope_;  // the output's box: <style> rules apply inside it only
   bool styled_ = false;     // MarkupVerdict::styled
+  bool has_style_ = false;
   size_t pos_ = 0;
   bool seen_content_ = false;
   std::vector<Open> stack_;

@@ -41,6 +41,7 @@ struct MarkupVerdict {
   // It can be styled beyond what the page gives each kind of element: a <style>, an attribute
   // (class, id, style, SVG's presentation), an <svg>. Then it goes in its box (contained_markup).
   bool styled = false;
+  bool has_style = false;  // it keeps a <style> element (an SVG document is scoped only then)
 };
 
 // scope: a class name unique to the output (style_scope()). Given, every <style> rule is
