@@ -353,9 +353,14 @@ class Judge {
       }
       return outside_roots(at.parent.get());
     }
-    std::optional<std::string> why = settings_.rule.refusal(
-        *relative, change == Change::make_folder ? NameChange::make_folder : NameChange::other);
-    if (!why && in_environment(at)) why = "inside a Python environment";
+    // An environment found on disk first: its reason is the more telling one (a sitecustomize.py
+    // there is also a module of the host's by name), and no --writable opens it.
+    std::optional<std::string> why;
+    if (in_environment(at))
+      why = "inside a Python environment";
+    else
+      why = settings_.rule.refusal(
+          *relative, change == Change::make_folder ? NameChange::make_folder : NameChange::other);
     if (!why) return 0;
     refuse_({joined(*relative), change_name(change), *why});
     return change == Change::mode || change == Change::owner || change == Change::times ? EPERM

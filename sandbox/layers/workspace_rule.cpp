@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandbox/layers/host_modules.hpp"
 #include "sandbox/layers/workspace_guard.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/os/path_parts.hpp"
@@ -67,6 +68,24 @@ bool holds_matching(int dir, const char* folder, const char* glob, bool folders_
   }
   ::closedir(stream);
   return found;
+}
+
+// Whether the last component of `relative` would be imported, by a host Python started in its
+// folder, in place of a module of the host's (host_modules.hpp): a module file of such a name, a
+// link or rename to the bare name (a link to a package is a package), or the `__init__` that
+// makes a folder of such a name a package. A new plain folder is only a namespace portion, which
+// yields to the real module; it may be made, and its `__init__` may not.
+bool shadows_host_module(const std::vector<std::string>& relative, NameChange change) {
+  const std::string& name = relative.back();
+  std::string_view module = module_of(name);
+  if (module.empty()) return false;
+  if (module == "__init__") {
+    if (relative.size() < 2) return false;
+    const std::string& folder = relative[relative.size() - 2];
+    return module_of(folder) == folder && host_module_name(folder);
+  }
+  if (!host_module_name(module)) return false;
+  return module.size() != name.size() || change != NameChange::make_folder;
 }
 
 }  // namespace
@@ -156,6 +175,9 @@ std::optional<std::string> WorkspaceRule::refusal(const std::vector<std::string>
     }
     if (environment_part(relative, i)) return "inside a Python environment";
   }
+  if (shadows_host_module(relative, change))
+    return "a module of the host's Python by name, which Python started in this folder imports "
+           "(a stock Jupyter kernel, python -m, pip)";
   return std::nullopt;
 }
 

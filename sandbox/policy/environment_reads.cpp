@@ -5,7 +5,7 @@
 namespace belljar {
 
 namespace {
-constexpr std::array<EnvironmentRead, 23> kReads = {{
+constexpr std::array<EnvironmentRead, 24> kReads = {{
     {"*", "kernel/session/reactor.cpp",
      "the values of the names --secret binds (read once at start, put into the proxy's "
      "requests) and of --pass-env/--set-env names, which output masks"},
@@ -29,6 +29,9 @@ constexpr std::array<EnvironmentRead, 23> kReads = {{
     {"XDG_DATA_HOME", "kernel/command_line/kernelspec.cpp",
      "where `belljar install` writes the kernelspec"},
     {"HOME", "kernel/command_line/kernelspec.cpp", "where `belljar install` writes the kernelspec"},
+    {"HOME", "sandbox/policy/policy.cpp",
+     "whether the workspace is the user's home, which adds /bin to the protected names (a login "
+     "shell's PATH holds ~/bin); it can only add protection"},
     {"PYENV_VERSION", "sandbox/policy/interpreter.cpp",
      "which interpreter a pyenv shim given to --python resolves to, at install time (baked into "
      "the kernelspec's argv)"},

@@ -1,6 +1,8 @@
 #include "sandbox/policy/policy.hpp"
 
 #include <arpa/inet.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -107,11 +109,34 @@ const std::vector<std::string>& default_protected_patterns() {
   return patterns;
 }
 
+namespace {
+
+// Whether `workspace` is the home of the user running the kernel, by $HOME (what a login shell's
+// ~/.profile reads) or by the password database.
+bool users_home(const fs::path& workspace) {
+  std::error_code ec;
+  auto same = [&](const char* home) {
+    return home && *home == '/' && fs::equivalent(workspace, home, ec);
+  };
+  const passwd* entry = ::getpwuid(::geteuid());
+  return same(::getenv("HOME")) || (entry && same(entry->pw_dir));
+}
+
+}  // namespace
+
 std::vector<std::string> protected_patterns(const Policy& policy) {
   std::vector<std::string> patterns;
+  auto lifted = [&](const std::string& pattern) {
+    return std::find(policy.writable.begin(), policy.writable.end(), pattern) !=
+           policy.writable.end();
+  };
   for (const auto& pattern : default_protected_patterns())
-    if (std::find(policy.writable.begin(), policy.writable.end(), pattern) == policy.writable.end())
-      patterns.push_back(pattern);
+    if (!lifted(pattern)) patterns.push_back(pattern);
+  // A workspace that is the user's home: Debian's ~/.profile puts ~/bin first on a login
+  // shell's PATH, so a `bin/git` the sandbox left there would run as the host's next git (the
+  // outside attack on round three).
+  if (!policy.workspace.empty() && users_home(policy.workspace) && !lifted("/bin"))
+    patterns.push_back("/bin");
   patterns.insert(patterns.end(), policy.protect.begin(), policy.protect.end());
   return patterns;
 }

@@ -25,6 +25,7 @@ import zipfile
 import pytest
 
 from belljar_testing import (
+    FRONTENDS,
     NO_NAMESPACES,
     PYTHON,
     SOURCE,
@@ -63,10 +64,10 @@ def fresh_workspace(prefix):
         shutil.rmtree(ws, ignore_errors=True)
 
 
-def kernel(mode, ws, flags=()):
+def kernel(mode, ws, flags=(), env=None):
     wrapper, isolation = MODES[mode]
     return running_kernel(flags=["--timeout", "30", *isolation, *flags], workspace=str(ws),
-                          wrapper=wrapper)
+                          wrapper=wrapper, env=env)
 
 
 def results_of(kc, code):
@@ -110,6 +111,9 @@ PLANTS = {
     "local bin": (".local/bin/ls", "#!/bin/sh\ntouch {marker}\n"),
     "autostart": (".config/autostart/evil.desktop", "[Desktop Entry]\nExec=touch {marker}\n"),
     "bashrc": (".bashrc", "touch {marker}\n"),
+    # Debian's ~/.profile puts ~/bin first on a login shell's PATH (the outside attack on round
+    # three): protected when the workspace is the kernel's $HOME.
+    "home bin": ("bin/git", "#!/bin/sh\ntouch {marker}\n"),
 }
 
 
@@ -128,7 +132,7 @@ def test_a_home_directory_as_the_workspace_gets_no_start_up_file(mode):
     marker = home.parent / (home.name + "-PWNED")
     before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
     try:
-        with kernel(mode, home) as (km, kc):
+        with kernel(mode, home, env={"HOME": str(home)}) as (km, kc):
             got, notices = results_of(kc, plant_cell(home, marker))
             assert got == {name: "PermissionError" for name in PLANTS}, got
             # Each refusal is said in the cell, once per path.
@@ -143,6 +147,8 @@ def test_a_home_directory_as_the_workspace_gets_no_start_up_file(mode):
         subprocess.run([GIT, "init", "-q", str(home / "proj")], env=env, check=True)
         subprocess.run([GIT, "-C", str(home / "proj"), "status"], env=env, capture_output=True)
         subprocess.run([PYTHON, "-c", "pass"], env=env, check=True)
+        subprocess.run(["sh", "-c", "git --version"], env={**env, "PATH": f"{home}/bin:/usr/bin:/bin"},
+                       capture_output=True)
         assert not marker.exists()
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -1189,3 +1195,74 @@ def test_control_outside_the_sandbox_the_refused_calls_reach_the_kernel():
     same = [name for name, (_, want) in refused.items() if got[name] == want]
     assert len(same) < len(refused) // 2, same
     assert got["setxattr"] == errno.EFAULT and got["mq_open"] == errno.EFAULT
+
+
+# --- Module names a host Python imports from its folder (the outside attack on round three):
+# `ipykernel_launcher.py` in a notebook's folder ran as the host user when JupyterLab started a
+# stock ipykernel there (`python -m ipykernel_launcher`, the folder first on sys.path), and
+# `readline.py` and `pip.py` did the same for `python -i` and `python -m pip`. Run after ATTEMPT.
+
+MODULE_PLANTS = """
+os.chdir({ws!r})
+def write(path, text="open('PWNED', 'w')\\n"):
+    with open(path, 'w') as f:
+        f.write(text)
+attempt('ipykernel_launcher.py', lambda: write('ipykernel_launcher.py'))
+attempt('readline.py', lambda: write('readline.py'))
+attempt('pip.py', lambda: write('course/pip.py'))
+attempt('zmq compiled', lambda: write('course/zmq.cpython-311-x86_64-linux-gnu.so', ''))
+attempt('json package', lambda: (os.mkdir('json'), write('json/__init__.py')))
+attempt('tornado link', lambda: os.symlink('pkg', 'tornado'))
+attempt('traitlets renamed', lambda: os.rename('pkg', 'traitlets'))
+attempt('runpy renamed', lambda: os.rename('helpers.py', 'runpy.py'))
+attempt('helpers.py', lambda: write('course/helpers.py'))
+attempt('a folder named json', lambda: os.path.isdir('json') or os.mkdir('json'))
+attempt('a package of its own', lambda: (os.mkdir('mine'), write('mine/__init__.py')))
+print('RESULTS ' + json.dumps(results))
+"""
+
+MODULES_REFUSED = ["ipykernel_launcher.py", "readline.py", "pip.py", "zmq compiled",
+                   "json package", "tornado link", "traitlets renamed", "runpy renamed"]
+MODULES_ALLOWED = ["helpers.py", "a folder named json", "a package of its own"]
+
+
+def module_workspace(ws):
+    (ws / "course").mkdir()
+    (ws / "pkg").mkdir()
+    (ws / "pkg/__init__.py").write_text("open('PWNED', 'w')\n")
+    (ws / "helpers.py").write_text("open('PWNED', 'w')\n")
+    open_to_all(ws)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_module_of_the_host_python_is_planted_by_name(mode):
+    with fresh_workspace("belljar-broker-modules-") as ws:
+        module_workspace(ws)
+        with kernel(mode, ws) as (km, kc):
+            reply, out = execute(kc, ATTEMPT + MODULE_PLANTS.format(ws=str(ws)))
+            assert reply["content"]["status"] == "ok", out
+            got = json.loads(stdout_of(out).split("RESULTS ", 1)[1].splitlines()[0])
+            notices = stderr_of(out)
+        assert got == {**{name: "PermissionError" for name in MODULES_REFUSED},
+                       **{name: "done" for name in MODULES_ALLOWED}}, got
+        assert "ipykernel_launcher.py (create: a module of the host's Python by name" in notices, \
+            notices
+        assert sorted(p.name for p in ws.iterdir()) == ["course", "helpers.py", "json", "mine", "pkg"]
+        assert sorted(p.name for p in (ws / "course").iterdir()) == ["helpers.py"]
+        assert list((ws / "json").iterdir()) == []
+
+
+def test_control_a_stock_kernel_started_in_the_folder_runs_the_launcher_found_there():
+    """How JupyterLab starts ipykernel for a notebook: `python -m ipykernel_launcher` with the
+    notebook's folder as its working directory, which Python puts first on sys.path."""
+    frontends_python = FRONTENDS / "bin" / "python"
+    with fresh_workspace("belljar-broker-modules-control-") as ws:
+        module_workspace(ws)
+        done = subprocess.run([PYTHON, "-c", ATTEMPT + MODULE_PLANTS.format(ws=str(ws))],
+                              capture_output=True, text=True, check=True)
+        got = json.loads(done.stdout.split("RESULTS ", 1)[1].splitlines()[0])
+        assert all(result == "done" for result in got.values()), got
+        (ws / "PWNED").unlink(missing_ok=True)
+        subprocess.run([str(frontends_python), "-m", "ipykernel_launcher", "--help"], cwd=ws,
+                       capture_output=True, timeout=60)
+        assert (ws / "PWNED").exists()

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sandbox/layers/host_modules.hpp"
 #include "sandbox/layers/workspace_guard.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/os/path_parts.hpp"
@@ -166,4 +167,47 @@ TEST_CASE("docs/security.md shows the environment table", "[workspace_rule]") {
     CHECK(text.find(std::string("\n| ") + shape.shape + " | ") != std::string::npos);
     CHECK(text.find(std::string(" | ") + shape.reason + " |\n") != std::string::npos);
   }
+}
+
+// The outside attack on round three: `ipykernel_launcher.py` in a notebook's folder ran as the
+// host user when a stock ipykernel started there (JupyterLab starts it with that folder as its
+// working directory, first on sys.path); `readline.py` did the same for `python -i`, `pip.py`
+// for `python -m pip`.
+TEST_CASE("a module of the host's Python by name is closed at any depth", "[workspace_rule]") {
+  WorkspaceRule rule;
+  for (const char* path :
+       {"ipykernel_launcher.py", "readline.py", "pip.py", "course/week1/zmq.py", "json.pyc",
+        "traitlets.cpython-311-x86_64-linux-gnu.so", "tornado.abi3.so", "runpy.py", "orjson.py",
+        "_sysconfigdata__x86_64-linux-gnu.py", "json/__init__.py", "a/zmq/__init__.cpython-311.so",
+        "IPython/__init__.pyc"})
+    CHECK(refused(rule, path));
+  // A bare name may be a link to a package, or a package renamed into place; a new folder is
+  // only a namespace portion, which yields to the real module, until its __init__ is made.
+  CHECK(refused(rule, "zmq"));
+  CHECK(refused(rule, "notebooks/json", NameChange::other));
+  CHECK_FALSE(refused(rule, "notebooks/json", NameChange::make_folder));
+  CHECK_FALSE(refused(rule, "json/data.py"));
+  CHECK_FALSE(refused(rule, "json/week1/__init__.py"));
+}
+
+TEST_CASE("a course's own module names stay the sandbox's", "[workspace_rule]") {
+  WorkspaceRule rule;
+  for (const char* path : {"helpers.py", "solution.py", "test_solution.py", "utils/__init__.py",
+                           "grading_helpers.py", "ipykernel_notes.txt", "json.txt", "random.csv",
+                           "pip.py.bak", "notes/zmq.md", "mypkg/__init__.py", "data/json.py.orig"})
+    CHECK_FALSE(refused(rule, path));
+}
+
+TEST_CASE("a module's name is what Python would import the entry as", "[workspace_rule]") {
+  CHECK(module_of("zmq.py") == "zmq");
+  CHECK(module_of("zmq.pyc") == "zmq");
+  CHECK(module_of("zmq.cpython-311-x86_64-linux-gnu.so") == "zmq");
+  CHECK(module_of("zmq") == "zmq");
+  CHECK(module_of("zmq.pyx").empty());
+  CHECK(module_of("zmq.py.bak").empty());
+  CHECK(module_of(".zmq.py").empty());
+  CHECK(host_module_name("ipykernel_launcher"));
+  CHECK(host_module_name("_sysconfigdata__linux_x86_64-linux-gnu"));
+  CHECK_FALSE(host_module_name("helpers"));
+  CHECK_FALSE(host_module_name("zmq.py"));
 }

@@ -1,6 +1,10 @@
 // Policy value parsers: sizes, durations, host rules, isolation modes.
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
 
 #include "sandbox/policy/policy.hpp"
 #include "usage_error.hpp"
@@ -173,4 +177,31 @@ TEST_CASE("every policy flag has help text", "[policy]") {
     INFO(flag);
     CHECK(found);
   }
+}
+
+// Debian's ~/.profile puts ~/bin first on a login shell's PATH: a workspace that is the user's
+// home protects its top-level bin, and no other workspace does.
+TEST_CASE("a workspace that is the user's home protects its bin", "[policy]") {
+  auto home =
+      std::filesystem::temp_directory_path() / ("belljar-unit-home-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(home / "proj");
+  const char* old = std::getenv("HOME");
+  std::string saved = old ? old : "";
+  ::setenv("HOME", home.c_str(), 1);
+  Policy policy;
+  policy.workspace = home;
+  auto patterns = protected_patterns(policy);
+  CHECK(std::count(patterns.begin(), patterns.end(), "/bin") == 1);
+  policy.workspace = home / "proj";
+  patterns = protected_patterns(policy);
+  CHECK(std::count(patterns.begin(), patterns.end(), "/bin") == 0);
+  policy.workspace = home;
+  policy.writable = {"/bin"};
+  patterns = protected_patterns(policy);
+  CHECK(std::count(patterns.begin(), patterns.end(), "/bin") == 0);
+  if (old)
+    ::setenv("HOME", saved.c_str(), 1);
+  else
+    ::unsetenv("HOME");
+  std::filesystem::remove_all(home);
 }
