@@ -2,7 +2,7 @@
 # Makes a throwaway certificate authority and server certificates signed by it, for the HTTPS
 # stand-ins of the demo and the tests: a secret bound with --secret only ever travels over TLS
 # that the kernel verifies, so the stand-in that plays "the real API" needs a certificate the
-# kernel can check (the kernel is pointed at ca.crt through SSL_CERT_FILE in its environment).
+# kernel can check (the kernelspec names ca.crt with --upstream-ca).
 #
 #   scripts/demo-ca.sh DIR [NAME...]      NAME: localhost when none is given
 #

@@ -22,14 +22,14 @@ export OPENAI_API_KEY=sk-demo-kernel-environment-secret-0123456789
 # The course's policy: a short time cap, and the key bound to the chat service, which is thereby
 # the one allowlisted host (--allow-local-net: localhost is a loopback name). Inside the sandbox
 # OPENAI_API_KEY is a placeholder; the egress proxy puts the real key into requests to that host.
-"$root/build/belljar" install --name belljar --python "$learner_python" --timeout 30 \
-  --secret "OPENAI_API_KEY@localhost:$port" --allow-local-net "localhost:$port" \
-  --set-env "CHAT_API_BASE=https://localhost:$port/v1"
-
-# The stand-in serves HTTPS with a demo CA made for this run; the kernel verifies it through
-# SSL_CERT_FILE in its own environment (the proxy injects a key only over TLS it verified).
+# The stand-in serves HTTPS with a demo CA made for this run, which the kernelspec names with
+# --upstream-ca (the proxy injects a key only over TLS it verified; the kernel's environment,
+# SSL_CERT_FILE included, never decides whom it trusts).
 rm -rf "$tls"
 "$root/scripts/demo-ca.sh" "$tls" localhost
+"$root/build/belljar" install --name belljar --python "$learner_python" --timeout 30 \
+  --secret "OPENAI_API_KEY@localhost:$port" --allow-local-net "localhost:$port" \
+  --upstream-ca "$tls/ca.crt" --set-env "CHAT_API_BASE=https://localhost:$port/v1"
 
 mkdir -p "$out"
 cp "$root/notebooks/walkthrough.ipynb" "$out/walkthrough.ipynb"
@@ -47,7 +47,7 @@ done
 
 cd "$out"
 # Executed by nbconvert, widget cells included, as a course's CI would run it.
-SSL_CERT_FILE="$tls/ca.crt" "$jupyter" nbconvert --to notebook --execute --inplace \
+"$jupyter" nbconvert --to notebook --execute --inplace \
   --ExecutePreprocessor.kernel_name=belljar --ExecutePreprocessor.timeout=300 walkthrough.ipynb
 "$jupyter" nbconvert --to html walkthrough.ipynb >/dev/null 2>&1
 echo

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 extern char** environ;
 
@@ -41,6 +43,21 @@ KernelOptions with_bound_secrets(KernelOptions options) {
   options.secrets = BoundSecrets::load(policy.secrets, environ);
   options.launch.secret_placeholders = options.secrets->placeholders();
   return options;
+}
+
+// --upstream-ca's files, read now. Never where the sandbox can write: a CA it could replace
+// would decide whom the next session's secrets are sent to.
+std::string upstream_ca_pem(const Policy& policy) {
+  std::string pem;
+  for (const auto& file : policy.upstream_ca) {
+    refuse_sandbox_writable(policy, "--upstream-ca", file.string());
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream text;
+    if (!in || !(text << in.rdbuf()))
+      throw UsageError("--upstream-ca " + file.string() + ": cannot read the file");
+    pem += text.str() + "\n";
+  }
+  return pem;
 }
 
 }  // namespace
@@ -86,7 +103,8 @@ Kernel::Kernel(KernelOptions options)
   if (!options_.policy.allow_net.empty() && options_.policy.isolation != Isolation::none) {
     try {
       egress_ = start_egress(options_.egress_module,
-                             {options_.policy.allow_net, EgressLimits{}, options_.secrets});
+                             {options_.policy.allow_net, EgressLimits{}, options_.secrets,
+                              upstream_ca_pem(options_.policy)});
     } catch (const std::exception& e) {
       throw SandboxError(e.what());  // the kernel refuses to start: no proxy, no way out
     }

@@ -507,7 +507,7 @@ void Connections::start_brokering(Connection& c, std::vector<const BoundSecret*>
   OpenSslPtr<SSL> client_tls = broker_.ca->server_session(c.host, error);
   if (!upstream_tls_) {
     try {
-      upstream_tls_.emplace();
+      upstream_tls_.emplace(broker_.upstream_ca_pem);
     } catch (const std::exception& e) {
       error = e.what();
     }

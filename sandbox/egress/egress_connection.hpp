@@ -83,6 +83,7 @@ struct Connection {
 struct SecretBroker {
   std::shared_ptr<const BoundSecrets> secrets;
   std::shared_ptr<SessionCa> ca;  // once handed to the proxy, used on its thread only
+  std::string upstream_ca_pem;    // --upstream-ca, beside the host's store (UpstreamTls)
   bool active() const { return secrets && !secrets->empty() && ca; }
 };
 

@@ -1,6 +1,8 @@
 // belljar-egress.so's entry point: the proxy (egress_proxy.hpp) behind the interface the
 // supervisor holds (sandbox/egress_api/egress_service.hpp). Everything else in the module is
 // hidden (-fvisibility=hidden, --exclude-libs): it neither exports nor interposes anything.
+#include <openssl/ssl.h>
+
 #include <type_traits>
 
 #include "sandbox/egress/egress_proxy.hpp"
@@ -20,6 +22,9 @@ SecretBroker broker_for(const EgressStart& start) {
     hosts.insert(hosts.end(), secret.hosts.begin(), secret.hosts.end());
   broker.secrets = start.secrets;
   broker.ca = std::make_shared<SessionCa>(hosts);
+  broker.upstream_ca_pem = start.upstream_ca_pem;
+  // A file with no certificate stops the kernel now, not the first request to the host.
+  if (!start.upstream_ca_pem.empty()) UpstreamTls check(start.upstream_ca_pem);
   return broker;
 }
 
@@ -45,6 +50,12 @@ class ProxyService final : public EgressService {
 
 extern "C" __attribute__((visibility("default"))) belljar::EgressService* belljar_egress_start(
     const belljar::EgressStart& start, std::string& error) {
+  // Before any other OpenSSL call: no configuration file (OPENSSL_CONF in the environment could
+  // name one that loads providers or changes what TLS accepts).
+  if (OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr) != 1) {
+    error = "OpenSSL could not be initialised";
+    return nullptr;
+  }
   return belljar::made_or_null(
       [&] { return new belljar::ProxyService(start, belljar::broker_for(start)); }, error);
 }

@@ -22,6 +22,20 @@ constexpr long kValidFor = 30L * 24 * 3600;  // longer than any kernel runs
   throw std::runtime_error("TLS setup: " + step + ": " + openssl_error_text());
 }
 
+// Every certificate in `pem` added to `store`; how many.
+size_t add_certificates(X509_STORE* store, const std::string& pem) {
+  BIO* in = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (!in) fail("BIO_new_mem_buf");
+  size_t added = 0;
+  while (X509* certificate = PEM_read_bio_X509(in, nullptr, nullptr, nullptr)) {
+    if (X509_STORE_add_cert(store, certificate) == 1) ++added;
+    X509_free(certificate);
+  }
+  BIO_free(in);
+  ERR_clear_error();  // the end of the text reads as an error
+  return added;
+}
+
 OpenSslPtr<EVP_PKEY> new_key() {
   OpenSslPtr<EVP_PKEY> key(EVP_EC_gen("P-256"));
   if (!key) fail("EVP_EC_gen(P-256)");
@@ -179,13 +193,22 @@ OpenSslPtr<SSL> SessionCa::server_session(const RequestHost& host, std::string& 
   }
 }
 
-UpstreamTls::UpstreamTls() : context_(SSL_CTX_new(TLS_client_method())) {
+UpstreamTls::UpstreamTls(const std::string& extra_pem)
+    : context_(SSL_CTX_new(TLS_client_method())) {
   if (!context_) fail("SSL_CTX_new(client)");
   SSL_CTX_set_min_proto_version(context_.get(), TLS1_2_VERSION);
   SSL_CTX_set_verify(context_.get(), SSL_VERIFY_PEER, nullptr);
   SSL_CTX_set_mode(context_.get(), SSL_MODE_ENABLE_PARTIAL_WRITE);
-  if (SSL_CTX_set_default_verify_paths(context_.get()) != 1)
-    fail("SSL_CTX_set_default_verify_paths");
+  // The built-in file and folder, as SSL_CTX_set_default_verify_paths would take them were
+  // SSL_CERT_FILE and SSL_CERT_DIR unset; either may be missing on a host.
+  X509_STORE* store = SSL_CTX_get_cert_store(context_.get());
+  X509_STORE_load_file(store, X509_get_default_cert_file());
+  X509_STORE_load_path(store, X509_get_default_cert_dir());
+  ERR_clear_error();
+  if (!extra_pem.empty()) {
+    size_t added = add_certificates(store, extra_pem);
+    if (added == 0) fail("--upstream-ca: no PEM certificate");
+  }
   static const unsigned char alpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
   SSL_CTX_set_alpn_protos(context_.get(), alpn, sizeof alpn);
 }

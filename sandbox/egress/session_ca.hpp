@@ -56,11 +56,14 @@ class SessionCa {
 };
 
 // The client side towards the real server: TLS 1.2 or later, the peer's certificate verified
-// against the host's trust store (OpenSSL's default paths, so SSL_CERT_FILE and SSL_CERT_DIR in
-// the kernel's environment are honoured) and its name (or address) checked; ALPN http/1.1.
+// against the host's trust store and the CAs of --upstream-ca, and its name (or address)
+// checked; ALPN http/1.1. The store is read by OpenSSL's built-in paths, never by
+// SSL_CERT_FILE or SSL_CERT_DIR: whatever can set a variable in the kernel's environment (a
+// server's, a spawner's configuration) must not decide whom a --secret is sent to.
 class UpstreamTls {
  public:
-  UpstreamTls();
+  // `extra_pem`: certificates to trust beside the host's store (may be empty).
+  explicit UpstreamTls(const std::string& extra_pem = {});
   OpenSslPtr<SSL> client_session(const RequestHost& host, std::string& error);
 
  private:

@@ -27,6 +27,9 @@ struct EgressStart {
   // The values bound to hosts (--secret); with any, the proxy makes the session's CA and
   // terminates TLS to those hosts. Null or empty: every tunnel is relayed untouched.
   std::shared_ptr<const BoundSecrets> secrets;
+  // --upstream-ca's certificates (PEM, read by the supervisor at start), trusted beside the
+  // host's store when the proxy verifies a bound host.
+  std::string upstream_ca_pem;
 };
 
 class EgressService {

@@ -291,6 +291,8 @@ nlohmann::json Policy::summary() const {
   for (auto& [name, value] : set_env) set_names.push_back(name);  // never the values
   nlohmann::json bound = nlohmann::json::array();
   for (auto& binding : secrets) bound.push_back(binding.text());  // names, never the values
+  nlohmann::json upstream = nlohmann::json::array();
+  for (auto& path : upstream_ca) upstream.push_back(path.string());
   return {{"isolation", isolation_name(isolation)},
           {"active_output", active_output_name(active_output)},
           {"workspace", workspace.string()},
@@ -301,6 +303,7 @@ nlohmann::json Policy::summary() const {
           {"pass_env", pass_env},
           {"set_env", set_names},
           {"secrets", bound},
+          {"upstream_ca", upstream},
           {"timeout_seconds", timeout_seconds},
           {"cpu_seconds", cpu_limit()},
           {"debug_pause_seconds", debug_pause_seconds},

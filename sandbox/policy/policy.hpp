@@ -57,6 +57,10 @@ struct Policy {
   std::vector<std::string> pass_env;
   std::vector<std::pair<std::string, std::string>> set_env;
   std::vector<SecretBinding> secrets;
+  // --upstream-ca: CA files the egress proxy also trusts when it verifies a --secret host's
+  // certificate. The host's trust store is read by its path, never through SSL_CERT_FILE or
+  // SSL_CERT_DIR: no variable of the kernel's environment decides where a secret may go.
+  std::vector<std::filesystem::path> upstream_ca;
   double timeout_seconds = 60;
   std::optional<double> cpu_seconds;  // per cell; the timeout when unset
   // Time a cell may spend paused in the debugger without it counting toward the timeout.

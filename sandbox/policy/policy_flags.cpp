@@ -237,6 +237,18 @@ const std::array kFlags = {
         .file_key = "secret-file",
         .apply = [](Policy& p, const std::string& f,
                     const std::string& v) { bind_secret(p, parse_secret_binding(f, v, true)); }},
+    PolicyFlag{
+        .name = "--upstream-ca",
+        .placeholder = "FILE",
+        .kind = FlagValue::path,
+        .repeatable = true,
+        .fallback = "the host's trust store only",
+        .meaning = "a CA (PEM) the egress proxy also trusts when it verifies a --secret host "
+                   "(repeatable; the host's store, by its path, always; SSL_CERT_FILE and "
+                   "SSL_CERT_DIR in the environment never); refused where the sandbox can write",
+        .file_key = "upstream-ca",
+        .apply = [](Policy& p, const std::string& f,
+                    const std::string& v) { p.upstream_ca.push_back(existing_path(f, v, false)); }},
     PolicyFlag{.name = "--timeout",
                .placeholder = "DURATION",
                .kind = FlagValue::duration,

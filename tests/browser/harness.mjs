@@ -324,7 +324,8 @@ export function launchChromium(userDataDir, viewport = { width: 1280, height: 90
 
 // The course as the demo sets it up (scripts/demo.sh): the chat stand-in on a free loopback port,
 // over HTTPS with a demo CA made for the run (in `tls`), wanting `serverSecret` as its key; and
-// the kernelspec `belljar` with the course's policy in a private prefix, its sandbox on `python`.
+// the kernelspec `belljar` with the course's policy in a private prefix (the demo CA trusted with
+// --upstream-ca), its sandbox on `python`.
 // Returns the stand-in's process and port.
 export async function startCourse({ source, belljar, prefix, tls, python, isolation, serverSecret }) {
   const ca = spawnSync(path.join(source, 'scripts', 'demo-ca.sh'), [tls, 'localhost'], { encoding: 'utf8' });
@@ -335,7 +336,7 @@ export async function startCourse({ source, belljar, prefix, tls, python, isolat
   const chatPort = (await said(chat, 'chat stand-in', /127\.0\.0\.1:(\d+)/, 20_000))[1];
   const install = spawnSync(belljar, ['install', '--prefix', prefix, '--name', 'belljar',
     '--python', python, '--timeout', '30', '--secret', `OPENAI_API_KEY@localhost:${chatPort}`,
-    '--allow-local-net', `localhost:${chatPort}`,
+    '--allow-local-net', `localhost:${chatPort}`, '--upstream-ca', path.join(tls, 'ca.crt'),
     '--set-env', `CHAT_API_BASE=https://localhost:${chatPort}/v1`, '--isolation', isolation],
   { encoding: 'utf8' });
   if (install.status !== 0) {

@@ -90,7 +90,6 @@ describe(`the learner in ${FRONTEND.title} in headless Chromium`, () => {
       frontend: FRONTEND, frontends: FRONTENDS, dirs, token,
       env: {
         OPENAI_API_KEY: SERVER_SECRET,  // the kernel inherits it; the sandbox must not
-        SSL_CERT_FILE: path.join(dirs.tls, 'ca.crt'),  // the kernel verifies the stand-in with it
       },
     }));
 

@@ -2,7 +2,7 @@
 // notebook opened in headless Chromium, Cell → Run All clicked, and what the page rendered
 // checked (text, the PNG plot, the pandas table, the limit's error, the network cells). As the
 // demo runs it: the chat stand-in serves HTTPS with a demo CA (scripts/demo-ca.sh) the kernel
-// trusts through SSL_CERT_FILE, and wants the course's key, which the kernel binds to it.
+// trusts with --upstream-ca, and wants the course's key, which the kernel binds to it.
 // Everything the server, the kernel and the browser write lives in one temporary directory;
 // a full-page screenshot and one of the widget exercise after its slider was dragged are kept in
 // BELLJAR_ARTIFACTS (printed at the end).
@@ -65,7 +65,6 @@ describe('the walkthrough in Jupyter Notebook in headless Chromium', () => {
     const env = {
       ...jupyterEnvironment(dirs),
       OPENAI_API_KEY: SERVER_SECRET,  // the kernel inherits it; the sandbox must not
-      SSL_CERT_FILE: path.join(dirs.tls, 'ca.crt'),  // the kernel verifies the stand-in with it
     };
     server = start(NOTEBOOK_SERVER, ['--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
       `--NotebookApp.token=${token}`, `--notebook-dir=${dirs.notebooks}`,

@@ -157,7 +157,7 @@ def test_probe_escapes_without_the_sandbox(unsandboxed, probe):
 class SecretBait:
     """A secret and the hosts it is for: an HTTPS echo it is bound to, a plain HTTP stand-in it
     is bound to, and an allowlisted HTTPS echo without a secret; certificates from a CA made
-    for the run, which the kernel trusts through SSL_CERT_FILE in its own environment."""
+    for the run, which the kernel trusts with --upstream-ca."""
     NAME = "BELLJAR_PROBE_BOUND"
 
     def __init__(self):
@@ -186,7 +186,8 @@ class SecretBait:
                       "--secret", f"{self.NAME}@localhost:{self.plain.port}"]
         else:
             flags += ["--pass-env", self.NAME]
-        env = {self.NAME: self.value, "SSL_CERT_FILE": str(self.ca)}
+        flags += ["--upstream-ca", str(self.ca)]
+        env = {self.NAME: self.value}
         return running_kernel(flags=flags, workspace=str(workspace), env=env,
                               name="belljar-probe-bound" if bind else "belljar-probe-passed")
 

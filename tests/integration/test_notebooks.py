@@ -5,7 +5,7 @@ and a learner's PyPI stack (a venv of current releases in the sandbox, ipywidget
 as a course's CI runs it, with no helper). papermill re-runs the walkthrough with a parameter.
 
 The chat stand-in runs on loopback as the demo runs it: over HTTPS with a demo CA made for the run
-(scripts/demo-ca.sh) that the kernel trusts through SSL_CERT_FILE in its environment, wanting the
+(scripts/demo-ca.sh) that the kernelspec trusts with --upstream-ca, wanting the
 real OPENAI_API_KEY, which the kernel holds and binds to the stand-in with --secret. An error in
 a cell not tagged raises-exception fails the test."""
 import json
@@ -71,16 +71,15 @@ def course_kernelspec(service, python):
     port = service["port"]
     install_kernelspec(prefix, KERNEL_NAME, [
         "--python", python, "--timeout", "30", "--secret", f"OPENAI_API_KEY@localhost:{port}",
-        "--allow-local-net", f"localhost:{port}",
+        "--allow-local-net", f"localhost:{port}", "--upstream-ca", service["ca"],
         "--set-env", f"CHAT_API_BASE=https://localhost:{port}/v1"])
     return prefix
 
 
 def client_env(service, prefix):
-    """What the client, and so the kernel it starts, runs with: the kernelspec's prefix, the
-    course's key, and the demo CA it verifies the service with."""
-    return dict(os.environ, JUPYTER_PATH=f"{prefix}/share/jupyter", OPENAI_API_KEY=KERNEL_KEY,
-                SSL_CERT_FILE=service["ca"])
+    """What the client, and so the kernel it starts, runs with: the kernelspec's prefix and the
+    course's key (the kernelspec trusts the demo CA with --upstream-ca)."""
+    return dict(os.environ, JUPYTER_PATH=f"{prefix}/share/jupyter", OPENAI_API_KEY=KERNEL_KEY)
 
 
 def execute_notebook(path, service, workdir, python="debian"):

@@ -185,7 +185,7 @@ def binding_flags(ports):
 
 
 def kernel_env(world):
-    return {KEY: VALUE, OTHER: OTHER_VALUE, "SSL_CERT_FILE": str(world["ca"])}
+    return {KEY: VALUE, OTHER: OTHER_VALUE}
 
 
 def constants(world):
@@ -211,7 +211,7 @@ def start_kernel(world, name, extra_flags=(), files=()):
     audit, metrics = logs / "audit.jsonl", logs / "metrics.prom"
     # --pids: unprivileged, RLIMIT_NPROC counts every thread of the uid, the stand-ins' included.
     flags = ["--timeout", "60", "--pids", "1024", "--audit-log", str(audit), "--metrics", str(metrics),
-             *binding_flags(world["ports"]), *extra_flags]
+             "--upstream-ca", str(world["ca"]), *binding_flags(world["ports"]), *extra_flags]
     context = running_kernel(flags=flags, workspace=str(workspace), env=kernel_env(world), name=name)
     started = False
 
@@ -956,11 +956,14 @@ def test_an_unreadable_secret_file_refuses_to_start(tmp_path):
     assert f"cannot read {missing}" in lines[0] and "No such file or directory" in lines[0]
 
 
-def run_once(world, workspace, flags, code, env=None):
-    """`belljar run -c` with this module's prelude; returns (what the code emitted, stderr)."""
-    environment = dict(os.environ, SSL_CERT_FILE=str(world["ca"]), **(env or {}))
+def run_once(world, workspace, flags, code, env=None, trust=True):
+    """`belljar run -c` with this module's prelude, trusting the test CA (--upstream-ca) unless
+    told not to; returns (what the code emitted, stderr)."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+    environment.update(env or {})
+    trusted = ["--upstream-ca", str(world["ca"])] if trust else []
     done = belljar("run", "--python", PYTHON, "--isolation", ISOLATION, "--timeout", "60",
-                   "--pids", "1024", "--workspace", str(workspace), *flags,
+                   "--pids", "1024", "--workspace", str(workspace), *trusted, *flags,
                    "-c", PRELUDE + code, env=environment, cwd=workspace, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(bytes.fromhex(done.stdout.strip().splitlines()[-1])), done.stderr
@@ -1005,3 +1008,41 @@ def test_the_policy_file_binds_a_secret_as_the_flag_does(world, tmp_path):
         shutil.rmtree(workspace, ignore_errors=True)
     assert PLACEHOLDER.fullmatch(got[0]) and got[1] == 200
     assert only(world, "api", "policy-file")["headers"]["authorization"] == bearer(VALUE)
+
+
+# The outside attack on round three: the proxy verified a bound host against OpenSSL's default
+# paths, so SSL_CERT_FILE in the kernel's environment (a server's or a spawner's configuration,
+# not the kernelspec) decided whom a --secret-file's value was sent to. The host's store is read
+# by its built-in path now, a CA of one's own is the flag --upstream-ca, and no OpenSSL
+# configuration file is loaded (OPENSSL_CONF below would make every fetch ask for a FIPS provider
+# this host does not have, so TLS would fail were it read).
+HOSTILE_OPENSSL_CONF = """openssl_conf = openssl_init
+[openssl_init]
+alg_section = evp_properties
+[evp_properties]
+default_properties = fips=yes
+"""
+
+
+def test_ssl_cert_file_in_the_kernels_environment_decides_nothing(world, tmp_path):
+    port = world["ports"]["api"]
+    key_file = tmp_path / "key.txt"
+    key_file.write_text(VALUE + "\n")
+    conf = tmp_path / "openssl.cnf"
+    conf.write_text(HOSTILE_OPENSSL_CONF)
+    flags = ["--secret-file", f"{KEY}={key_file}@localhost:{port}", "--allow-local-net", f"localhost:{port}"]
+    code = (f"r = requests.get('https://localhost:{port}/x?case=CASE',\n"
+            f"                 headers={{'Authorization': 'Bearer ' + os.environ['{KEY}']}}, timeout=20)\n"
+            "emit([r.status_code, r.headers.get('x-belljar-error', '')])")
+    workspace = sandbox_writable_dir("belljar-secrets-run-")
+    try:
+        env = {"SSL_CERT_FILE": str(world["ca"]), "SSL_CERT_DIR": str(world["ca"].parent),
+               "OPENSSL_CONF": str(conf)}
+        refused, _ = run_once(world, workspace, flags, code.replace("CASE", "env-ca"), env=env, trust=False)
+        control, _ = run_once(world, workspace, flags, code.replace("CASE", "flag-ca"), env=env)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+    assert refused[0] == 502 and "upstream-certificate" in refused[1], refused
+    assert received(world, "api", "env-ca") == []
+    assert control == [200, ""], control
+    assert only(world, "api", "flag-ca")["headers"]["authorization"] == bearer(VALUE)

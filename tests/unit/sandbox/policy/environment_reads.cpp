@@ -148,3 +148,24 @@ TEST_CASE("no environment variable switches a layer off or changes the policy",
                  file.rfind("sandbox/jail_protocol/", 0) == 0));
   }
 }
+
+// The outside attack on round three: OpenSSL read SSL_CERT_FILE and SSL_CERT_DIR for the egress
+// proxy's upstream trust (whom a --secret is sent to) and OPENSSL_CONF for its configuration.
+// No source calls a library function that reads the environment on our behalf.
+TEST_CASE("no source asks a library to read the environment for it", "[policy][environment]") {
+  const fs::path root = BELLJAR_SOURCE_DIR;
+  const std::regex reads_environment(
+      R"re(\b(SSL_CTX_set_default_verify_paths|X509_STORE_set_default_paths|X509_get_default_cert_(file|dir)_env|OPENSSL_config|CONF_modules_load\w*|OPENSSL_INIT_LOAD_CONFIG)\b)re");
+  size_t sources = 0;
+  for (const char* top : {"kernel", "sandbox"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+      std::string ext = entry.path().extension().string();
+      if (!entry.is_regular_file() || (ext != ".cpp" && ext != ".hpp")) continue;
+      ++sources;
+      std::string code = code_of(entry.path());
+      INFO(fs::relative(entry.path(), root).string());
+      CHECK_FALSE(std::regex_search(code, reads_environment));
+    }
+  }
+  CHECK(sources > 100);
+}

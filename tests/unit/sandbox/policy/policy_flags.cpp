@@ -26,6 +26,7 @@ const std::map<std::string, std::string>& good_values() {
   static const std::map<std::string, std::string> values = {
       {"--workspace", "/tmp"},
       {"--ro", "/usr"},
+      {"--upstream-ca", "/etc/passwd"},
       {"--hide", "*.csv"},
       {"--protect", "Makefile"},
       {"--writable", ".git"},
