@@ -214,6 +214,11 @@ void Kernel::debug_stopped_for_budget(const std::string& event, size_t bytes) {
   const WireMessage* parent = output_parent();
   if (!parent) parent = last_debug_request_ ? &*last_debug_request_ : background_parent();
   publish("stream", create_stream("stderr", text), parent);
+  // The frontend's debugger still believes in the session (it may show a thread stopped): DAP's
+  // own word for a session that is over, from the supervisor, of a fixed shape.
+  publish("debug_event",
+          {{"seq", 0}, {"type", "event"}, {"event", "terminated"}, {"body", json::object()}},
+          parent);
 }
 
 std::optional<json> Kernel::checked_debug_content(json content, bool rich_bundle) {

@@ -133,7 +133,7 @@ def stopped_flood(count, size):
 def debug_events_after(kc, code):
     """Runs `code`, then a debugInfo round (its reply comes on fd 4 after every frame the cell
     wrote there, its idle on IOPub after every event they made); the cell's reply, the `stopped`
-    events and the stderr text seen on IOPub meanwhile."""
+    (and `terminated`) events and the stderr text seen on IOPub meanwhile."""
     msg_id = kc.execute(code)
     reply = kc.get_shell_msg(timeout=TIMEOUT)
     while reply["parent_header"].get("msg_id") != msg_id:
@@ -145,7 +145,7 @@ def debug_events_after(kc, code):
     deadline = time.monotonic() + TIMEOUT
     while not {msg_id, info["header"]["msg_id"]} <= idle:
         msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        if msg["msg_type"] == "debug_event" and msg["content"].get("event") == "stopped":
+        if msg["msg_type"] == "debug_event" and msg["content"].get("event") in ("stopped", "terminated"):
             events.append(msg)
         elif msg["msg_type"] == "stream" and msg["content"]["name"] == "stderr":
             stderr.append(msg["content"]["text"])
@@ -164,8 +164,11 @@ def test_forged_stopped_events_are_charged_to_the_output_budget():
         delivered = sum(len(json.dumps(m["content"])) for m in events)
         assert delivered <= 1 * MiB, delivered
         assert len(events) < 500
-        # The essential event that did not fit ended the debug session, and the learner is told.
+        # The essential event that did not fit ended the debug session, and the learner is told;
+        # the frontend's debugger gets DAP's `terminated` from the supervisor, last.
         assert "the debug session was ended" in stderr and "--output-limit" in stderr, stderr
+        assert [m["content"]["event"] for m in events[-1:]] == ["terminated"], events[-1:]
+        assert {m["content"]["event"] for m in events[:-1]} == {"stopped"}
         # Its events are no longer relayed; the kernel serves on.
         _, events, _ = debug_events_after(kc, stopped_flood(1, 100))
         assert events == []
@@ -187,4 +190,6 @@ def test_an_essential_event_larger_than_an_event_may_be_ends_the_session():
     with running_kernel(flags=["--output-limit", "8M"]) as (km, kc):
         start_debugging(kc)
         reply, events, stderr = debug_events_after(kc, stopped_flood(1, 60 << 10))
-        assert events == [] and "larger than the 16 KiB" in stderr, stderr
+        assert "larger than the 16 KiB" in stderr, stderr
+        assert [m["content"] for m in events] == [{"seq": 0, "type": "event", "event": "terminated",
+                                                   "body": {}}], events
