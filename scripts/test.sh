@@ -13,6 +13,14 @@ jobs=$(nproc)
 
 "$root/scripts/install-deps.sh"
 
+# Every test's scratch goes into one folder, removed at the end, whatever a suite or a killed
+# kernel left there (kernels' socket folders, connection files, workspaces, a debugger's cell
+# files): nothing is left in /tmp. 1777 like /tmp itself, for the sandbox's user and nobody.
+scratch=$(mktemp -d /tmp/belljar-tests.XXXXXX)
+chmod 1777 "$scratch"
+export TMPDIR=$scratch
+trap 'rm -rf "$scratch"' EXIT
+
 work=$root
 if [ "$(id -u)" = 0 ] && [ "${BELLJAR_SKIP_NOBODY:-}" != 1 ]; then
   # CI's clone may sit where nobody can't enter (/root is 0700): build and test a copy that

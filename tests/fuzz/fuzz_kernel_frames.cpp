@@ -143,11 +143,24 @@ using namespace belljar;
 
 namespace {
 
+// The stand-in worker's folder, removed when the fuzzer exits (libFuzzer ends with exit()).
+std::string& fuzz_dir() {
+  static std::string dir;
+  return dir;
+}
+
 Kernel& fuzzed_kernel() {
   static CountingFrontend frontend;
   static Kernel* kernel = [] {
-    char dir_template[] = "/tmp/belljar-fuzz-XXXXXX";
-    std::string dir = ::mkdtemp(dir_template);
+    const char* tmp = std::getenv("TMPDIR");
+    std::string dir_template =
+        std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/belljar-fuzz-XXXXXX";
+    std::string dir = ::mkdtemp(dir_template.data());
+    fuzz_dir() = dir;
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(fuzz_dir(), ec);
+    });
     std::string stand_in = dir + "/python";
     if (FILE* f = std::fopen(stand_in.c_str(), "w")) {
       std::fputs("#!/bin/sh\ncat <&4 >/dev/null &\nexec cat <&3 >/dev/null\n", f);

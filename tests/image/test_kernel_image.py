@@ -20,7 +20,7 @@ from belljar_testing import BELLJAR, SOURCE, TIMEOUT, collect, execute, stdout_o
 
 PODMAN = ["podman", "--runtime", "runc"]  # crun refuses this machine's hybrid cgroups
 IMAGE = "localhost/belljar-kernel:test"
-RESULTS = pathlib.Path(os.environ.get("BELLJAR_ARTIFACTS", "/tmp")) / "kernel-image.json"
+RESULTS = pathlib.Path(os.environ.get("BELLJAR_ARTIFACTS", SOURCE / "build" / "tests" / "artifacts")) / "kernel-image.json"
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="podman here runs rootful; the unprivileged "
@@ -155,6 +155,7 @@ def record_launch(name, pod, first_result):
 def record(name, figures):
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     results[name] = figures
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))
 
 

@@ -386,7 +386,7 @@ INSPECTED = textwrap.dedent('''
 ''')
 # Each kernel names the file of a cell its own way: ipykernel, and belljar where the sandbox's
 # Python can debug, by the hash JupyterLab's debugger computes; belljar otherwise by number.
-CELL_FILE = re.compile(r"(?m)^(File: +)(/tmp/(?:ipykernel_\d+|belljar-debug-[0-9a-f]+)/\d+\.py"
+CELL_FILE = re.compile(r"(?m)^(File: +)(/\S*/(?:ipykernel_\d+|belljar-debug-[0-9a-f]+)/\d+\.py"
                        r"|\S*/<belljar-cell-\d+>)$")
 
 
