@@ -342,3 +342,100 @@ def test_a_connection_file_at_the_workspaces_top_is_masked_alone():
             assert stdout_of(out) == "READ:the learner's own file\n\n", stdout_of(out)
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+MIB = 1 << 20
+# Each attack holds 48 MiB without a name under a 16M quota, then waits for the verdict: the
+# quota stops the cell (WorkspaceQuotaError) or, uncounted, the cell runs into --timeout.
+UNNAMED_WRITES = {
+    # The outside attack on the third pass's fix: open, unlink, then write.
+    "held": ("f = open('big', 'wb')\nos.unlink('big')\n"
+             "for _ in range(48): f.write(block)\nf.flush()\n"),
+    # Closed everywhere, parked in flight in a unix socket across the unlink, received back.
+    "in_flight": ("import socket\na, b = socket.socketpair(socket.AF_UNIX)\n"
+                  "f = open('big', 'wb')\nsocket.send_fds(a, [b'x'], [f.fileno()])\nf.close()\n"
+                  "os.unlink('big')\n_, fds, _, _ = socket.recv_fds(b, 1, 1)\n"
+                  "f = os.fdopen(fds[0], 'wb')\nfor _ in range(48): f.write(block)\nf.flush()\n"),
+    # A shared mapping outlives the descriptor it was made from.
+    "mapped": ("import mmap\nf = open('big', 'w+b')\nf.truncate(48 * len(block))\n"
+               "m = mmap.mmap(f.fileno(), 48 * len(block))\nf.close()\nos.unlink('big')\n"
+               "for n in range(48): m[n * len(block):(n + 1) * len(block)] = block\nm.flush()\n"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(UNNAMED_WRITES))
+def test_a_file_written_after_its_last_name_went_still_counts(variant):
+    """The outside attack on the third pass's fix: 200 MiB written to a file after its last name
+    was removed, under --workspace-quota 32M; the survey walks names, and the cell survived.
+    The broker now moves a file still held open (in flight and mapped included) into the
+    morgue, which the survey counts. Control: without a quota the same cell ends holding 48 MiB
+    through the descriptor, with the name gone from the sandbox's view."""
+    ws = sandbox_writable_dir("belljar-guard-unnamed-")
+    prelude = f"import os, select\nos.chdir({str(ws)!r})\nblock = b'x' * {MIB}\n"
+    report = ("held = f if 'f' in dir() and not f.closed else None\n"
+              "size = os.fstat(held.fileno()).st_blocks * 512 if held else len(m)\n"
+              "print('HELD', size, os.path.exists('big'), flush=True)\n")
+    try:
+        with running_kernel(flags=["--timeout", "20", "--file-size", "99M"],
+                            workspace=str(ws)) as (km, kc):
+            reply, out = execute(kc, prelude + UNNAMED_WRITES[variant] + report, timeout=60)
+            held = stdout_of(out).split()
+            assert held[:1] == ["HELD"] and int(held[1]) >= 48 * MIB and held[2] == "False", (
+                stdout_of(out), reply["content"])
+        flags = ["--timeout", "20", "--workspace-quota", "16M", "--file-size", "99M"]
+        with running_kernel(flags=flags, workspace=str(ws)) as (km, kc):
+            # Written, then held until the verdict: the quota's, or (uncounted) --timeout's.
+            reply, out = execute(kc, prelude + UNNAMED_WRITES[variant]
+                                 + "select.select([], [], [], 60)\n", timeout=90)
+            assert reply["content"]["ename"] == "WorkspaceQuotaError", reply["content"]
+            assert reply["metadata"]["belljar"]["limit_hit"] == "workspace"
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_a_file_closed_after_its_unlink_is_freed_and_the_morgue_stays_out_of_reach():
+    """The other side of the morgue: a file unlinked while open is counted while it is held,
+    freed once closed (nothing is left in the morgue after the next cell, nor in the workspace
+    after the kernel), TemporaryFile in the workspace works, and the sandbox can neither list,
+    open, make, nor rename into the morgue, even with --writable naming it."""
+    ws = sandbox_writable_dir("belljar-guard-morgue-")
+    morgue = ws / ".belljar-morgue"
+    flags = ["--timeout", "20", "--workspace-quota", "32M", "--writable", ".belljar-morgue"]
+    try:
+        with running_kernel(flags=flags, workspace=str(ws)) as (km, kc):
+            reply, out = execute(kc, f"import os\nos.chdir({str(ws)!r})\nf = open('t', 'wb')\n"
+                                     f"os.unlink('t')\nf.write(b'y' * {8 * MIB})\nf.flush()\n"
+                                     "print(os.path.exists('t'))")
+            assert stdout_of(out) == "False\n", (out, reply["content"])
+            # Held: in the morgue, on the host, with its bytes.
+            buried = os.listdir(morgue)
+            assert len(buried) == 1, buried
+            assert (morgue / buried[0]).stat().st_blocks * 512 >= 8 * MIB
+            probes = {
+                "list": f"os.listdir({str(morgue)!r})",
+                "open": f"open({str(morgue / buried[0])!r}, 'rb')",
+                "write": f"open({str(morgue / buried[0])!r}, 'ab')",
+                "make": f"os.mkdir({str(morgue / 'x')!r})",
+                "rename": "open('r', 'w').close(); os.rename('r', "
+                          f"{str(morgue / 'r')!r})",
+                "remove": f"os.rmdir({str(morgue)!r})",
+            }
+            code = "import os\nos.chdir(%r)\n" % str(ws) + "".join(
+                f"try:\n    {probe}\n    print({name!r}, 'DONE')\n"
+                f"except OSError as e:\n    print({name!r}, type(e).__name__)\n"
+                for name, probe in probes.items())
+            reply, out = execute(kc, code)
+            for name in probes:
+                assert f"{name} PermissionError" in stdout_of(out), stdout_of(out)
+            assert os.listdir(morgue) == buried
+            # Closed: the next cell's survey finds nobody holding it and removes it.
+            execute(kc, "f.close()")
+            code = (f"import tempfile\nwith tempfile.TemporaryFile(dir={str(ws)!r}) as t:\n"
+                    "    t.write(b'kept'); t.seek(0); print(t.read())\n")
+            reply, out = execute(kc, code)
+            assert stdout_of(out) == "b'kept'\n", (out, reply["content"])
+            reply, out = execute(kc, "print('next')")
+            assert os.listdir(morgue) == [], os.listdir(morgue)
+        assert sorted(p.name for p in ws.iterdir()) == ["r"], list(ws.iterdir())
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
