@@ -386,7 +386,8 @@ class Warden {
                        (status > 0 ? errno_text(status) : std::string("none")) + ")");
     BrokerSettings settings;
     settings.workspace = spec_.workspace;
-    settings.rule = WorkspaceRule(spec_.protect_patterns, spec_.writable_patterns);
+    settings.rule =
+        WorkspaceRule(spec_.protect_patterns, spec_.writable_patterns, spec_.hide_patterns);
     settings.writable_roots = std::move(writable_roots);
     settings.switch_ids = spec_.host_root;
     settings.host_uid = spec_.host_uid;

@@ -11,7 +11,9 @@
 //     removed while still open) included, though it is masked.
 // The walk fails closed: a directory it cannot read, or one nested deeper than kMaxDepth, is
 // masked whole rather than trusted; more guarded paths than kMaxGuards collapse into their
-// top-level directories rather than failing every start. It runs at every start and, through
+// top-level directories rather than failing every start; more than kMaxGuards of those still
+// refuse a start, and the session can make none of them (workspace_rule.hpp closes every name
+// the walk would guard). It runs at every start and, through
 // the warden, before every cell and on a timer (files appear on the host while a kernel runs).
 #include <cstdint>
 #include <string>

@@ -127,8 +127,9 @@ bool environment_marker(const std::string& parent, const std::string& name) {
 }
 
 WorkspaceRule::WorkspaceRule(const std::vector<std::string>& protect,
-                             const std::vector<std::string>& writable)
-    : protect_(compiled(protect)), writable_(compiled(writable)) {}
+                             const std::vector<std::string>& writable,
+                             const std::vector<std::string>& hide)
+    : protect_(compiled(protect)), writable_(compiled(writable)), hide_(compiled(hide)) {}
 
 std::vector<WorkspaceRule::Pattern> WorkspaceRule::compiled(
     const std::vector<std::string>& patterns) {
@@ -174,6 +175,9 @@ std::optional<std::string> WorkspaceRule::refusal(const std::vector<std::string>
   for (size_t length = 1; length <= relative.size(); ++length) {
     for (const auto& pattern : protect_)
       if (pattern.matches(relative, length)) return "protected";
+    for (const auto& pattern : hide_)
+      if (pattern.matches(relative, length))
+        return "a secret's name, which the survey masks (each one a mount at the next start)";
     for (const auto& pattern : writable_) opened = opened || pattern.matches(relative, length);
   }
   if (opened) return std::nullopt;

@@ -6,7 +6,9 @@
 // dot-folders: git, shells, Python's user site, IPython and Jupyter start-up, kernelspecs,
 // autostart, ~/.local/bin), anything inside a Python environment (recognised by its shape, one
 // table below: a venv, a conda environment, an interpreter's prefix; site-packages anywhere),
-// nor what a --protect pattern names, nor the morgue (kMorgueName), whatever --writable says. An
+// nor what a --protect pattern names, nor a secret's name (a --hide pattern or a default one:
+// *.pem, id_rsa*, jupyter/runtime; the survey would mask it, and 2049 top-level folders holding
+// one made every later start refuse), nor the morgue (kMorgueName), whatever --writable says. An
 // environment's start-up code (.pth files, sitecustomize, conda's activate.d) runs in the host's
 // next interpreter or shell there: a conda folder without pyvenv.cfg was the red team's way in.
 // --writable PATTERN opens a path and everything beneath it (e.g. .cache/myproject), and the
@@ -68,8 +70,12 @@ bool environment_marker(const std::string& parent, const std::string& name);
 class WorkspaceRule {
  public:
   WorkspaceRule() = default;
-  // `protect`: read-only patterns; `writable`: patterns opened despite the rule.
-  WorkspaceRule(const std::vector<std::string>& protect, const std::vector<std::string>& writable);
+  // `protect`: read-only patterns; `writable`: patterns opened despite the rule; `hide`: the
+  // secrets' patterns (defaults and --hide), closed whatever --writable says: the survey masks
+  // what they name from the sandbox, and each top-level folder holding one is a guard the next
+  // start must mount (more than kMaxGuards of them and it refuses: what a session may not make).
+  WorkspaceRule(const std::vector<std::string>& protect, const std::vector<std::string>& writable,
+                const std::vector<std::string>& hide = {});
 
   // Why the change of `relative` (components below the workspace root; empty: the root
   // itself) is refused, or nothing when it is allowed.
@@ -93,7 +99,7 @@ class WorkspaceRule {
   };
   static std::vector<Pattern> compiled(const std::vector<std::string>& patterns);
 
-  std::vector<Pattern> protect_, writable_;
+  std::vector<Pattern> protect_, writable_, hide_;
 };
 
 }  // namespace belljar

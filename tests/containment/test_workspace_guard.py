@@ -8,6 +8,7 @@ import os
 import resource
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -437,5 +438,48 @@ def test_a_file_closed_after_its_unlink_is_freed_and_the_morgue_stays_out_of_rea
             reply, out = execute(kc, "print('next')")
             assert os.listdir(morgue) == [], os.listdir(morgue)
         assert sorted(p.name for p in ws.iterdir()) == ["r"], list(ws.iterdir())
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_a_session_cannot_leave_a_workspace_the_next_start_refuses():
+    """The outside attack on the third pass's fix: 2,060 top-level folders each holding what
+    the survey masks, and every later start refused ("more than 2048 secret or protected
+    entries at its top level"). Its own route, names 128 folders deep (a mask each), is closed
+    by the depth rule, through a rename too; the other, a secret's name (`*.pem`, `id_rsa*`,
+    `jupyter/runtime`) in each folder, is refused now. The next start comes up. Control: the
+    same shape made by the host's user does stop a start, with the one clear message."""
+    ws = sandbox_writable_dir("belljar-guard-cap-")
+    code = (f"import os\nos.chdir({str(ws)!r})\nmade = refused = 0\n"
+            "for n in range(2060):\n    os.mkdir(f't{n:04d}')\n"
+            "    for name in ('k.pem', 'id_rsa', 'jupyter'):\n        try:\n"
+            "            if name == 'jupyter':\n"
+            "                os.makedirs(f't{n:04d}/jupyter/runtime')\n"
+            "            else:\n                open(f't{n:04d}/{name}', 'w').close()\n"
+            "            made += 1\n"
+            "        except PermissionError:\n            refused += 1\n"
+            # the deep route, through a rename: 100 below t0000, 100 more moved under it
+            "os.makedirs('/'.join(['t0000'] + ['a'] * 99))\n"
+            "os.makedirs('/'.join(['b'] * 100))\n"
+            "try:\n    os.rename('b', '/'.join(['t0000'] + ['a'] * 99 + ['b']))\n"
+            "    made += 1\nexcept PermissionError:\n    refused += 1\n"
+            "print('MADE', made, 'REFUSED', refused)\n")
+    try:
+        with tempfile.TemporaryFile() as said, running_kernel(
+                flags=["--timeout", "120"], workspace=str(ws), stderr=said) as (km, kc):
+            reply, out = execute(kc, code, timeout=180)
+            assert stdout_of(out) == f"MADE 0 REFUSED {3 * 2060 + 1}\n", (out, reply["content"])
+            km.restart_kernel(now=True)
+            kc.wait_for_ready(timeout=60)
+            reply, out = execute(kc, "print('started')")
+            assert stdout_of(out) == "started\n", (out, reply["content"])
+            # Control: the host's user makes the shape the sandbox could not.
+            for n in range(2060):
+                (ws / f"t{n:04d}" / "k.pem").write_text("x")
+            km.restart_kernel(now=True)
+            with pytest.raises(RuntimeError, match="died"):
+                kc.wait_for_ready(timeout=60)
+            said.seek(0)
+            assert b"more than 2048 secret or protected entries at its top level" in said.read()
     finally:
         shutil.rmtree(ws, ignore_errors=True)

@@ -220,3 +220,23 @@ TEST_CASE("docs/security.md shows the removal table", "[workspace_rule]") {
                     " |\n") != std::string::npos);
   }
 }
+
+// The outside attack on the third pass's fix: 2,060 top-level folders, each holding what the
+// survey masks, made every later start refuse (more than kMaxGuards guarded top-level entries).
+// A secret's name is closed to the sandbox, whatever --writable says; its near misses are not.
+TEST_CASE("a secret's name is the sandbox's to make nowhere", "[workspace_rule]") {
+  WorkspaceRule rule({}, {"*", "*.pem"},
+                     {"*.pem", "*.key", "id_rsa*", "jupyter/runtime", "/data/private"});
+  for (const char* path : {"k.pem", "t0001/k.pem", "a/b/server.key", "id_rsa.pub", "x/id_rsa",
+                           "home/jupyter/runtime", "home/jupyter/runtime/kernel-1.json",
+                           "jupyter/runtime", "data/private", "data/private/x.csv"})
+    for (auto change : {NameChange::make_folder, NameChange::other}) {
+      INFO(path);
+      CHECK(refused(rule, path, change));
+    }
+  for (const char* path : {"k.pem.txt", "pem", "keys/readme", "jupyter/config", "runtime",
+                           "sub/data/private", "my_id_rsa"}) {
+    INFO(path);
+    CHECK_FALSE(refused(rule, path));
+  }
+}
