@@ -357,6 +357,10 @@ UNNAMED_WRITES = {
                   "f = open('big', 'wb')\nsocket.send_fds(a, [b'x'], [f.fileno()])\nf.close()\n"
                   "os.unlink('big')\n_, fds, _, _ = socket.recv_fds(b, 1, 1)\n"
                   "f = os.fdopen(fds[0], 'wb')\nfor _ in range(48): f.write(block)\nf.flush()\n"),
+    # A rename over it removes its last name as unlink does (renameat2 without a flag).
+    "renamed_over": ("f = open('big', 'wb')\nopen('other', 'wb').close()\n"
+                     "os.rename('other', 'big')\nos.unlink('big')\n"
+                     "for _ in range(48): f.write(block)\nf.flush()\n"),
     # A shared mapping outlives the descriptor it was made from.
     "mapped": ("import mmap\nf = open('big', 'w+b')\nf.truncate(48 * len(block))\n"
                "m = mmap.mmap(f.fileno(), 48 * len(block))\nf.close()\nos.unlink('big')\n"
