@@ -262,7 +262,7 @@ class Warden {
             worker_host_pid_ = child_of(child_);
             Fd morgue = spec_.broker ? watch_->hold_morgue() : Fd();
             start_broker(broker.ours.get(), kSandboxUid, kSandboxGid, jail_writable_roots(),
-                         std::move(morgue));
+                         std::move(morgue), true);
             ready();
             reader_ = std::move(reader);
             return;
@@ -372,7 +372,8 @@ class Warden {
   // The worker's filter listener, sent before its exec: from now on the broker decides every
   // change to a name. No listener, no session: the filter would leave those calls unanswered.
   void start_broker(int channel, uid_t sandbox_uid, gid_t sandbox_gid,
-                    std::vector<std::string> writable_roots, Fd morgue = Fd()) {
+                    std::vector<std::string> writable_roots, Fd morgue = Fd(),
+                    bool guard_last_names = false) {
     if (!spec_.broker) {
       notes_.push_back(
           "workspace broker: OFF (--bench-unbrokered-workspace, for the benchmark's comparison "
@@ -395,6 +396,7 @@ class Warden {
     settings.sandbox_uid = sandbox_uid;
     settings.sandbox_gid = sandbox_gid;
     settings.morgue = std::move(morgue);
+    settings.guard_last_names = guard_last_names;
     broker_.emplace(std::move(listener), std::move(settings), [this](const BrokerRefusal& r) {
       report(RefusalReport{r.path, r.change + ": " + r.reason});
     });

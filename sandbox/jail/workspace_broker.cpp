@@ -492,7 +492,7 @@ WorkspaceBroker::WorkspaceBroker(Fd listener, BrokerSettings settings, OnRefusal
   // The lease the broker takes before removing a name (take_lease) signals its holder, the
   // warden, with SIGIO when another open breaks it in the moment it is held: SIGIO's default
   // would end the warden, and with it the session. The warden waits on no SIGIO of its own.
-  if (settings_.morgue) ::signal(SIGIO, SIG_IGN);
+  if (settings_.guard_last_names) ::signal(SIGIO, SIG_IGN);
   stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop_) throw_errno("eventfd");
   thread_ = std::thread([this] { serve(); });
@@ -733,13 +733,15 @@ void WorkspaceBroker::answer(Call& call) {
   // Whether the removal of what `at` names (a file `st` describes) must bury it instead, with
   // the lease held in `held` when it was granted (the name goes while the broker holds it).
   auto must_bury = [&](const WalkedPath& at, const struct stat& st, Fd& held) {
-    if (!settings_.morgue || !judge.in_workspace(at) || !needs_lease(st.st_mode, st.st_nlink))
+    if (!settings_.guard_last_names || !judge.in_workspace(at) ||
+        !needs_lease(st.st_mode, st.st_nlink))
       return false;
     return removal_of(st.st_mode, st.st_nlink, take_lease(at, st, held)) == Removal::morgue;
   };
 
   // Moves what `at` names into the morgue, under a name of its own there (`buried`).
   auto bury = [&](const WalkedPath& at, std::string& buried) -> int {
+    if (!settings_.morgue) return EBUSY;  // nowhere to keep it counted: the name stays
     buried = std::to_string(++remembered_->buried) + "-" + std::to_string(::getpid());
     long rc = ::syscall(SYS_renameat2, at.parent.get(), at.name.c_str(), settings_.morgue.get(),
                         buried.c_str(), RENAME_NOREPLACE);

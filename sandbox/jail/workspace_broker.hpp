@@ -64,6 +64,10 @@ struct BrokerSettings {
   // moved here, where the quota's survey still counts it (workspace_rule.hpp, removal_of).
   // None (degraded mode): names are removed as asked.
   Fd morgue;
+  // Strict mode: a regular file's last name is removed only under the lease, also when there is
+  // no morgue (a workspace whose top the start could not write): a held file's is then refused
+  // (EBUSY), never removed uncounted.
+  bool guard_last_names = false;
 };
 
 struct BrokerRefusal {

@@ -21,11 +21,16 @@ namespace belljar {
 namespace {
 // The morgue at the workspace's top, a folder of the workspace owner's, made if it is not
 // there and emptied if it is: nothing an earlier session left is held by this one.
-void make_morgue(int workspace, bool host_root) {
+// false when the workspace's top cannot be written (read-only, another's, full): the broker then
+// refuses to remove a held file's last name (BrokerSettings::guard_last_names).
+bool make_morgue(int workspace, bool host_root) {
   if (::mkdirat(workspace, kMorgueName, 0700) == 0) {
     struct stat ws {};
     if (host_root && ::fstat(workspace, &ws) == 0)
       (void)::fchownat(workspace, kMorgueName, ws.st_uid, ws.st_gid, AT_SYMLINK_NOFOLLOW);
+  } else if (errno == EACCES || errno == EPERM || errno == EROFS || errno == ENOSPC ||
+             errno == EDQUOT) {
+    return false;
   } else if (errno != EEXIST) {
     throw_errno(std::string("mkdir(") + kMorgueName + ") in the workspace");
   }
@@ -35,6 +40,7 @@ void make_morgue(int workspace, bool host_root) {
                      ", which is not belljar's morgue folder (" + errno_text(errno) +
                      "); move it away");
   empty_morgue(morgue.get(), false);
+  return true;
 }
 
 unsigned long inode_of(const std::string& workspace, const std::string& relative) {
@@ -74,7 +80,7 @@ std::vector<GuardedPath> WorkspaceWatch::first_survey() {
         (void)::fchownat(workspace.get(), ".git", ws.st_uid, ws.st_gid, AT_SYMLINK_NOFOLLOW);
     }
   }
-  if (spec_.broker) make_morgue(workspace.get(), spec_.host_root);
+  has_morgue_ = spec_.broker && make_morgue(workspace.get(), spec_.host_root);
   WorkspaceSurvey first = survey_workspace(spec_.workspace, rules(false));
   // The morgue's mask comes once the broker holds what lies under it (hold_morgue).
   std::erase_if(first.guards,
@@ -84,6 +90,7 @@ std::vector<GuardedPath> WorkspaceWatch::first_survey() {
 }
 
 Fd WorkspaceWatch::hold_morgue() {
+  if (!has_morgue_) return Fd();
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) throw_errno("socketpair");
   Fd ours(pair[0]), theirs(pair[1]);

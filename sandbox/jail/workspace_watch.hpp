@@ -36,6 +36,7 @@ class WorkspaceWatch {
   std::vector<GuardedPath> first_survey();
   // Once the jail is built and before the session runs: the morgue, opened inside the jail's
   // mount namespace for the broker (BrokerSettings::morgue), then masked there.
+  // None when the start could not make it (the workspace's top is not writable).
   Fd hold_morgue();
   // Removes each file in the morgue nobody holds open any more (the same write lease the
   // broker asks); every survey does it first. `all`: every one, held or not, and the morgue
@@ -63,6 +64,7 @@ class WorkspaceWatch {
   Fd user_ns_, mnt_ns_;
   std::map<std::string, unsigned long> guarded_;  // relative path -> host inode it guards
   bool over_ = false;                             // over the quota, as last measured
+  bool has_morgue_ = false;                       // first_survey made (or emptied) it
   bool read_only_ = false;  // the workspace mount is read-only (EBUSY can hold it back)
 };
 

@@ -155,7 +155,8 @@ class Survey {
       auto [it, fresh] = top.emplace(coarse.relative, coarse);
       if (!fresh && coarse.kind == GuardKind::mask) it->second.kind = GuardKind::mask;
     }
-    if (top.size() > kMaxGuards)
+    // The morgue is belljar's own mount, beyond the workspace's share.
+    if (top.size() - top.count(kMorgueName) > kMaxGuards)
       throw SetupError("the workspace " + workspace_ + " holds more than " +
                        std::to_string(kMaxGuards) +
                        " secret or protected entries at its top level; remove some");
