@@ -717,8 +717,8 @@ void WorkspaceBroker::answer(Call& call) {
 
   // The write lease on what `at` names, on the object `st` described: the kernel grants it
   // only when no other open file description of the file exists (a writer, a reader, one in
-  // flight in a unix socket, a shared mapping: checked on Linux 6.1). 0 and `held` (the lease
-  // lasts while it is open) when granted; else why not, which removal_of() treats as held.
+  // flight in a unix socket, a mapping: measured on this host's Linux 6.18). 0 and `held` (the
+  // lease lasts while it is open) when granted; else why not, which removal_of() treats as held.
   auto take_lease = [&](const WalkedPath& at, const struct stat& st, Fd& held) -> int {
     // O_NONBLOCK: a lease someone else holds on it is not waited for (EWOULDBLOCK).
     held.reset(
