@@ -260,7 +260,9 @@ class Warden {
           if (auto* error = std::get_if<ErrorReport>(&report)) throw SetupError(error->message);
           if (std::holds_alternative<ReadyReport>(report)) {
             worker_host_pid_ = child_of(child_);
-            start_broker(broker.ours.get(), kSandboxUid, kSandboxGid, jail_writable_roots());
+            Fd morgue = spec_.broker ? watch_->hold_morgue() : Fd();
+            start_broker(broker.ours.get(), kSandboxUid, kSandboxGid, jail_writable_roots(),
+                         std::move(morgue), true);
             ready();
             reader_ = std::move(reader);
             return;
@@ -370,7 +372,8 @@ class Warden {
   // The worker's filter listener, sent before its exec: from now on the broker decides every
   // change to a name. No listener, no session: the filter would leave those calls unanswered.
   void start_broker(int channel, uid_t sandbox_uid, gid_t sandbox_gid,
-                    std::vector<std::string> writable_roots) {
+                    std::vector<std::string> writable_roots, Fd morgue = Fd(),
+                    bool guard_last_names = false) {
     if (!spec_.broker) {
       notes_.push_back(
           "workspace broker: OFF (--bench-unbrokered-workspace, for the benchmark's comparison "
@@ -384,13 +387,16 @@ class Warden {
                        (status > 0 ? errno_text(status) : std::string("none")) + ")");
     BrokerSettings settings;
     settings.workspace = spec_.workspace;
-    settings.rule = WorkspaceRule(spec_.protect_patterns, spec_.writable_patterns);
+    settings.rule =
+        WorkspaceRule(spec_.protect_patterns, spec_.writable_patterns, spec_.hide_patterns);
     settings.writable_roots = std::move(writable_roots);
     settings.switch_ids = spec_.host_root;
     settings.host_uid = spec_.host_uid;
     settings.host_gid = spec_.host_gid;
     settings.sandbox_uid = sandbox_uid;
     settings.sandbox_gid = sandbox_gid;
+    settings.morgue = std::move(morgue);
+    settings.guard_last_names = guard_last_names;
     broker_.emplace(std::move(listener), std::move(settings), [this](const BrokerRefusal& r) {
       report(RefusalReport{r.path, r.change + ": " + r.reason});
     });
@@ -589,6 +595,8 @@ class Warden {
   }
 
   void cleanup() {
+    // The session is over: nothing of it holds the morgue's files any more.
+    if (watch_) watch_->sweep_morgue(true);
     if (!cgroup_.empty()) {
       cgroup_.remove_after_kill();
     }

@@ -15,6 +15,11 @@
 // times or a link) in the cell and one record per path for the supervisor (a notice and an
 // audit record).
 //
+// Removing a regular file's last name in the workspace, or renaming over it, while another
+// open file description of it remains (a descriptor in flight in a unix socket, a mapping)
+// would leave bytes the quota's survey cannot see: in strict mode the broker moves such a file
+// into the morgue instead (BrokerSettings::morgue); the caller sees the name gone.
+//
 // Reads and writes of open files never reach it: the cost is on names, not on data. What it
 // costs is the session's: its thread is named kBrokerThreadName, and the supervisor adds that
 // thread's CPU to the sandbox's (WorkerProcess::cpu_seconds), so --cpu bounds a cell, or a
@@ -53,6 +58,16 @@ struct BrokerSettings {
   // the host's in Landlock mode.
   uid_t sandbox_uid = 0;
   gid_t sandbox_gid = 0;
+  // Strict mode: the morgue (kMorgueName) as it lies on the jail's workspace mount, under the
+  // mask the sandbox sees there (workspace_watch.hpp, hold_morgue). A regular file's last name
+  // goes only when the broker's write lease shows nobody else holds it; otherwise the file is
+  // moved here, where the quota's survey still counts it (workspace_rule.hpp, removal_of).
+  // None (degraded mode): names are removed as asked.
+  Fd morgue;
+  // Strict mode: a regular file's last name is removed only under the lease, also when there is
+  // no morgue (a workspace whose top the start could not write): a held file's is then refused
+  // (EBUSY), never removed uncounted.
+  bool guard_last_names = false;
 };
 
 struct BrokerRefusal {

@@ -1,20 +1,48 @@
 #include "sandbox/jail/workspace_watch.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "sandbox/layers/mounts.hpp"
+#include "sandbox/os/fd_passing.hpp"
 #include "sandbox/os/setup_error.hpp"
 
 namespace belljar {
 
 namespace {
+// The morgue at the workspace's top, a folder of the workspace owner's, made if it is not
+// there and emptied if it is: nothing an earlier session left is held by this one.
+// false when the workspace's top cannot be written (read-only, another's, full): the broker then
+// refuses to remove a held file's last name (BrokerSettings::guard_last_names).
+bool make_morgue(int workspace, bool host_root) {
+  if (::mkdirat(workspace, kMorgueName, 0700) == 0) {
+    struct stat ws {};
+    if (host_root && ::fstat(workspace, &ws) == 0)
+      (void)::fchownat(workspace, kMorgueName, ws.st_uid, ws.st_gid, AT_SYMLINK_NOFOLLOW);
+  } else if (errno == EACCES || errno == EPERM || errno == EROFS || errno == ENOSPC ||
+             errno == EDQUOT) {
+    return false;
+  } else if (errno != EEXIST) {
+    throw_errno(std::string("mkdir(") + kMorgueName + ") in the workspace");
+  }
+  Fd morgue(::openat(workspace, kMorgueName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!morgue)
+    throw SetupError(std::string("the workspace holds ") + kMorgueName +
+                     ", which is not belljar's morgue folder (" + errno_text(errno) +
+                     "); move it away");
+  empty_morgue(morgue.get(), false);
+  return true;
+}
+
 unsigned long inode_of(const std::string& workspace, const std::string& relative) {
   struct stat st {};
   if (::lstat((workspace + "/" + relative).c_str(), &st) != 0) return 0;
@@ -52,9 +80,32 @@ std::vector<GuardedPath> WorkspaceWatch::first_survey() {
         (void)::fchownat(workspace.get(), ".git", ws.st_uid, ws.st_gid, AT_SYMLINK_NOFOLLOW);
     }
   }
+  has_morgue_ = spec_.broker && make_morgue(workspace.get(), spec_.host_root);
   WorkspaceSurvey first = survey_workspace(spec_.workspace, rules(false));
+  // The morgue's mask comes once the broker holds what lies under it (hold_morgue).
+  std::erase_if(first.guards,
+                [](const GuardedPath& guard) { return guard.relative == kMorgueName; });
   remember(first.guards);
   return first.guards;
+}
+
+Fd WorkspaceWatch::hold_morgue() {
+  if (!has_morgue_) return Fd();
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) throw_errno("socketpair");
+  Fd ours(pair[0]), theirs(pair[1]);
+  GuardedPath guard{kMorgueName, true, GuardKind::mask, "belljar's morgue"};
+  in_jail({guard}, -1, theirs.get());
+  int status = 0;
+  Fd morgue = receive_fd(ours.get(), status);
+  if (!morgue)
+    throw SetupError("the morgue (" + std::string(kMorgueName) + ") was not handed over");
+  remember({guard});
+  return morgue;
+}
+
+void WorkspaceWatch::sweep_morgue(bool all) {
+  belljar::sweep_morgue(spec_.workspace, !all);
 }
 
 void WorkspaceWatch::attach(pid_t init) {
@@ -64,7 +115,8 @@ void WorkspaceWatch::attach(pid_t init) {
   if (!user_ns_ || !mnt_ns_) throw_errno("open(" + ns + "user, mnt)");
 }
 
-void WorkspaceWatch::in_jail(const std::vector<GuardedPath>& guards, int read_only) {
+void WorkspaceWatch::in_jail(const std::vector<GuardedPath>& guards, int read_only,
+                             int morgue_channel) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe2");
   Fd said(fds[0]), say(fds[1]);
@@ -86,8 +138,18 @@ void WorkspaceWatch::in_jail(const std::vector<GuardedPath>& guards, int read_on
       if (::chdir("/") != 0) throw_errno("chdir(/)");
       if (!guards.empty()) {
         Fd workspace = open_jail_workspace(spec_.workspace);
+        if (morgue_channel >= 0) {
+          // What lies under the mask about to go on: the broker's, on the jail's own mount.
+          Fd morgue(::openat(workspace.get(), kMorgueName,
+                             O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+          if (!morgue) throw_errno(std::string("open(") + kMorgueName + ") in the jail");
+          if (int error = send_fd(morgue_channel, morgue.get()))
+            throw_errno("send the morgue", error);
+        }
         Fd masks = make_mask_source();
-        apply_guards(workspace.get(), masks.get(), guards, spec_.workspace);
+        auto applied = apply_guards(workspace.get(), masks.get(), guards, spec_.workspace);
+        if (morgue_channel >= 0 && applied.size() != guards.size())
+          throw SetupError(std::string("the morgue (") + kMorgueName + ") could not be masked");
       }
       if (read_only >= 0) set_workspace_read_only(spec_.workspace, read_only == 1);
       _exit(0);
@@ -110,6 +172,7 @@ SurveyReport WorkspaceWatch::survey(std::optional<uint64_t> baseline, bool measu
   auto started = std::chrono::steady_clock::now();
   SurveyReport reply;
   try {
+    sweep_morgue(false);  // what nobody holds any more is neither kept nor counted
     WorkspaceSurvey now = survey_workspace(spec_.workspace, rules(measure));
     std::vector<GuardedPath> fresh;
     for (const auto& guard : now.guards) {

@@ -6,7 +6,9 @@
 // mounted inside the jail by a short-lived child that enters the jail's user and mount
 // namespaces; the jail's own processes never hold the capabilities to do it. The same survey
 // measures what the session has added to the workspace and, past --workspace-quota, makes the
-// workspace mount read-only until enough is removed.
+// workspace mount read-only until enough is removed. It keeps the broker's morgue too (files
+// whose last name the session removed while they were still open: counted until nobody holds
+// them, removed at the end).
 #include <sys/types.h>
 
 #include <map>
@@ -29,7 +31,17 @@ class WorkspaceWatch {
   // root. Where the workspace has no .git of its own (and .git is protected), an empty one is
   // made as a placeholder to mount read-only: git ignores an empty .git, and the sandbox
   // can't turn it into a repository whose hooks the host's git would run.
+  // It also makes the morgue (kMorgueName) and empties it of what an earlier kernel left
+  // (killed, it could not): its guard is left to hold_morgue().
   std::vector<GuardedPath> first_survey();
+  // Once the jail is built and before the session runs: the morgue, opened inside the jail's
+  // mount namespace for the broker (BrokerSettings::morgue), then masked there.
+  // None when the start could not make it (the workspace's top is not writable).
+  Fd hold_morgue();
+  // Removes each file in the morgue nobody holds open any more (the same write lease the
+  // broker asks); every survey does it first. `all`: every one, held or not, and the morgue
+  // itself (the session is over: nothing of it holds anything).
+  void sweep_morgue(bool all);
   // Init was cloned: its namespaces are the ones later guards go into. Called before init
   // makes itself undumpable.
   void attach(pid_t init);
@@ -45,12 +57,14 @@ class WorkspaceWatch {
   void remember(const std::vector<GuardedPath>& guards);
   // Runs `work` in a child inside the jail's user and mount namespaces; throws with the
   // child's message when it fails.
-  void in_jail(const std::vector<GuardedPath>& guards, int read_only);
+  // `morgue_channel`: the child first sends the morgue, opened there, on it (hold_morgue).
+  void in_jail(const std::vector<GuardedPath>& guards, int read_only, int morgue_channel = -1);
 
   JailSpec spec_;
   Fd user_ns_, mnt_ns_;
   std::map<std::string, unsigned long> guarded_;  // relative path -> host inode it guards
   bool over_ = false;                             // over the quota, as last measured
+  bool has_morgue_ = false;                       // first_survey made (or emptied) it
   bool read_only_ = false;  // the workspace mount is read-only (EBUSY can hold it back)
 };
 

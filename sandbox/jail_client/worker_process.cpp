@@ -10,11 +10,13 @@
 
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "sandbox/jail_client/host_check.hpp"
 #include "sandbox/jail_client/jail_helper.hpp"
 #include "sandbox/jail_client/jail_plan.hpp"
 #include "sandbox/jail_protocol/jail_spec.hpp"
+#include "sandbox/layers/workspace_guard.hpp"
 #include "sandbox/os/setup_error.hpp"
 #include "sandbox/os/small_file.hpp"
 
@@ -212,6 +214,7 @@ WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
   surveys_ = std::move(other.surveys_);
   guards_workspace_ = std::exchange(other.guards_workspace_, false);
   landlocked_ = std::exchange(other.landlocked_, false);
+  morgue_workspace_ = std::exchange(other.morgue_workspace_, {});
   exit_ = std::move(other.exit_);
   last_cpu_ = other.last_cpu_;
   broker_tid_ = std::exchange(other.broker_tid_, -1);
@@ -251,6 +254,9 @@ void WorkerProcess::end() {
     cgroup_.remove_after_kill();
     cgroup_released_ = true;
   }
+  // The warden, killed, could not: the broker's morgue (files removed while still open) holds
+  // nothing of a session that is over, and goes with it; the next start empties it too.
+  if (!morgue_workspace_.empty()) sweep_morgue(std::exchange(morgue_workspace_, {}), false);
 }
 
 WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& launch) {
@@ -429,6 +435,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
         wp.status_ = std::move(control);
         wp.status_reader_ = std::move(reader);  // holds whatever followed the ready report
         wp.guards_workspace_ = plan.namespaces;
+        if (plan.namespaces && spec.broker) wp.morgue_workspace_ = spec.workspace;
         wp.landlocked_ = !plan.namespaces;
         return wp;
       }

@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 
+#include "sandbox/os/fd.hpp"
 #include "sandbox/os/path_parts.hpp"
 #include "sandbox/os/setup_error.hpp"
 
@@ -153,7 +155,8 @@ class Survey {
       auto [it, fresh] = top.emplace(coarse.relative, coarse);
       if (!fresh && coarse.kind == GuardKind::mask) it->second.kind = GuardKind::mask;
     }
-    if (top.size() > kMaxGuards)
+    // The morgue is belljar's own mount, beyond the workspace's share.
+    if (top.size() - top.count(kMorgueName) > kMaxGuards)
       throw SetupError("the workspace " + workspace_ + " holds more than " +
                        std::to_string(kMaxGuards) +
                        " secret or protected entries at its top level; remove some");
@@ -188,6 +191,14 @@ class Survey {
       }
       stack_.push_back(name);
       ++result_.entries;
+      if (stack_.size() == 1 && name == kMorgueName) {
+        // Masked (the sandbox may neither list nor reach it) and counted all the same: what
+        // lies there is still held open by the session.
+        add(relative(), type == DT_DIR, GuardKind::mask, "belljar's morgue");
+        if (type == DT_DIR) count_morgue(dir, name);
+        stack_.pop_back();
+        continue;
+      }
       const CompiledPattern* secret = matching(hide_);
       const CompiledPattern* guarded = secret ? secret : matching(protect_);
       GuardKind kind = secret ? GuardKind::mask : GuardKind::read_only;
@@ -213,6 +224,28 @@ class Survey {
       stack_.pop_back();
     }
     ::closedir(dir);
+  }
+
+  // The morgue's files, one level (the broker puts only regular files there), and the
+  // folder's own blocks.
+  void count_morgue(DIR* dir, const std::string& name) {
+    int fd = ::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;  // gone since readdir; an unreadable one is masked all the same
+    DIR* morgue = ::fdopendir(fd);
+    if (!morgue) {
+      ::close(fd);
+      return;
+    }
+    struct stat st {};
+    if (measure_ && ::fstat(fd, &st) == 0)
+      result_.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+    while (dirent* entry = ::readdir(morgue)) {
+      if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) continue;
+      ++result_.entries;
+      if (measure_ && ::fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        result_.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+    ::closedir(morgue);
   }
 
   void descend(DIR* dir, const std::string& name) {
@@ -246,6 +279,35 @@ class Survey {
 };
 
 }  // namespace
+
+void empty_morgue(int morgue, bool unheld_only) {
+  Fd copy(::fcntl(morgue, F_DUPFD_CLOEXEC, 0));
+  DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
+  if (!stream) return;
+  copy.release();
+  std::vector<std::string> names;
+  while (dirent* entry = ::readdir(stream))
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
+      names.emplace_back(entry->d_name);
+  ::closedir(stream);
+  for (const auto& name : names) {
+    if (unheld_only) {
+      Fd held(::openat(morgue, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      if (!held || ::fcntl(held.get(), F_SETLEASE, F_WRLCK) != 0) continue;
+      (void)::unlinkat(morgue, name.c_str(), 0);  // while the lease is held
+    } else if (::unlinkat(morgue, name.c_str(), 0) != 0 && errno == EISDIR) {
+      (void)::unlinkat(morgue, name.c_str(), AT_REMOVEDIR);
+    }
+  }
+}
+
+void sweep_morgue(const std::string& workspace, bool unheld_only) {
+  std::string path = workspace + "/" + kMorgueName;
+  Fd morgue(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!morgue) return;
+  empty_morgue(morgue.get(), unheld_only);
+  if (!unheld_only) (void)::rmdir(path.c_str());
+}
 
 WorkspaceSurvey survey_workspace(const std::string& workspace, const WorkspaceRules& rules) {
   return Survey(workspace, rules).run();

@@ -7,10 +7,13 @@
 //     --protect ...) are mounted read-only over themselves: the sandbox's writable area is also
 //     the user's working copy, and a hook planted in .git would run on the host at the user's
 //     next `git status`;
-//   - the bytes and entries it holds, for --workspace-quota.
+//   - the bytes and entries it holds, for --workspace-quota, the morgue's (kMorgueName: files
+//     removed while still open) included, though it is masked.
 // The walk fails closed: a directory it cannot read, or one nested deeper than kMaxDepth, is
 // masked whole rather than trusted; more guarded paths than kMaxGuards collapse into their
-// top-level directories rather than failing every start. It runs at every start and, through
+// top-level directories rather than failing every start; more than kMaxGuards of those still
+// refuse a start, and the session can make none of them (workspace_rule.hpp closes every name
+// the walk would guard). It runs at every start and, through
 // the warden, before every cell and on a timer (files appear on the host while a kernel runs).
 #include <cstdint>
 #include <string>
@@ -22,6 +25,11 @@ namespace belljar {
 
 inline constexpr size_t kMaxDepth = 128;    // directories below the workspace
 inline constexpr size_t kMaxGuards = 2048;  // mounts one survey may ask for
+// Where the broker (strict mode) moves a file whose last name the sandbox removes while some
+// open file description of it remains (workspace_rule.hpp, removal_of): at the workspace's
+// top, made and emptied by the warden (workspace_watch.hpp), masked inside the jail, closed to
+// every name change, and counted by the survey like any folder, though masked.
+inline constexpr const char* kMorgueName = ".belljar-morgue";
 
 // Pattern rules: "NAME-GLOB" matches an entry of that name anywhere ("*.pem", ".env.*");
 // "a/b" matches entries whose last path components match ("docker/config.json" inside any
@@ -52,6 +60,14 @@ struct WorkspaceSurvey {
 // jail's root, where host files do not exist). Throws SetupError only when the workspace
 // itself can't be read or the guards can't be bounded.
 WorkspaceSurvey survey_workspace(const std::string& workspace, const WorkspaceRules& rules);
+
+// The morgue's files (`morgue`, its folder): with `unheld_only`, those a write lease shows
+// nobody else holds open (no other open file description: workspace_rule.hpp, removal_of),
+// removed while the lease is held; else every one.
+void empty_morgue(int morgue, bool unheld_only);
+// The same for the morgue below `workspace`, if it is there; without `unheld_only` the folder
+// goes too (the session is over: the supervisor, after it killed the sandbox).
+void sweep_morgue(const std::string& workspace, bool unheld_only);
 
 // The secrets alone (the hide patterns), as the start of a jail masks them.
 std::vector<GuardedPath> find_secrets(const std::string& workspace,

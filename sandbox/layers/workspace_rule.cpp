@@ -88,7 +88,36 @@ bool shadows_host_module(const std::vector<std::string>& relative, NameChange ch
   return module.size() != name.size() || change != NameChange::make_folder;
 }
 
+const RemovalCase kRemovalCases[] = {
+    {"a folder (rmdir: empty only), a symlink, a FIFO, a socket", Removal::remove,
+     "no data an open descriptor could grow: a folder holds only names the survey walks"},
+    {"a regular file with another name (nlink > 1)", Removal::remove,
+     "the other name keeps it, and the survey counts it there"},
+    {"a regular file's last name, the broker's write lease granted", Removal::remove,
+     "no other open file description exists (in flight and mapped included): removed while the "
+     "broker holds the lease, so none can appear meanwhile, and its blocks are freed"},
+    {"a regular file's last name, the lease refused (EAGAIN: held open elsewhere)", Removal::morgue,
+     "its bytes can still grow through the other descriptor: moved, still counted"},
+    {"a regular file's last name, no lease to be had (leases disabled, not the owner, the "
+     "broker's own open refused, the file changed meanwhile)",
+     Removal::morgue, "fails closed: what cannot be shown unheld is treated as held"},
+};
+
 }  // namespace
+
+const std::vector<RemovalCase>& removal_cases() {
+  static const std::vector<RemovalCase> cases(std::begin(kRemovalCases), std::end(kRemovalCases));
+  return cases;
+}
+
+bool needs_lease(unsigned mode, unsigned long links) {
+  return S_ISREG(mode) && links == 1;
+}
+
+Removal removal_of(unsigned mode, unsigned long links, int lease) {
+  if (!needs_lease(mode, links)) return Removal::remove;
+  return lease == 0 ? Removal::remove : Removal::morgue;
+}
 
 const std::vector<EnvironmentShape>& python_environment_shapes() {
   static const std::vector<EnvironmentShape> shapes(std::begin(kEnvironmentShapes),
@@ -117,8 +146,9 @@ bool environment_marker(const std::string& parent, const std::string& name) {
 }
 
 WorkspaceRule::WorkspaceRule(const std::vector<std::string>& protect,
-                             const std::vector<std::string>& writable)
-    : protect_(compiled(protect)), writable_(compiled(writable)) {}
+                             const std::vector<std::string>& writable,
+                             const std::vector<std::string>& hide)
+    : protect_(compiled(protect)), writable_(compiled(writable)), hide_(compiled(hide)) {}
 
 std::vector<WorkspaceRule::Pattern> WorkspaceRule::compiled(
     const std::vector<std::string>& patterns) {
@@ -158,10 +188,15 @@ std::optional<std::string> WorkspaceRule::refusal(const std::vector<std::string>
   // under --workspace-quota 32M, left on the host).
   if (relative.size() >= kMaxDepth)
     return "deeper than the quota's survey reads (" + std::to_string(kMaxDepth) + " folders)";
+  // Not even --writable opens it: what lies there is what the quota still counts.
+  if (relative[0] == kMorgueName) return "belljar's morgue (files removed while still open)";
   bool opened = false;  // a --writable pattern names this path or one above it
   for (size_t length = 1; length <= relative.size(); ++length) {
     for (const auto& pattern : protect_)
       if (pattern.matches(relative, length)) return "protected";
+    for (const auto& pattern : hide_)
+      if (pattern.matches(relative, length))
+        return "a secret's name, which the survey masks (each one a mount at the next start)";
     for (const auto& pattern : writable_) opened = opened || pattern.matches(relative, length);
   }
   if (opened) return std::nullopt;

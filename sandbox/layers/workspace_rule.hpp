@@ -6,9 +6,11 @@
 // dot-folders: git, shells, Python's user site, IPython and Jupyter start-up, kernelspecs,
 // autostart, ~/.local/bin), anything inside a Python environment (recognised by its shape, one
 // table below: a venv, a conda environment, an interpreter's prefix; site-packages anywhere),
-// nor what a --protect pattern names. An environment's start-up code (.pth files,
-// sitecustomize, conda's activate.d) runs in the host's next interpreter or shell there: a
-// conda folder without pyvenv.cfg was the red team's way in.
+// nor what a --protect pattern names, nor a secret's name (a --hide pattern or a default one:
+// *.pem, id_rsa*, jupyter/runtime; the survey would mask it, and 2049 top-level folders holding
+// one made every later start refuse), nor the morgue (kMorgueName), whatever --writable says. An
+// environment's start-up code (.pth files, sitecustomize, conda's activate.d) runs in the host's
+// next interpreter or shell there: a conda folder without pyvenv.cfg was the red team's way in.
 // --writable PATTERN opens a path and everything beneath it (e.g. .cache/myproject), and the
 // plain folders above it may be made.
 //
@@ -24,6 +26,29 @@
 namespace belljar {
 
 enum class NameChange { make_folder, other };
+
+// What removing a name in the workspace does (unlink, or a rename over an existing file), in
+// strict mode, where the broker holds the morgue (workspace_guard.hpp, kMorgueName). The quota's
+// survey walks names: a file whose last name goes while another open file description of it
+// remains (a writer, a reader, a descriptor in flight in a unix socket, a shared mapping) would
+// hold bytes no survey counts (the outside attack on the third pass's fix: 200 MiB written
+// after the unlink under a 32M quota). The broker asks the kernel with a write lease
+// (F_SETLEASE F_WRLCK on a descriptor of its own), which it grants only when no other open file
+// description exists; anything but a grant fails closed into the morgue, where the survey still
+// counts the file until nobody holds it (each survey retries the lease) or the kernel ends.
+enum class Removal { remove, morgue };
+struct RemovalCase {
+  const char* what;  // as docs/security.md shows it
+  Removal removal;
+  const char* reason;
+};
+// The one table, in the order removal_of() decides.
+const std::vector<RemovalCase>& removal_cases();
+// Whether removing this name may leave bytes without a name: a regular file's last name.
+bool needs_lease(unsigned mode, unsigned long links);
+// The decision for an object of `mode` with `links` names; `lease` is the errno of the broker's
+// F_SETLEASE F_WRLCK (0: granted), asked only when needs_lease().
+Removal removal_of(unsigned mode, unsigned long links, int lease);
 
 // What makes a path part of a Python environment: the one table, with the reason for each
 // shape. Everything below an environment's root, or below a closed component, is closed.
@@ -45,8 +70,12 @@ bool environment_marker(const std::string& parent, const std::string& name);
 class WorkspaceRule {
  public:
   WorkspaceRule() = default;
-  // `protect`: read-only patterns; `writable`: patterns opened despite the rule.
-  WorkspaceRule(const std::vector<std::string>& protect, const std::vector<std::string>& writable);
+  // `protect`: read-only patterns; `writable`: patterns opened despite the rule; `hide`: the
+  // secrets' patterns (defaults and --hide), closed whatever --writable says: the survey masks
+  // what they name from the sandbox, and each top-level folder holding one is a guard the next
+  // start must mount (more than kMaxGuards of them and it refuses: what a session may not make).
+  WorkspaceRule(const std::vector<std::string>& protect, const std::vector<std::string>& writable,
+                const std::vector<std::string>& hide = {});
 
   // Why the change of `relative` (components below the workspace root; empty: the root
   // itself) is refused, or nothing when it is allowed.
@@ -70,7 +99,7 @@ class WorkspaceRule {
   };
   static std::vector<Pattern> compiled(const std::vector<std::string>& patterns);
 
-  std::vector<Pattern> protect_, writable_;
+  std::vector<Pattern> protect_, writable_, hide_;
 };
 
 }  // namespace belljar

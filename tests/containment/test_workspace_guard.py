@@ -8,6 +8,7 @@ import os
 import resource
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -340,5 +341,149 @@ def test_a_connection_file_at_the_workspaces_top_is_masked_alone():
             assert stdout_of(out) == "REFUSED:PermissionError\n", stdout_of(out)
             _, out = execute(kc, read_attempt(ws / "data.txt"))  # the rest of the workspace stays
             assert stdout_of(out) == "READ:the learner's own file\n\n", stdout_of(out)
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+MIB = 1 << 20
+# Each attack holds 48 MiB without a name under a 16M quota, then waits for the verdict: the
+# quota stops the cell (WorkspaceQuotaError) or, uncounted, the cell runs into --timeout.
+UNNAMED_WRITES = {
+    # The outside attack on the third pass's fix: open, unlink, then write.
+    "held": ("f = open('big', 'wb')\nos.unlink('big')\n"
+             "for _ in range(48): f.write(block)\nf.flush()\n"),
+    # Closed everywhere, parked in flight in a unix socket across the unlink, received back.
+    "in_flight": ("import socket\na, b = socket.socketpair(socket.AF_UNIX)\n"
+                  "f = open('big', 'wb')\nsocket.send_fds(a, [b'x'], [f.fileno()])\nf.close()\n"
+                  "os.unlink('big')\n_, fds, _, _ = socket.recv_fds(b, 1, 1)\n"
+                  "f = os.fdopen(fds[0], 'wb')\nfor _ in range(48): f.write(block)\nf.flush()\n"),
+    # A rename over it removes its last name as unlink does (renameat2 without a flag).
+    "renamed_over": ("f = open('big', 'wb')\nopen('other', 'wb').close()\n"
+                     "os.rename('other', 'big')\nos.unlink('big')\n"
+                     "for _ in range(48): f.write(block)\nf.flush()\n"),
+    # A shared mapping outlives the descriptor it was made from.
+    "mapped": ("import mmap\nf = open('big', 'w+b')\nf.truncate(48 * len(block))\n"
+               "m = mmap.mmap(f.fileno(), 48 * len(block))\nf.close()\nos.unlink('big')\n"
+               "for n in range(48): m[n * len(block):(n + 1) * len(block)] = block\nm.flush()\n"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(UNNAMED_WRITES))
+def test_a_file_written_after_its_last_name_went_still_counts(variant):
+    """The outside attack on the third pass's fix: 200 MiB written to a file after its last name
+    was removed, under --workspace-quota 32M; the survey walks names, and the cell survived.
+    The broker now moves a file still held open (in flight and mapped included) into the
+    morgue, which the survey counts. Control: without a quota the same cell ends holding 48 MiB
+    through the descriptor, with the name gone from the sandbox's view."""
+    ws = sandbox_writable_dir("belljar-guard-unnamed-")
+    prelude = f"import os, select\nos.chdir({str(ws)!r})\nblock = b'x' * {MIB}\n"
+    report = ("held = f if 'f' in dir() and not f.closed else None\n"
+              "size = os.fstat(held.fileno()).st_blocks * 512 if held else len(m)\n"
+              "print('HELD', size, os.path.exists('big'), flush=True)\n")
+    try:
+        with running_kernel(flags=["--timeout", "20", "--file-size", "99M"],
+                            workspace=str(ws)) as (km, kc):
+            reply, out = execute(kc, prelude + UNNAMED_WRITES[variant] + report, timeout=60)
+            held = stdout_of(out).split()
+            assert held[:1] == ["HELD"] and int(held[1]) >= 48 * MIB and held[2] == "False", (
+                stdout_of(out), reply["content"])
+        flags = ["--timeout", "20", "--workspace-quota", "16M", "--file-size", "99M"]
+        with running_kernel(flags=flags, workspace=str(ws)) as (km, kc):
+            # Written, then held until the verdict: the quota's, or (uncounted) --timeout's.
+            reply, out = execute(kc, prelude + UNNAMED_WRITES[variant]
+                                 + "select.select([], [], [], 60)\n", timeout=90)
+            assert reply["content"]["ename"] == "WorkspaceQuotaError", reply["content"]
+            assert reply["metadata"]["belljar"]["limit_hit"] == "workspace"
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_a_file_closed_after_its_unlink_is_freed_and_the_morgue_stays_out_of_reach():
+    """The other side of the morgue: a file unlinked while open is counted while it is held,
+    freed once closed (nothing is left in the morgue after the next cell, nor in the workspace
+    after the kernel), TemporaryFile in the workspace works, and the sandbox can neither list,
+    open, make, nor rename into the morgue, even with --writable naming it."""
+    ws = sandbox_writable_dir("belljar-guard-morgue-")
+    morgue = ws / ".belljar-morgue"
+    flags = ["--timeout", "20", "--workspace-quota", "32M", "--writable", ".belljar-morgue"]
+    try:
+        with running_kernel(flags=flags, workspace=str(ws)) as (km, kc):
+            reply, out = execute(kc, f"import os\nos.chdir({str(ws)!r})\nf = open('t', 'wb')\n"
+                                     f"os.unlink('t')\nf.write(b'y' * {8 * MIB})\nf.flush()\n"
+                                     "print(os.path.exists('t'))")
+            assert stdout_of(out) == "False\n", (out, reply["content"])
+            # Held: in the morgue, on the host, with its bytes.
+            buried = os.listdir(morgue)
+            assert len(buried) == 1, buried
+            assert (morgue / buried[0]).stat().st_blocks * 512 >= 8 * MIB
+            probes = {
+                "list": f"os.listdir({str(morgue)!r})",
+                "open": f"open({str(morgue / buried[0])!r}, 'rb')",
+                "write": f"open({str(morgue / buried[0])!r}, 'ab')",
+                "make": f"os.mkdir({str(morgue / 'x')!r})",
+                "rename": "open('r', 'w').close(); os.rename('r', "
+                          f"{str(morgue / 'r')!r})",
+                "remove": f"os.rmdir({str(morgue)!r})",
+            }
+            code = "import os\nos.chdir(%r)\n" % str(ws) + "".join(
+                f"try:\n    {probe}\n    print({name!r}, 'DONE')\n"
+                f"except OSError as e:\n    print({name!r}, type(e).__name__)\n"
+                for name, probe in probes.items())
+            reply, out = execute(kc, code)
+            for name in probes:
+                assert f"{name} PermissionError" in stdout_of(out), stdout_of(out)
+            assert os.listdir(morgue) == buried
+            # Closed: the next cell's survey finds nobody holding it and removes it.
+            execute(kc, "f.close()")
+            code = (f"import tempfile\nwith tempfile.TemporaryFile(dir={str(ws)!r}) as t:\n"
+                    "    t.write(b'kept'); t.seek(0); print(t.read())\n")
+            reply, out = execute(kc, code)
+            assert stdout_of(out) == "b'kept'\n", (out, reply["content"])
+            reply, out = execute(kc, "print('next')")
+            assert os.listdir(morgue) == [], os.listdir(morgue)
+        assert sorted(p.name for p in ws.iterdir()) == ["r"], list(ws.iterdir())
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_a_session_cannot_leave_a_workspace_the_next_start_refuses():
+    """The outside attack on the third pass's fix: 2,060 top-level folders each holding what
+    the survey masks, and every later start refused ("more than 2048 secret or protected
+    entries at its top level"). Its own route, names 128 folders deep (a mask each), is closed
+    by the depth rule, through a rename too; the other, a secret's name (`*.pem`, `id_rsa*`,
+    `jupyter/runtime`) in each folder, is refused now. The next start comes up. Control: the
+    same shape made by the host's user does stop a start, with the one clear message."""
+    ws = sandbox_writable_dir("belljar-guard-cap-")
+    code = (f"import os\nos.chdir({str(ws)!r})\nmade = refused = 0\n"
+            "for n in range(2060):\n    os.mkdir(f't{n:04d}')\n"
+            "    for name in ('k.pem', 'id_rsa', 'jupyter'):\n        try:\n"
+            "            if name == 'jupyter':\n"
+            "                os.makedirs(f't{n:04d}/jupyter/runtime')\n"
+            "            else:\n                open(f't{n:04d}/{name}', 'w').close()\n"
+            "            made += 1\n"
+            "        except PermissionError:\n            refused += 1\n"
+            # the deep route, through a rename: 100 below t0000, 100 more moved under it
+            "os.makedirs('/'.join(['t0000'] + ['a'] * 99))\n"
+            "os.makedirs('/'.join(['b'] * 100))\n"
+            "try:\n    os.rename('b', '/'.join(['t0000'] + ['a'] * 99 + ['b']))\n"
+            "    made += 1\nexcept PermissionError:\n    refused += 1\n"
+            "print('MADE', made, 'REFUSED', refused)\n")
+    try:
+        with tempfile.TemporaryFile() as said, running_kernel(
+                flags=["--timeout", "120"], workspace=str(ws), stderr=said) as (km, kc):
+            reply, out = execute(kc, code, timeout=180)
+            assert stdout_of(out) == f"MADE 0 REFUSED {3 * 2060 + 1}\n", (out, reply["content"])
+            km.restart_kernel(now=True)
+            kc.wait_for_ready(timeout=60)
+            reply, out = execute(kc, "print('started')")
+            assert stdout_of(out) == "started\n", (out, reply["content"])
+            # Control: the host's user makes the shape the sandbox could not.
+            for n in range(2060):
+                (ws / f"t{n:04d}" / "k.pem").write_text("x")
+            km.restart_kernel(now=True)
+            with pytest.raises(RuntimeError, match="died"):
+                kc.wait_for_ready(timeout=60)
+            said.seek(0)
+            assert b"more than 2048 secret or protected entries at its top level" in said.read()
     finally:
         shutil.rmtree(ws, ignore_errors=True)

@@ -4,8 +4,10 @@
 #include "sandbox/layers/workspace_rule.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 
@@ -210,4 +212,75 @@ TEST_CASE("a module's name is what Python would import the entry as", "[workspac
   CHECK(host_module_name("_sysconfigdata__linux_x86_64-linux-gnu"));
   CHECK_FALSE(host_module_name("helpers"));
   CHECK_FALSE(host_module_name("zmq.py"));
+}
+
+// The outside attack on the third pass's fix: a file written after its last name went was
+// counted by no survey. The morgue is closed to every change, --writable or not.
+TEST_CASE("the morgue is closed to the sandbox, whatever --writable opens", "[workspace_rule]") {
+  WorkspaceRule rule({}, {kMorgueName, ".*", "*"});
+  for (const char* path : {".belljar-morgue", ".belljar-morgue/1-2", ".belljar-morgue/x/y"})
+    for (auto change : {NameChange::make_folder, NameChange::other})
+      CHECK(refused(rule, path, change));
+  CHECK_FALSE(refused(rule, "sub/.belljar-morgue"));  // opened there: only the top one is it
+  CHECK_FALSE(refused(rule, ".belljar-morgue2"));
+}
+
+// Every removal, by shape: only a regular file's last name asks the lease, and only a grant
+// removes it; every other answer (EAGAIN held, EINVAL leases disabled, EACCES not the owner,
+// EWOULDBLOCK another's lease, ESTALE changed meanwhile) keeps it counted in the morgue.
+TEST_CASE("a last name goes only when the lease says nobody holds the file", "[workspace_rule]") {
+  const unsigned others[] = {S_IFDIR | 0755,  S_IFLNK | 0777, S_IFIFO | 0644,
+                             S_IFSOCK | 0755, S_IFCHR | 0644, S_IFBLK | 0644};
+  for (unsigned mode : others) {
+    CHECK_FALSE(needs_lease(mode, 1));
+    CHECK(removal_of(mode, 1, EAGAIN) == Removal::remove);
+  }
+  for (unsigned long links : {2UL, 3UL, 65000UL}) {
+    CHECK_FALSE(needs_lease(S_IFREG | 0644, links));
+    CHECK(removal_of(S_IFREG | 0644, links, EAGAIN) == Removal::remove);
+  }
+  CHECK(needs_lease(S_IFREG | 0644, 1));
+  CHECK(removal_of(S_IFREG | 0644, 1, 0) == Removal::remove);
+  for (int lease : {EAGAIN, EBUSY, EINVAL, EACCES, EPERM, EWOULDBLOCK, ESTALE, ENOENT, ENOLCK})
+    CHECK(removal_of(S_IFREG | 0000, 1, lease) == Removal::morgue);
+  // The table the docs show names both outcomes and a reason for each row.
+  size_t morgue = 0;
+  for (const auto& row : removal_cases()) {
+    CHECK(std::string(row.reason).size() > 10);
+    morgue += row.removal == Removal::morgue;
+  }
+  CHECK(morgue == 2);
+}
+
+TEST_CASE("docs/security.md shows the removal table", "[workspace_rule]") {
+  std::string readme = BELLJAR_README;
+  std::ifstream in(readme.substr(0, readme.rfind('/')) + "/docs/security.md");
+  REQUIRE(in);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& row : removal_cases()) {
+    INFO(row.what);
+    std::string outcome = row.removal == Removal::remove ? "removed" : "moved to the morgue";
+    CHECK(text.find(std::string("\n| ") + row.what + " | " + outcome + " | " + row.reason +
+                    " |\n") != std::string::npos);
+  }
+}
+
+// The outside attack on the third pass's fix: 2,060 top-level folders, each holding what the
+// survey masks, made every later start refuse (more than kMaxGuards guarded top-level entries).
+// A secret's name is closed to the sandbox, whatever --writable says; its near misses are not.
+TEST_CASE("a secret's name is the sandbox's to make nowhere", "[workspace_rule]") {
+  WorkspaceRule rule({}, {"*", "*.pem"},
+                     {"*.pem", "*.key", "id_rsa*", "jupyter/runtime", "/data/private"});
+  for (const char* path : {"k.pem", "t0001/k.pem", "a/b/server.key", "id_rsa.pub", "x/id_rsa",
+                           "home/jupyter/runtime", "home/jupyter/runtime/kernel-1.json",
+                           "jupyter/runtime", "data/private", "data/private/x.csv"})
+    for (auto change : {NameChange::make_folder, NameChange::other}) {
+      INFO(path);
+      CHECK(refused(rule, path, change));
+    }
+  for (const char* path : {"k.pem.txt", "pem", "keys/readme", "jupyter/config", "runtime",
+                           "sub/data/private", "my_id_rsa"}) {
+    INFO(path);
+    CHECK_FALSE(refused(rule, path));
+  }
 }
