@@ -103,7 +103,9 @@ class WorkerProcess {
   // The sandbox's memory cap, moved for one cell (see SandboxCgroup::set_memory_limit).
   bool set_memory_limit(uint64_t bytes, std::string* why);
   // The sandbox's CPU plus the workspace broker's (the warden's thread that answers the
-  // worker's calls: its work is the session's, so asking it is no way around --cpu).
+  // worker's calls: its work is the session's, so asking it is no way around --cpu). Without a
+  // cgroup counting it, the CPU of the jail's process tree from /proc: init's (strict) or, in
+  // degraded mode, every child of the warden, the worker's subreaper (orphans included).
   double cpu_seconds() const;
   uint64_t peak_memory_bytes() const;
 
