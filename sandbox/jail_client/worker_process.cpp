@@ -219,6 +219,7 @@ WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
   last_cpu_ = other.last_cpu_;
   broker_tid_ = std::exchange(other.broker_tid_, -1);
   broker_cpu_ = other.broker_cpu_;
+  supervisor_cpu_ = other.supervisor_cpu_;
   last_peak_ = other.last_peak_;
   init_pid_ = std::exchange(other.init_pid_, -1);
   return *this;
@@ -534,7 +535,7 @@ std::optional<WorkerExit> WorkerProcess::poll_exit() {
     exit.memory_total_bytes = exit_report_->memory_total_bytes;
     last_peak_ = std::max(last_peak_, exit.memory_total_bytes);
     if (exit_report_->cpu_ns >= 0)
-      last_cpu_ = std::max(last_cpu_, exit_report_->cpu_ns / 1e9 + broker_cpu_);
+      last_cpu_ = std::max(last_cpu_, exit_report_->cpu_ns / 1e9 + broker_cpu_ + supervisor_cpu_);
     last_peak_ = std::max(last_peak_, exit_report_->peak_memory_bytes);
   } else if (r > 0 && WIFSIGNALED(status)) {
     exit.signal = WTERMSIG(status);
@@ -563,8 +564,8 @@ double WorkerProcess::broker_cpu() const {
 double WorkerProcess::cpu_seconds() const {
   // The broker's thread is the warden's, outside the sandbox's cgroup and process tree: a
   // thread asking it to walk long paths between cells kept it at 22-26 s of CPU per 30 s,
-  // charged to no one.
-  double broker = broker_cpu();
+  // charged to no one. So is the supervisor's work draining the worker (charged to us).
+  double broker = broker_cpu() + supervisor_cpu_;
   if (!cgroup_released_) {
     double cpu = cgroup_.cpu_seconds();
     if (cpu >= 0) return last_cpu_ = std::max(last_cpu_, cpu + broker);
