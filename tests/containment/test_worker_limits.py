@@ -7,6 +7,8 @@ reply comes and what it says, the bytes delivered to the client on IOPub."""
 import json
 import os
 import re
+import signal
+import subprocess
 import textwrap
 import time
 
@@ -452,3 +454,34 @@ def test_control_ordinary_large_output_is_delivered_and_cheap():
         lines = stdout_of(outputs).splitlines()
         assert len(lines) == 200000 and lines[-1] == "199999", len(lines)
         assert reply["metadata"]["belljar"]["cpu_ms"] < 3000, reply["metadata"]["belljar"]
+
+
+# A kernel started with SIGCHLD ignored (inherited across execve, as a launcher may leave it):
+# the jail sets every signal back to its default, so neither the worker nor init (strict) begins
+# with its children reaped unseen. A guard: the code before this round did so already.
+IGNORING_SIGCHLD = ["/usr/bin/python3", "-c",
+                    "import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); "
+                    "os.execv(sys.argv[1], sys.argv[1:])"]
+SIGCHLD_IGNORED = """
+import json, os, signal
+def ignores_sigchld(pid):
+    for line in open(f'/proc/{pid}/status'):
+        if line.startswith('SigIgn:'):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGCHLD - 1)))
+print(json.dumps({'worker': ignores_sigchld('self'), 'parent': ignores_sigchld(os.getppid())}))
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_kernel_started_with_sigchld_ignored_starts_its_jail_with_the_default(mode):
+    wrapper, isolation = MODES[mode]
+    with running_kernel(flags=[*isolation], wrapper=[*IGNORING_SIGCHLD, *wrapper]) as (km, kc):
+        reply, outputs = execute(kc, SIGCHLD_IGNORED)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        # The worker's parent: init (strict) or the warden (degraded), whose /proc it reads.
+        assert json.loads(stdout_of(outputs)) == {"worker": False, "parent": False}
+        # The control: the wrapper does hand an ignored SIGCHLD down to what it starts.
+    control = subprocess.run([*IGNORING_SIGCHLD, "/usr/bin/python3", "-c",
+                              "import signal; print(int(signal.getsignal(signal.SIGCHLD)))"],
+                             capture_output=True, text=True, timeout=60)
+    assert control.stdout.strip() == str(int(signal.SIG_IGN)), control
