@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +22,13 @@ extern char** environ;
 namespace belljar {
 
 namespace {
+// The reactor thread's own CPU, seconds.
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 sigset_t handled_signals() {
   sigset_t set;
   sigemptyset(&set);
@@ -203,11 +211,27 @@ void Kernel::poll_once() {
   items.push_back({nullptr, parent_.fd(), ZMQ_POLLIN, 0});  // -1: not watched
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline() - Clock::now());
   long timeout_ms = std::max<long>(0, wait.count());
+  // The reactor's work for the worker is the session's CPU (WorkerProcess::
+  // charge_supervisor_cpu). An iteration only the worker's channels woke is charged whole (the
+  // poll, reading and handling what they held, publishing it, the checks every wakeup makes); one
+  // a client or a timer also woke, for the poll and the worker's part alone. A cell vmsplice()ing
+  // pages into its stdout spent 6.7 s of the supervisor's CPU per 3 s of its own, charged to no
+  // one. Timers alone (limits, surveys, metrics) are the kernel's, not charged.
+  const double before_poll = worker_polled ? thread_cpu_seconds() : 0;
   try {
     zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout_ms));
   } catch (const zmq::error_t& e) {
     if (e.num() != EINTR) throw;
   }
+  bool worker_woke = false, others_woke = false;
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].revents) {
+      bool the_workers = worker_polled && i >= worker_index && i < worker_index + 4;
+      (the_workers ? worker_woke : others_woke) = true;
+    }
+  // Woken by the worker and others alike: the poll and the worker's part, each clocked.
+  const bool shared = worker_woke && others_woke;
+  double for_the_worker = shared ? thread_cpu_seconds() - before_poll : 0;
 
   // Signals before the clients' messages, and whether or not the poll saw one: an interrupt
   // given before a request was read applies to the kernel as it was, as ipykernel's handler
@@ -222,6 +246,7 @@ void Kernel::poll_once() {
     if (surveys_workspace()) handle_surveys();
   }
   if (worker_ && worker_polled) {
+    const double start = shared ? thread_cpu_seconds() : 0;
     // The pipes before the frame socket: text already read when a frame arrives is shown
     // before it (the worker writes after a frame only once the frame was read, streams.py).
     if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(0, 1 << 20);
@@ -232,6 +257,7 @@ void Kernel::poll_once() {
     if (worker_ && (items[worker_index + 3].revents & ZMQ_POLLOUT)) flush_debug_outbox();
     if (worker_ && (items[worker_index + 3].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
       read_debug_frames();
+    if (shared) for_the_worker += thread_cpu_seconds() - start;
   }
 
   auto now = Clock::now();
@@ -251,6 +277,8 @@ void Kernel::poll_once() {
   if (auto summary = egress_audit_.take_summary(now, false))
     audit_.record("egress_summary", *summary);
   metrics_.flush(now);
+  if (worker_woke && worker_)
+    worker_->charge_supervisor_cpu(shared ? for_the_worker : thread_cpu_seconds() - before_poll);
   if (restart_at_ && now >= *restart_at_) {
     restart_at_.reset();
     start_worker();

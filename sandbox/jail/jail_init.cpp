@@ -64,6 +64,7 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report, int
   if (!(go_flags & kGoMemoryCgroup)) options.limits.memory = spec.memory_bytes;
   if (!(go_flags & kGoPidsCgroup)) options.limits.processes = spec.pids;
   options.seccomp.broker = spec.broker;
+  options.seccomp.cpu_by_process_tree = !(go_flags & kGoCpuCgroup);
   options.broker_channel = broker;
   pid_t worker = ::fork();
   if (worker < 0) throw_errno("fork(worker)");

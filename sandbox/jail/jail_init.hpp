@@ -10,9 +10,10 @@
 
 namespace belljar {
 
-// The go-ahead byte from the warden: which session caps a cgroup already enforces.
+// The go-ahead byte from the warden: which session caps a cgroup already enforces or counts.
 inline constexpr unsigned char kGoMemoryCgroup = 1;
 inline constexpr unsigned char kGoPidsCgroup = 2;
+inline constexpr unsigned char kGoCpuCgroup = 4;  // without it: SeccompOptions::cpu_by_process_tree
 
 struct InitChannels {
   int go = -1;      // read end; one byte of kGo* flags once the maps and cgroups are in place

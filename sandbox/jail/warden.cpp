@@ -172,7 +172,7 @@ class Warden {
 
   unsigned char go_flags() const {
     return (cgroup_.limits_memory() ? kGoMemoryCgroup : 0) |
-           (cgroup_.limits_pids() ? kGoPidsCgroup : 0);
+           (cgroup_.limits_pids() ? kGoPidsCgroup : 0) | (cgroup_.counts_cpu() ? kGoCpuCgroup : 0);
   }
 
   void start_namespaced() {
@@ -321,6 +321,7 @@ class Warden {
     if (!cgroup_.limits_pids()) options.limits.processes = spec_.pids;
     options.seccomp.refuse_inet = true;
     options.seccomp.broker = spec_.broker;
+    options.seccomp.cpu_by_process_tree = !cgroup_.counts_cpu();
     options.landlock = true;
     for (const auto& bind : spec_.binds) {
       if (bind.kind == JailBind::Kind::read_only)

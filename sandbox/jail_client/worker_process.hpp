@@ -103,8 +103,15 @@ class WorkerProcess {
   // The sandbox's memory cap, moved for one cell (see SandboxCgroup::set_memory_limit).
   bool set_memory_limit(uint64_t bytes, std::string* why);
   // The sandbox's CPU plus the workspace broker's (the warden's thread that answers the
-  // worker's calls: its work is the session's, so asking it is no way around --cpu).
+  // worker's calls: its work is the session's, so asking it is no way around --cpu). Without a
+  // cgroup counting it, the CPU of the jail's process tree from /proc: init's (strict) or, in
+  // degraded mode, every child of the warden, the worker's subreaper (orphans included).
   double cpu_seconds() const;
+  // CPU the supervisor spent on this worker's behalf (draining its pipes, handling its frames):
+  // added to cpu_seconds(), so flooding the supervisor is no way around --cpu either.
+  void charge_supervisor_cpu(double seconds) {
+    if (seconds > 0) supervisor_cpu_ += seconds;
+  }
   uint64_t peak_memory_bytes() const;
 
  private:
@@ -136,6 +143,7 @@ class WorkerProcess {
   mutable double last_cpu_ = 0;
   pid_t broker_tid_ = -1;  // the warden's broker thread, found by name once it is ready
   mutable double broker_cpu_ = 0;
+  double supervisor_cpu_ = 0;
   mutable uint64_t last_peak_ = 0;
 };
 

@@ -38,6 +38,9 @@ class SandboxCgroup {
 
   bool limits_memory() const { return !paths_.v2.empty() || !paths_.memory.empty(); }
   bool limits_pids() const { return !paths_.v2.empty() || !paths_.pids.empty(); }
+  // Whether cpu_seconds() reads a cgroup's count (v2's cpu.stat, v1's cpuacct): without one the
+  // session's CPU is added up from /proc, process by process.
+  bool counts_cpu() const { return !paths_.v2.empty() || !paths_.cpuacct.empty(); }
   bool empty() const { return paths_.empty(); }
   const CgroupPaths& paths() const { return paths_; }
 

@@ -9,6 +9,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -102,6 +103,17 @@ Filter build(const SeccompOptions& options) {
     check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(clone), 1,
                            SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
           "seccomp_rule_add(clone with namespace flags)");
+  // The only door to a child reaped unseen is SIGCHLD's action (SIG_IGN or SA_NOCLDWAIT): the
+  // action lives in memory the filter cannot read (and a notification's check of it would race
+  // a second thread), so the whole setting is refused when the CPU is counted by process tree.
+  // The signal number is an int: only its low 32 bits count (the kernel drops the rest, and
+  // libseccomp's 32-bit EQ would still want the high half zero).
+  if (options.cpu_by_process_tree)
+    check(seccomp_rule_add(
+              ctx.get(), eperm, SCMP_SYS(rt_sigaction), 2,
+              SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, static_cast<scmp_datum_t>(SIGCHLD)),
+              SCMP_A1(SCMP_CMP_NE, 0)),
+          "seccomp_rule_add(rt_sigaction SIGCHLD)");
 
   // No setuid/setgid files: as root, what the sandbox writes in the workspace lands on the host
   // owned by the workspace's owner (root, maybe), where the sandbox's nosuid does not apply.

@@ -19,6 +19,11 @@ struct SeccompOptions {
   // stopped and handed to the workspace broker (sandbox/jail/workspace_broker.hpp) through the
   // filter's listener; hard links are refused outright.
   bool broker = false;
+  // No cgroup counts the session's CPU: the supervisor adds it up from /proc, where a child's
+  // CPU reaches its parent's cutime only when the parent reaps it. A child the kernel reaps by
+  // itself (its parent's SIGCHLD ignored, or SA_NOCLDWAIT) is counted by no one, so setting
+  // SIGCHLD's action is refused (EPERM); asking what it is (act == NULL) still passes.
+  bool cpu_by_process_tree = false;
 };
 
 // The calls the broker decides, by name (open and openat only when they may write), for

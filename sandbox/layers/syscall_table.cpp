@@ -55,6 +55,12 @@ const Group kGroups[] = {
     {kInPart, 0, "refused (EPERM) with a namespace flag", {"clone"}},
     {kInPart,
      0,
+     "refused (EPERM) setting SIGCHLD's action when no cgroup counts the session's CPU: an "
+     "ignored SIGCHLD or SA_NOCLDWAIT has the kernel reap children whose CPU then reaches no "
+     "parent's cutime; querying it (act NULL), and every other signal, passes",
+     {"rt_sigaction"}},
+    {kInPart,
+     0,
      "only AF_UNIX, AF_NETLINK (NETLINK_ROUTE) and, with a network namespace, "
      "AF_INET/AF_INET6",
      {"socket"}},
@@ -265,8 +271,7 @@ const Group kGroups[] = {
     {kHarmless,
      0,
      "the process's own threads, signals and state",
-     {"rt_sigaction",
-      "rt_sigprocmask",
+     {"rt_sigprocmask",
       "rt_sigreturn",
       "rt_sigpending",
       "rt_sigtimedwait",

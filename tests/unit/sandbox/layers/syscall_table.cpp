@@ -70,6 +70,7 @@ TEST_CASE("the filter does what the table says, and unclassified numbers fail cl
           "[syscall_table]") {
   SeccompOptions options;
   options.broker = true;
+  options.cpu_by_process_tree = true;  // every rule an argument decides is in the filter
   const std::string pfc = seccomp_pseudo_code(options);
   for (const auto& entry : syscall_table()) {
     int nr = native_syscall_number(entry.name);
@@ -101,6 +102,29 @@ TEST_CASE("the filter does what the table says, and unclassified numbers fail cl
   // cp -a go on without them.
   CHECK(classified("setxattr")->error == EOPNOTSUPP);
   CHECK(classified("utimensat")->kind == SyscallClass::brokered);
+}
+
+TEST_CASE("SIGCHLD's action is refused only where the process tree counts the CPU",
+          "[syscall_table]") {
+  // A child reaped by the kernel (SIGCHLD ignored, SA_NOCLDWAIT) reaches no parent's cutime:
+  // without a cgroup counting the CPU, setting SIGCHLD's action is refused; querying it is not.
+  const std::string rt_sigaction =
+      "if ($syscall == " + std::to_string(SCMP_SYS(rt_sigaction)) + ")";
+  SeccompOptions counted_by_cgroup;
+  CHECK(seccomp_pseudo_code(counted_by_cgroup).find(rt_sigaction) == std::string::npos);
+  SeccompOptions by_tree;
+  by_tree.cpu_by_process_tree = true;
+  const std::string pfc = seccomp_pseudo_code(by_tree);
+  auto at = pfc.find(rt_sigaction);
+  REQUIRE(at != std::string::npos);
+  auto end = pfc.find("# filter for syscall", at);
+  std::string rule = pfc.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  INFO(rule);
+  // The signal number's high half is not tested: the kernel reads an int.
+  CHECK(rule.find("$a0.hi32 & 0x00000000 == 0") != std::string::npos);
+  CHECK(rule.find("$a0.lo32 & 0xffffffff == 17") != std::string::npos);
+  CHECK(rule.find("ERRNO(1)") != std::string::npos);
+  CHECK(classified("rt_sigaction")->kind == SyscallClass::in_part);
 }
 
 TEST_CASE("docs/security.md shows the same table", "[syscall_table]") {
