@@ -25,6 +25,7 @@
 
 #include "sandbox/jail/located_folders.hpp"
 #include "sandbox/jail/sandbox_paths.hpp"
+#include "sandbox/layers/workspace_guard.hpp"
 #include "sandbox/os/path_parts.hpp"
 #include "sandbox/os/setup_error.hpp"
 #include "sandbox/os/small_file.hpp"
@@ -362,6 +363,10 @@ class Judge {
     else
       why = settings_.rule.refusal(
           *relative, change == Change::make_folder ? NameChange::make_folder : NameChange::other);
+    if (!why && in_a_homes_bin(at, *relative))
+      why = "a home's bin (the folder holds a shell's start-up file), first on its PATH";
+    if (!why && change != Change::remove && makes_an_environment(at))
+      why = "it would make its folder a Python environment, closed to every later session";
     if (!why) return 0;
     refuse_({joined(*relative), change_name(change), *why});
     return change == Change::mode || change == Change::owner || change == Change::times ? EPERM
@@ -411,6 +416,30 @@ class Judge {
   }
 
  private:
+  // Whether the name `at` holds would complete an environment's shape on disk
+  // (completes_environment), looked at from the walked folder and the one above it.
+  bool makes_an_environment(const WalkedPath& at) const {
+    if (at.name.empty()) return false;
+    std::string parent = at.where.empty() ? std::string() : at.where.back();
+    Fd above(::openat(at.parent.get(), "..", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    return completes_environment(parent, at.name, above ? above.get() : -1);
+  }
+
+  // Whether a component of `relative` is a `bin` whose folder is a home by its shape
+  // (holds_shell_start_up). The folders are reached from the walked one by "..": the broker
+  // answers one call at a time, so no brokered rename moves them meanwhile.
+  bool in_a_homes_bin(const WalkedPath& at, const std::vector<std::string>& relative) const {
+    for (size_t i = 0; i < relative.size(); ++i) {
+      if (relative[i] != "bin") continue;
+      Fd dir(::fcntl(at.parent.get(), F_DUPFD_CLOEXEC, 0));
+      for (size_t up = relative.size() - 1 - i; dir && up > 0; --up)
+        dir = Fd(::openat(dir.get(), "..", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      // What cannot be looked at may be a home: refused.
+      if (!dir || holds_shell_start_up(dir.get())) return true;
+    }
+    return false;
+  }
+
   // Whether a folder from the workspace's root down to the target's is a Python environment's
   // root by its shape (workspace_rule.hpp's table).
   bool in_environment(const WalkedPath& at) const {
@@ -724,15 +753,14 @@ void WorkspaceBroker::answer(Call& call) {
   // only when no other open file description of the file exists (a writer, a reader, one in
   // flight in a unix socket, a mapping: measured on this host's Linux 6.18). 0 and `held` (the
   // lease lasts while it is open) when granted; else why not, which removal_of() treats as held.
+  // Granted, the file's bytes are dropped before its name goes (drop_bytes): an O_PATH
+  // descriptor or a reader that waited out the lease keeps only an empty inode.
   auto take_lease = [&](const WalkedPath& at, const struct stat& st, Fd& held) -> int {
-    // O_NONBLOCK: a lease someone else holds on it is not waited for (EWOULDBLOCK).
-    held.reset(
-        ::openat(at.parent.get(), at.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    if (!held) return errno;
+    if (int error = take_removal_lease(at.parent.get(), at.name.c_str(), held)) return error;
     struct stat now {};
     if (::fstat(held.get(), &now) != 0) return errno;
     if (now.st_dev != st.st_dev || now.st_ino != st.st_ino || now.st_nlink != 1) return ESTALE;
-    return ::fcntl(held.get(), F_SETLEASE, F_WRLCK) == 0 ? 0 : errno;
+    return drop_bytes(held.get()) ? 0 : errno;
   };
 
   // Whether the removal of what `at` names (a file `st` describes) must bury it instead, with

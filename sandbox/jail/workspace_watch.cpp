@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,28 +20,69 @@
 namespace belljar {
 
 namespace {
-// The morgue at the workspace's top, a folder of the workspace owner's, made if it is not
-// there and emptied if it is: nothing an earlier session left is held by this one.
-// false when the workspace's top cannot be written (read-only, another's, full): the broker then
-// refuses to remove a held file's last name (BrokerSettings::guard_last_names).
-bool make_morgue(int workspace, bool host_root) {
-  if (::mkdirat(workspace, kMorgueName, 0700) == 0) {
-    struct stat ws {};
-    if (host_root && ::fstat(workspace, &ws) == 0)
-      (void)::fchownat(workspace, kMorgueName, ws.st_uid, ws.st_gid, AT_SYMLINK_NOFOLLOW);
-  } else if (errno == EACCES || errno == EPERM || errno == EROFS || errno == ENOSPC ||
-             errno == EDQUOT) {
-    return false;
-  } else if (errno != EEXIST) {
-    throw_errno(std::string("mkdir(") + kMorgueName + ") in the workspace");
+// mkdirat(dir, name, 0700), owned by the workspace's owner when a root warden made it; the
+// errno when it could not be made, 0 when it was made or was there.
+int make_owned_folder(int dir, const char* name, bool host_root, int workspace) {
+  if (::mkdirat(dir, name, 0700) != 0) return errno == EEXIST ? 0 : errno;
+  struct stat ws {};
+  if (host_root && ::fstat(workspace, &ws) == 0)
+    (void)::fchownat(dir, name, ws.st_uid, ws.st_gid, AT_SYMLINK_NOFOLLOW);
+  return 0;
+}
+
+// The morgue at the workspace's top, a folder of the workspace owner's, and this warden's folder
+// in it (morgue_folder), made and locked (the returned descriptor holds the flock while the
+// warden lives), emptied if a warden of the same pid left it. The folders of kernels that are
+// gone (unlocked: their wardens were killed) are emptied and removed; a live kernel's are left.
+// An empty Fd when the workspace's top cannot be written (read-only, another's, full): the
+// broker then refuses to remove a held file's last name (BrokerSettings::guard_last_names).
+Fd make_morgue(int workspace, bool host_root, pid_t warden) {
+  if (int error = make_owned_folder(workspace, kMorgueName, host_root, workspace)) {
+    if (error == EACCES || error == EPERM || error == EROFS || error == ENOSPC || error == EDQUOT)
+      return Fd();
+    throw_errno(std::string("mkdir(") + kMorgueName + ") in the workspace", error);
   }
   Fd morgue(::openat(workspace, kMorgueName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!morgue)
     throw SetupError(std::string("the workspace holds ") + kMorgueName +
                      ", which is not belljar's morgue folder (" + errno_text(errno) +
                      "); move it away");
-  empty_morgue(morgue.get(), false);
-  return true;
+  std::string own = std::to_string(warden);
+  // Another start may take our folder for a dead kernel's between its mkdir and our lock: the
+  // folder is ours once it is locked and still there.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    if (int error = make_owned_folder(morgue.get(), own.c_str(), host_root, workspace))
+      throw_errno("mkdir(" + morgue_folder(warden) + ") in the workspace", error);
+    Fd mine(::openat(morgue.get(), own.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!mine || ::flock(mine.get(), LOCK_EX) != 0) continue;
+    struct stat held {
+    }, named{};
+    if (::fstat(mine.get(), &held) != 0 ||
+        ::fstatat(morgue.get(), own.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+        held.st_ino != named.st_ino || held.st_dev != named.st_dev)
+      continue;
+    empty_morgue(mine.get(), false);
+    // The folders of kernels that are gone.
+    Fd copy(::fcntl(morgue.get(), F_DUPFD_CLOEXEC, 0));
+    DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
+    std::vector<std::string> others;
+    if (stream) {
+      copy.release();
+      while (dirent* entry = ::readdir(stream))
+        if (entry->d_name[0] != '.' && own != entry->d_name) others.emplace_back(entry->d_name);
+      ::closedir(stream);
+    }
+    for (const auto& name : others) {
+      Fd theirs(
+          ::openat(morgue.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!theirs || ::flock(theirs.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
+      empty_morgue(theirs.get(), false);
+      (void)::unlinkat(morgue.get(), name.c_str(), AT_REMOVEDIR);
+    }
+    return mine;
+  }
+  throw SetupError("this kernel's folder in the morgue (" + morgue_folder(warden) +
+                   ") kept being removed by other starts");
 }
 
 unsigned long inode_of(const std::string& workspace, const std::string& relative) {
@@ -50,7 +92,7 @@ unsigned long inode_of(const std::string& workspace, const std::string& relative
 }
 }  // namespace
 
-WorkspaceWatch::WorkspaceWatch(const JailSpec& spec) : spec_(spec) {}
+WorkspaceWatch::WorkspaceWatch(const JailSpec& spec) : spec_(spec), warden_(::getpid()) {}
 
 WorkspaceRules WorkspaceWatch::rules(bool measure) const {
   WorkspaceRules rules;
@@ -80,7 +122,8 @@ std::vector<GuardedPath> WorkspaceWatch::first_survey() {
         (void)::fchownat(workspace.get(), ".git", ws.st_uid, ws.st_gid, AT_SYMLINK_NOFOLLOW);
     }
   }
-  has_morgue_ = spec_.broker && make_morgue(workspace.get(), spec_.host_root);
+  if (spec_.broker) morgue_lock_ = make_morgue(workspace.get(), spec_.host_root, warden_);
+  has_morgue_ = bool(morgue_lock_);
   WorkspaceSurvey first = survey_workspace(spec_.workspace, rules(false));
   // The morgue's mask comes once the broker holds what lies under it (hold_morgue).
   std::erase_if(first.guards,
@@ -105,7 +148,7 @@ Fd WorkspaceWatch::hold_morgue() {
 }
 
 void WorkspaceWatch::sweep_morgue(bool all) {
-  belljar::sweep_morgue(spec_.workspace, !all);
+  belljar::sweep_morgue(spec_.workspace, warden_, !all);
 }
 
 void WorkspaceWatch::attach(pid_t init) {
@@ -140,9 +183,9 @@ void WorkspaceWatch::in_jail(const std::vector<GuardedPath>& guards, int read_on
         Fd workspace = open_jail_workspace(spec_.workspace);
         if (morgue_channel >= 0) {
           // What lies under the mask about to go on: the broker's, on the jail's own mount.
-          Fd morgue(::openat(workspace.get(), kMorgueName,
+          Fd morgue(::openat(workspace.get(), morgue_folder(warden_).c_str(),
                              O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-          if (!morgue) throw_errno(std::string("open(") + kMorgueName + ") in the jail");
+          if (!morgue) throw_errno("open(" + morgue_folder(warden_) + ") in the jail");
           if (int error = send_fd(morgue_channel, morgue.get()))
             throw_errno("send the morgue", error);
         }

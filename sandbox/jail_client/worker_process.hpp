@@ -137,8 +137,10 @@ class WorkerProcess {
   // Landlock mode: the warden has a private directory on the host's /tmp to remove at the end,
   // so it is asked to end (SIGTERM) before it is killed.
   bool landlocked_ = false;
-  // Namespaces mode: the workspace whose morgue (workspace_guard.hpp) end() removes.
+  // Namespaces mode: the workspace whose morgue (workspace_guard.hpp) end() removes this
+  // warden's folder of.
   std::string morgue_workspace_;
+  pid_t morgue_warden_ = -1;
   std::optional<WorkerExit> exit_;
   mutable double last_cpu_ = 0;
   pid_t broker_tid_ = -1;  // the warden's broker thread, found by name once it is ready

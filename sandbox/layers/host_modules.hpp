@@ -20,6 +20,14 @@ namespace belljar {
 // Whether `name` (a top-level module name: no dots) is one a host Python imports at start.
 bool host_module_name(std::string_view name);
 
+// Whether a plain folder (no `__init__`) of this name is harmless: a namespace portion yields to
+// the real module only when there is one, so only standard-library names present in every
+// Python belljar supports, and common as a project's folder names, are listed (`code`, `json`,
+// `html`, `email`, `logging`, ...). A folder named after an optional import that is absent
+// (`numpydoc`, whose `docscrape` jedi imports on completion, in the outside attack on round
+// three) would be the package itself.
+bool plain_folder_harmless(std::string_view name);
+
 // The module name a file or folder named `entry` would be imported as from its folder, when it
 // has a module's shape: `N.py`, `N.pyc`, `N.so` and `N.<abi tag>.so` give N; a folder (or
 // anything else without a suffix) named N gives N; "" for any other shape.

@@ -226,9 +226,9 @@ class Survey {
     ::closedir(dir);
   }
 
-  // The morgue's files, one level (the broker puts only regular files there), and the
-  // folder's own blocks.
-  void count_morgue(DIR* dir, const std::string& name) {
+  // The morgue's files: each kernel's folder (morgue_folder) and the regular files the broker
+  // put in it, with the folders' own blocks.
+  void count_morgue(DIR* dir, const std::string& name, bool kernels = true) {
     int fd = ::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return;  // gone since readdir; an unreadable one is masked all the same
     DIR* morgue = ::fdopendir(fd);
@@ -242,6 +242,10 @@ class Survey {
     while (dirent* entry = ::readdir(morgue)) {
       if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) continue;
       ++result_.entries;
+      if (kernels && entry->d_type == DT_DIR) {
+        count_morgue(morgue, entry->d_name, false);
+        continue;
+      }
       if (measure_ && ::fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
         result_.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
     }
@@ -280,6 +284,24 @@ class Survey {
 
 }  // namespace
 
+int take_removal_lease(int dir, const char* name, Fd& held) {
+  // O_NONBLOCK: a lease someone else holds on it is not waited for (EWOULDBLOCK).
+  constexpr int kFlags = O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  held.reset(::openat(dir, name, kFlags));
+  if (!held && errno == EACCES) {
+    struct stat st {};
+    if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        ::fchmodat(dir, name, (st.st_mode & 07777) | S_IWUSR, 0) == 0)
+      held.reset(::openat(dir, name, kFlags));
+  }
+  if (!held) return errno;
+  return ::fcntl(held.get(), F_SETLEASE, F_WRLCK) == 0 ? 0 : errno;
+}
+
+bool drop_bytes(int held) {
+  return ::ftruncate(held, 0) == 0;
+}
+
 void empty_morgue(int morgue, bool unheld_only) {
   Fd copy(::fcntl(morgue, F_DUPFD_CLOEXEC, 0));
   DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
@@ -292,8 +314,8 @@ void empty_morgue(int morgue, bool unheld_only) {
   ::closedir(stream);
   for (const auto& name : names) {
     if (unheld_only) {
-      Fd held(::openat(morgue, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-      if (!held || ::fcntl(held.get(), F_SETLEASE, F_WRLCK) != 0) continue;
+      Fd held;
+      if (take_removal_lease(morgue, name.c_str(), held) != 0 || !drop_bytes(held.get())) continue;
       (void)::unlinkat(morgue, name.c_str(), 0);  // while the lease is held
     } else if (::unlinkat(morgue, name.c_str(), 0) != 0 && errno == EISDIR) {
       (void)::unlinkat(morgue, name.c_str(), AT_REMOVEDIR);
@@ -301,12 +323,18 @@ void empty_morgue(int morgue, bool unheld_only) {
   }
 }
 
-void sweep_morgue(const std::string& workspace, bool unheld_only) {
-  std::string path = workspace + "/" + kMorgueName;
+std::string morgue_folder(pid_t warden) {
+  return std::string(kMorgueName) + "/" + std::to_string(warden);
+}
+
+void sweep_morgue(const std::string& workspace, pid_t warden, bool unheld_only) {
+  std::string path = workspace + "/" + morgue_folder(warden);
   Fd morgue(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!morgue) return;
   empty_morgue(morgue.get(), unheld_only);
-  if (!unheld_only) (void)::rmdir(path.c_str());
+  if (unheld_only) return;
+  (void)::rmdir(path.c_str());
+  (void)::rmdir((workspace + "/" + kMorgueName).c_str());  // ENOTEMPTY: another kernel's is there
 }
 
 WorkspaceSurvey survey_workspace(const std::string& workspace, const WorkspaceRules& rules) {

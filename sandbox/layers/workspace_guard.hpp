@@ -15,11 +15,14 @@
 // refuse a start, and the session can make none of them (workspace_rule.hpp closes every name
 // the walk would guard). It runs at every start and, through
 // the warden, before every cell and on a timer (files appear on the host while a kernel runs).
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "sandbox/jail_protocol/jail_reports.hpp"
+#include "sandbox/os/fd.hpp"
 
 namespace belljar {
 
@@ -61,13 +64,31 @@ struct WorkspaceSurvey {
 // itself can't be read or the guards can't be bounded.
 WorkspaceSurvey survey_workspace(const std::string& workspace, const WorkspaceRules& rules);
 
+// The write lease a last name's removal asks for (workspace_rule.hpp, removal_of) on the file
+// `name` in `dir`, taken on a descriptor opened for writing (`held`), so that the file's bytes
+// can be dropped (drop_bytes) before the name goes: an O_PATH descriptor, which no lease sees,
+// or a reader's open that waited out the lease, keeps the inode of a removed file alive, and its
+// blocks with it, counted by no survey (the outside attack on round three pinned 96 MiB under a
+// 32M quota). A file without its owner's write bit gets it first (the caller may remove it). 0
+// when granted; else the errno, which the caller treats as held.
+int take_removal_lease(int dir, const char* name, Fd& held);
+// The file's bytes freed, while the lease is held: what an O_PATH descriptor keeps is empty.
+// Whether it was done (else the caller keeps the name or buries the file).
+bool drop_bytes(int held);
+
+// One warden's folder in the morgue, from the workspace's top: kernels share a workspace (a
+// folder of notebooks), so each holds a folder of its own, named by its warden's pid and locked
+// (flock) while it lives; a start removes the unlocked ones an earlier kernel left.
+std::string morgue_folder(pid_t warden);
+
 // The morgue's files (`morgue`, its folder): with `unheld_only`, those a write lease shows
 // nobody else holds open (no other open file description: workspace_rule.hpp, removal_of),
 // removed while the lease is held; else every one.
 void empty_morgue(int morgue, bool unheld_only);
-// The same for the morgue below `workspace`, if it is there; without `unheld_only` the folder
-// goes too (the session is over: the supervisor, after it killed the sandbox).
-void sweep_morgue(const std::string& workspace, bool unheld_only);
+// The same for `warden`'s folder of the morgue below `workspace`, if it is there; without
+// `unheld_only` that folder goes too, and the morgue if no other kernel's is left (the session is
+// over: the supervisor, after it killed the sandbox).
+void sweep_morgue(const std::string& workspace, pid_t warden, bool unheld_only);
 
 // The secrets alone (the hide patterns), as the start of a jail masks them.
 std::vector<GuardedPath> find_secrets(const std::string& workspace,

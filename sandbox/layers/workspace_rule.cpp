@@ -72,9 +72,10 @@ bool holds_matching(int dir, const char* folder, const char* glob, bool folders_
 
 // Whether the last component of `relative` would be imported, by a host Python started in its
 // folder, in place of a module of the host's (host_modules.hpp): a module file of such a name, a
-// link or rename to the bare name (a link to a package is a package), or the `__init__` that
-// makes a folder of such a name a package. A new plain folder is only a namespace portion, which
-// yields to the real module; it may be made, and its `__init__` may not.
+// link or rename to the bare name (a link to a package is a package), the `__init__` that makes
+// a folder of such a name a package, or a plain folder of such a name — a namespace package when
+// the name is an optional import the host lacks, whose submodules then run — unless the name is
+// one plain_folder_harmless() lists, whose real module is always there to come first.
 bool shadows_host_module(const std::vector<std::string>& relative, NameChange change) {
   const std::string& name = relative.back();
   std::string_view module = module_of(name);
@@ -85,7 +86,8 @@ bool shadows_host_module(const std::vector<std::string>& relative, NameChange ch
     return module_of(folder) == folder && host_module_name(folder);
   }
   if (!host_module_name(module)) return false;
-  return module.size() != name.size() || change != NameChange::make_folder;
+  return module.size() != name.size() || change != NameChange::make_folder ||
+         !plain_folder_harmless(module);
 }
 
 const RemovalCase kRemovalCases[] = {
@@ -94,8 +96,9 @@ const RemovalCase kRemovalCases[] = {
     {"a regular file with another name (nlink > 1)", Removal::remove,
      "the other name keeps it, and the survey counts it there"},
     {"a regular file's last name, the broker's write lease granted", Removal::remove,
-     "no other open file description exists (in flight and mapped included): removed while the "
-     "broker holds the lease, so none can appear meanwhile, and its blocks are freed"},
+     "no other open file description exists (in flight and mapped included): its bytes dropped "
+     "and the name removed while the broker holds the lease, so none can appear meanwhile; an "
+     "`O_PATH` descriptor keeps only an empty inode"},
     {"a regular file's last name, the lease refused (EAGAIN: held open elsewhere)", Removal::morgue,
      "its bytes can still grow through the other descriptor: moved, still counted"},
     {"a regular file's last name, no lease to be had (leases disabled, not the owner, the "
@@ -138,6 +141,26 @@ bool holds_python_environment(int dir) {
     return false;
   return holds_matching(dir, "bin", "python*", false) &&
          holds_matching(dir, "lib", "python3.*", true);
+}
+
+bool completes_environment(const std::string& parent_name, const std::string& name, int above) {
+  if (name == "pyvenv.cfg" || name == "conda-meta") return true;
+  if (above < 0) return false;
+  if (parent_name == "bin" && glob_matches("python*", name))
+    return holds_matching(above, "lib", "python3.*", true);
+  if (parent_name == "lib" && glob_matches("python3.*", name))
+    return holds_matching(above, "bin", "python*", false);
+  return false;
+}
+
+bool holds_shell_start_up(int dir) {
+  static const char* const kStartUp[] = {".profile",  ".bash_profile", ".bash_login",
+                                         ".zprofile", ".zlogin",       ".bashrc",
+                                         ".zshrc",    ".cshrc",        ".tcshrc"};
+  struct stat st {};
+  for (const char* name : kStartUp)
+    if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return true;
+  return false;
 }
 
 bool environment_marker(const std::string& parent, const std::string& name) {

@@ -63,6 +63,23 @@ const std::vector<EnvironmentShape>& python_environment_shapes();
 // disk: it holds pyvenv.cfg, or a conda-meta folder, or bin/python* beside lib/python3.*.
 bool holds_python_environment(int dir);
 
+// Whether making `name` in the folder `parent` (whose own name is `parent_name`) would make
+// that folder, or the one above it (`above`, a descriptor; -1 when there is none to look at),
+// an environment's root by a shape on disk: pyvenv.cfg or conda-meta anywhere; bin/python*
+// where the folder above holds lib/python3.*/, and lib/python3.* where it holds bin/python*.
+// The broker refuses such a name: a session that made one closed its folder — the
+// workspace's top, with one `pyvenv.cfg` (the outside attack on round three) — to every later
+// session until the host's user removed it.
+bool completes_environment(const std::string& parent_name, const std::string& name, int above);
+
+// Whether the folder `dir` (a descriptor) is a home by its shape: it holds a login shell's
+// start-up file (.profile, .bash_profile, .bash_login, .zprofile, .zlogin, .bashrc, .zshrc,
+// .cshrc, .tcshrc), so a `bin` in it is first on that shell's PATH (Debian's ~/.profile puts
+// ~/bin there). The broker asks it of the folder holding any `bin` it is asked to change below:
+// a workspace that is, or holds, a home (the outside attack on round three planted bin/git in a
+// home below the workspace, and in another user's home as the workspace).
+bool holds_shell_start_up(int dir);
+
 // Whether an entry named `name` in a folder (below `parent`, its name) may make that folder,
 // or the one above, an environment's root: what the broker forgets its walks after.
 bool environment_marker(const std::string& parent, const std::string& name);

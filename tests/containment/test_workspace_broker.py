@@ -155,6 +155,49 @@ def test_a_home_directory_as_the_workspace_gets_no_start_up_file(mode):
         marker.unlink(missing_ok=True)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_no_bin_is_made_in_a_home_whatever_the_workspace(mode):
+    """The outside attack on round three: ~/bin was protected only when the workspace was the
+    kernel's own $HOME, so a workspace holding a home (or another user's home as the workspace)
+    took a bin/git that the home's next login shell ran. A home is known by its shape now: a
+    folder holding a shell's start-up file. Control: a login shell there runs what lands in bin."""
+    with fresh_workspace("belljar-broker-homes-") as ws:
+        for home in ("alice", "bob"):
+            (ws / home).mkdir()
+            (ws / home / ".profile").write_text('PATH="$HOME/bin:$PATH"\n')
+        (ws / "bob" / "bin").mkdir()
+        (ws / "proj").mkdir()
+        open_to_all(ws)
+        plants = (f"os.chdir({str(ws)!r})\n"
+                  "attempt('bin in a home below', lambda: os.mkdir('alice/bin'))\n"
+                  "attempt('git in a home bin', lambda: open('bob/bin/git', 'w').write('x'))\n"
+                  "attempt('bin renamed into a home', lambda: (os.mkdir('proj/bin'), "
+                  "os.rename('proj/bin', 'alice/bin')))\n"
+                  "attempt('a project bin', lambda: open('proj/bin/run.sh', 'w').write('x'))\n")
+        with kernel(mode, ws) as (km, kc):
+            got, notices = results_of(kc, plants)
+            assert got == {"bin in a home below": "PermissionError", "git in a home bin": "PermissionError",
+                           "bin renamed into a home": "PermissionError", "a project bin": "done"}, got
+            assert "a home's bin" in notices, notices
+        # Another user's home as the workspace, the kernel's $HOME elsewhere.
+        with kernel(mode, ws / "alice", env={"HOME": str(ws / "proj")}) as (km, kc):
+            got, _ = results_of(kc, f"attempt('bin', lambda: os.mkdir({str(ws / 'alice' / 'bin')!r}))")
+            assert got == {"bin": "PermissionError"}, got
+        assert not (ws / "alice" / "bin").exists() and list((ws / "bob" / "bin").iterdir()) == []
+
+
+def test_control_a_login_shell_runs_what_is_in_its_homes_bin():
+    with fresh_workspace("belljar-broker-homes-control-") as ws:
+        home = ws / "alice"
+        (home / "bin").mkdir(parents=True)
+        (home / ".profile").write_text('PATH="$HOME/bin:$PATH"\n')
+        (home / "bin" / "git").write_text("#!/bin/sh\necho planted-git\n")
+        (home / "bin" / "git").chmod(0o755)
+        done = subprocess.run(["bash", "-l", "-c", "git --version"], capture_output=True, text=True,
+                              env={"HOME": str(home), "PATH": "/usr/bin:/bin"})
+        assert done.stdout.strip() == "planted-git", done
+
+
 def test_control_with_the_gitconfig_opened_the_host_runs_what_was_planted():
     # The probe above is real: with --writable .gitconfig the plant lands and host git runs it.
     home = home_workspace()
@@ -1107,6 +1150,36 @@ def test_a_conda_environment_is_a_python_environment_to_the_rule(mode):
         assert not (ws / "conda/lib/python3.11/sitecustomize.py").exists()
         assert not (ws / "conda/etc/conda/activate.d/evil.sh").exists()
         assert (ws / "conda/conda-meta").is_dir()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_folder_is_made_an_environment_the_session_would_be_closed_out_of(mode):
+    """The outside attack on round three: one `pyvenv.cfg` made at the workspace's top made the
+    whole workspace "a Python environment" to the rule, closed to that session and every later
+    one until the host's user removed it. A name that completes an environment's shape is
+    refused; the workspace stays the sandbox's."""
+    with fresh_workspace("belljar-broker-markers-") as ws:
+        (ws / "p" / "lib" / "python3.11").mkdir(parents=True)
+        (ws / "q" / "bin").mkdir(parents=True)
+        (ws / "q" / "bin" / "python3").write_text("")
+        open_to_all(ws)
+        plants = (f"os.chdir({str(ws)!r})\n"
+                  "attempt('pyvenv.cfg', lambda: open('pyvenv.cfg', 'w').write('home = /usr\\n'))\n"
+                  "attempt('conda-meta', lambda: os.mkdir('sub-conda-meta') or "
+                  "os.rename('sub-conda-meta', 'conda-meta'))\n"
+                  "attempt('bin/python beside lib', lambda: (os.mkdir('p/bin'), "
+                  "open('p/bin/python3', 'w').close()))\n"
+                  "attempt('lib/python beside bin', lambda: os.makedirs('q/lib/python3.12'))\n"
+                  "attempt('then ordinary work', lambda: open('after.txt', 'w').write('x'))\n")
+        with kernel(mode, ws) as (km, kc):
+            got, notices = results_of(kc, plants)
+        assert got == {"pyvenv.cfg": "PermissionError", "conda-meta": "PermissionError",
+                       "bin/python beside lib": "PermissionError",
+                       "lib/python beside bin": "PermissionError", "then ordinary work": "done"}, got
+        assert "would make its folder a Python environment" in notices, notices
+        with kernel(mode, ws) as (km, kc):  # the next session writes as the first did
+            got, _ = results_of(kc, f"attempt('next', lambda: open({str(ws / 'next.txt')!r}, 'w').write('x'))")
+            assert got == {"next": "done"}, got
 
 
 def test_control_outside_the_sandbox_the_environment_plants_land():

@@ -404,6 +404,59 @@ def test_a_file_written_after_its_last_name_went_still_counts(variant):
         shutil.rmtree(ws, ignore_errors=True)
 
 
+# The outside attack on round three's morgue: an O_PATH descriptor, which no write lease sees,
+# or a reader's open that waited out the lease, kept a removed file's inode and its blocks (96
+# MiB under a 32M quota, counted by no survey). The broker now drops a file's bytes under the
+# lease before the name goes: what such a descriptor keeps is empty.
+PINNED = """
+import os, threading
+os.chdir({ws!r})
+pinned = []
+for i in range(12):
+    with open('p%d' % i, 'wb') as f:
+        f.write(b'y' * (8 << 20))
+    pinned.append(os.open('p%d' % i, os.O_PATH))
+    os.unlink('p%d' % i)
+# A reader racing the unlink: its open, blocked by the lease, completes on the removed inode.
+for i in range(12, 28):
+    with open('p%d' % i, 'wb') as f:
+        f.write(b'y' * (1 << 20))
+    stop = False
+    def read():
+        while not stop:
+            try:
+                pinned.append(os.open('p%d' % i, os.O_RDONLY))
+            except FileNotFoundError:
+                pass
+    reader = threading.Thread(target=read)
+    reader.start()
+    os.unlink('p%d' % i)
+    stop = True
+    reader.join()
+# Counted by no survey: an inode without a name (one in the morgue has its name there).
+unnamed = [os.fstat(fd) for fd in pinned if os.fstat(fd).st_nlink == 0]
+print('PINNED', len(unnamed), sum(st.st_blocks * 512 for st in unnamed))
+"""
+
+
+@pytest.mark.parametrize("mode", ["strict"])
+def test_a_descriptor_no_lease_sees_keeps_no_bytes_of_a_removed_file(mode):
+    ws = sandbox_writable_dir("belljar-guard-pinned-")
+    try:
+        with running_kernel(flags=["--workspace-quota", "32M", "--timeout", "60"],
+                            workspace=str(ws)) as (km, kc):
+            reply, out = execute(kc, PINNED.format(ws=str(ws)), timeout=90)
+            words = stdout_of(out).split()
+            assert words[:1] == ["PINNED"], (stdout_of(out), reply["content"])
+            count, held = int(words[1]), int(words[2])
+            # The pins are real (the O_PATH descriptors at least hold inodes without a name),
+            # and what they hold is empty.
+            assert count >= 12, stdout_of(out)
+            assert held == 0, f"{held >> 20} MiB held by {count} descriptors of removed files"
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 def test_a_file_closed_after_its_unlink_is_freed_and_the_morgue_stays_out_of_reach():
     """The other side of the morgue: a file unlinked while open is counted while it is held,
     freed once closed (nothing is left in the morgue after the next cell, nor in the workspace
@@ -418,14 +471,16 @@ def test_a_file_closed_after_its_unlink_is_freed_and_the_morgue_stays_out_of_rea
                                      f"os.unlink('t')\nf.write(b'y' * {8 * MIB})\nf.flush()\n"
                                      "print(os.path.exists('t'))")
             assert stdout_of(out) == "False\n", (out, reply["content"])
-            # Held: in the morgue, on the host, with its bytes.
-            buried = os.listdir(morgue)
+            # Held: in this kernel's folder of the morgue, on the host, with its bytes.
+            (own,) = os.listdir(morgue)
+            mine = morgue / own
+            buried = os.listdir(mine)
             assert len(buried) == 1, buried
-            assert (morgue / buried[0]).stat().st_blocks * 512 >= 8 * MIB
+            assert (mine / buried[0]).stat().st_blocks * 512 >= 8 * MIB
             probes = {
                 "list": f"os.listdir({str(morgue)!r})",
-                "open": f"open({str(morgue / buried[0])!r}, 'rb')",
-                "write": f"open({str(morgue / buried[0])!r}, 'ab')",
+                "open": f"open({str(mine / buried[0])!r}, 'rb')",
+                "write": f"open({str(mine / buried[0])!r}, 'ab')",
                 "make": f"os.mkdir({str(morgue / 'x')!r})",
                 "rename": "open('r', 'w').close(); os.rename('r', "
                           f"{str(morgue / 'r')!r})",
@@ -438,7 +493,7 @@ def test_a_file_closed_after_its_unlink_is_freed_and_the_morgue_stays_out_of_rea
             reply, out = execute(kc, code)
             for name in probes:
                 assert f"{name} PermissionError" in stdout_of(out), stdout_of(out)
-            assert os.listdir(morgue) == buried
+            assert os.listdir(mine) == buried
             # Closed: the next cell's survey finds nobody holding it and removes it.
             execute(kc, "f.close()")
             code = (f"import tempfile\nwith tempfile.TemporaryFile(dir={str(ws)!r}) as t:\n"
@@ -446,8 +501,40 @@ def test_a_file_closed_after_its_unlink_is_freed_and_the_morgue_stays_out_of_rea
             reply, out = execute(kc, code)
             assert stdout_of(out) == "b'kept'\n", (out, reply["content"])
             reply, out = execute(kc, "print('next')")
-            assert os.listdir(morgue) == [], os.listdir(morgue)
+            assert os.listdir(mine) == [], os.listdir(mine)
         assert sorted(p.name for p in ws.iterdir()) == ["r"], list(ws.iterdir())
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_kernels_sharing_a_workspace_keep_a_morgue_folder_each():
+    """A folder of notebooks is one workspace for several kernels: each keeps its own folder of
+    the morgue, locked while it lives, so a start neither removes nor empties a live kernel's
+    (nbclient's test_many_parallel_notebooks caught a start removing the morgue another kernel
+    had just made: "open(.belljar-morgue) in the jail: No such file"); what a killed kernel left is
+    removed by the next start."""
+    ws = sandbox_writable_dir("belljar-guard-morgues-")
+    morgue = ws / ".belljar-morgue"
+    hold = (f"import os\nos.chdir({str(ws)!r})\nf = open(NAME, 'wb')\nos.unlink(NAME)\n"
+            "f.write(b'y' * 4096)\nf.flush()\n")
+    try:
+        morgue.mkdir()
+        (morgue / "999999999").mkdir()  # a killed kernel's, unlocked
+        (morgue / "999999999" / "3-4").write_bytes(b"x" * 4096)
+        with running_kernel(workspace=str(ws), flags=["--workspace-quota", "32M"]) as (km1, kc1):
+            execute(kc1, hold.replace("NAME", "'a'"))
+            with running_kernel(workspace=str(ws), flags=["--workspace-quota", "32M"]) as (km2, kc2):
+                reply, out = execute(kc2, hold.replace("NAME", "'b'"))
+                assert reply["content"]["status"] == "ok", (out, reply["content"])
+                folders = sorted(os.listdir(morgue))
+                assert len(folders) == 2 and "999999999" not in folders, folders
+                assert sorted(len(os.listdir(morgue / f)) for f in folders) == [1, 1]
+            # The second kernel's folder went with it; the first's is there, still holding.
+            (left,) = os.listdir(morgue)
+            assert len(os.listdir(morgue / left)) == 1
+            reply, out = execute(kc1, "print('still here')")
+            assert stdout_of(out) == "still here\n"
+        assert not morgue.exists()
     finally:
         shutil.rmtree(ws, ignore_errors=True)
 

@@ -35,11 +35,22 @@ folder, recorder, record = sys.argv[1:]
 env = dict(os.environ, PYTHONPATH=recorder, BELLJAR_TEST_IMPORTS_RECORD=record)
 km, kc = start_new_kernel(kernel_name="python3", cwd=folder, env=env)
 try:
-    kc.execute_interactive("1 + 1", timeout=60)
-    kc.complete("impo")
-    kc.get_shell_msg(timeout=60)
-    kc.inspect("print")
-    kc.get_shell_msg(timeout=60)
+    # What a learner's notebook does in its first minutes: cells, an error (IPython's traceback
+    # looks up astroid through stack_data), completion on an object with a docstring (jedi looks
+    # up numpydoc), inspection, and the everyday magics (%matplotlib, %load_ext autoreload,
+    # %uv runs `python -m uv` in the folder, %notebook loads nbformat and jsonschema).
+    for code in ["1 + 1", "1 / 0",
+                 'def area(r):\\n    "The area of a circle of radius r."\\n    return 3.14 * r * r',
+                 "%matplotlib inline", "%load_ext autoreload", "%autoreload 2", "%notebook n.ipynb",
+                 "%uv --version", "%pip --version", "%timeit -n1 -r1 1", "%who", "%history -l 1",
+                 "!true"]:
+        kc.execute_interactive(code, timeout=120)
+    for text in ("impo", "area(2).", "import os; os.pa"):
+        kc.complete(text)
+        kc.get_shell_msg(timeout=60)
+    for text in ("print", "area"):
+        kc.inspect(text, detail_level=1)
+        kc.get_shell_msg(timeout=60)
 finally:
     kc.stop_channels()
     km.shutdown_kernel()
@@ -81,8 +92,23 @@ def test_a_stock_kernel_looks_up_no_name_the_table_lacks():
     got = recorded(lambda folder, recorder, record: subprocess.run(
         [python, "-c", KERNEL_ROUND, folder, recorder, record], check=True, capture_output=True,
         timeout=180))
-    # The recording is real: the launcher itself, and the kernel's own packages, were looked up.
-    assert {"ipykernel_launcher", "ipykernel", "zmq", "IPython"} <= got, sorted(got)
+    # The recording is real: the launcher itself, the kernel's own packages, and what the error,
+    # the completion and the magics look up (the outside attack on round three ran astroid.py,
+    # numpydoc/docscrape.py, matplotlib/, autoreload.py and uv.py from the folder).
+    assert {"ipykernel_launcher", "ipykernel", "zmq", "IPython", "astroid", "numpydoc",
+            "matplotlib", "autoreload", "uv"} <= got, sorted(got)
+    assert missing(got) == []
+
+
+def test_what_matplotlib_inline_imports_is_in_the_table():
+    """%matplotlib inline in a stock kernel whose environment has matplotlib: the learner's venv
+    (requirements/sandbox-python.txt) stands in for it, drawing a figure as the backend does."""
+    code = ("import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\n"
+            "plt.plot([1, 2])\nplt.savefig('/dev/null', format='png')\n")
+    got = recorded(lambda folder, recorder, record: subprocess.run(
+        [SANDBOX_VENV_PYTHON, "-c", code], cwd=folder, check=True, capture_output=True,
+        env=python_env(recorder, record), timeout=120))
+    assert {"matplotlib", "numpy", "PIL"} <= got, sorted(got)
     assert missing(got) == []
 
 

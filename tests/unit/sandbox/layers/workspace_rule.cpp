@@ -188,6 +188,10 @@ TEST_CASE("a module of the host's Python by name is closed at any depth", "[work
   CHECK(refused(rule, "zmq"));
   CHECK(refused(rule, "notebooks/json", NameChange::other));
   CHECK_FALSE(refused(rule, "notebooks/json", NameChange::make_folder));
+  // An optional import the host lacks: the plain folder would be the package (the outside
+  // attack on round three: numpydoc/docscrape.py ran when jedi completed in a stock kernel).
+  for (const char* folder : {"numpydoc", "orjson", "django", "matplotlib", "distutils", "tkinter"})
+    CHECK(refused(rule, std::string("course/") + folder, NameChange::make_folder));
   CHECK_FALSE(refused(rule, "json/data.py"));
   CHECK_FALSE(refused(rule, "json/week1/__init__.py"));
 }
@@ -201,6 +205,10 @@ TEST_CASE("a course's own module names stay the sandbox's", "[workspace_rule]") 
 }
 
 TEST_CASE("a module's name is what Python would import the entry as", "[workspace_rule]") {
+  for (auto name : {"code", "json", "html", "email", "logging", "xml"}) {
+    CHECK(host_module_name(name));
+    CHECK(plain_folder_harmless(name));
+  }
   CHECK(module_of("zmq.py") == "zmq");
   CHECK(module_of("zmq.pyc") == "zmq");
   CHECK(module_of("zmq.cpython-311-x86_64-linux-gnu.so") == "zmq");
@@ -283,4 +291,26 @@ TEST_CASE("a secret's name is the sandbox's to make nowhere", "[workspace_rule]"
     INFO(path);
     CHECK_FALSE(refused(rule, path));
   }
+}
+
+// The outside attack on round three: a session's own pyvenv.cfg at the workspace's top closed
+// the workspace to it and every later session.
+TEST_CASE("a name that completes an environment's shape is known before it is made",
+          "[workspace_rule]") {
+  belljar::testing::TempDir dir("belljar-env-complete");
+  std::filesystem::create_directories(dir.path / "p" / "lib" / "python3.11");
+  std::filesystem::create_directories(dir.path / "q" / "bin");
+  std::ofstream(dir.path / "q" / "bin" / "python3") << "";
+  Fd p(::open((dir.path / "p").c_str(), O_PATH | O_DIRECTORY));
+  Fd q(::open((dir.path / "q").c_str(), O_PATH | O_DIRECTORY));
+  CHECK(completes_environment("", "pyvenv.cfg", -1));
+  CHECK(completes_environment("anything", "conda-meta", -1));
+  CHECK(completes_environment("bin", "python3", p.get()));
+  CHECK(completes_environment("lib", "python3.12", q.get()));
+  // Near misses: a project's bin and lib, each without the other half.
+  CHECK_FALSE(completes_environment("bin", "python3", q.get()));
+  CHECK_FALSE(completes_environment("lib", "python3.12", p.get()));
+  CHECK_FALSE(completes_environment("bin", "run.sh", p.get()));
+  CHECK_FALSE(completes_environment("lib", "helpers", q.get()));
+  CHECK_FALSE(completes_environment("", "pyvenv.cfg.txt", -1));
 }
