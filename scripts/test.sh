@@ -55,10 +55,10 @@ if [ "${BELLJAR_SKIP_SANITIZERS:-}" != 1 ]; then
   # need): every object instrumented once, linked into the unit tests and the fuzzers alike.
   stage "build: ASan+UBSan and libFuzzer (clang)"
   CXX=clang++ BUILD_DIR="$root/build-check" BELLJAR_VENVS=0 BUILD_TYPE=Debug "$root/scripts/build.sh" \
-    -DBELLJAR_FUZZ=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DFUZZ_TIME="${BELLJAR_FUZZ_TIME:-25}" \
+    -DBELLJAR_FUZZ=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DFUZZ_TIME="${BELLJAR_FUZZ_TIME:-15}" \
     || status=1
 
-  # 25 s a fuzzer keeps CI within its budget; BELLJAR_FUZZ_TIME=600 for a longer search.
+  # 15 s a fuzzer keeps CI within its budget; BELLJAR_FUZZ_TIME=600 for a longer search.
   stage "unit tests under ASan+UBSan, and the fuzzers"
   ctest --test-dir "$root/build-check" --output-on-failure -j"$jobs" -R '^(unit|fuzz):' || status=1
 fi

@@ -348,6 +348,7 @@ class Kernel {
   // The egress proxy (its own thread), when the policy allows any host; each new sandbox's
   // channel is attached to it.
   std::unique_ptr<EgressService> egress_;
+  double egress_cpu_charged_ = 0;  // the proxy thread's CPU already added to the session's
   std::optional<WorkerProcess> worker_;
   WorkerFrameDecoder decoder_;
   WorkerOutbox outbox_;

@@ -59,6 +59,13 @@ std::string upstream_ca_pem(const Policy& policy) {
   std::string pem;
   for (const auto& file : policy.upstream_ca) {
     refuse_sandbox_writable(policy, "--upstream-ca", file.string());
+    // A second name may lie where the sandbox can write (the outside attack on round three:
+    // a hard link from the workspace rewrote the file in place).
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
+      throw UsageError("--upstream-ca " + file.string() +
+                       ": the file has another name (a hard link), which could lie where the "
+                       "sandbox can write: give a file of one name");
     std::ifstream in(file, std::ios::binary);
     std::ostringstream text;
     if (!in || !(text << in.rdbuf()))
@@ -279,6 +286,12 @@ void Kernel::poll_once() {
   metrics_.flush(now);
   if (worker_woke && worker_)
     worker_->charge_supervisor_cpu(shared ? for_the_worker : thread_cpu_seconds() - before_poll);
+  // The egress proxy's thread works for the sandbox alone: all of its CPU is the session's.
+  if (egress_ && worker_) {
+    double spent = egress_->cpu_seconds();
+    worker_->charge_supervisor_cpu(spent - egress_cpu_charged_);
+    egress_cpu_charged_ = spent;
+  }
   if (restart_at_ && now >= *restart_at_) {
     restart_at_.reset();
     start_worker();

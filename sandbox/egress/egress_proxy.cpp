@@ -202,4 +202,13 @@ size_t EgressProxy::open_connections() const {
   return loop_->connections->open();
 }
 
+double EgressProxy::thread_cpu_seconds() const {
+  clockid_t clock;
+  timespec spent{};
+  if (::pthread_getcpuclockid(const_cast<std::thread&>(thread_).native_handle(), &clock) != 0 ||
+      ::clock_gettime(clock, &spent) != 0)
+    return 0;
+  return static_cast<double>(spent.tv_sec) + static_cast<double>(spent.tv_nsec) * 1e-9;
+}
+
 }  // namespace belljar

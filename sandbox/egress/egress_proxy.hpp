@@ -72,6 +72,10 @@ class EgressProxy {
   // Connections the proxy holds right now (tests check that they are freed).
   size_t open_connections() const;
 
+  // Thread-safe. The CPU seconds the proxy's thread has used: the session's work (what the
+  // sandbox sends and asks), which the supervisor adds to its CPU.
+  double thread_cpu_seconds() const;
+
  private:
   struct Loop;
   std::unique_ptr<Loop> loop_;

@@ -38,6 +38,7 @@ class ProxyService final : public EgressService {
   int decisions_fd() const override { return proxy_.decisions_fd(); }
   DecisionQueue::Taken take_decisions() override { return proxy_.take_decisions(); }
   size_t open_connections() const override { return proxy_.open_connections(); }
+  double cpu_seconds() const override { return proxy_.thread_cpu_seconds(); }
   std::string ca_bundle_pem() const override { return ca_bundle_; }
 
  private:

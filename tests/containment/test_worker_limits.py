@@ -8,8 +8,10 @@ import json
 import os
 import re
 import signal
+import socketserver
 import subprocess
 import textwrap
+import threading
 import time
 
 import pytest
@@ -327,6 +329,36 @@ def test_orphans_of_the_worker_are_charged_to_the_cpu_limit(mode):
     assert 1.0 <= burnt < 3 + 1.5, burnt
 
 
+# A spinner 70 forks below the worker, each parent waiting for its child: the count walked 64
+# levels deep and stopped, so it ran 25 s under --cpu 3 as nobody (35 s between cells).
+DEEP_SPINNER = """
+import os, time
+for depth in range(70):
+    pid = os.fork()
+    if pid:
+        os.waitpid(pid, 0)
+        os._exit(0)
+start = time.process_time()
+while time.process_time() - start < 15:
+    pass
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_process_deep_below_the_worker_is_charged_to_the_cpu_limit(mode):
+    wrapper, isolation = MODES[mode]
+    code = (f"import subprocess, sys, time\nstart = time.monotonic()\n"
+            f"subprocess.run([sys.executable, '-c', {DEEP_SPINNER!r}])\n"
+            "print(f'returned after {time.monotonic() - start:.1f} s', flush=True)\n")
+    with running_kernel(flags=["--cpu", "3", "--timeout", "120", *isolation],
+                        wrapper=wrapper) as (km, kc):
+        reply, outputs = execute(kc, code, timeout=200)
+    # Old code, as nobody: the spinner's 15 s ran out and the cell returned.
+    assert "returned after" not in stdout_of(outputs), stdout_of(outputs)
+    assert reply["metadata"]["belljar"]["limit_hit"] == "cpu", reply["metadata"]
+
+
 EVERYDAY_CHILDREN = """
 import asyncio, json, multiprocessing, os, signal, subprocess, sys
 results = {}
@@ -449,6 +481,49 @@ def test_the_supervisors_cpu_draining_the_worker_is_charged_to_the_cell():
         assert spent <= facts["cpu_ms"] / 1000 + 1.0, (spent, facts)
         reply, outputs = execute(kc, "print('next')")
         assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "next\n"
+
+
+# The outside attack on round three: an upload through the egress proxy to an allowlisted
+# loopback sink cost the proxy's thread (in the supervisor) 7.3 s of CPU per 3 s of the
+# session's, charged to no one. The proxy's thread is the session's now.
+UPLOAD = """
+import socket
+c = socket.create_connection(("127.0.0.1", 3128))
+c.sendall(b"POST http://127.0.0.1:%d/ HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n"
+          % (PORT, 1 << 40))
+block = b"u" * (1 << 20)
+while True:
+    c.sendall(block)
+"""
+
+
+class Sink(socketserver.BaseRequestHandler):
+    def handle(self):
+        while self.request.recv(1 << 20):
+            pass
+
+
+def test_the_egress_proxys_cpu_is_charged_to_the_session():
+    limit = 3
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Sink) as sink:
+        sink.daemon_threads = True
+        threading.Thread(target=sink.serve_forever, daemon=True).start()
+        port = sink.server_address[1]
+        flags = ["--cpu", str(limit), "--timeout", "120", "--allow-local-net", f"127.0.0.1:{port}"]
+        try:
+            with running_kernel(flags=flags) as (km, kc):
+                supervisor = km.provisioner.process.pid
+                start = process_cpu(supervisor)
+                reply, _ = execute(kc, UPLOAD.replace("PORT", str(port)), timeout=200)
+                spent = process_cpu(supervisor) - start
+                facts = reply["metadata"]["belljar"]
+                assert facts["limit_hit"] == "cpu", facts
+                # The control: the upload kept the proxy busy; the bound: the supervisor's CPU
+                # is within the session's, which holds the proxy's, give or take a second.
+                assert spent >= 1.0, spent
+                assert spent <= facts["cpu_ms"] / 1000 + 1.0, (spent, facts)
+        finally:
+            sink.shutdown()
 
 
 def test_control_ordinary_large_output_is_delivered_and_cheap():

@@ -63,13 +63,13 @@ class Launched:
     """A `belljar launch` process and the gateway stand-in it reported to."""
 
     def __init__(self, tmp_path, port_range="0..0", through_env=False, extra=(), wrapper=(),
-                 isolation=ISOLATION):
+                 isolation=ISOLATION, env=None):
         self.gateway = GatewayStandIn()
         self.kernel_id = str(uuid.uuid4())
         self.workspace = sandbox_writable_dir("belljar-launch-ws-")
         args = [*wrapper, BELLJAR, "launch", "--python", PYTHON, "--isolation", isolation,
                 "--workspace", str(self.workspace), "--ip", "127.0.0.1", *extra]
-        env = dict(os.environ, BELLJAR_LAUNCHER_MARK=LAUNCHER_MARK, HOME=str(tmp_path))
+        env = dict(os.environ, BELLJAR_LAUNCHER_MARK=LAUNCHER_MARK, HOME=str(tmp_path), **(env or {}))
         if through_env:  # as the gateways' bootstrap-kernel.sh hands them over
             env.update(KERNEL_ID=self.kernel_id, EG_PORT_RANGE=port_range,
                        RESPONSE_ADDRESS=self.gateway.response_address,
@@ -265,6 +265,30 @@ def test_arguments_from_the_bootstrap_environment_and_a_port_range(tmp_path):
         # The launcher's variables are its own: the sandbox's environment comes from the allowlist.
         reply, outputs = execute(kernel.kc, "import os; print(sorted(k for k in os.environ if 'KEY' in k or 'KERNEL' in k or 'RANGE' in k or 'RESPONSE' in k))")
         assert stdout_of(outputs) == "[]\n"
+    finally:
+        kernel.close()
+
+
+# OpenSSL would load a configuration file named by OPENSSL_CONF (providers, protocols, what a
+# fetch asks for). This one asks every fetch for a FIPS provider the host does not have: loaded,
+# it fails the gateway's RSA sealing and the egress proxy's keys (the outside attack on round
+# three found `belljar launch` loading it through the gateway module, before the proxy's own
+# refusal could apply).
+HOSTILE_OPENSSL_CONF = """openssl_conf = openssl_init
+[openssl_init]
+alg_section = evp_properties
+[evp_properties]
+default_properties = fips=yes
+"""
+
+
+def test_an_openssl_configuration_in_the_environment_is_not_loaded(tmp_path):
+    conf = tmp_path / "openssl.cnf"
+    conf.write_text(HOSTILE_OPENSSL_CONF)
+    kernel = Launched(tmp_path, env={"OPENSSL_CONF": str(conf)}, extra=["--allow-net", "127.0.0.1"])
+    try:
+        reply, outputs = execute(kernel.kc, "print('sealed and served')")
+        assert stdout_of(outputs) == "sealed and served\n"
     finally:
         kernel.close()
 

@@ -1046,3 +1046,20 @@ def test_ssl_cert_file_in_the_kernels_environment_decides_nothing(world, tmp_pat
     assert received(world, "api", "env-ca") == []
     assert control == [200, ""], control
     assert only(world, "api", "flag-ca")["headers"]["authorization"] == bearer(VALUE)
+
+
+def test_an_upstream_ca_with_a_second_name_is_refused(world, tmp_path):
+    """A hard link gives the CA file a second name, which may lie in a workspace the sandbox
+    writes through (the outside attack on round three rewrote the file in place that way)."""
+    (tmp_path / "ca").mkdir()
+    (tmp_path / "ws").mkdir()
+    ca = tmp_path / "ca" / "ca.crt"
+    ca.write_bytes(world["ca"].read_bytes())
+    os.link(ca, tmp_path / "ws" / "second-name.crt")
+    port = world["ports"]["api"]
+    done = belljar("run", "--python", PYTHON, "--isolation", ISOLATION, "--upstream-ca", str(ca),
+                   "--workspace", str(tmp_path / "ws"),
+                   "--secret", f"{KEY}@localhost:{port}", "--allow-local-net", f"localhost:{port}",
+                   "-c", "print(1)", env=dict(os.environ, **{KEY: VALUE}), cwd=tmp_path, timeout=60)
+    assert done.returncode != 0 and "has another name (a hard link)" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
