@@ -373,6 +373,18 @@ class Judge {
                                                                                         : EACCES;
   }
 
+  // A folder moved into place as a `bin` or a `lib` that completes an environment's shape
+  // (folder_completes_environment): refused as a name that does would be.
+  int decide_environment_by_rename(const WalkedPath& from, const WalkedPath& to) {
+    auto to_rel = in_workspace(to);
+    if (!to_rel ||
+        !folder_completes_environment(from.parent.get(), from.name, to.name, to.parent.get()))
+      return 0;
+    refuse_({joined(*to_rel), "rename",
+             "it would make its folder a Python environment, closed to every later session"});
+    return EACCES;
+  }
+
   // A folder to be moved: nothing the rule closes may lie below it, judged where it stands
   // and where it goes.
   int decide_subtree(const WalkedPath& from, const WalkedPath& to) {
@@ -760,7 +772,19 @@ void WorkspaceBroker::answer(Call& call) {
     struct stat now {};
     if (::fstat(held.get(), &now) != 0) return errno;
     if (now.st_dev != st.st_dev || now.st_ino != st.st_ino || now.st_nlink != 1) return ESTALE;
-    return drop_bytes(held.get()) ? 0 : errno;
+    return 0;
+  };
+
+  // After a removal the lease allowed (`held` open): the bytes go, so what an O_PATH descriptor
+  // or a reader that waited out the lease keeps is empty. Never before: a call that fails
+  // changes nothing (the outside attack on round three emptied a file by a rename that failed).
+  // After one that failed, the mode take_removal_lease may have given back as it was.
+  auto settle = [&](bool removed, const WalkedPath& at, const struct stat& st, Fd& held) {
+    if (!held) return;
+    if (removed)
+      (void)drop_bytes(held.get());
+    else if (!(st.st_mode & S_IWUSR))
+      (void)::fchmodat(at.parent.get(), at.name.c_str(), st.st_mode & 07777, 0);
   };
 
   // Whether the removal of what `at` names (a file `st` describes) must bury it instead, with
@@ -794,10 +818,15 @@ void WorkspaceBroker::answer(Call& call) {
     std::string buried;
     int rc = 0;
     if (!(flags & AT_REMOVEDIR) && must_bury(at, st, lease)) {
-      errno = bury(at, buried);  // fails closed: when not buried, not removed either
-      rc = errno ? -1 : 0;
+      int error = bury(at, buried);  // fails closed: when not buried, not removed either
+      if (error) settle(false, at, st, lease);
+      errno = error;
+      rc = error ? -1 : 0;
     } else {
       rc = ::unlinkat(at.parent.get(), at.name.c_str(), flags & AT_REMOVEDIR);
+      int error = errno;
+      settle(rc == 0, at, st, lease);
+      errno = error;
     }
     if (rc == 0 && ((flags & AT_REMOVEDIR) ||
                     environment_marker(at.where.empty() ? "" : at.where.back(), at.name)))
@@ -818,6 +847,7 @@ void WorkspaceBroker::answer(Call& call) {
     if (int error = judge.decide(from, Change::rename)) return call.reply(error);
     if (int error = judge.decide(to, Change::rename)) return call.reply(error);
     if (int error = judge.decide_subtree(from, to)) return call.reply(error);
+    if (int error = judge.decide_environment_by_rename(from, to)) return call.reply(error);
     if ((flags & RENAME_EXCHANGE))
       if (int error = judge.decide_subtree(to, from)) return call.reply(error);
     // A rename over a file removes the target's name: as unlink does (must_bury).
@@ -827,10 +857,14 @@ void WorkspaceBroker::answer(Call& call) {
     if (!(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)) && exists(to, replaced) &&
         (replaced.st_dev != st.st_dev || replaced.st_ino != st.st_ino) &&
         must_bury(to, replaced, lease))
-      if (int error = bury(to, buried)) return call.reply(error);
+      if (int error = bury(to, buried)) {
+        settle(false, to, replaced, lease);
+        return call.reply(error);
+      }
     long rc = ::syscall(SYS_renameat2, from.parent.get(), from.name.c_str(), to.parent.get(),
                         to.name.c_str(), flags);
     int error = rc == 0 ? 0 : errno;
+    if (buried.empty()) settle(rc == 0, to, replaced, lease);
     if (rc != 0 && !buried.empty())  // the target back where it was: nothing changed
       ::syscall(SYS_renameat2, settings_.morgue.get(), buried.c_str(), to.parent.get(),
                 to.name.c_str(), RENAME_NOREPLACE);

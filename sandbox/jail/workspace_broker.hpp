@@ -21,8 +21,9 @@
 // into the morgue instead (BrokerSettings::morgue); the caller sees the name gone.
 //
 // Reads and writes of open files never reach it: the cost is on names, not on data. What it
-// costs is the session's: its thread is named kBrokerThreadName, and the supervisor adds that
-// thread's CPU to the sandbox's (WorkerProcess::cpu_seconds), so --cpu bounds a cell, or a
+// costs is the session's: its thread is named kBrokerThreadName (tests find it so), and the
+// supervisor adds the warden's own CPU, this thread's among it, to the sandbox's
+// (WorkerProcess::cpu_seconds), so --cpu bounds a cell, or a
 // thread left running between cells, that keeps the broker busy (a long a/../a/.. path).
 #include <sys/types.h>
 

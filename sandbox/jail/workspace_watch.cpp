@@ -5,12 +5,14 @@
 #include <grp.h>
 #include <sched.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "sandbox/layers/mounts.hpp"
@@ -36,7 +38,7 @@ int make_owned_folder(int dir, const char* name, bool host_root, int workspace) 
 // gone (unlocked: their wardens were killed) are emptied and removed; a live kernel's are left.
 // An empty Fd when the workspace's top cannot be written (read-only, another's, full): the
 // broker then refuses to remove a held file's last name (BrokerSettings::guard_last_names).
-Fd make_morgue(int workspace, bool host_root, pid_t warden) {
+Fd make_morgue(int workspace, bool host_root, std::string& name) {
   if (int error = make_owned_folder(workspace, kMorgueName, host_root, workspace)) {
     if (error == EACCES || error == EPERM || error == EROFS || error == ENOSPC || error == EDQUOT)
       return Fd();
@@ -47,42 +49,36 @@ Fd make_morgue(int workspace, bool host_root, pid_t warden) {
     throw SetupError(std::string("the workspace holds ") + kMorgueName +
                      ", which is not belljar's morgue folder (" + errno_text(errno) +
                      "); move it away");
-  std::string own = std::to_string(warden);
-  // Another start may take our folder for a dead kernel's between its mkdir and our lock: the
-  // folder is ours once it is locked and still there.
+  // A name no other warden has (pids repeat across pid namespaces), made with mkdir's own
+  // exclusion, then locked without waiting: another start may take it for a dead kernel's
+  // between the mkdir and the lock, so it is ours once locked and still there.
   for (int attempt = 0; attempt < 8; ++attempt) {
-    if (int error = make_owned_folder(morgue.get(), own.c_str(), host_root, workspace))
-      throw_errno("mkdir(" + morgue_folder(warden) + ") in the workspace", error);
-    Fd mine(::openat(morgue.get(), own.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!mine || ::flock(mine.get(), LOCK_EX) != 0) continue;
+    uint64_t random = 0;
+    if (::getrandom(&random, sizeof random, 0) != sizeof random) throw_errno("getrandom");
+    char text[40];
+    std::snprintf(text, sizeof text, "%d-%016llx", static_cast<int>(::getpid()),
+                  static_cast<unsigned long long>(random));
+    if (::mkdirat(morgue.get(), text, 0700) != 0) {
+      if (errno == EEXIST) continue;
+      throw_errno("mkdir(" + morgue_folder(text) + ") in the workspace");
+    }
+    struct stat ws {};
+    if (host_root && ::fstat(workspace, &ws) == 0)
+      (void)::fchownat(morgue.get(), text, ws.st_uid, ws.st_gid, AT_SYMLINK_NOFOLLOW);
+    Fd mine(::openat(morgue.get(), text, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!mine || ::flock(mine.get(), LOCK_EX | LOCK_NB) != 0) continue;
     struct stat held {
     }, named{};
     if (::fstat(mine.get(), &held) != 0 ||
-        ::fstatat(morgue.get(), own.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+        ::fstatat(morgue.get(), text, &named, AT_SYMLINK_NOFOLLOW) != 0 ||
         held.st_ino != named.st_ino || held.st_dev != named.st_dev)
       continue;
-    empty_morgue(mine.get(), false);
-    // The folders of kernels that are gone.
-    Fd copy(::fcntl(morgue.get(), F_DUPFD_CLOEXEC, 0));
-    DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
-    std::vector<std::string> others;
-    if (stream) {
-      copy.release();
-      while (dirent* entry = ::readdir(stream))
-        if (entry->d_name[0] != '.' && own != entry->d_name) others.emplace_back(entry->d_name);
-      ::closedir(stream);
-    }
-    for (const auto& name : others) {
-      Fd theirs(
-          ::openat(morgue.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!theirs || ::flock(theirs.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
-      empty_morgue(theirs.get(), false);
-      (void)::unlinkat(morgue.get(), name.c_str(), AT_REMOVEDIR);
-    }
+    name = text;
+    remove_dead_morgues(morgue.get(), name);  // what killed kernels left
     return mine;
   }
-  throw SetupError("this kernel's folder in the morgue (" + morgue_folder(warden) +
-                   ") kept being removed by other starts");
+  throw SetupError(std::string("no folder of its own could be made in the morgue (") + kMorgueName +
+                   "): other starts kept removing it");
 }
 
 unsigned long inode_of(const std::string& workspace, const std::string& relative) {
@@ -92,7 +88,7 @@ unsigned long inode_of(const std::string& workspace, const std::string& relative
 }
 }  // namespace
 
-WorkspaceWatch::WorkspaceWatch(const JailSpec& spec) : spec_(spec), warden_(::getpid()) {}
+WorkspaceWatch::WorkspaceWatch(const JailSpec& spec) : spec_(spec) {}
 
 WorkspaceRules WorkspaceWatch::rules(bool measure) const {
   WorkspaceRules rules;
@@ -122,7 +118,7 @@ std::vector<GuardedPath> WorkspaceWatch::first_survey() {
         (void)::fchownat(workspace.get(), ".git", ws.st_uid, ws.st_gid, AT_SYMLINK_NOFOLLOW);
     }
   }
-  if (spec_.broker) morgue_lock_ = make_morgue(workspace.get(), spec_.host_root, warden_);
+  if (spec_.broker) morgue_lock_ = make_morgue(workspace.get(), spec_.host_root, morgue_name_);
   has_morgue_ = bool(morgue_lock_);
   WorkspaceSurvey first = survey_workspace(spec_.workspace, rules(false));
   // The morgue's mask comes once the broker holds what lies under it (hold_morgue).
@@ -148,7 +144,7 @@ Fd WorkspaceWatch::hold_morgue() {
 }
 
 void WorkspaceWatch::sweep_morgue(bool all) {
-  belljar::sweep_morgue(spec_.workspace, warden_, !all);
+  if (!morgue_name_.empty()) belljar::sweep_morgue(spec_.workspace, morgue_name_, !all);
 }
 
 void WorkspaceWatch::attach(pid_t init) {
@@ -183,9 +179,9 @@ void WorkspaceWatch::in_jail(const std::vector<GuardedPath>& guards, int read_on
         Fd workspace = open_jail_workspace(spec_.workspace);
         if (morgue_channel >= 0) {
           // What lies under the mask about to go on: the broker's, on the jail's own mount.
-          Fd morgue(::openat(workspace.get(), morgue_folder(warden_).c_str(),
+          Fd morgue(::openat(workspace.get(), morgue_folder(morgue_name_).c_str(),
                              O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-          if (!morgue) throw_errno("open(" + morgue_folder(warden_) + ") in the jail");
+          if (!morgue) throw_errno("open(" + morgue_folder(morgue_name_) + ") in the jail");
           if (int error = send_fd(morgue_channel, morgue.get()))
             throw_errno("send the morgue", error);
         }

@@ -65,9 +65,9 @@ class WorkspaceWatch {
   std::map<std::string, unsigned long> guarded_;  // relative path -> host inode it guards
   bool over_ = false;                             // over the quota, as last measured
   bool has_morgue_ = false;                       // first_survey made (or emptied) it
-  pid_t warden_;                                  // this warden: its folder of the morgue
-  Fd morgue_lock_;          // that folder, flock'd while the warden lives (a start spares it)
-  bool read_only_ = false;  // the workspace mount is read-only (EBUSY can hold it back)
+  std::string morgue_name_;  // this warden's folder of the morgue (morgue_folder)
+  Fd morgue_lock_;           // that folder, flock'd while the warden lives (a start spares it)
+  bool read_only_ = false;   // the workspace mount is read-only (EBUSY can hold it back)
 };
 
 }  // namespace belljar

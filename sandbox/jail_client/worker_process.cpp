@@ -158,26 +158,6 @@ double tree_cpu(pid_t root, bool own = true) {
   return total;
 }
 
-// The warden's thread named kBrokerThreadName, or -1 (the broker is off).
-pid_t broker_thread(pid_t warden) {
-  fs::path tasks = "/proc/" + std::to_string(warden) + "/task";
-  std::error_code ec;
-  for (fs::directory_iterator it(tasks, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string comm = read_small_file(it->path() / "comm", 64);
-    if (comm == std::string(kBrokerThreadName) + "\n")
-      if (auto tid = parse_unsigned(it->path().filename().string()); tid && *tid < 0x3fffffff)
-        return static_cast<pid_t>(*tid);
-  }
-  return -1;
-}
-
-// One thread's own CPU (utime + stime), seconds; < 0 once it is gone.
-double thread_cpu(pid_t process, pid_t thread) {
-  ProcStat st = read_stat_file("/proc/" + std::to_string(process) + "/task/" +
-                               std::to_string(thread) + "/stat");
-  return st.ok ? st.own_cpu : -1;
-}
-
 uint64_t vm_hwm(pid_t pid) {
   std::string status = read_small_file("/proc/" + std::to_string(pid) + "/status");
   for (auto line : lines(status))
@@ -227,11 +207,9 @@ WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
   guards_workspace_ = std::exchange(other.guards_workspace_, false);
   landlocked_ = std::exchange(other.landlocked_, false);
   morgue_workspace_ = std::exchange(other.morgue_workspace_, {});
-  morgue_warden_ = other.morgue_warden_;
   exit_ = std::move(other.exit_);
   last_cpu_ = other.last_cpu_;
-  broker_tid_ = std::exchange(other.broker_tid_, -1);
-  broker_cpu_ = other.broker_cpu_;
+  warden_cpu_ = other.warden_cpu_;
   supervisor_cpu_ = other.supervisor_cpu_;
   last_peak_ = other.last_peak_;
   init_pid_ = std::exchange(other.init_pid_, -1);
@@ -270,8 +248,8 @@ void WorkerProcess::end() {
   }
   // The warden, killed, could not: the broker's morgue (files removed while still open) holds
   // nothing of a session that is over, and goes with it; the next start empties it too.
-  if (!morgue_workspace_.empty())
-    sweep_morgue(std::exchange(morgue_workspace_, {}), morgue_warden_, false);
+  // Its warden killed, its folder of the morgue is unlocked: it goes with every other such.
+  if (!morgue_workspace_.empty()) sweep_dead_morgues(std::exchange(morgue_workspace_, {}));
 }
 
 WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& launch) {
@@ -445,15 +423,11 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
         wp.cgroup_released_ = wp.cgroup_.empty();
         wp.notes_.insert(wp.notes_.end(), ready->notes.begin(), ready->notes.end());
         if (plan.namespaces && wp.worker_pid_ > 0) wp.init_pid_ = read_stat(wp.worker_pid_).ppid;
-        wp.broker_tid_ = broker_thread(wp.pid_);
         ::fcntl(control.get(), F_SETFL, O_NONBLOCK);
         wp.status_ = std::move(control);
         wp.status_reader_ = std::move(reader);  // holds whatever followed the ready report
         wp.guards_workspace_ = plan.namespaces;
-        if (plan.namespaces && spec.broker) {
-          wp.morgue_workspace_ = spec.workspace;
-          wp.morgue_warden_ = wp.pid_;  // the warden names its folder of the morgue by its pid
-        }
+        if (plan.namespaces && spec.broker) wp.morgue_workspace_ = spec.workspace;
         wp.landlocked_ = !plan.namespaces;
         return wp;
       }
@@ -556,7 +530,7 @@ std::optional<WorkerExit> WorkerProcess::poll_exit() {
     exit.memory_total_bytes = exit_report_->memory_total_bytes;
     last_peak_ = std::max(last_peak_, exit.memory_total_bytes);
     if (exit_report_->cpu_ns >= 0)
-      last_cpu_ = std::max(last_cpu_, exit_report_->cpu_ns / 1e9 + broker_cpu_ + supervisor_cpu_);
+      last_cpu_ = std::max(last_cpu_, exit_report_->cpu_ns / 1e9 + warden_cpu_ + supervisor_cpu_);
     last_peak_ = std::max(last_peak_, exit_report_->peak_memory_bytes);
   } else if (r > 0 && WIFSIGNALED(status)) {
     exit.signal = WTERMSIG(status);
@@ -574,19 +548,21 @@ std::optional<WorkerExit> WorkerProcess::poll_exit() {
   return exit_;
 }
 
-double WorkerProcess::broker_cpu() const {
-  if (broker_tid_ > 0 && pid_ > 0 && !exit_) {
-    double cpu = thread_cpu(pid_, broker_tid_);
-    if (cpu >= 0) broker_cpu_ = std::max(broker_cpu_, cpu);
+double WorkerProcess::warden_cpu() const {
+  if (pid_ > 0 && !exit_) {
+    ProcStat st = read_stat(pid_);
+    if (st.ok) warden_cpu_ = std::max(warden_cpu_, st.own_cpu);
   }
-  return broker_cpu_;
+  return warden_cpu_;
 }
 
 double WorkerProcess::cpu_seconds() const {
-  // The broker's thread is the warden's, outside the sandbox's cgroup and process tree: a
-  // thread asking it to walk long paths between cells kept it at 22-26 s of CPU per 30 s,
-  // charged to no one. So is the supervisor's work draining the worker (charged to us).
-  double broker = broker_cpu() + supervisor_cpu_;
+  // The warden works for this session alone, outside the sandbox's cgroup and process tree: its
+  // broker thread (a thread asking it to walk long paths between cells kept it at 22-26 s of CPU
+  // per 30 s) and its main thread (memory samples without a cgroup read every process's
+  // smaps_rollup: forks sharing pages cost it 7 s per 10 s, the outside attack on round three;
+  // surveys) are charged, all of its own CPU. So is the supervisor's work draining the worker.
+  double broker = warden_cpu() + supervisor_cpu_;
   if (!cgroup_released_) {
     double cpu = cgroup_.cpu_seconds();
     if (cpu >= 0) return last_cpu_ = std::max(last_cpu_, cpu + broker);

@@ -118,7 +118,7 @@ class WorkerProcess {
   WorkerProcess() = default;
   void read_status();
   void end();                 // kill, reap and release the cgroup
-  double broker_cpu() const;  // the broker thread's CPU seconds so far (kept once it is gone)
+  double warden_cpu() const;  // the warden's own CPU seconds so far, every thread (kept once gone)
 
   pid_t pid_ = -1;
   pid_t worker_pid_ = -1;
@@ -140,11 +140,9 @@ class WorkerProcess {
   // Namespaces mode: the workspace whose morgue (workspace_guard.hpp) end() removes this
   // warden's folder of.
   std::string morgue_workspace_;
-  pid_t morgue_warden_ = -1;
   std::optional<WorkerExit> exit_;
   mutable double last_cpu_ = 0;
-  pid_t broker_tid_ = -1;  // the warden's broker thread, found by name once it is ready
-  mutable double broker_cpu_ = 0;
+  mutable double warden_cpu_ = 0;
   double supervisor_cpu_ = 0;
   mutable uint64_t last_peak_ = 0;
 };

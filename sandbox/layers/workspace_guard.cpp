@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -323,12 +324,37 @@ void empty_morgue(int morgue, bool unheld_only) {
   }
 }
 
-std::string morgue_folder(pid_t warden) {
-  return std::string(kMorgueName) + "/" + std::to_string(warden);
+std::string morgue_folder(const std::string& name) {
+  return std::string(kMorgueName) + "/" + name;
 }
 
-void sweep_morgue(const std::string& workspace, pid_t warden, bool unheld_only) {
-  std::string path = workspace + "/" + morgue_folder(warden);
+void remove_dead_morgues(int morgue, const std::string& except) {
+  Fd copy(::fcntl(morgue, F_DUPFD_CLOEXEC, 0));
+  DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
+  if (!stream) return;
+  copy.release();
+  std::vector<std::string> names;
+  while (dirent* entry = ::readdir(stream))
+    if (entry->d_name[0] != '.' && except != entry->d_name) names.emplace_back(entry->d_name);
+  ::closedir(stream);
+  for (const auto& name : names) {
+    Fd theirs(::openat(morgue, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!theirs || ::flock(theirs.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
+    empty_morgue(theirs.get(), false);
+    (void)::unlinkat(morgue, name.c_str(), AT_REMOVEDIR);
+  }
+}
+
+void sweep_dead_morgues(const std::string& workspace) {
+  std::string path = workspace + "/" + kMorgueName;
+  Fd morgue(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!morgue) return;
+  remove_dead_morgues(morgue.get(), "");
+  (void)::rmdir(path.c_str());  // ENOTEMPTY: a live kernel's is there
+}
+
+void sweep_morgue(const std::string& workspace, const std::string& name, bool unheld_only) {
+  std::string path = workspace + "/" + morgue_folder(name);
   Fd morgue(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!morgue) return;
   empty_morgue(morgue.get(), unheld_only);

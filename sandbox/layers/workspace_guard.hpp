@@ -77,18 +77,24 @@ int take_removal_lease(int dir, const char* name, Fd& held);
 bool drop_bytes(int held);
 
 // One warden's folder in the morgue, from the workspace's top: kernels share a workspace (a
-// folder of notebooks), so each holds a folder of its own, named by its warden's pid and locked
-// (flock) while it lives; a start removes the unlocked ones an earlier kernel left.
-std::string morgue_folder(pid_t warden);
+// folder of notebooks), so each holds a folder of its own, `name` (its warden's pid and a random
+// part: wardens in other pid namespaces share pids), locked (flock) while it lives. A start,
+// and a supervisor whose warden is gone, remove the unlocked ones (remove_dead_morgues).
+std::string morgue_folder(const std::string& name);
+// Empties and removes every folder of the morgue (`morgue`, its folder) no live warden locks,
+// but `except`.
+void remove_dead_morgues(int morgue, const std::string& except);
 
 // The morgue's files (`morgue`, its folder): with `unheld_only`, those a write lease shows
 // nobody else holds open (no other open file description: workspace_rule.hpp, removal_of),
 // removed while the lease is held; else every one.
 void empty_morgue(int morgue, bool unheld_only);
-// The same for `warden`'s folder of the morgue below `workspace`, if it is there; without
-// `unheld_only` that folder goes too, and the morgue if no other kernel's is left (the session is
-// over: the supervisor, after it killed the sandbox).
-void sweep_morgue(const std::string& workspace, pid_t warden, bool unheld_only);
+// The same for the folder `name` of the morgue below `workspace`, if it is there; without
+// `unheld_only` that folder goes too, and the morgue if no other kernel's is left.
+void sweep_morgue(const std::string& workspace, const std::string& name, bool unheld_only);
+// The session is over (the supervisor, after it killed the sandbox): every unlocked folder of
+// the morgue below `workspace` goes, its own among them, and the morgue if none is left.
+void sweep_dead_morgues(const std::string& workspace);
 
 // The secrets alone (the hide patterns), as the start of a jail masks them.
 std::vector<GuardedPath> find_secrets(const std::string& workspace,

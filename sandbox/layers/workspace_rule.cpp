@@ -153,6 +153,17 @@ bool completes_environment(const std::string& parent_name, const std::string& na
   return false;
 }
 
+bool folder_completes_environment(int from_dir, const std::string& from_name,
+                                  const std::string& to_name, int to_dir) {
+  if (to_name == "lib")
+    return holds_matching(from_dir, from_name.c_str(), "python3.*", true) &&
+           holds_matching(to_dir, "bin", "python*", false);
+  if (to_name == "bin")
+    return holds_matching(from_dir, from_name.c_str(), "python*", false) &&
+           holds_matching(to_dir, "lib", "python3.*", true);
+  return false;
+}
+
 bool holds_shell_start_up(int dir) {
   static const char* const kStartUp[] = {".profile",  ".bash_profile", ".bash_login",
                                          ".zprofile", ".zlogin",       ".bashrc",

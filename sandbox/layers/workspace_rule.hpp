@@ -71,6 +71,11 @@ bool holds_python_environment(int dir);
 // workspace's top, with one `pyvenv.cfg` (the outside attack on round three) — to every later
 // session until the host's user removed it.
 bool completes_environment(const std::string& parent_name, const std::string& name, int above);
+// The same for a folder moved into place: `from_name` in `from_dir`, renamed to `to_name` in
+// `to_dir` — a folder of python3.* folders becoming a `lib` beside bin/python*, or of python*
+// becoming a `bin` beside lib/python3.* (the outside attack on round three renamed one in).
+bool folder_completes_environment(int from_dir, const std::string& from_name,
+                                  const std::string& to_name, int to_dir);
 
 // Whether the folder `dir` (a descriptor) is a home by its shape: it holds a login shell's
 // start-up file (.profile, .bash_profile, .bash_login, .zprofile, .zlogin, .bashrc, .zshrc,

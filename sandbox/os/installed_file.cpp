@@ -33,9 +33,17 @@ Fd open_installed_file(const std::string& path, std::string_view what, Installed
 void* load_module_symbol(const Fd& file, std::string_view what, const char* symbol) {
   // The loader opens the magic link, which reaches the inode checked above even if the path
   // has been replaced since. RTLD_LOCAL: the module's symbols resolve nothing of ours.
-  const std::string through = "/proc/self/fd/" + std::to_string(file.get());
+  // The loader also knows an object by the name it was loaded under, and "/proc/self/fd/N" names
+  // whatever holds N now: once N was closed and reused, a second module loaded through it was
+  // taken for the first (two modules in one process, `belljar launch`). The name used is a
+  // duplicate kept open for the process's life, as the module stays mapped for it.
+  int kept = ::fcntl(file.get(), F_DUPFD_CLOEXEC, 10);
+  if (kept < 0)
+    throw SetupError("fcntl(F_DUPFD_CLOEXEC) for " + std::string(what) + ": " + errno_text(errno));
+  const std::string through = "/proc/self/fd/" + std::to_string(kept);
   void* handle = ::dlopen(through.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
+    ::close(kept);  // nothing was loaded under its name
     const char* why = ::dlerror();
     throw SetupError("cannot load " + std::string(what) + ": " + (why ? why : "dlopen failed"));
   }

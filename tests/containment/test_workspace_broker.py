@@ -1170,12 +1170,17 @@ def test_no_folder_is_made_an_environment_the_session_would_be_closed_out_of(mod
                   "attempt('bin/python beside lib', lambda: (os.mkdir('p/bin'), "
                   "open('p/bin/python3', 'w').close()))\n"
                   "attempt('lib/python beside bin', lambda: os.makedirs('q/lib/python3.12'))\n"
+                  "attempt('a lib renamed in', lambda: (os.makedirs('x/python3.11'), "
+                  "os.rename('x', 'q/lib')))\n"
+                  "attempt('a bin renamed in', lambda: (os.mkdir('y'), open('y/python', 'w').close(), "
+                  "os.rename('y', 'p/bin')))\n"
                   "attempt('then ordinary work', lambda: open('after.txt', 'w').write('x'))\n")
         with kernel(mode, ws) as (km, kc):
             got, notices = results_of(kc, plants)
         assert got == {"pyvenv.cfg": "PermissionError", "conda-meta": "PermissionError",
                        "bin/python beside lib": "PermissionError",
-                       "lib/python beside bin": "PermissionError", "then ordinary work": "done"}, got
+                       "lib/python beside bin": "PermissionError", "a lib renamed in": "PermissionError",
+                       "a bin renamed in": "PermissionError", "then ordinary work": "done"}, got
         assert "would make its folder a Python environment" in notices, notices
         with kernel(mode, ws) as (km, kc):  # the next session writes as the first did
             got, _ = results_of(kc, f"attempt('next', lambda: open({str(ws / 'next.txt')!r}, 'w').write('x'))")
@@ -1339,3 +1344,63 @@ def test_control_a_stock_kernel_started_in_the_folder_runs_the_launcher_found_th
         subprocess.run([str(frontends_python), "-m", "ipykernel_launcher", "--help"], cwd=ws,
                        capture_output=True, timeout=60)
         assert (ws / "PWNED").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_rename_that_fails_leaves_its_target_as_it_was(mode):
+    """The outside attack on round three: a folder renamed over a host's read-only file failed
+    (ENOTDIR) after the broker had taken its removal lease, which emptied the file and gave it
+    its owner's write bit. Its bytes go only once a removal is done; a failed call changes
+    nothing."""
+    with fresh_workspace("belljar-broker-failed-rename-") as ws:
+        target = ws / "target.txt"
+        target.write_text("precious host data\n")
+        target.chmod(0o444)
+        os.chmod(ws, 0o777)
+        code = (f"os.chdir({str(ws)!r})\n"
+                "attempt('folder over a file', lambda: (os.mkdir('d'), os.rename('d', 'target.txt')))\n")
+        with kernel(mode, ws) as (km, kc):
+            got, _ = results_of(kc, code)
+        assert got == {"folder over a file": "NotADirectoryError"}, got
+        assert target.read_text() == "precious host data\n"
+        assert oct(target.stat().st_mode & 0o777) == oct(0o444)
+
+
+MEMORY_SAMPLES = """
+import mmap, os, time
+size = 100 << 20
+m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+m.madvise(mmap.MADV_NOHUGEPAGE)
+for i in range(0, size, 4096):
+    m[i] = 1
+children = []
+for _ in range(40):  # each counts the shared pages again in its RSS: the sum passes --memory
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    children.append(pid)
+start = time.time()
+while time.time() - start < 12:
+    time.sleep(0.005)
+for pid in children:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+print('done')
+"""
+
+
+def test_the_wardens_own_cpu_is_charged_to_the_session():
+    """The outside attack on round three: without a memory cgroup (an unprivileged user), the
+    warden samples the sandbox's memory and reads every process's smaps_rollup once the sum of
+    their RSS passes --memory; forks sharing 100 MiB kept it there, and its main thread spent 7 s
+    per 10 s of the cell, charged to no one (only the broker thread was). All of the warden's
+    own CPU is the session's now: the cell stops near --cpu."""
+    with fresh_workspace("belljar-broker-warden-cpu-") as ws:
+        with kernel("strict", ws, ["--cpu", "3", "--memory", "1G", "--pids", "1024"]) as (km, kc):
+            warden = warden_of(km.provisioner.process.pid)
+            before = cpu_of(f"/proc/{warden}/stat")
+            reply, out = execute(kc, MEMORY_SAMPLES, timeout=90)
+            spent = cpu_of(f"/proc/{warden}/stat") - before
+            facts = reply["metadata"]["belljar"]
+            assert spent <= facts["cpu_ms"] / 1000 + 1.0, (spent, facts)

@@ -7,13 +7,16 @@ shows the probe itself works (the file is readable, the hook does run) when the 
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import tempfile
 
 import pytest
 
 from belljar_testing import (
+    BELLJAR,
     ISOLATION,
+    PYTHON,
     execute,
     running_kernel,
     sandbox_writable_dir,
@@ -425,9 +428,13 @@ for i in range(12, 28):
     def read():
         while not stop:
             try:
-                pinned.append(os.open('p%d' % i, os.O_RDONLY))
+                fd = os.open('p%d' % i, os.O_RDONLY)
             except FileNotFoundError:
-                pass
+                continue
+            if os.fstat(fd).st_nlink == 0:  # opened on the removed inode: kept
+                pinned.append(fd)
+                return
+            os.close(fd)
     reader = threading.Thread(target=read)
     reader.start()
     os.unlink('p%d' % i)
@@ -579,4 +586,30 @@ def test_a_session_cannot_leave_a_workspace_the_next_start_refuses():
             said.seek(0)
             assert b"more than 2048 secret or protected entries at its top level" in said.read()
     finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="pid namespaces of one's own need root here (unshare -p)")
+def test_kernels_in_other_pid_namespaces_share_a_workspace():
+    """The outside attack on round three: wardens in other pid namespaces (two pods on one
+    volume) have the same small pids, and a morgue folder named by the pid, locked with a
+    waiting flock, held the second kernel's start until the first session ended. A folder's
+    name has a random part now, and its lock never waits."""
+    ws = sandbox_writable_dir("belljar-guard-pidns-")
+    run = ["unshare", "-pf", "--mount-proc", BELLJAR, "run", "--python", PYTHON,
+           "--workspace", str(ws), "--timeout", "60s", "-c"]
+    first = subprocess.Popen([*run, "import time\nprint('first', flush=True)\ntime.sleep(50)"],
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert first.stdout.readline().strip() == "first"  # its morgue folder is made and held
+        second = subprocess.run([*run, "print('second ran')"], capture_output=True, text=True,
+                                timeout=30)
+        assert second.returncode == 0 and second.stdout.strip() == "second ran", second.stderr
+        assert len(os.listdir(ws / ".belljar-morgue")) == 1  # the first's, still held
+    finally:
+        # unshare forwards no signal: the whole session of the first kernel is ended.
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(30)
+        first.stdout.close()
         shutil.rmtree(ws, ignore_errors=True)
