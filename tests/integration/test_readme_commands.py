@@ -17,9 +17,11 @@ import os
 import pathlib
 import re
 import secrets
+import select
 import shutil
 import subprocess
 import tempfile
+import time
 
 import nbformat
 import pytest
@@ -175,11 +177,40 @@ def check_kernelspec_list(reader):
                      out, re.M), out
 
 
+def console_session(reader, before, prompt, after, timeout=180):
+    """`jupyter console --kernel belljar --simple-prompt` fed `before`, then `after` once
+    `prompt` is on its output: the answer to input() goes in only when input() asks (piped all at
+    once, the console read it as the next cell when the kernel's request came late, and then
+    waited for an answer that was never coming). The whole output."""
+    env, cwd, _ = reader
+    console = subprocess.Popen(["bash", "-c", "jupyter console --kernel belljar --simple-prompt"],
+                               cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+    out = b""
+    try:
+        console.stdin.write(before.encode())
+        console.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while prompt.encode() not in out:
+            ready, _, _ = select.select([console.stdout], [], [], max(0, deadline - time.monotonic()))
+            chunk = os.read(console.stdout.fileno(), 65536) if ready else b""
+            assert chunk, f"no {prompt!r} from jupyter console: {out.decode(errors='replace')}"
+            out += chunk
+        rest, _ = console.communicate(after.encode(), timeout=max(1, deadline - time.monotonic()))
+        out += rest
+    finally:
+        if console.poll() is None:
+            console.kill()
+            console.wait()
+    assert console.returncode == 0, out.decode(errors="replace")
+    return out.decode(errors="replace")
+
+
 def check_console(reader):
     installed(reader)
     # --simple-prompt: the prompt reads piped lines (no terminal here); input() is answered too.
-    lines = 'print(6 * 7)\nname = input("who? ")\nada\nprint("hello", name)\n'
-    out = run(reader, "jupyter console --kernel belljar --simple-prompt", stdin=lines).stdout
+    out = console_session(reader, 'print(6 * 7)\nname = input("who? ")\n', "who? ",
+                          'ada\nprint("hello", name)\n')
     assert "in a sandbox" in out  # belljar's banner, not ipykernel's
     _, _, home = reader
     assert f"Audit log: {home}/.local/state/belljar/audit-" in out  # its last line, where they go
