@@ -217,6 +217,9 @@ class Warden {
     if (pid == 0) {
       control_.reset();
       signals_.reset();
+      // The morgue folder's lock is the warden's alone: held by init too, it outlived a killed
+      // warden and the supervisor's sweep passed the folder by as a live kernel's.
+      if (watch_) watch_->drop_morgue_lock();
       go.write.reset();
       report.read.reset();
       broker.ours.reset();

@@ -848,12 +848,22 @@ void WorkspaceBroker::answer(Call& call) {
     if (int error = judge.decide(to, Change::rename)) return call.reply(error);
     if (int error = judge.decide_subtree(from, to)) return call.reply(error);
     if (int error = judge.decide_environment_by_rename(from, to)) return call.reply(error);
-    if ((flags & RENAME_EXCHANGE))
+    if ((flags & RENAME_EXCHANGE)) {
       if (int error = judge.decide_subtree(to, from)) return call.reply(error);
+      // Exchanged, each goes where the other was (a bin holding python* for an empty one).
+      if (int error = judge.decide_environment_by_rename(to, from)) return call.reply(error);
+    }
     // A rename over a file removes the target's name: as unlink does (must_bury).
     struct stat replaced {};
     Fd lease;
     std::string buried;
+    // What the kernel would refuse by the two objects' kinds is refused before anything is
+    // moved: a target buried first would let a folder take a file's place (no ENOTDIR).
+    if (!(flags & RENAME_EXCHANGE) && exists(to, replaced) &&
+        (replaced.st_dev != st.st_dev || replaced.st_ino != st.st_ino)) {
+      if (S_ISDIR(st.st_mode) && !S_ISDIR(replaced.st_mode)) return call.reply(ENOTDIR);
+      if (!S_ISDIR(st.st_mode) && S_ISDIR(replaced.st_mode)) return call.reply(EISDIR);
+    }
     if (!(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)) && exists(to, replaced) &&
         (replaced.st_dev != st.st_dev || replaced.st_ino != st.st_ino) &&
         must_bury(to, replaced, lease))
@@ -865,9 +875,11 @@ void WorkspaceBroker::answer(Call& call) {
                         to.name.c_str(), flags);
     int error = rc == 0 ? 0 : errno;
     if (buried.empty()) settle(rc == 0, to, replaced, lease);
-    if (rc != 0 && !buried.empty())  // the target back where it was: nothing changed
+    if (rc != 0 && !buried.empty()) {  // the target back where it was: nothing changed
       ::syscall(SYS_renameat2, settings_.morgue.get(), buried.c_str(), to.parent.get(),
                 to.name.c_str(), RENAME_NOREPLACE);
+      settle(false, to, replaced, lease);  // its mode too
+    }
     if (rc == 0) invalidate();  // a folder's path changed, or a marker came or went
     call.reply(error);
   };

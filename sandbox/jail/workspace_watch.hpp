@@ -42,6 +42,9 @@ class WorkspaceWatch {
   // broker asks); every survey does it first. `all`: every one, held or not, and the morgue
   // itself (the session is over: nothing of it holds anything).
   void sweep_morgue(bool all);
+  // In a child the warden forks for good (init): the lock on this warden's morgue folder
+  // (flock, shared by every descriptor of its open file) stays the warden's alone.
+  void drop_morgue_lock() { morgue_lock_.reset(); }
   // Init was cloned: its namespaces are the ones later guards go into. Called before init
   // makes itself undumpable.
   void attach(pid_t init);

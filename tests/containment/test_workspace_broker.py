@@ -1174,13 +1174,21 @@ def test_no_folder_is_made_an_environment_the_session_would_be_closed_out_of(mod
                   "os.rename('x', 'q/lib')))\n"
                   "attempt('a bin renamed in', lambda: (os.mkdir('y'), open('y/python', 'w').close(), "
                   "os.rename('y', 'p/bin')))\n"
+                  "import ctypes\n"
+                  "def exchange(a, b):\n"
+                  "    libc = ctypes.CDLL(None, use_errno=True)\n"
+                  "    if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) != 0:\n"
+                  "        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))\n"
+                  "attempt('a bin exchanged in', lambda: (os.makedirs('e/lib/python3.11'), os.mkdir('e/bin'), "
+                  "os.mkdir('z'), open('z/python', 'w').close(), exchange('e/bin', 'z')))\n"
                   "attempt('then ordinary work', lambda: open('after.txt', 'w').write('x'))\n")
         with kernel(mode, ws) as (km, kc):
             got, notices = results_of(kc, plants)
         assert got == {"pyvenv.cfg": "PermissionError", "conda-meta": "PermissionError",
                        "bin/python beside lib": "PermissionError",
                        "lib/python beside bin": "PermissionError", "a lib renamed in": "PermissionError",
-                       "a bin renamed in": "PermissionError", "then ordinary work": "done"}, got
+                       "a bin renamed in": "PermissionError", "a bin exchanged in": "PermissionError",
+                       "then ordinary work": "done"}, got
         assert "would make its folder a Python environment" in notices, notices
         with kernel(mode, ws) as (km, kc):  # the next session writes as the first did
             got, _ = results_of(kc, f"attempt('next', lambda: open({str(ws / 'next.txt')!r}, 'w').write('x'))")
@@ -1358,10 +1366,15 @@ def test_a_rename_that_fails_leaves_its_target_as_it_was(mode):
         target.chmod(0o444)
         os.chmod(ws, 0o777)
         code = (f"os.chdir({str(ws)!r})\n"
-                "attempt('folder over a file', lambda: (os.mkdir('d'), os.rename('d', 'target.txt')))\n")
+                "attempt('folder over a file', lambda: (os.mkdir('d'), os.rename('d', 'target.txt')))\n"
+                # Held open, the target would be buried before the rename (not removed): the
+                # folder must not take its place.
+                "held = open('target.txt', 'rb')\n"
+                "attempt('folder over a held file', lambda: os.rename('d', 'target.txt'))\n")
         with kernel(mode, ws) as (km, kc):
             got, _ = results_of(kc, code)
-        assert got == {"folder over a file": "NotADirectoryError"}, got
+        assert got == {"folder over a file": "NotADirectoryError",
+                       "folder over a held file": "NotADirectoryError"}, got
         assert target.read_text() == "precious host data\n"
         assert oct(target.stat().st_mode & 0o777) == oct(0o444)
 
