@@ -115,6 +115,14 @@ Filter build(const SeccompOptions& options) {
               SCMP_A1(SCMP_CMP_NE, 0)),
           "seccomp_rule_add(rt_sigaction SIGCHLD)");
 
+  // A lease on a file the sandbox owns would hold every other opener of it (another kernel's
+  // broker sharing the workspace, the host's editor) for up to lease-break-time: a read of the
+  // last fixes of round three. The command is an int: its low 32 bits.
+  check(seccomp_rule_add(
+            ctx.get(), eperm, SCMP_SYS(fcntl), 1,
+            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, static_cast<scmp_datum_t>(F_SETLEASE))),
+        "seccomp_rule_add(fcntl F_SETLEASE)");
+
   // No setuid/setgid files: as root, what the sandbox writes in the workspace lands on the host
   // owned by the workspace's owner (root, maybe), where the sandbox's nosuid does not apply.
   // chmod-family calls and file creation with those mode bits are refused; openat2 gets ENOSYS

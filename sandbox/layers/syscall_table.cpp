@@ -61,6 +61,12 @@ const Group kGroups[] = {
      {"rt_sigaction"}},
     {kInPart,
      0,
+     "refused (EPERM) taking a lease (F_SETLEASE): a lease on a workspace file holds every "
+     "other opener for up to lease-break-time (45 s) — another kernel's broker, the host's "
+     "editor; every other command passes",
+     {"fcntl"}},
+    {kInPart,
+     0,
      "only AF_UNIX, AF_NETLINK (NETLINK_ROUTE) and, with a network namespace, "
      "AF_INET/AF_INET6",
      {"socket"}},
@@ -189,7 +195,6 @@ const Group kGroups[] = {
       "dup",
       "dup2",
       "dup3",
-      "fcntl",
       "flock",
       "fsync",
       "fdatasync",

@@ -1417,3 +1417,31 @@ def test_the_wardens_own_cpu_is_charged_to_the_session():
             spent = cpu_of(f"/proc/{warden}/stat") - before
             facts = reply["metadata"]["belljar"]
             assert spent <= facts["cpu_ms"] / 1000 + 1.0, (spent, facts)
+
+
+LEASE = """
+import fcntl
+os.chdir({ws!r})
+with open('leased.txt', 'w') as f:
+    f.write('x')
+fd = os.open('leased.txt', os.O_RDONLY)
+attempt('lease', lambda: fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK))
+attempt('flags', lambda: fcntl.fcntl(fd, fcntl.F_SETFL, os.O_NONBLOCK))
+attempt('descriptor flags', lambda: fcntl.fcntl(fd, fcntl.F_SETFD, fcntl.FD_CLOEXEC))
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_lease_is_taken_from_the_sandbox(mode):
+    """A read of round three's last fixes: a lease the sandbox takes on a workspace file holds
+    every other opener of it (another kernel's broker sharing the workspace, the host's editor)
+    for up to lease-break-time, 45 s. fcntl's F_SETLEASE is refused; its other commands pass.
+    Control: outside the sandbox the same lease is granted."""
+    with fresh_workspace("belljar-broker-lease-") as ws:
+        with kernel(mode, ws) as (km, kc):
+            got, _ = results_of(kc, LEASE.format(ws=str(ws)))
+        assert got == {"lease": "PermissionError", "flags": "done", "descriptor flags": "done"}, got
+        done = subprocess.run([PYTHON, "-c", ATTEMPT + LEASE.format(ws=str(ws))
+                               + "print(json.dumps(results))"], capture_output=True, text=True,
+                              check=True)
+        assert json.loads(done.stdout)["lease"] == "done", done.stdout
