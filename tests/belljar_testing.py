@@ -33,6 +33,15 @@ FRONTENDS = pathlib.Path(os.environ.get("BELLJAR_FRONTENDS", SOURCE / "build" / 
 SANDBOX_VENV_PYTHON = os.environ.get("BELLJAR_SANDBOX_VENV_PYTHON",
                                      str(SOURCE / "build" / "venvs" / "sandbox-python" / "bin" / "python"))
 
+# An OpenSSL configuration that asks every fetch for a FIPS provider this host does not have:
+# were a process to load it (OPENSSL_CONF), its keys and TLS would fail. The kernel loads none.
+HOSTILE_OPENSSL_CONF = """openssl_conf = openssl_init
+[openssl_init]
+alg_section = evp_properties
+[evp_properties]
+default_properties = fips=yes
+"""
+
 # Code for cells that look for a secret's value without holding it (the secrets tests and the
 # containment probes): a needle is the value's first half, its length and its SHA-256, so a
 # cell can say where the value is without the value ever being in the cell or its output.

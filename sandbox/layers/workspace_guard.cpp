@@ -303,17 +303,27 @@ bool drop_bytes(int held) {
   return ::ftruncate(held, 0) == 0;
 }
 
-void empty_morgue(int morgue, bool unheld_only) {
-  Fd copy(::fcntl(morgue, F_DUPFD_CLOEXEC, 0));
-  DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
-  if (!stream) return;
-  copy.release();
+namespace {
+
+// The names in the folder `dir` (a descriptor, left open), "." and ".." left out; empty when it
+// cannot be read.
+std::vector<std::string> names_in(int dir) {
   std::vector<std::string> names;
+  Fd copy(::fcntl(dir, F_DUPFD_CLOEXEC, 0));
+  DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
+  if (!stream) return names;
+  copy.release();
   while (dirent* entry = ::readdir(stream))
     if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
       names.emplace_back(entry->d_name);
   ::closedir(stream);
-  for (const auto& name : names) {
+  return names;
+}
+
+}  // namespace
+
+void empty_morgue(int morgue, bool unheld_only) {
+  for (const auto& name : names_in(morgue)) {
     if (unheld_only) {
       Fd held;
       if (take_removal_lease(morgue, name.c_str(), held) != 0 || !drop_bytes(held.get())) continue;
@@ -329,15 +339,8 @@ std::string morgue_folder(const std::string& name) {
 }
 
 void remove_dead_morgues(int morgue, const std::string& except) {
-  Fd copy(::fcntl(morgue, F_DUPFD_CLOEXEC, 0));
-  DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
-  if (!stream) return;
-  copy.release();
-  std::vector<std::string> names;
-  while (dirent* entry = ::readdir(stream))
-    if (entry->d_name[0] != '.' && except != entry->d_name) names.emplace_back(entry->d_name);
-  ::closedir(stream);
-  for (const auto& name : names) {
+  for (const auto& name : names_in(morgue)) {
+    if (name[0] == '.' || name == except) continue;
     Fd theirs(::openat(morgue, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!theirs || ::flock(theirs.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
     empty_morgue(theirs.get(), false);

@@ -1134,17 +1134,23 @@ def environment_workspace(ws):
     open_to_all(ws)
 
 
+def planted(mode, ws, plants, refused, allowed):
+    """Runs `plants` (after ATTEMPT, printing RESULTS) in a kernel on `ws`; checks that each of
+    `refused` got PermissionError and each of `allowed` was done; the cell's notices."""
+    with kernel(mode, ws) as (km, kc):
+        reply, out = execute(kc, ATTEMPT + plants.format(ws=str(ws)))
+        assert reply["content"]["status"] == "ok", out
+        got = json.loads(stdout_of(out).split("RESULTS ", 1)[1].splitlines()[0])
+    assert got == {**{name: "PermissionError" for name in refused},
+                   **{name: "done" for name in allowed}}, got
+    return stderr_of(out)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_conda_environment_is_a_python_environment_to_the_rule(mode):
     with fresh_workspace("belljar-broker-conda-") as ws:
         environment_workspace(ws)
-        with kernel(mode, ws) as (km, kc):
-            reply, out = execute(kc, ATTEMPT + ENVIRONMENT_PLANTS.format(ws=str(ws)))
-            assert reply["content"]["status"] == "ok", out
-            got = json.loads(stdout_of(out).split("RESULTS ", 1)[1].splitlines()[0])
-            notices = stderr_of(out)
-        assert got == {**{name: "PermissionError" for name in ENVIRONMENT_REFUSED},
-                       **{name: "done" for name in ENVIRONMENT_ALLOWED}}, got
+        notices = planted(mode, ws, ENVIRONMENT_PLANTS, ENVIRONMENT_REFUSED, ENVIRONMENT_ALLOWED)
         assert "conda/lib/python3.11/sitecustomize.py (create: inside a Python environment)" \
             in notices, notices
         assert not (ws / "conda/lib/python3.11/sitecustomize.py").exists()
@@ -1324,13 +1330,7 @@ def module_workspace(ws):
 def test_no_module_of_the_host_python_is_planted_by_name(mode):
     with fresh_workspace("belljar-broker-modules-") as ws:
         module_workspace(ws)
-        with kernel(mode, ws) as (km, kc):
-            reply, out = execute(kc, ATTEMPT + MODULE_PLANTS.format(ws=str(ws)))
-            assert reply["content"]["status"] == "ok", out
-            got = json.loads(stdout_of(out).split("RESULTS ", 1)[1].splitlines()[0])
-            notices = stderr_of(out)
-        assert got == {**{name: "PermissionError" for name in MODULES_REFUSED},
-                       **{name: "done" for name in MODULES_ALLOWED}}, got
+        notices = planted(mode, ws, MODULE_PLANTS, MODULES_REFUSED, MODULES_ALLOWED)
         assert "ipykernel_launcher.py (create: a module of the host's Python by name" in notices, \
             notices
         assert sorted(p.name for p in ws.iterdir()) == ["course", "helpers.py", "json", "mine", "pkg"]

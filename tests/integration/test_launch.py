@@ -21,6 +21,7 @@ from gateway_standin import GatewayStandIn
 
 from belljar_testing import (
     BELLJAR,
+    HOSTILE_OPENSSL_CONF,
     ISOLATION,
     NO_NAMESPACES,
     PYTHON,
@@ -274,12 +275,6 @@ def test_arguments_from_the_bootstrap_environment_and_a_port_range(tmp_path):
 # it fails the gateway's RSA sealing and the egress proxy's keys (the outside attack on round
 # three found `belljar launch` loading it through the gateway module, before the proxy's own
 # refusal could apply).
-HOSTILE_OPENSSL_CONF = """openssl_conf = openssl_init
-[openssl_init]
-alg_section = evp_properties
-[evp_properties]
-default_properties = fips=yes
-"""
 
 
 def test_an_openssl_configuration_in_the_environment_is_not_loaded(tmp_path):

@@ -27,6 +27,7 @@ from jupyter_client.connect import write_connection_file
 from standins import CHAT_USAGE, STREAM_USAGE, StandIn, make_ca, server_context
 
 from belljar_testing import (
+    HOSTILE_OPENSSL_CONF,
     ISOLATION,
     PYTHON,
     VALUE_SCAN_CELL,
@@ -1016,12 +1017,6 @@ def test_the_policy_file_binds_a_secret_as_the_flag_does(world, tmp_path):
 # by its built-in path now, a CA of one's own is the flag --upstream-ca, and no OpenSSL
 # configuration file is loaded (OPENSSL_CONF below would make every fetch ask for a FIPS provider
 # this host does not have, so TLS would fail were it read).
-HOSTILE_OPENSSL_CONF = """openssl_conf = openssl_init
-[openssl_init]
-alg_section = evp_properties
-[evp_properties]
-default_properties = fips=yes
-"""
 
 
 def test_ssl_cert_file_in_the_kernels_environment_decides_nothing(world, tmp_path):
