@@ -101,6 +101,7 @@ class Launched:
                 self.process.wait()
         self.gateway.close()
         self.stderr.close()
+        shutil.rmtree(self.workspace, ignore_errors=True)
 
 
 # As a pod with the runtime's defaults would run it too: namespaces refused, --isolation degraded.
