@@ -13,6 +13,11 @@
 
 namespace belljar {
 
+std::string AuditRecords::failure_text() const {
+  return std::to_string(failures()) +
+         " audit record(s) could not be written (the last: " + last_failure() + ")";
+}
+
 AuditLog::AuditLog(AuditDestination destination)
     : file_(std::move(destination.file)),
       fd_(file_ ? file_.get() : STDERR_FILENO),

@@ -20,7 +20,22 @@ namespace belljar {
 
 class Metrics;
 
-class AuditLog {
+// What a part of the kernel may do with the audit log (kernel/session/doors.hpp): add a record,
+// and know whether records are being lost. A part's unit test gives it a fake of this.
+class AuditRecords {
+ public:
+  virtual ~AuditRecords() = default;
+  // False when the record could not be written whole.
+  virtual bool record(const std::string& event, nlohmann::json fields) = 0;
+  virtual uint64_t failures() const = 0;
+  // The last failure: "write(audit.jsonl) after 120 of 310 bytes: File too large"; empty if none.
+  virtual const std::string& last_failure() const = 0;
+  // "2 audit record(s) could not be written (the last: ...)", as the banner, %audit and the
+  // refusals of --audit-required say it.
+  std::string failure_text() const;
+};
+
+class AuditLog final : public AuditRecords {
  public:
   explicit AuditLog(AuditDestination destination);
   // Where the records go, as the banner says it: a path, or "stderr".
@@ -31,12 +46,9 @@ class AuditLog {
   void set_kernel(std::string kernel_id) { kernel_id_ = std::move(kernel_id); }
   // Failures are counted there too (it must outlive this log).
   void count_failures_in(Metrics* metrics) { metrics_ = metrics; }
-  // False when the record could not be written whole.
-  bool record(const std::string& event, nlohmann::json fields);
-
-  uint64_t failures() const { return failures_; }
-  // The last failure: "write(audit.jsonl) after 120 of 310 bytes: File too large"; empty if none.
-  const std::string& last_failure() const { return last_failure_; }
+  bool record(const std::string& event, nlohmann::json fields) override;
+  uint64_t failures() const override { return failures_; }
+  const std::string& last_failure() const override { return last_failure_; }
 
  private:
   Fd file_;

@@ -106,8 +106,8 @@ void Kernel::check_background_cpu(Clock::time_point now) {
   metrics_.limit_hit(LimitHit::cpu);
   // Told at once to whoever ran the last cell, and again by the next cell's reply.
   if (last_parent_)
-    publish("stream", create_stream("stderr", "\n[belljar] " + std::string(text) + "\n"),
-            &*last_parent_);
+    client_.publish("stream", create_stream("stderr", "\n[belljar] " + std::string(text) + "\n"),
+                    &*last_parent_);
   background_stop_ = text;
   restart_worker("background CPU past --cpu");
 }

@@ -34,14 +34,14 @@ json Kernel::execution_facts() const {
       {"output_truncated", budget_.dropped() > 0},
       {"output_bytes",
        {{"stdout", streams_[0].total_bytes()}, {"stderr", streams_[1].total_bytes()}}},
-      {"egress_denied", cell_->egress_denied}};
+      {"egress_denied", cell_->egress.denied}};
   if (json secrets = secret_totals(); !secrets.is_null()) facts["secrets"] = secrets;
   return facts;
 }
 
 // belljar.secrets: the cell's requests to hosts with a bound secret; null when it made none.
 json Kernel::secret_totals() const {
-  const auto& totals = cell_->secrets;
+  const auto& totals = cell_->egress.secrets;
   if (totals.requests == 0) return nullptr;
   return {{"requests", totals.requests},
           {"injected", totals.injected},
@@ -90,7 +90,7 @@ void Kernel::finish_cell(const json& done) {
         create_execute_reply_ok(cell.execution_count, std::move(expressions), std::move(payload));
   }
   if (budget_.dropped() > 0) {
-    publish(
+    client_.publish(
         "stream",
         create_stream("stderr", "\n[belljar] output limit of " + format_size(budget_.limit()) +
                                     " reached: " + format_size(budget_.dropped()) + " dropped\n"),
@@ -145,14 +145,14 @@ void Kernel::finish_cell(const json& done) {
   bool abort = cell.error && cell.stop_on_error;
   if (abort) {
     queue_.set_collecting(true);
-    frontend_->collect_pending(*this);
+    client_.frontend()->collect_pending(*this);
     queue_.set_collecting(false);
   }
   WireMessage request = std::move(cell.request);
   cell_.reset();
   if (worker_) background_.request_finished(worker_->cpu_seconds(), true);
-  reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));
-  publish_status("idle", &request);
+  client_.reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));
+  client_.status("idle", &request);
   if (abort) abort_queued_executes();
   return_comms_during_cell();  // comm messages that came during the cell go first
   dispatch_next();
@@ -168,22 +168,23 @@ void Kernel::finish_request_reply(const json& frame) {
   OutputBudget budget;
   budget.reset(options_.policy.output_limit_bytes);
   if (kind == RequestKind::complete)
-    reply(Channel::shell, request, "complete_reply",
-          charge_request_reply(kind, create_complete_reply(frame), budget));
+    client_.reply(Channel::shell, request, "complete_reply",
+                  charge_request_reply(kind, create_complete_reply(frame), budget));
   else if (kind == RequestKind::inspect) {
     // The inspector renders its bundle like an output (JupyterLab shows text/html).
     json content = create_inspect_reply(frame);
     if (!content["data"].empty())
       content["data"] = apply_active_output(content["data"], options_.policy.active_output);
-    reply(Channel::shell, request, "inspect_reply", charge_request_reply(kind, content, budget));
+    client_.reply(Channel::shell, request, "inspect_reply",
+                  charge_request_reply(kind, content, budget));
   } else if (kind == RequestKind::comm_info) {
     json content = comm_info_content(frame);
     if (!budget.take_whole(dump_json(content).size())) content["comms"] = json::object();
-    reply(Channel::shell, request, "comm_info_reply", std::move(content));
+    client_.reply(Channel::shell, request, "comm_info_reply", std::move(content));
   } else
-    reply(Channel::shell, request, "is_complete_reply",
-          charge_request_reply(kind, create_is_complete_reply(frame), budget));
-  publish_status("idle", &request);
+    client_.reply(Channel::shell, request, "is_complete_reply",
+                  charge_request_reply(kind, create_is_complete_reply(frame), budget));
+  client_.status("idle", &request);
   dispatch_next();
 }
 
@@ -197,7 +198,7 @@ void Kernel::fail_cell(const std::string& ename, const std::string& evalue, Cell
   }
   cell_->outcome = outcome;
   cell_->error = create_error_content(ename, evalue, json::array({ename + ": " + evalue}));
-  if (!cell_->silent) publish("error", *cell_->error, &cell_->request);
+  if (!cell_->silent) client_.publish("error", *cell_->error, &cell_->request);
   finish_cell(json::object());
 }
 

@@ -88,8 +88,8 @@ std::string Kernel::publish_checked_comm(const std::string& type, const json& fr
   widget_values_cleaned += widget_models_.take_cleaned();
   redactor_.redact_json(comm.content);  // decoded character references could spell a secret
   if (!budget.take_whole(comm.size)) return type + " past the output limit";
-  frontend_->publish_comm(type, std::move(comm.content), std::move(comm.metadata), parent,
-                          std::move(comm.buffers));
+  client_.publish_comm(type, std::move(comm.content), std::move(comm.metadata), parent,
+                       std::move(comm.buffers));
   return "";
 }
 
@@ -140,13 +140,13 @@ void Kernel::on_comm_during_cell_frame(WorkerFrame type, const json& frame) {
     case WorkerFrame::display:
     case WorkerFrame::update_display:
       if (std::optional<json> shown = checked_display(type, frame, budget_))
-        publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
-                std::move(*shown), parent);
+        client_.publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
+                        std::move(*shown), parent);
       return;
     case WorkerFrame::clear_output:
       if (json content = {{"wait", json_field(frame, "wait", false)}};
           budget_.take_whole(dump_json(content).size()))
-        publish("clear_output", std::move(content), parent);
+        client_.publish("clear_output", std::move(content), parent);
       return;
     case WorkerFrame::comm_open:
     case WorkerFrame::comm_msg:
@@ -185,7 +185,7 @@ void Kernel::tell_session_lost_by_handler(const std::string& why) {
       "[belljar] a widget's handler (a comm message from the page) ended the "
       "session: " +
       why + "\n";
-  publish("stream", create_stream("stderr", "\n" + session_lost_notice_), &cell_->request);
+  client_.publish("stream", create_stream("stderr", "\n" + session_lost_notice_), &cell_->request);
 }
 
 // Said on stderr once per cell, or once per comm budget window: the widgets on the page may be
@@ -204,7 +204,7 @@ void Kernel::tell_comm_drops() {
             " widget value(s) held active content (markup, TeX or CSS that acts), removed "
             "(--active-output " +
             active_output_name(options_.policy.active_output) + ")\n";
-  publish("stream", create_stream("stderr", text), &cell_->request);
+  client_.publish("stream", create_stream("stderr", text), &cell_->request);
 }
 
 void Kernel::finish_comm(const json& done) {
@@ -213,16 +213,16 @@ void Kernel::finish_comm(const json& done) {
   flush_streams(true);
   tell_comm_drops();
   if (cell_->limit_hit != LimitHit::none)
-    publish("stream",
-            create_stream("stderr", "\n[belljar] a comm handler passed the " +
-                                        std::string(limit_name(cell_->limit_hit)) +
-                                        " limit and was interrupted\n"),
-            &cell_->request);
+    client_.publish("stream",
+                    create_stream("stderr", "\n[belljar] a comm handler passed the " +
+                                                std::string(limit_name(cell_->limit_hit)) +
+                                                " limit and was interrupted\n"),
+                    &cell_->request);
   comm_window_.handler_finished(budget_);  // what this handler spent is spent for the window
   WireMessage request = std::move(cell_->request);
   cell_.reset();
   if (worker_) background_.request_finished(worker_->cpu_seconds(), false);
-  publish_status("idle", &request);
+  client_.status("idle", &request);
   dispatch_next();
 }
 

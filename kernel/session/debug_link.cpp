@@ -41,7 +41,7 @@ void Kernel::serve_debug_request(const WireMessage& message) {
       return;
     }
   }
-  publish_status("busy", &message);
+  client_.status("busy", &message);
   WireMessage parent;
   parent.header = message.header;
   last_debug_request_ = std::move(parent);
@@ -76,8 +76,8 @@ std::string Kernel::debug_unavailable() const {
 }
 
 void Kernel::answer_debug_request(const WireMessage& request, json content) {
-  reply(Channel::control, request, "debug_reply", std::move(content));
-  publish_status("idle", &request);
+  client_.reply(Channel::control, request, "debug_reply", std::move(content));
+  client_.status("idle", &request);
   if (debug_requests_.pending() == 0 && !queued_debug_.empty()) {
     WireMessage next = std::move(queued_debug_.front());
     queued_debug_.pop_front();
@@ -90,7 +90,7 @@ bool Kernel::audit_debug_code(const WireMessage& request, const std::string& cod
   // A debug request that runs code is code run in the session: recorded as a cell is, so the
   // debugger is no way around the audit log.
   if (options_.policy.audit_required && audit_.failures() > 0) {
-    refusal = audit_failure_text() +
+    refusal = audit_.failure_text() +
               "; --audit-required refuses debug requests that run code until it is fixed";
     return false;
   }
@@ -102,7 +102,7 @@ bool Kernel::audit_debug_code(const WireMessage& request, const std::string& cod
   if (executing()) record["execution_count"] = cell_->execution_count;
   if (options_.policy.audit_code) record["code"] = redactor_.redact(code);
   if (!audit_.record("debug_code", std::move(record)) && options_.policy.audit_required) {
-    refusal = audit_failure_text() +
+    refusal = audit_.failure_text() +
               "; --audit-required refuses debug requests that run code until it is fixed";
     return false;
   }
@@ -189,8 +189,8 @@ void Kernel::on_debug_event(const json& frame) {
   if (!essential || (bytes = dump_json(*content).size()) <= kEssentialEventBytes)
     shown = checked_debug_content(*content, false);
   if (shown)
-    return publish("debug_event", std::move(*shown),
-                   last_debug_request_ ? &*last_debug_request_ : nullptr);
+    return client_.publish("debug_event", std::move(*shown),
+                           last_debug_request_ ? &*last_debug_request_ : nullptr);
   if (!essential) return frame_log_.log("debug event dropped", "past the output limit");
   // The frontend's view of the session would be wrong without it, and relaying it would be an
   // exemption from the budget: the session ends, and the learner is told why.
@@ -213,12 +213,12 @@ void Kernel::debug_stopped_for_budget(const std::string& event, size_t bytes) {
   audit_.record("debug_session_ended", {{"event", event.substr(0, 32)}, {"bytes", bytes}});
   const WireMessage* parent = output_parent();
   if (!parent) parent = last_debug_request_ ? &*last_debug_request_ : background_parent();
-  publish("stream", create_stream("stderr", text), parent);
+  client_.publish("stream", create_stream("stderr", text), parent);
   // The frontend's debugger still believes in the session (it may show a thread stopped): DAP's
   // own word for a session that is over, from the supervisor, of a fixed shape.
-  publish("debug_event",
-          {{"seq", 0}, {"type", "event"}, {"event", "terminated"}, {"body", json::object()}},
-          parent);
+  client_.publish(
+      "debug_event",
+      {{"seq", 0}, {"type", "event"}, {"event", "terminated"}, {"body", json::object()}}, parent);
 }
 
 std::optional<json> Kernel::checked_debug_content(json content, bool rich_bundle) {

@@ -1,25 +1,21 @@
-// The egress proxy's decisions (sandbox/egress/egress_proxy.hpp), made on the proxy's own thread
-// and recorded here, on the reactor's: an audit record each up to a rate (audit_throttle.hpp: the
-// rest are counted in a per-interval egress_summary), the metrics, and the running cell's
-// list of denied hosts (execute_reply metadata belljar.egress_denied) and its requests to hosts
-// with bound secrets (belljar.secrets). Connections the proxy answered unread, past its refusal
-// budget (sandbox/egress/refusal_budget.hpp), arrive as a count: in the interval's summary, the
-// metrics, and one rate-limited diagnostic line.
+#include "kernel/session/egress_link.hpp"
+
 #include <algorithm>
 #include <cmath>
 
-#include "kernel/session/kernel.hpp"
 #include "sandbox/os/host_port.hpp"
 
 namespace belljar {
 
-namespace {
-constexpr size_t kDeniedPerCell = 100;  // the metadata names at most this many hosts
-}  // namespace
+using json = nlohmann::json;
+
+void EgressLink::attach(Fd channel) {
+  if (service_ && channel) service_->attach(std::move(channel));
+}
 
 // A request to a host with a bound secret: its facts in the egress record (names, never
 // values), the metrics, and the running cell's totals.
-void Kernel::record_secret_use(const SecretUse& use, json& record) {
+void EgressLink::record_secret_use(const SecretUse& use, json& record, CellEgress* cell) {
   record["secrets"] = use.secrets;
   record["injected"] = use.injected;
   record["status"] = use.status;
@@ -32,8 +28,8 @@ void Kernel::record_secret_use(const SecretUse& use, json& record) {
   }
   for (const auto& name : use.secrets) metrics_.secret_use(name, use.injected);
   metrics_.model_tokens(use.input_tokens.value_or(0), use.output_tokens.value_or(0));
-  if (!executing()) return;
-  auto& totals = cell_->secrets;
+  if (!cell) return;
+  auto& totals = cell->secrets;
   ++totals.requests;
   totals.injected += use.injected ? 1 : 0;
   totals.latency_ms += use.latency_ms;
@@ -41,10 +37,10 @@ void Kernel::record_secret_use(const SecretUse& use, json& record) {
   totals.output_tokens += use.output_tokens.value_or(0);
 }
 
-void Kernel::handle_egress() {
-  if (!egress_) return;
-  DecisionQueue::Taken taken = egress_->take_decisions();
-  auto now = Clock::now();
+void EgressLink::take_decisions(Clock::time_point now, CellEgress* cell,
+                                std::optional<int> execution_count) {
+  if (!service_) return;
+  DecisionQueue::Taken taken = service_->take_decisions();
   for (const auto& d : taken.items) {
     auto or_null = [](const std::string& text) {
       return text.empty() ? json(nullptr) : json(text);
@@ -57,28 +53,40 @@ void Kernel::handle_egress() {
                    {"reason", or_null(std::string(failure_name(d.reason)))},
                    {"address", or_null(d.address)}};
     if (!d.detail.empty()) record["detail"] = d.detail;
-    record["execution_count"] = executing() ? json(cell_->execution_count) : json(nullptr);
-    if (d.secret_use) record_secret_use(*d.secret_use, record);
+    record["execution_count"] = execution_count ? json(*execution_count) : json(nullptr);
+    if (d.secret_use) record_secret_use(*d.secret_use, record, cell);
     std::string target = host_port(d.host, d.port);
-    if (egress_audit_.admit(std::string(verdict_name(d.decision)), target, now))
+    if (throttle_.admit(std::string(verdict_name(d.decision)), target, now))
       audit_.record("egress", record);
     // Failures (no answer, no connection) were allowed by the policy: they count as allowed.
     metrics_.egress(d.decision != EgressVerdict::denied);
-    if (executing() && d.decision == EgressVerdict::denied && !d.host.empty()) {
-      auto& denied = cell_->egress_denied;
-      if (denied.size() < kDeniedPerCell &&
+    if (cell && d.decision == EgressVerdict::denied && !d.host.empty()) {
+      auto& denied = cell->denied;
+      if (denied.size() < CellEgress::kDeniedPerCell &&
           std::find(denied.begin(), denied.end(), target) == denied.end())
         denied.push_back(target);
     }
   }
-  egress_audit_.dropped(taken.dropped, now);  // in the interval's summary, as not_queued
+  throttle_.dropped(taken.dropped, now);  // in the interval's summary, as not_queued
   if (taken.refused_unread > 0) {
-    egress_audit_.refused_unread(taken.refused_unread, now);
+    throttle_.refused_unread(taken.refused_unread, now);
     metrics_.egress_refused_unread(taken.refused_unread);
-    frame_log_.log("egress-refused-unread",
-                   "the egress proxy answered " + std::to_string(taken.refused_unread) +
-                       " connection(s) unread: the sandbox was refused too many in a short time");
+    log_.log("egress-refused-unread",
+             "the egress proxy answered " + std::to_string(taken.refused_unread) +
+                 " connection(s) unread: the sandbox was refused too many in a short time");
   }
+}
+
+double EgressLink::take_cpu() {
+  if (!service_) return 0;
+  double spent = service_->cpu_seconds();
+  double uncharged = spent - cpu_charged_;
+  cpu_charged_ = spent;
+  return uncharged;
+}
+
+void EgressLink::record_summary(Clock::time_point now, bool final) {
+  if (auto summary = throttle_.take_summary(now, final)) audit_.record("egress_summary", *summary);
 }
 
 }  // namespace belljar

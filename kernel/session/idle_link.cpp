@@ -85,12 +85,12 @@ void Kernel::publish_background(WorkerFrame type, const json& frame, const WireM
   if (idle_output_.admit_message(now, limit)) {
     if (type == WorkerFrame::display || type == WorkerFrame::update_display) {
       if (std::optional<json> shown = checked_display(type, frame, budget))
-        publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
-                std::move(*shown), parent);
+        client_.publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
+                        std::move(*shown), parent);
     } else if (type == WorkerFrame::clear_output) {
       json content = {{"wait", json_field(frame, "wait", false)}};
       if (budget.take_whole(dump_json(content).size()))
-        publish("clear_output", std::move(content), parent);
+        client_.publish("clear_output", std::move(content), parent);
     } else if (type == WorkerFrame::stream) {
       publish_stream_frame(frame, budget, parent);
     } else {
@@ -121,7 +121,7 @@ void Kernel::publish_stream_frame(const json& frame, OutputBudget& budget,
   std::string text = redactor_.redact(json_field(frame, "text", std::string()));
   uint64_t room = budget.take(text.size());
   if (room < text.size()) text.resize(utf8_complete_prefix(std::string_view(text).substr(0, room)));
-  if (!text.empty()) publish("stream", create_stream(name, text), parent);
+  if (!text.empty()) client_.publish("stream", create_stream(name, text), parent);
 }
 
 // What the worker sent and wrote before a request was sent to it came between requests: shown as
@@ -154,7 +154,7 @@ void Kernel::tell_idle_withheld() {
   std::optional<std::string> notice = idle_output_.take_notice();
   if (!notice) return;
   flush_streams(true);
-  publish("stream", create_stream("stderr", "\n" + *notice + "\n"), background_parent());
+  client_.publish("stream", create_stream("stderr", "\n" + *notice + "\n"), background_parent());
 }
 
 }  // namespace belljar

@@ -16,7 +16,7 @@
 //                    (comms_during_cell.hpp)
 //   idle_link.cpp    output of code running between requests (asyncio tasks, threads): shown
 //                    parented to the last cell, on a budget of its own (idle_output.hpp)
-//   egress_link.cpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
+//   egress_link.hpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
 //   debug_link.cpp   the debugger: debug_request on control, handed to the worker's debug
 //                    channel (fd 4), its replies and events checked, charged and relayed (the
 //                    pending table, deadlines, started state, event rate: debug_requests.hpp)
@@ -39,8 +39,11 @@
 #include "kernel/output/widget_models.hpp"
 #include "kernel/protocol/wire_message.hpp"
 #include "kernel/session/background_cpu.hpp"
+#include "kernel/session/cell.hpp"
+#include "kernel/session/client_channel.hpp"
 #include "kernel/session/comms_during_cell.hpp"
 #include "kernel/session/debug_requests.hpp"
+#include "kernel/session/egress_link.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
 #include "kernel/session/idle_output.hpp"
@@ -99,48 +102,6 @@ class Kernel {
   const std::string& session_id() const { return options_.session_id; }
 
  private:
-  // A shell request the worker is handling now.
-  struct Cell {
-    WireMessage request;
-    RequestKind kind = RequestKind::execute;
-    std::string id;  // frame id
-    // Its frame was sent to the worker (a cell is first held for its workspace survey): until
-    // then, what the worker outputs came between requests (idle_link.cpp).
-    bool in_worker = false;
-    int execution_count = 0;
-    bool silent = false, store_history = true, stop_on_error = true, allow_stdin = false;
-    std::string code;
-    Clock::time_point started;
-    std::string started_iso;
-    double timeout = 0, cpu_limit = 0;
-    double cpu_at_start = 0;                   // less the background CPU charged to the cell
-    double background_cpu = 0;                 // spent between cells, charged to this one
-    std::optional<Clock::time_point> kill_at;  // set once an interrupt for a limit was sent
-    // Time the worker said its main thread was paused in the debugger: not counted by the
-    // timeout, up to --debug-pause (cell_limits.cpp).
-    PausedTime paused;
-    LimitHit limit_hit = LimitHit::none;
-    bool user_interrupted = false;
-    std::optional<CellStatus> outcome;  // set when the cell was failed by the supervisor
-    uint64_t memory_limit = 0;          // %%limits --memory moved the cap for this cell
-    std::optional<double> magic_timeout, magic_cpu;  // as %%limits asked, for the error text
-    std::optional<json> error;                       // ename, evalue, traceback
-    json displays = json::array();                   // mime types of each display, for the audit
-    std::string result_text;                         // text/plain of the result, for history
-    uint64_t comm_published = 0, comm_dropped = 0;   // the worker's comm messages (comm_link.cpp)
-    std::string comm_first_drop;                     // why the first one was withheld
-    uint64_t widget_values_cleaned = 0;              // widget traits with active parts removed
-    std::vector<std::string> egress_denied;          // host:port the proxy refused during the cell
-    // Requests to hosts with a bound secret during the cell: count, values put in, time
-    // spent, the tokens a model API reported (belljar.secrets in the reply metadata).
-    struct SecretTotals {
-      uint64_t requests = 0, injected = 0, input_tokens = 0, output_tokens = 0;
-      double latency_ms = 0;
-    } secrets;
-    json expressions_asked =
-        json::object();  // the client's user_expressions: the only names answered
-  };
-
   bool executing() const { return cell_ && cell_->kind == RequestKind::execute; }
   // A request whose code may produce output: a cell, or a comm message's handler.
   bool running_code() const {
@@ -163,16 +124,11 @@ class Kernel {
   void start_request(const WireMessage& message);
   void answer_locally(Channel channel, const WireMessage& message);
   void abort_queued_executes();
-  void reply(Channel channel, const WireMessage& parent, const std::string& type, json content,
-             json metadata = json::object());
-  void publish(const std::string& type, json content, const WireMessage* parent);
-  void publish_status(const std::string& state, const WireMessage* parent);
   std::string banner() const;
   std::string sandbox_banner() const;
   // An execute_request answered with an error without running (no sandbox, --audit-required).
   void refuse_execute(const WireMessage& request, const std::string& ename,
                       const std::string& evalue);
-  std::string audit_failure_text() const;
   json kernel_info() const;  // kernel_info_reply's content
 
   // worker_link.cpp
@@ -277,9 +233,8 @@ class Kernel {
   void publish_stream_frame(const json& frame, OutputBudget& budget, const WireMessage* parent);
   RequestParents request_parents_;
 
-  // egress_link.cpp
+  // The egress proxy's decisions taken now, the running cell's share put in it.
   void handle_egress();
-  void record_secret_use(const SecretUse& use, json& record);
 
   // debug_link.cpp
   void serve_debug_request(const WireMessage& message);
@@ -331,12 +286,11 @@ class Kernel {
   // metrics the log counts its failures in outlive it.
   Metrics metrics_;
   AuditLog audit_;
-  EgressAuditThrottle egress_audit_;  // egress records: the first ones in full, then counted
   Redactor redactor_;
   RateLimitedLog request_log_;
   RateLimitedLog frame_log_;    // what the worker can trigger: unknown, stale, refused frames
   WidgetModels widget_models_;  // the comms the page knows; what of a widget's state it gets
-  Frontend* frontend_ = nullptr;
+  ClientChannel client_;        // the frontend, as the parts may use it (doors.hpp)
   History history_;
   UsageSampler usage_;
   Fd signals_;
@@ -346,9 +300,8 @@ class Kernel {
   void client_gone();
 
   // The egress proxy (its own thread), when the policy allows any host; each new sandbox's
-  // channel is attached to it.
-  std::unique_ptr<EgressService> egress_;
-  double egress_cpu_charged_ = 0;  // the proxy thread's CPU already added to the session's
+  // channel is attached to it (egress_link.hpp).
+  EgressLink egress_{audit_, metrics_, frame_log_};
   std::optional<WorkerProcess> worker_;
   WorkerFrameDecoder decoder_;
   WorkerOutbox outbox_;
@@ -362,11 +315,6 @@ class Kernel {
   // kernel_info_reply (belljar.notes) and the audit log.
   std::vector<std::string> sandbox_notes_;
   std::optional<Clock::time_point> restart_at_;
-  // When the kernel has been idle this long its free heap goes back to the system (malloc_trim):
-  // a request's buffers, a large message's room. A host's many idle kernels then hold what they
-  // use, not what their busiest moment needed. Later than a client's next request in a burst.
-  static constexpr auto kTrimWhenIdleFor = std::chrono::milliseconds(250);
-  std::optional<Clock::time_point> trim_at_;
   int failed_starts_ = 0;
   std::string start_error_;
 

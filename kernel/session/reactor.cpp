@@ -117,13 +117,13 @@ Kernel::Kernel(KernelOptions options)
   // With bound secrets it terminates their TLS with a CA the sandbox is given to trust.
   if (!options_.policy.allow_net.empty() && options_.policy.isolation != Isolation::none) {
     try {
-      egress_ = start_egress(options_.egress_module,
-                             {options_.policy.allow_net, EgressLimits{}, options_.secrets,
-                              upstream_ca_pem(options_.policy)});
+      egress_.serve_with(start_egress(options_.egress_module,
+                                      {options_.policy.allow_net, EgressLimits{}, options_.secrets,
+                                       upstream_ca_pem(options_.policy)}));
     } catch (const std::exception& e) {
       throw SandboxError(e.what());  // the kernel refuses to start: no proxy, no way out
     }
-    options_.launch.ca_bundle = egress_->ca_bundle_pem();
+    options_.launch.ca_bundle = egress_.ca_bundle_pem();
   }
 }
 
@@ -132,7 +132,7 @@ Kernel::~Kernel() {
 }
 
 int Kernel::run(Frontend& frontend) {
-  frontend_ = &frontend;
+  client_.attach(frontend);
   audit_.set_kernel(options_.session_id);
   json start = {{"version", BELLJAR_VERSION},
                 {"pid", ::getpid()},
@@ -156,12 +156,11 @@ int Kernel::run(Frontend& frontend) {
   metrics_.flush(Clock::now(), true);
   frontend.serving();
   if (parent_.gone()) client_gone();
-  publish_status("starting", nullptr);
+  client_.status("starting", nullptr);
   while (!shutting_down_) poll_once();
   drop_worker();
   handle_egress();
-  if (auto summary = egress_audit_.take_summary(Clock::now(), true))
-    audit_.record("egress_summary", *summary);
+  egress_.record_summary(Clock::now(), true);
   if (placeholder) ::rmdir(git_dir.c_str());  // only ever removes an empty directory
   audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", restarts_}});
   metrics_.flush(Clock::now(), true);
@@ -184,20 +183,20 @@ Clock::time_point Kernel::next_deadline() const {
   if (auto due = debug_requests_.next_deadline()) next = std::min(next, *due);
   if (debug_eof_at_) next = std::min(next, *debug_eof_at_);
   if (restart_at_) next = std::min(next, *restart_at_);
-  if (trim_at_) next = std::min(next, *trim_at_);
+  if (auto trim = client_.trim_due()) next = std::min(next, *trim);
   if (auto survey = surveys_.next_due(); survey && surveys_workspace())
     next = std::min(next, *survey);
   if (frames_eof_at_) next = std::min(next, *frames_eof_at_);
   if (auto due = metrics_.due()) next = std::min(next, *due);
-  if (auto due = egress_audit_.due()) next = std::min(next, *due);
-  if (frontend_)
-    if (auto wakeup = frontend_->next_wakeup()) next = std::min(next, *wakeup);
+  if (auto due = egress_.summary_due()) next = std::min(next, *due);
+  if (client_.frontend())
+    if (auto wakeup = client_.frontend()->next_wakeup()) next = std::min(next, *wakeup);
   return next;
 }
 
 void Kernel::poll_once() {
   std::vector<zmq::pollitem_t> items = {{nullptr, signals_.get(), ZMQ_POLLIN, 0}};
-  frontend_->add_poll_items(items);
+  client_.frontend()->add_poll_items(items);
   size_t worker_index = items.size();
   const bool worker_polled = worker_.has_value();  // its four items are in the poll
   if (worker_) {
@@ -213,7 +212,7 @@ void Kernel::poll_once() {
   bool status_watched = worker_ && worker_->status_fd() >= 0;
   if (status_watched) items.push_back({nullptr, worker_->status_fd(), ZMQ_POLLIN, 0});
   size_t egress_index = items.size();
-  if (egress_) items.push_back({nullptr, egress_->decisions_fd(), ZMQ_POLLIN, 0});
+  if (egress_.running()) items.push_back({nullptr, egress_.decisions_fd(), ZMQ_POLLIN, 0});
   size_t parent_index = items.size();
   items.push_back({nullptr, parent_.fd(), ZMQ_POLLIN, 0});  // -1: not watched
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline() - Clock::now());
@@ -244,10 +243,10 @@ void Kernel::poll_once() {
   // given before a request was read applies to the kernel as it was, as ipykernel's handler
   // does (an interrupt while idle is spent there, never on the cell a later request starts).
   handle_signals();
-  frontend_->handle(&items[1], *this);
+  client_.frontend()->handle(&items[1], *this);
   if (items[parent_index].revents & ZMQ_POLLIN) client_gone();
   // Before the worker's frames: a denial made during a cell is on record before its reply.
-  if (egress_ && (items[egress_index].revents & ZMQ_POLLIN)) handle_egress();
+  if (egress_.running() && (items[egress_index].revents & ZMQ_POLLIN)) handle_egress();
   if (status_watched && worker_ && (items[status_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
     handle_refusals();
     if (surveys_workspace()) handle_surveys();
@@ -281,25 +280,26 @@ void Kernel::poll_once() {
     frames_eof_at_.reset();
     if (worker_) fault_worker("it closed its frame socket and kept running");
   }
-  if (auto summary = egress_audit_.take_summary(now, false))
-    audit_.record("egress_summary", *summary);
+  egress_.record_summary(now, false);
   metrics_.flush(now);
   if (worker_woke && worker_)
     worker_->charge_supervisor_cpu(shared ? for_the_worker : thread_cpu_seconds() - before_poll);
   // The egress proxy's thread works for the sandbox alone: all of its CPU is the session's.
-  if (egress_ && worker_) {
-    double spent = egress_->cpu_seconds();
-    worker_->charge_supervisor_cpu(spent - egress_cpu_charged_);
-    egress_cpu_charged_ = spent;
-  }
+  if (worker_) worker_->charge_supervisor_cpu(egress_.take_cpu());
   if (restart_at_ && now >= *restart_at_) {
     restart_at_.reset();
     start_worker();
   }
-  if (trim_at_ && now >= *trim_at_) {
-    trim_at_.reset();
-    if (!executing()) ::malloc_trim(0);
-  }
+  // Idle a moment: the free heap goes back to the system (malloc_trim), a request's buffers, a
+  // large message's room, so a host's many idle kernels hold what they use, not what their
+  // busiest moment needed.
+  if (client_.take_trim(now) && !executing()) ::malloc_trim(0);
+}
+
+void Kernel::handle_egress() {
+  bool cell = executing();
+  egress_.take_decisions(Clock::now(), cell ? &cell_->egress : nullptr,
+                         cell ? std::optional<int>(cell_->execution_count) : std::nullopt);
 }
 
 void Kernel::client_gone() {

@@ -36,25 +36,25 @@ void Kernel::serve_control(const WireMessage& message) {
     queue_.push_control_first(message);  // answered once the worker says hello
     return;
   }
-  publish_status("busy", &message);
+  client_.status("busy", &message);
   if (type == "interrupt_request") {
     interrupt_cell();
-    reply(Channel::control, message, "interrupt_reply", create_interrupt_reply());
+    client_.reply(Channel::control, message, "interrupt_reply", create_interrupt_reply());
   } else if (type == "shutdown_request") {
     bool restart = message.content.value("restart", false);
-    reply(Channel::control, message, "shutdown_reply", create_shutdown_reply(restart));
-    publish("shutdown_reply", create_shutdown_reply(restart), &message);
+    client_.reply(Channel::control, message, "shutdown_reply", create_shutdown_reply(restart));
+    client_.publish("shutdown_reply", create_shutdown_reply(restart), &message);
     request_shutdown();
   } else if (type == "kernel_info_request") {
-    reply(Channel::control, message, "kernel_info_reply", kernel_info());
+    client_.reply(Channel::control, message, "kernel_info_reply", kernel_info());
   } else if (type == "usage_request") {
-    reply(
+    client_.reply(
         Channel::control, message, "usage_reply",
         usage_.sample(worker_ ? worker_->worker_pid() : -1, worker_ ? worker_->cpu_seconds() : 0));
   } else {
     request_log_.log("unsupported control message", type);
   }
-  publish_status("idle", &message);
+  client_.status("idle", &message);
 }
 
 void Kernel::dispatch_next() {
@@ -73,7 +73,7 @@ void Kernel::dispatch_next() {
         options_.policy.audit_required && audit_.failures() > 0) {
       // --audit-required: a cell that could run unrecorded does not run at all.
       refuse_execute(request.message, "AuditLogError",
-                     audit_failure_text() + "; --audit-required refuses cells until it is fixed");
+                     audit_.failure_text() + "; --audit-required refuses cells until it is fixed");
       continue;
     }
     if (request.channel == Channel::control) {
@@ -109,44 +109,40 @@ void Kernel::request_failed(Channel channel, const WireMessage& message, const s
     json content = create_error_content("KernelError", why, json::array({why}));
     content["status"] = "error";
     if (type == "execute_request") content["execution_count"] = execution_count_;
-    reply(channel, message, reply_type, std::move(content));
+    client_.reply(channel, message, reply_type, std::move(content));
   }
-  publish_status("idle", &message);
+  client_.status("idle", &message);
 }
 
 void Kernel::refuse_execute(const WireMessage& request, const std::string& ename,
                             const std::string& evalue) {
-  publish_status("busy", &request);
+  client_.status("busy", &request);
   json error = create_error_content(ename, evalue, json::array({evalue}));
-  publish("error", error, &request);
-  reply(Channel::shell, request, "execute_reply",
-        create_execute_reply_error(execution_count_, error));
-  publish_status("idle", &request);
-}
-
-std::string Kernel::audit_failure_text() const {
-  return std::to_string(audit_.failures()) +
-         " audit record(s) could not be written (the last: " + audit_.last_failure() + ")";
+  client_.publish("error", error, &request);
+  client_.reply(Channel::shell, request, "execute_reply",
+                create_execute_reply_error(execution_count_, error));
+  client_.status("idle", &request);
 }
 
 void Kernel::answer_locally(Channel channel, const WireMessage& message) {
   std::string type = message.type();
-  publish_status("busy", &message);
+  client_.status("busy", &message);
   if (type == "kernel_info_request") {
-    reply(channel, message, "kernel_info_reply", kernel_info());
-  } else if (type == "connect_request" && !frontend_->connection_ports().is_null()) {
+    client_.reply(channel, message, "kernel_info_reply", kernel_info());
+  } else if (type == "connect_request" && !client_.frontend()->connection_ports().is_null()) {
     // Deprecated since protocol 5.1, still asked by older clients: the ports bound.
-    reply(channel, message, "connect_reply", frontend_->connection_ports());
+    client_.reply(channel, message, "connect_reply", client_.frontend()->connection_ports());
   } else if (type == "history_request") {
-    reply(channel, message, "history_reply", create_history_reply(history_.query(message.content)));
+    client_.reply(channel, message, "history_reply",
+                  create_history_reply(history_.query(message.content)));
   } else if (type == "shutdown_request") {
     bool restart = message.content.value("restart", false);
-    reply(channel, message, "shutdown_reply", create_shutdown_reply(restart));
+    client_.reply(channel, message, "shutdown_reply", create_shutdown_reply(restart));
     request_shutdown();
   } else {
     request_log_.log("unsupported shell message", type);
   }
-  publish_status("idle", &message);
+  client_.status("idle", &message);
 }
 
 void Kernel::start_request(const WireMessage& message) {
@@ -172,7 +168,7 @@ void Kernel::start_request(const WireMessage& message) {
     auto it = c.find(key);
     return it != c.end() && it->is_number_integer() ? it->get<long long>() : fallback;
   };
-  publish_status("busy", &message);
+  client_.status("busy", &message);
   // CPU the session spent since the last cell ended, with no request running, is charged to
   // this cell (background_cpu.hpp).
   double cpu_now = worker_->cpu_seconds();
@@ -208,11 +204,13 @@ void Kernel::start_request(const WireMessage& message) {
     comm_window_.cell_started();  // a cell refills the comms' budget too
     // A key pasted into the cell is redacted in the echo other clients see, like any output.
     if (!cell.silent)
-      publish("execute_input",
-              create_execute_input(redactor_.redact(cell.code), cell.execution_count), &message);
+      client_.publish("execute_input",
+                      create_execute_input(redactor_.redact(cell.code), cell.execution_count),
+                      &message);
     // The session this cell runs in is not the one the learner last saw: say so first.
     if (!cell.silent && !session_lost_notice_.empty())
-      publish("stream", create_stream("stderr", std::exchange(session_lost_notice_, {})), &message);
+      client_.publish("stream", create_stream("stderr", std::exchange(session_lost_notice_, {})),
+                      &message);
     auto expressions = c.find("user_expressions");
     if (expressions != c.end() && expressions->is_object()) cell.expressions_asked = *expressions;
     frame = {{"type", "execute"},
@@ -229,7 +227,7 @@ void Kernel::start_request(const WireMessage& message) {
     frame = comm_request_frame(message, cell.id);
     if (frame.is_null()) {
       request_log_.log("comm message dropped", message.type() + " without a comm_id or target");
-      publish_status("idle", &message);
+      client_.status("idle", &message);
       return;
     }
     // A comm handler is code like a cell's: the same limits, a budget of its own.
@@ -273,29 +271,15 @@ void Kernel::abort_queued_executes() {
   // gathered before its reply went out (finish_cell), so a request the client sends after
   // seeing the error is never caught up in it.
   for (const WireMessage& request : queue_.take_executes()) {
-    publish_status("busy", &request);
+    client_.status("busy", &request);
     // The spec gives every execute_reply an execution_count (ipykernel's aborted ones lack
     // it, and fail its own suite's message checks): the count, which an aborted cell leaves.
     json aborted = create_aborted_reply();
     aborted["execution_count"] = execution_count_;
-    reply(Channel::shell, request, "execute_reply", std::move(aborted), {{"status", "aborted"}});
-    publish_status("idle", &request);
+    client_.reply(Channel::shell, request, "execute_reply", std::move(aborted),
+                  {{"status", "aborted"}});
+    client_.status("idle", &request);
   }
-}
-
-void Kernel::reply(Channel channel, const WireMessage& parent, const std::string& type,
-                   json content, json metadata) {
-  frontend_->reply(channel, parent, type, std::move(content), std::move(metadata));
-}
-
-void Kernel::publish(const std::string& type, json content, const WireMessage* parent) {
-  frontend_->publish(type, std::move(content), parent);
-}
-
-void Kernel::publish_status(const std::string& state, const WireMessage* parent) {
-  publish("status", create_status(state), parent);
-  // Idle: the heap is given back once the kernel stays so a moment (reactor.cpp).
-  if (state == "idle") trim_at_ = Clock::now() + kTrimWhenIdleFor;
 }
 
 void Kernel::interrupt_cell() {
@@ -334,7 +318,7 @@ std::string Kernel::banner() const {
                       (audit_.fallback().empty() ? "" : " (" + audit_.fallback() + ")");
   // The audit log failing is as loud as the sandbox's state: records are being lost.
   if (audit_.failures() > 0)
-    audit += " — AUDIT LOG FAILING: " + audit_failure_text() +
+    audit += " — AUDIT LOG FAILING: " + audit_.failure_text() +
              (options_.policy.audit_required ? "; cells are refused (--audit-required)."
                                              : "; cells still run (no --audit-required).");
   return sandbox_banner() + audit;

@@ -63,8 +63,7 @@ void Kernel::start_worker() {
   pipe_open_[0] = pipe_open_[1] = true;
   cursors_.reset();
   // This sandbox's connections to 127.0.0.1:3128 arrive on its channel.
-  if (egress_)
-    if (Fd channel = worker_->take_egress_channel()) egress_->attach(std::move(channel));
+  if (egress_.running()) egress_.attach(worker_->take_egress_channel());
   sandbox_notes_ = worker_->notes();
   audit_.record("worker_start", {{"pid", worker_->pid()},
                                  {"isolation", isolation_name(options_.policy.isolation)},
@@ -144,7 +143,7 @@ void Kernel::flush_streams(bool final) {
     size_t cut =
         redactor_.cut_after_secrets(streams_[i].pending_text(), streams_[i].ready(final, now));
     std::string text = redactor_.redact(streams_[i].take_prefix(cut, now));
-    if (!text.empty()) publish("stream", create_stream(kStreamNames[i], text), parent);
+    if (!text.empty()) client_.publish("stream", create_stream(kStreamNames[i], text), parent);
   }
 }
 
@@ -326,12 +325,13 @@ void Kernel::on_output(WorkerFrame type, const json& frame) {
   if (type == WorkerFrame::result) {
     if (cell_->silent) return;
     cell_->result_text = json_field(data, "text/plain", cell_->result_text);
-    publish("execute_result",
-            {{"execution_count", cell_->execution_count}, {"data", data}, {"metadata", metadata}},
-            output_parent());
+    client_.publish(
+        "execute_result",
+        {{"execution_count", cell_->execution_count}, {"data", data}, {"metadata", metadata}},
+        output_parent());
   } else {
-    publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
-            std::move(*shown), output_parent());
+    client_.publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
+                    std::move(*shown), output_parent());
   }
 }
 
@@ -339,7 +339,7 @@ void Kernel::on_clear_output(const json& frame) {
   if (!running_code()) return;
   json content = {{"wait", json_field(frame, "wait", false)}};
   if (!budget_.take_whole(dump_json(content).size())) return;  // a flood of them is output too
-  publish("clear_output", std::move(content), output_parent());
+  client_.publish("clear_output", std::move(content), output_parent());
 }
 
 void Kernel::on_error(const json& frame) {
@@ -359,12 +359,12 @@ void Kernel::on_error(const json& frame) {
   json traceback = std::move(error["traceback"]);
   if (!fails_cell) {
     if (!cell_->silent && publish_it)
-      publish("error", create_error_content(ename, evalue, traceback), output_parent());
+      client_.publish("error", create_error_content(ename, evalue, traceback), output_parent());
     return;
   }
   name_limit_in_error(ename, evalue, traceback);
   cell_->error = create_error_content(ename, evalue, traceback);
-  if (!cell_->silent && publish_it) publish("error", *cell_->error, output_parent());
+  if (!cell_->silent && publish_it) client_.publish("error", *cell_->error, output_parent());
 }
 
 void Kernel::on_input_request(const json& frame) {
@@ -387,7 +387,7 @@ void Kernel::on_input_request(const json& frame) {
     send_to_worker({{"type", "input_reply"}, {"error", "the cell's output limit was reached"}});
     return;
   }
-  frontend_->request_input(cell_->request, content);
+  client_.frontend()->request_input(cell_->request, content);
 }
 
 void Kernel::on_audit_request(const json& frame) {
@@ -401,7 +401,7 @@ void Kernel::on_audit_request(const json& frame) {
   for (size_t i = recent_cells_.size() - last; i < recent_cells_.size(); ++i)
     records.push_back(json::parse(recent_cells_[i], nullptr, false));  // our own dump_json
   json reply = {{"type", "audit_reply"}, {"records", records}};
-  if (audit_.failures() > 0) reply["log_error"] = audit_failure_text();
+  if (audit_.failures() > 0) reply["log_error"] = audit_.failure_text();
   send_to_worker(reply);
 }
 

@@ -91,7 +91,7 @@ void Kernel::handle_surveys() {
 
 void Kernel::tell_workspace_notices() {
   if (!surveys_.has_notices() || !executing()) return;
-  publish("stream", create_stream("stderr", surveys_.take_notices()), &cell_->request);
+  client_.publish("stream", create_stream("stderr", surveys_.take_notices()), &cell_->request);
 }
 
 }  // namespace belljar

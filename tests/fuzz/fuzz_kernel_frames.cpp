@@ -50,7 +50,7 @@ class CountingFrontend : public Frontend {
 
 struct KernelProbe {
   static void start(Kernel& kernel, Frontend& frontend) {
-    kernel.frontend_ = &frontend;
+    kernel.client_.attach(frontend);
     kernel.start_worker();
     kernel.handle_frame(
         {{"type", "hello"}, {"language_info", {{"version", "3.12"}}}, {"debugger", true}});
@@ -61,7 +61,7 @@ struct KernelProbe {
     kernel.drop_worker();
     kernel.cell_.reset();
     kernel.queue_.clear();
-    start(kernel, *kernel.frontend_);
+    start(kernel, *kernel.client_.frontend());
   }
   static WireMessage request(const std::string& type, nlohmann::json content) {
     static uint64_t serial = 0;
