@@ -26,17 +26,6 @@
 
 namespace belljar {
 
-namespace {
-// A refusal's reason may quote what the worker sent (a module name, a method): it goes into a
-// notice on the client's stderr and the log, charged to no budget, so it is bounded here.
-constexpr size_t kMaxReason = 240;
-std::string bounded_reason(const std::string& why) {
-  if (why.size() <= kMaxReason) return why;
-  return why.substr(0, utf8_complete_prefix(std::string_view(why).substr(0, kMaxReason))) + "… (" +
-         std::to_string(why.size()) + " bytes)";
-}
-}  // namespace
-
 // The frame for a frontend's comm message, or null when it is not one (no comm_id, a comm_open
 // without a target): such a message has nothing to be delivered to.
 json Kernel::comm_request_frame(const WireMessage& message, const std::string& id) {
@@ -47,9 +36,9 @@ json Kernel::comm_request_frame(const WireMessage& message, const std::string& i
     return nullptr;
   const std::string& comm_id = content["comm_id"].get_ref<const std::string&>();
   if (type == "comm_open")
-    widget_models_.opened_by_frontend(comm_id, content["target_name"].get<std::string>());
+    checks_.widgets().opened_by_frontend(comm_id, content["target_name"].get<std::string>());
   else if (type == "comm_close")
-    widget_models_.closed(comm_id);
+    checks_.widgets().closed(comm_id);
   json buffers = json::array();
   for (const auto& buffer : message.buffers) buffers.push_back(base64_encode(buffer));
   return {{"type", "comm"},
@@ -75,19 +64,13 @@ void Kernel::publish_comm(const std::string& type, const json& frame, const Wire
   frame_log_.log("worker comm message dropped", why);
 }
 
-// Checked (worker_comms.hpp), redacted, admitted by the widget models, charged to `budget`.
+// Checked, redacted, admitted by the widget models, charged to `budget` (output_checks.hpp).
 std::string Kernel::publish_checked_comm(const std::string& type, const json& frame,
                                          OutputBudget& budget, const WireMessage* parent,
                                          uint64_t& widget_values_cleaned) {
-  auto checked = check_worker_comm(type, frame);
-  if (auto* why = std::get_if<std::string>(&checked)) return bounded_reason(*why);
+  auto checked = checks_.comm(type, frame, budget, widget_values_cleaned);
+  if (auto* why = std::get_if<std::string>(&checked)) return *why;
   WorkerComm& comm = std::get<WorkerComm>(checked);
-  redactor_.redact_json(comm.content);  // a widget's value is output too
-  if (std::string why = widget_models_.admit(type, comm.content, comm.buffers); !why.empty())
-    return bounded_reason(why);
-  widget_values_cleaned += widget_models_.take_cleaned();
-  redactor_.redact_json(comm.content);  // decoded character references could spell a secret
-  if (!budget.take_whole(comm.size)) return type + " past the output limit";
   client_.publish_comm(type, std::move(comm.content), std::move(comm.metadata), parent,
                        std::move(comm.buffers));
   return "";
@@ -139,7 +122,7 @@ void Kernel::on_comm_during_cell_frame(WorkerFrame type, const json& frame) {
   switch (type) {
     case WorkerFrame::display:
     case WorkerFrame::update_display:
-      if (std::optional<json> shown = checked_display(type, frame, budget_))
+      if (std::optional<json> shown = checks_.display(type, frame, budget_))
         client_.publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
                         std::move(*shown), parent);
       return;
@@ -234,7 +217,7 @@ json Kernel::comm_info_content(const json& frame) {
     content["comms"] = checked_comm_list(frame);
   else
     content["comms"] = checked_comm_list(
-        frame, [this](const std::string& id) { return widget_models_.target_of(id); });
+        frame, [this](const std::string& id) { return checks_.widgets().target_of(id); });
   return content;
 }
 

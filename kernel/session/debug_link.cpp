@@ -232,7 +232,7 @@ std::optional<json> Kernel::checked_debug_content(json content, bool rich_bundle
                       {"metadata", body->value("metadata", json::object())}};
       OutputBudget uncharged;  // charged below, with the rest of the reply
       uncharged.reset(UINT64_MAX);
-      if (auto shown = checked_display(WorkerFrame::display, display, uncharged)) {
+      if (auto shown = checks_.display(WorkerFrame::display, display, uncharged)) {
         (*body)["data"] = std::move((*shown)["data"]);
         (*body)["metadata"] = std::move((*shown)["metadata"]);
       }

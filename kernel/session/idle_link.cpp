@@ -84,7 +84,7 @@ void Kernel::publish_background(WorkerFrame type, const json& frame, const WireM
   OutputBudget& budget = idle_output_.budget(now, limit);
   if (idle_output_.admit_message(now, limit)) {
     if (type == WorkerFrame::display || type == WorkerFrame::update_display) {
-      if (std::optional<json> shown = checked_display(type, frame, budget))
+      if (std::optional<json> shown = checks_.display(type, frame, budget))
         client_.publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
                         std::move(*shown), parent);
     } else if (type == WorkerFrame::clear_output) {

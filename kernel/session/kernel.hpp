@@ -48,6 +48,7 @@
 #include "kernel/session/history.hpp"
 #include "kernel/session/idle_output.hpp"
 #include "kernel/session/newest_entries.hpp"
+#include "kernel/session/output_checks.hpp"
 #include "kernel/session/parent_watch.hpp"
 #include "kernel/session/request_kind.hpp"
 #include "kernel/session/request_parents.hpp"
@@ -161,9 +162,6 @@ class Kernel {
   // What the worker's output is charged to now: the running cell's or comm handler's budget,
   // else the budget of output between requests (idle_output.hpp).
   OutputBudget& output_budget();
-  // A display's content as a client may get it, charged to `budget`: checked, redacted, its
-  // active output handled; nullopt when nothing is shown (an invalid update, past the budget).
-  std::optional<json> checked_display(WorkerFrame type, const json& frame, OutputBudget& budget);
   void on_worker_exit(const WorkerExit& exit);
   void drop_worker();
 
@@ -288,9 +286,11 @@ class Kernel {
   AuditLog audit_;
   Redactor redactor_;
   RateLimitedLog request_log_;
-  RateLimitedLog frame_log_;    // what the worker can trigger: unknown, stale, refused frames
-  WidgetModels widget_models_;  // the comms the page knows; what of a widget's state it gets
-  ClientChannel client_;        // the frontend, as the parts may use it (doors.hpp)
+  RateLimitedLog frame_log_;  // what the worker can trigger: unknown, stale, refused frames
+  // What every piece of the worker's output passes: bundles, redaction, active output, the
+  // widget models (output_checks.hpp).
+  OutputChecks checks_{redactor_, options_.policy.active_output};
+  ClientChannel client_;  // the frontend, as the parts may use it (doors.hpp)
   History history_;
   UsageSampler usage_;
   Fd signals_;

@@ -91,7 +91,6 @@ Kernel::Kernel(KernelOptions options)
                                                              : std::vector<std::string>{})),
       request_log_(10),
       frame_log_(10),
-      widget_models_(options_.policy.active_output),
       history_(options_.policy.history_size) {
   // glibc raises its mmap threshold to the largest block freed (up to 32 MiB) and its trim
   // threshold to twice that, so after one cell with a 4 MB result the heap kept 11 MB of free

@@ -27,11 +27,6 @@ constexpr auto kFramesEofGrace = std::chrono::seconds(2);
 constexpr size_t kDisplaysAudited = 1000;   // mime lists kept per cell for the audit record
 constexpr uint64_t kInputRequestCost = 64;  // what one input_request is charged, prompt aside
 
-json object_or_empty(const json& frame, const char* key) {
-  auto it = frame.find(key);
-  return it != frame.end() && it->is_object() ? *it : json::object();
-}
-
 }  // namespace
 
 void Kernel::start_worker() {
@@ -41,8 +36,8 @@ void Kernel::start_worker() {
   outbox_.clear();
   debug_decoder_ = WorkerFrameDecoder();
   debug_outbox_.clear();
-  worker_debugger_ = false;     // until this worker's hello says otherwise
-  widget_models_.forget_all();  // the page's comms were the old worker's
+  worker_debugger_ = false;        // until this worker's hello says otherwise
+  checks_.widgets().forget_all();  // the page's comms were the old worker's
   frames_open_ = true;
   frames_eof_at_.reset();
   try {
@@ -282,38 +277,11 @@ OutputBudget& Kernel::output_budget() {
   return idle_output_.budget(Clock::now(), options_.policy.output_limit_bytes);
 }
 
-std::optional<json> Kernel::checked_display(WorkerFrame type, const json& frame,
-                                            OutputBudget& budget) {
-  auto data_it = frame.find("data");
-  json data = data_it != frame.end() ? *data_it : json();
-  json metadata = object_or_empty(frame, "metadata");
-  json transient = object_or_empty(frame, "transient");
-  std::optional<std::string> problem = bundle_problem(data);
-  if (!problem && type == WorkerFrame::update_display && !transient.contains("display_id"))
-    problem = "an update without a display_id";
-  if (problem) {
-    // Never forwarded: the client gets a plain explanation in its place.
-    data = {{"text/plain", "[belljar] an invalid display was dropped: " + *problem}};
-    metadata = json::object();
-    if (type == WorkerFrame::update_display) return std::nullopt;
-  }
-  redactor_.redact_json(data);  // before: the frame's srcdoc holds it escaped
-  data = apply_active_output(data, options_.policy.active_output, &widget_models_);
-  redactor_.redact_json(data);  // after: decoded references could spell a secret
-  // The whole message counts: metadata and transient are the worker's bytes too.
-  if (!budget.take_whole(dump_json(data).size() + dump_json(metadata).size() +
-                         dump_json(transient).size()))
-    return std::nullopt;  // over the output cap
-  return json{{"data", std::move(data)},
-              {"metadata", std::move(metadata)},
-              {"transient", std::move(transient)}};
-}
-
 void Kernel::on_output(WorkerFrame type, const json& frame) {
   bool executing = this->executing();
   if (!running_code() || (type == WorkerFrame::result && !executing))
     return;  // nothing to attribute
-  std::optional<json> shown = checked_display(type, frame, budget_);
+  std::optional<json> shown = checks_.display(type, frame, budget_);
   if (!shown) return;
   json& data = (*shown)["data"];
   json& metadata = (*shown)["metadata"];
