@@ -43,6 +43,7 @@
 #include "kernel/session/client_channel.hpp"
 #include "kernel/session/comms_during_cell.hpp"
 #include "kernel/session/debug_requests.hpp"
+#include "kernel/session/doors.hpp"
 #include "kernel/session/egress_link.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
@@ -78,9 +79,24 @@ struct KernelOptions {
   std::shared_ptr<const BoundSecrets> secrets;
 };
 
+class Kernel;
+
+// The WorkerDoor the parts are given: fd 3's outbox and the worker's fault, both still the
+// Kernel's until the worker link owns the channel.
+class KernelWorkerDoor final : public WorkerDoor {
+ public:
+  explicit KernelWorkerDoor(Kernel& kernel) : kernel_(kernel) {}
+  void send(const json& frame) override;
+  void fault(const std::string& why) override;
+
+ private:
+  Kernel& kernel_;
+};
+
 class Kernel {
   // tests/fuzz/fuzz_kernel_frames.cpp: the frame handlers driven without a sandbox.
   friend struct KernelProbe;
+  friend class KernelWorkerDoor;
 
  public:
   // Signals are blocked here: construct before anything starts threads (ZMQ's included).
@@ -303,6 +319,7 @@ class Kernel {
   // channel is attached to it (egress_link.hpp).
   EgressLink egress_{audit_, metrics_, frame_log_};
   std::optional<WorkerProcess> worker_;
+  KernelWorkerDoor worker_door_{*this};
   WorkerFrameDecoder decoder_;
   WorkerOutbox outbox_;
   bool worker_ready_ = false;

@@ -65,6 +65,14 @@ void Kernel::start_worker() {
                                  {"restart", restarts_}});
 }
 
+void KernelWorkerDoor::send(const json& frame) {
+  kernel_.send_to_worker(frame);
+}
+
+void KernelWorkerDoor::fault(const std::string& why) {
+  kernel_.fault_worker(why);
+}
+
 void Kernel::send_to_worker(const json& frame) {
   if (!worker_ || !frames_open_) return;
   if (!outbox_.queue(frame))
