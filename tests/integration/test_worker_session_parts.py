@@ -204,6 +204,68 @@ def test_cells_the_session_compiled_are_named_in_ipythons_tracebacks(shell):
     assert shell.compile.format_code_name("<cell-1>") == ("Cell", "In[1]")
 
 
+def test_ipythons_cell_events_fire_around_a_cell_with_its_count():
+    pytest.importorskip("IPython")
+    from belljar_worker.ipython_bridge import create_shell
+    from belljar_worker.session import CellContext
+    shell = create_shell(ShellSession()) if _shell_instance() is None else _shell_instance()
+    seen = []
+    callbacks = {"pre_execute": lambda: seen.append("pre_execute"),
+                 "pre_run_cell": lambda info: seen.append(("pre_run_cell", info.raw_cell)),
+                 "post_execute": lambda: seen.append("post_execute"),
+                 "post_run_cell": lambda result: seen.append(
+                     ("post_run_cell", type(result.error_in_exec).__name__))}
+    for event, callback in callbacks.items():
+        shell.events.register(event, callback)
+    try:
+        cell = CellContext({"id": "c", "code": "x = 1", "execution_count": 7})
+        shell.cell_event(cell, "pre")
+        assert shell.execution_count == 7
+        sys.last_value, cell.failed = ValueError("v"), True
+        shell.cell_event(cell, "post")
+        silent = CellContext({"id": "s", "code": "y", "silent": True})
+        shell.cell_event(silent, "pre")
+    finally:
+        for event, callback in callbacks.items():
+            shell.events.unregister(event, callback)
+    assert seen == ["pre_execute", ("pre_run_cell", "x = 1"), "post_execute",
+                    ("post_run_cell", "ValueError"), "pre_execute"]
+
+
+def _shell_instance():
+    from belljar_worker.shell import BelljarShell
+    return BelljarShell.instance() if BelljarShell.initialized() else None
+
+
+# -- limits.py and audit.py: what the supervisor decides --------------------------------------
+
+def test_limits_are_asked_and_the_supervisors_refusal_is_the_cells_error():
+    from belljar_worker.limits import LimitError, negotiate_limits
+    channel = Channel([{"type": "limits_reply", "ok": True},
+                       {"type": "limits_reply", "ok": False, "error": "over --memory"},
+                       {"type": "limits_reply"}])
+    negotiate_limits(channel, "c1", {"timeout": "2", "memory": "1G"})
+    assert channel.sent == [{"type": "limits", "id": "c1", "timeout": "2", "memory": "1G"}]
+    with pytest.raises(LimitError, match="over --memory"):
+        negotiate_limits(channel, "c2", {"cpu": "1"})
+    with pytest.raises(LimitError, match="refused"):
+        negotiate_limits(channel, "c3", {"cpu": "1"})
+
+
+def test_the_audit_shows_the_supervisors_records_and_nothing_of_a_malformed_reply():
+    from belljar_worker.audit import show_audit
+    channel = Channel([{"type": "audit_reply", "records": [{"execution_count": 4,
+                                                            "status": "ok"}]},
+                       {"type": "audit_reply", "records": "not a list"}])
+    show_audit(channel, "a1", 3)
+    show_audit(channel, "a2", 1)
+    assert channel.sent[0] == {"type": "audit_request", "id": "a1", "last": 3}
+    table = channel.sent[1]
+    assert table["type"] == "display" and "4" in table["data"]["text/plain"]
+    assert channel.sent[2] == {"type": "audit_request", "id": "a2", "last": 1}
+    assert "4" not in channel.sent[3]["data"]["text/plain"]
+
+
 # -- output_frames.py -------------------------------------------------------------------------
 
 def test_displays_go_to_the_request_being_served_unless_a_context_names_another():

@@ -1,7 +1,16 @@
 """The session: one persistent namespace, the cells run in it and the frames they send.
 
 Every request is answered: an execute or a comm request always ends with exactly one `done`
-frame, even when user code interrupts, exits or breaks the worker's own bookkeeping.
+frame, even when user code interrupts, exits or breaks the worker's own bookkeeping
+(fallback_replies.py answers what a handler left unanswered).
+
+The Session dispatches requests and runs cells; what else a session keeps is a part's own,
+wired here: the history in the namespace (history.py), where displays go (output_frames.py),
+the cell's payload (payloads.py), input() (stdin.InputRequests), comm requests
+(comm_requests.py), errors and whether they fail the request (error_reports.py), and IPython's
+shell once IPython is imported (shell.py). The rest of the worker reaches the session through
+current.session and the methods below that name a part's door (publish_display,
+report_error, write_payload, request_input, ...), never a part's fields.
 """
 import builtins
 import os
@@ -9,13 +18,13 @@ import sys
 
 from . import current, formatting, history, stdin, tracebacks
 from . import display as display_module
-from .audit import audit_bundle, audit_request
+from .audit import audit_request, show_audit
 from .comm_requests import CommRequests
 from .error_reports import ErrorReports
 from .fallback_replies import fallback_frames
 from .import_hooks import PostImportHooks, StandInModules
 from .ipython_bridge import IPYTHON_MISSING, looks_like_ipython
-from .limits import LimitError, parse_limits_line, split_limits_cell
+from .limits import negotiate_limits, parse_limits_line, split_limits_cell
 from .output_frames import OutputFrames
 from .payloads import Payloads
 from .runner import NO_VALUE, CellRunner, without_leading_indent
@@ -218,36 +227,20 @@ class Session:
         self._execute_ctx = None
 
     def _run_cell(self, ctx):
-        code, head, prefix_lines = ctx.code, "", 0
-        wanted = audit_request(code)
+        wanted = audit_request(ctx.code)
         if wanted is not None:
-            self.channel.send({"type": "audit_request", "id": ctx.id, "last": wanted})
-            reply = self.channel.wait_for("audit_reply")
-            records = reply.get("records") if isinstance(reply.get("records"), list) else []
-            self.channel.send({"type": "display", "data": audit_bundle(records, reply.get("log_error")),
-                               "metadata": {}, "transient": {}})
+            show_audit(self.channel, ctx.id, wanted)
             return
-        limits_cell = split_limits_cell(code)
-        if limits_cell is not None:
-            magic_line, code, prefix_lines = limits_cell
-            head = ctx.code[:len(ctx.code) - len(code)]
-            self._negotiate_limits(ctx, parse_limits_line(magic_line))
-        if self.debugger is not None:
-            # The name JupyterLab computes for the cell, so its breakpoints are found.
-            filename = self.debugger.cell_files.name(ctx.code)
-            self.debugger.before_cell()
-        else:
-            filename = self.runner.new_filename()
-        self.cell_labels[filename] = "In[%s]" % (
-            ctx.execution_count if ctx.execution_count is not None else " ")
+        code, head, prefix_lines = self._cell_body(ctx)
+        filename = self._name_cell(ctx)
         source, tree = self._parse(code, head, prefix_lines, filename)
         if ctx.store_history:
-            self.history.store_input(ctx.execution_count, ctx.code if head else source[prefix_lines:],
-                              ctx.code)
+            self.history.store_input(ctx.execution_count,
+                                     ctx.code if head else source[prefix_lines:], ctx.code)
         if self.shell is not None:
-            self._shell_event(ctx, "pre")
-        if self.shell is not None and self.shell.ast_transformers:
-            tree = self.shell.transform_ast(tree)
+            self.shell.cell_event(ctx, "pre")
+            if self.shell.ast_transformers:
+                tree = self.shell.transform_ast(tree)
         cell = self.runner.compile(tree, source, filename)
         value = self.runner.run(cell)
         if isinstance(value, ExitAutocall):
@@ -257,6 +250,33 @@ class Session:
             return
         if ctx.store_history:
             self.history.store_output(ctx.execution_count, value)
+        self._show_result(value)
+
+    def _cell_body(self, ctx):
+        """(code, head, prefix lines): the code to run, and what comes before it in the cell:
+        a %%limits line, negotiated with the supervisor before the body runs."""
+        limits_cell = split_limits_cell(ctx.code)
+        if limits_cell is None:
+            return ctx.code, "", 0
+        magic_line, code, prefix_lines = limits_cell
+        head = ctx.code[:len(ctx.code) - len(code)]
+        negotiate_limits(self.channel, ctx.id, parse_limits_line(magic_line))
+        return code, head, prefix_lines
+
+    def _name_cell(self, ctx):
+        """The filename the cell is compiled under, and its In[N] label for tracebacks."""
+        if self.debugger is not None:
+            # The name JupyterLab computes for the cell, so its breakpoints are found.
+            filename = self.debugger.cell_files.name(ctx.code)
+            self.debugger.before_cell()
+        else:
+            filename = self.runner.new_filename()
+        self.cell_labels[filename] = "In[%s]" % (
+            ctx.execution_count if ctx.execution_count is not None else " ")
+        return filename
+
+    def _show_result(self, value):
+        """The cell's value as its `result`: a formatter that raises fails the cell."""
         self.errors.formatting_result = True
         try:
             data, metadata = self.format(value)
@@ -297,37 +317,8 @@ class Session:
             except Exception as exc:
                 self.errors.cell_raised(exc)
         if self.shell is not None:
-            self._shell_event(ctx, "post")
+            self.shell.cell_event(ctx, "post")
         self.streams.flush()
-
-    def _shell_event(self, ctx, when):
-        """IPython's pre/post execute events, for extensions such as autoreload. (IPython
-        reports errors of the callbacks itself; ours must not fail the cell.)"""
-        shell = self.shell
-        if ctx.execution_count is not None:
-            shell.execution_count = ctx.execution_count
-        shell.events.trigger("pre_execute" if when == "pre" else "post_execute")
-        if ctx.silent:
-            return
-        try:
-            from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult
-            info = ExecutionInfo(ctx.code, ctx.store_history, ctx.silent, True, None)
-        except Exception:  # another IPython version's signature: skip the cell events
-            return
-        if when == "pre":
-            shell.events.trigger("pre_run_cell", info)
-        else:
-            result = ExecutionResult(info)
-            result.error_in_exec = sys.last_value if ctx.failed else None
-            shell.events.trigger("post_run_cell", result)
-
-    def _negotiate_limits(self, ctx, limits):
-        frame = {"type": "limits", "id": ctx.id}
-        frame.update(limits)
-        self.channel.send(frame)
-        reply = self.channel.wait_for("limits_reply")
-        if not reply.get("ok"):
-            raise LimitError(str(reply.get("error") or "the supervisor refused these limits"))
 
     def _user_expressions(self, expressions):
         results = {}

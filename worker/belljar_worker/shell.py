@@ -13,6 +13,7 @@ loop or a GUI backend needs a display the sandbox has not got (refused, with the
 `!cmd` writes to the worker's own fd 1 and fd 2, the pipes the supervisor reads and charges.
 """
 import os
+import sys
 
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
@@ -123,6 +124,27 @@ class BelljarShell(InteractiveShell):
 
     def ask_exit(self):
         self.worker_session.write_payload({"source": "ask_exit", "keepkernel": False})
+
+    def cell_event(self, cell, when):
+        """IPython's pre/post execute events ("pre" or "post" the cell `cell`, a CellContext),
+        for extensions such as autoreload. (IPython reports errors of the callbacks itself;
+        ours must not fail the cell.)"""
+        if cell.execution_count is not None:
+            self.execution_count = cell.execution_count
+        self.events.trigger("pre_execute" if when == "pre" else "post_execute")
+        if cell.silent:
+            return
+        try:
+            from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult
+            info = ExecutionInfo(cell.code, cell.store_history, cell.silent, True, None)
+        except Exception:  # another IPython version's signature: skip the cell events
+            return
+        if when == "pre":
+            self.events.trigger("pre_run_cell", info)
+        else:
+            result = ExecutionResult(info)
+            result.error_in_exec = sys.last_value if cell.failed else None
+            self.events.trigger("post_run_cell", result)
 
     def enable_gui(self, gui=None):
         """%gui asyncio, as ipykernel: the session's asyncio loop, which runs between cells
