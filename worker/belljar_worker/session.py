@@ -103,8 +103,8 @@ class Session:
         self.parents = self.output.parents  # which request output goes to (output_parents.py)
         # What the cell asks of the frontend itself (an execute_reply's payload).
         self.payloads = Payloads(lambda: self.shell)
-        self.input = stdin.InputRequests(channel)  # input() and getpass(), the cell's own
-        self.comms = CommRequests(channel, gate, streams, self)  # comm requests, and during a cell
+        self.input_requests = stdin.InputRequests(channel)  # input() and getpass()
+        self.comms = CommRequests(channel, gate, streams, self)  # also those during a cell
         self.errors = ErrorReports(channel, self.cell_labels, lambda: self.ctx, self.comms)
         # JupyterLab's debugger (debugger/), when the worker was given fd 4 and has debugpy.
         self.debugger = None
@@ -385,10 +385,10 @@ class Session:
 
     # -- stdin -----------------------------------------------------------------------------
     def stdin_allowed(self):
-        return self.input.allowed(self.ctx)
+        return self.input_requests.allowed(self.ctx)
 
     def request_input(self, prompt, password):
-        return self.input.request(prompt, password)
+        return self.input_requests.request(prompt, password)
 
     # -- IPython ---------------------------------------------------------------------------
     def _require_shell(self):
