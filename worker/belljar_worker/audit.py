@@ -66,3 +66,12 @@ def audit_bundle(records, log_error=None):
     if warning:
         bundle[AUDIT_JSON]["log_error"] = log_error
     return bundle
+
+
+def show_audit(channel, cell_id, wanted):
+    """A `%audit` cell: the last `wanted` records asked of the supervisor, shown as a display."""
+    channel.send({"type": "audit_request", "id": cell_id, "last": wanted})
+    reply = channel.wait_for("audit_reply")
+    records = reply.get("records") if isinstance(reply.get("records"), list) else []
+    channel.send({"type": "display", "data": audit_bundle(records, reply.get("log_error")),
+                  "metadata": {}, "transient": {}})

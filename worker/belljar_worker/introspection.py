@@ -246,18 +246,8 @@ def describe(name, obj, detail_level=0, namespace="Interactive"):
     own_doc = inspect.getdoc(obj)
     if own_doc is None:
         own_doc = "<no docstring>"
-    path = _defining_file(obj)
-    source = None
-    if detail_level and path is not None and not path.endswith((".so", ".dll", ".pyd")):
-        source = _source(obj)
-    doc = None if _source_holds_docstring(source, own_doc) else own_doc or None
-    if path is not None and path.endswith("<string>"):
-        path = "Dynamically generated function. No source code available."
-    elif path is not None:
-        home = os.path.expanduser("~")
-        path = "~" + path[len(home):] if path.startswith(home) else path
+    path, source, doc = _file_source_and_doc(obj, own_doc, detail_level)
     signature = None if is_class else _signature(obj, name)
-
     fields = []
 
     def add(title, value):
@@ -276,15 +266,7 @@ def describe(name, obj, detail_level=0, namespace="Interactive"):
         add("Type", type(obj).__name__)
         add("Subclasses", _subclass_names(obj) if is_class else None)
         return _layout(fields)
-    call_signature = call_doc = None
-    if callable(obj):  # a callable instance: what calling it takes, if that differs
-        call = obj.__call__
-        call_signature = _signature(call, name)
-        if call_signature == signature:
-            call_signature = None
-        call_doc = inspect.getdoc(call)
-        if call_doc == types.FunctionType.__call__.__doc__:
-            call_doc = None
+    call_signature, call_doc = _call_parts(obj, name, signature)
     add("Call signature", call_signature)
     add("Type", type(obj).__name__)
     add("String form", _string_form(obj, detail_level))
@@ -299,16 +281,55 @@ def describe(name, obj, detail_level=0, namespace="Interactive"):
         add("Source", source)
     else:
         add("Docstring", doc)
-    # An instance's own docstring came first; its class's follows when it says more.
+    add("Class docstring", _class_docstring(obj, own_doc))
+    add("Init docstring", _init_docstring(obj))
+    add("Call docstring", call_doc or None)
+    return _layout(fields)
+
+
+def _file_source_and_doc(obj, own_doc, detail_level):
+    """(File, Source, Docstring) as IPython shows them: the file under ~, the source only at
+    detail level 1, the docstring left out when the source already holds it."""
+    path = _defining_file(obj)
+    source = None
+    if detail_level and path is not None and not path.endswith((".so", ".dll", ".pyd")):
+        source = _source(obj)
+    doc = None if _source_holds_docstring(source, own_doc) else own_doc or None
+    if path is not None and path.endswith("<string>"):
+        path = "Dynamically generated function. No source code available."
+    elif path is not None:
+        home = os.path.expanduser("~")
+        path = "~" + path[len(home):] if path.startswith(home) else path
+    return path, source, doc
+
+
+def _call_parts(obj, name, signature):
+    """(Call signature, Call docstring) of a callable instance: what calling it takes, where
+    that differs from its own signature, and its __call__'s own docstring."""
+    import inspect
+    import types
+    if not callable(obj):
+        return None, None
+    call = obj.__call__
+    call_signature = _signature(call, name)
+    if call_signature == signature:
+        call_signature = None
+    call_doc = inspect.getdoc(call)
+    if call_doc == types.FunctionType.__call__.__doc__:
+        call_doc = None
+    return call_signature, call_doc
+
+
+def _class_docstring(obj, own_doc):
+    """An instance's own docstring comes first; its class's follows when it says more."""
+    import inspect
     try:
         class_doc = inspect.getdoc(obj.__class__) if own_doc else None
     except Exception:
         class_doc = None
     if class_doc and class_doc != own_doc and class_doc not in _generic_docstrings():
-        add("Class docstring", class_doc)
-    add("Init docstring", _init_docstring(obj))
-    add("Call docstring", call_doc or None)
-    return _layout(fields)
+        return class_doc
+    return None
 
 
 def _layout(fields):

@@ -35,6 +35,17 @@ def split_limits_cell(code):
     return first, body, skipped + 1
 
 
+def negotiate_limits(channel, cell_id, limits):
+    """The cell's limits asked of the supervisor, which decides: the body runs only once it
+    accepts them (a LimitError, with the supervisor's reason, when it refuses)."""
+    frame = {"type": "limits", "id": cell_id}
+    frame.update(limits)
+    channel.send(frame)
+    reply = channel.wait_for("limits_reply")
+    if not reply.get("ok"):
+        raise LimitError(str(reply.get("error") or "the supervisor refused these limits"))
+
+
 def parse_limits_line(line):
     """{'timeout': '2', 'memory': '256M', ...}: the text of each option given on the line."""
     import shlex

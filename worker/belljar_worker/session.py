@@ -1,20 +1,32 @@
 """The session: one persistent namespace, the cells run in it and the frames they send.
 
 Every request is answered: an execute or a comm request always ends with exactly one `done`
-frame, even when user code interrupts, exits or breaks the worker's own bookkeeping.
+frame, even when user code interrupts, exits or breaks the worker's own bookkeeping
+(fallback_replies.py answers what a handler left unanswered).
+
+The Session dispatches requests and runs cells; what else a session keeps is a part's own,
+wired here: the history in the namespace (history.py), where displays go (output_frames.py),
+the cell's payload (payloads.py), input() (stdin.InputRequests), comm requests
+(comm_requests.py), errors and whether they fail the request (error_reports.py), and IPython's
+shell once IPython is imported (shell.py). The rest of the worker reaches the session through
+current.session and the methods below that name a part's door (publish_display,
+report_error, write_payload, request_input, ...), never a part's fields.
 """
-import _thread
 import builtins
 import os
 import sys
 
-from . import current, formatting, stdin, tracebacks
+from . import current, formatting, history, stdin, tracebacks
 from . import display as display_module
-from .audit import audit_bundle, audit_request
+from .audit import audit_request, show_audit
+from .comm_requests import CommRequests
+from .error_reports import ErrorReports
+from .fallback_replies import fallback_frames
 from .import_hooks import PostImportHooks, StandInModules
 from .ipython_bridge import IPYTHON_MISSING, looks_like_ipython
-from .limits import LimitError, parse_limits_line, split_limits_cell
-from .output_parents import OutputParents, route_streams
+from .limits import negotiate_limits, parse_limits_line, split_limits_cell
+from .output_frames import OutputFrames
+from .payloads import Payloads
 from .runner import NO_VALUE, CellRunner, without_leading_indent
 
 
@@ -67,22 +79,15 @@ class ExitAutocall:
 
 class Session:
     # Names the session itself puts in the user namespace.
-    SESSION_NAMES = ("__builtins__", "In", "Out", "_ih", "_oh", "_", "__", "___",
-                     "_i", "_ii", "_iii", "get_ipython", "exit", "quit")
+    SESSION_NAMES = ("__builtins__",) + history.NAMES + ("get_ipython", "exit", "quit")
 
     def __init__(self, channel, gate, streams):
         self.channel, self.gate, self.streams = channel, gate, streams
         self.main_module = type(sys)("__main__")
         ns = self.namespace = self.main_module.__dict__
         ns["__builtins__"] = builtins
-        self.In, self.Out = [""], {}
-        ns.update(In=self.In, Out=self.Out, _ih=self.In, _oh=self.Out,
-                  _="", __="", ___="", _i="", _ii="", _iii="", get_ipython=get_ipython,
-                  exit=ExitAutocall(), quit=ExitAutocall())
-        self._payload = []  # what the worker asks of the frontend itself, without IPython
-        self._unders = ("", "", "")     # _, __, ___ as the session last set them
-        self._last_inputs = ("", "", "")  # _i, _ii, _iii
-        self._latest_input = ""
+        self.history = history.History(ns)  # In, Out, _, _i...
+        ns.update(get_ipython=get_ipython, exit=ExitAutocall(), quit=ExitAutocall())
         sys.modules["__main__"] = self.main_module
         self.runner = CellRunner(ns)
         self.cell_labels = {}  # code filename -> "In[N]" for tracebacks
@@ -94,18 +99,24 @@ class Session:
         # The frontend's msg_id of the execute or comm request being served (the supervisor
         # sends it): ipywidgets' Output widget captures the output parented to it.
         self.parent_msg_id = ""
-        self.comm_status = None      # while a comm request is served: "ok" or "error"
-        self.parents = OutputParents()  # which request output goes to (output_parents.py)
-        # While a comm message's handler runs inside an awaiting cell: whether SIGINT landed in
-        # it (the interrupt was meant for the cell, which gets it once the handler is done).
-        self.handler_interrupted = None
-        # While the cell's own value is formatted: a formatter that raises then fails the
-        # cell (ipykernel's displayhook); anywhere else its error is shown and the cell goes on.
-        self.formatting_result = False
+        self.output = OutputFrames(channel, streams)  # displays, and the streams by parent
+        self.parents = self.output.parents  # which request output goes to (output_parents.py)
+        # What the cell asks of the frontend itself (an execute_reply's payload).
+        self.payloads = Payloads(lambda: self.shell)
+        self.input_requests = stdin.InputRequests(channel)  # input() and getpass()
+        self.comms = CommRequests(channel, gate, streams, self)  # also those during a cell
+        self.errors = ErrorReports(channel, self.cell_labels, lambda: self.ctx, self.comms)
         # JupyterLab's debugger (debugger/), when the worker was given fd 4 and has debugpy.
         self.debugger = None
         builtins.display = display_module.display
         builtins.input = stdin.forwarded_input
+        self._install_import_hooks()
+        self._handlers = {"execute": self.execute, "complete": self.complete,
+                          "inspect": self.inspect, "is_complete": self.is_complete,
+                          "comm": self.comms.serve, "comm_info": self.comms.info}
+        current.session = self
+
+    def _install_import_hooks(self):
         PostImportHooks({"IPython": self._ipython_imported,
                          "getpass": stdin.patch_getpass,
                          "pdb": stdin.patch_pdb,
@@ -115,10 +126,6 @@ class Session:
         StandInModules(dict(dict.fromkeys(current.IPYKERNEL_STAND_INS, _build_stand_in),
                             **{current.MATPLOTLIB_INLINE: _build_inline_backend}),
                        modules=(current.MATPLOTLIB_INLINE,)).install()
-        self._handlers = {"execute": self.execute, "complete": self.complete,
-                          "inspect": self.inspect, "is_complete": self.is_complete,
-                          "comm": self.comm, "comm_info": self.comm_info}
-        current.session = self
 
     # -- dispatch ------------------------------------------------------------------------
     def handle(self, msg):
@@ -135,26 +142,19 @@ class Session:
             msg_id = msg.get("msg_id")
             self.parent_msg_id = msg_id if isinstance(msg_id, str) else ""
             self.parents.serve(self.parent_msg_id)
-            self._route_if_tasks_outlive_requests()
+            self.output.route_if_tasks_outlive_requests()
         try:
             handler(msg)
         except BaseException as exc:
             self.gate.leave_user_code()
-            self._recover(msg, exc)
+            self.recover(msg, exc)
         finally:
             self.channel.request_id = None  # what is sent from now on is between requests
             if serves_output:
                 self.parents.served()
 
     def route_output_by_parent(self):
-        route_streams(self.streams, self.parents, self.channel.send)
-
-    def _route_if_tasks_outlive_requests(self):
-        """A task made by one request may print during another, or between requests, where
-        the supervisor cannot tell by timing alone which request the pipes' text is for."""
-        loops = sys.modules.get(__package__ + ".event_loop")
-        if not self.parents.named and loops is not None and loops.has_tasks():
-            self.route_output_by_parent()
+        self.output.route_by_parent()
 
     def between_requests(self):
         """Until the next request arrives: the session's asyncio loop runs its tasks, timers and
@@ -162,7 +162,7 @@ class Session:
         loops = sys.modules.get(__package__ + ".event_loop")
         if loops is None or self.channel.frame_ready():
             return
-        self._route_if_tasks_outlive_requests()
+        self.output.route_if_tasks_outlive_requests()
         try:
             loops.run_until_readable(self.channel.fd, self.gate)
         except BaseException:
@@ -171,7 +171,7 @@ class Session:
             self.gate.leave_user_code()
             self.gate.between_requests = None
 
-    def _recover(self, msg, exc):
+    def recover(self, msg, exc):
         """A failure of the worker itself: say so on stderr and still answer the request."""
         if not isinstance(exc, KeyboardInterrupt):
             try:
@@ -181,30 +181,16 @@ class Session:
                 traceback.print_exception(type(exc), exc, exc.__traceback__)
             except Exception:
                 pass
-        kind, msg_id = msg.get("type"), msg.get("id")
+        kind = msg.get("type")
         if kind == "execute":
-            ctx = self._execute_ctx or CellContext(msg)
+            done_sent = self._execute_ctx is not None and self._execute_ctx.done_sent
             self.ctx = self._execute_ctx = None
-            if not ctx.done_sent:
-                self.channel.send(dict(type="error", **tracebacks.simple_error(
-                    type(exc).__name__, tracebacks.safe_str(exc))))
-                self.channel.send({"type": "done", "id": msg_id, "status": "error",
-                                   "user_expressions": {}, "payload": []})
-        elif kind == "complete":
-            pos = msg.get("cursor_pos") or 0
-            self.channel.send({"type": "complete_reply", "id": msg_id, "matches": [],
-                               "cursor_start": pos, "cursor_end": pos, "metadata": {}})
-        elif kind == "inspect":
-            self.channel.send({"type": "inspect_reply", "id": msg_id, "found": False,
-                               "data": {}, "metadata": {}})
-        elif kind == "is_complete":
-            self.channel.send({"type": "is_complete_reply", "id": msg_id,
-                               "status": "unknown", "indent": ""})
+            if done_sent:
+                return
         elif kind == "comm":
-            self.comm_status = None
-            self.channel.send({"type": "done", "id": msg_id, "status": "error"})
-        elif kind == "comm_info":
-            self.channel.send({"type": "comm_info_reply", "id": msg_id, "comms": {}})
+            self.comms.status = None
+        for frame in fallback_frames(msg, exc):
+            self.channel.send(frame)
 
     def _in_user_code(self, fn, *args):
         """Run fn with SIGINT raising KeyboardInterrupt; whatever it raises becomes an
@@ -214,7 +200,7 @@ class Session:
             return fn(*args)
         except BaseException as exc:
             self.gate.leave_user_code()
-            self._report_exception(exc)
+            self.errors.cell_raised(exc)
             return None
         finally:
             self.gate.leave_user_code()
@@ -241,36 +227,20 @@ class Session:
         self._execute_ctx = None
 
     def _run_cell(self, ctx):
-        code, head, prefix_lines = ctx.code, "", 0
-        wanted = audit_request(code)
+        wanted = audit_request(ctx.code)
         if wanted is not None:
-            self.channel.send({"type": "audit_request", "id": ctx.id, "last": wanted})
-            reply = self.channel.wait_for("audit_reply")
-            records = reply.get("records") if isinstance(reply.get("records"), list) else []
-            self.channel.send({"type": "display", "data": audit_bundle(records, reply.get("log_error")),
-                               "metadata": {}, "transient": {}})
+            show_audit(self.channel, ctx.id, wanted)
             return
-        limits_cell = split_limits_cell(code)
-        if limits_cell is not None:
-            magic_line, code, prefix_lines = limits_cell
-            head = ctx.code[:len(ctx.code) - len(code)]
-            self._negotiate_limits(ctx, parse_limits_line(magic_line))
-        if self.debugger is not None:
-            # The name JupyterLab computes for the cell, so its breakpoints are found.
-            filename = self.debugger.cell_files.name(ctx.code)
-            self.debugger.before_cell()
-        else:
-            filename = self.runner.new_filename()
-        self.cell_labels[filename] = "In[%s]" % (
-            ctx.execution_count if ctx.execution_count is not None else " ")
+        code, head, prefix_lines = self._cell_body(ctx)
+        filename = self._name_cell(ctx)
         source, tree = self._parse(code, head, prefix_lines, filename)
         if ctx.store_history:
-            self._store_input(ctx.execution_count, ctx.code if head else source[prefix_lines:],
-                              ctx.code)
+            self.history.store_input(ctx.execution_count,
+                                     ctx.code if head else source[prefix_lines:], ctx.code)
         if self.shell is not None:
-            self._shell_event(ctx, "pre")
-        if self.shell is not None and self.shell.ast_transformers:
-            tree = self.shell.transform_ast(tree)
+            self.shell.cell_event(ctx, "pre")
+            if self.shell.ast_transformers:
+                tree = self.shell.transform_ast(tree)
         cell = self.runner.compile(tree, source, filename)
         value = self.runner.run(cell)
         if isinstance(value, ExitAutocall):
@@ -279,12 +249,39 @@ class Session:
         if value is NO_VALUE or value is None or cell.quiet or ctx.silent:
             return
         if ctx.store_history:
-            self._store_output(ctx.execution_count, value)
-        self.formatting_result = True
+            self.history.store_output(ctx.execution_count, value)
+        self._show_result(value)
+
+    def _cell_body(self, ctx):
+        """(code, head, prefix lines): the code to run, and what comes before it in the cell:
+        a %%limits line, negotiated with the supervisor before the body runs."""
+        limits_cell = split_limits_cell(ctx.code)
+        if limits_cell is None:
+            return ctx.code, "", 0
+        magic_line, code, prefix_lines = limits_cell
+        head = ctx.code[:len(ctx.code) - len(code)]
+        negotiate_limits(self.channel, ctx.id, parse_limits_line(magic_line))
+        return code, head, prefix_lines
+
+    def _name_cell(self, ctx):
+        """The filename the cell is compiled under, and its In[N] label for tracebacks."""
+        if self.debugger is not None:
+            # The name JupyterLab computes for the cell, so its breakpoints are found.
+            filename = self.debugger.cell_files.name(ctx.code)
+            self.debugger.before_cell()
+        else:
+            filename = self.runner.new_filename()
+        self.cell_labels[filename] = "In[%s]" % (
+            ctx.execution_count if ctx.execution_count is not None else " ")
+        return filename
+
+    def _show_result(self, value):
+        """The cell's value as its `result`: a formatter that raises fails the cell."""
+        self.errors.formatting_result = True
         try:
             data, metadata = self.format(value)
         finally:
-            self.formatting_result = False
+            self.errors.formatting_result = False
         if data:
             self.channel.send({"type": "result", "data": data, "metadata": metadata})
 
@@ -318,39 +315,10 @@ class Session:
             try:
                 hook()
             except Exception as exc:
-                self._report_exception(exc)
+                self.errors.cell_raised(exc)
         if self.shell is not None:
-            self._shell_event(ctx, "post")
+            self.shell.cell_event(ctx, "post")
         self.streams.flush()
-
-    def _shell_event(self, ctx, when):
-        """IPython's pre/post execute events, for extensions such as autoreload. (IPython
-        reports errors of the callbacks itself; ours must not fail the cell.)"""
-        shell = self.shell
-        if ctx.execution_count is not None:
-            shell.execution_count = ctx.execution_count
-        shell.events.trigger("pre_execute" if when == "pre" else "post_execute")
-        if ctx.silent:
-            return
-        try:
-            from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult
-            info = ExecutionInfo(ctx.code, ctx.store_history, ctx.silent, True, None)
-        except Exception:  # another IPython version's signature: skip the cell events
-            return
-        if when == "pre":
-            shell.events.trigger("pre_run_cell", info)
-        else:
-            result = ExecutionResult(info)
-            result.error_in_exec = sys.last_value if ctx.failed else None
-            shell.events.trigger("post_run_cell", result)
-
-    def _negotiate_limits(self, ctx, limits):
-        frame = {"type": "limits", "id": ctx.id}
-        frame.update(limits)
-        self.channel.send(frame)
-        reply = self.channel.wait_for("limits_reply")
-        if not reply.get("ok"):
-            raise LimitError(str(reply.get("error") or "the supervisor refused these limits"))
 
     def _user_expressions(self, expressions):
         results = {}
@@ -363,31 +331,6 @@ class Session:
                 results[name] = dict(status="error",
                                      **tracebacks.error_content(exc, self.cell_labels))
         return results
-
-    # -- history (In/Out/_ like IPython) -------------------------------------------------
-    def _store_input(self, count, parsed, raw):
-        if count is None:
-            return
-        ns = self.namespace
-        while len(self.In) <= count:
-            self.In.append("")
-        self.In[count] = parsed
-        # As in IPython: while cell N runs, _i is cell N-1's input and _iN its own.
-        previous = self._last_inputs
-        self._last_inputs = (self._latest_input, previous[0], previous[1])
-        self._latest_input = raw
-        ns["_i"], ns["_ii"], ns["_iii"] = self._last_inputs
-        ns["_i%d" % count] = raw
-
-    def _store_output(self, count, value):
-        ns = self.namespace
-        # Like IPython: once the user assigns _ (or __, ___) themselves, leave them alone.
-        if all(ns.get(name, mine) is mine for name, mine in zip(("_", "__", "___"), self._unders)):
-            self._unders = (value, self._unders[0], self._unders[1])
-            ns["_"], ns["__"], ns["___"] = self._unders
-        if count is not None:
-            self.Out[count] = value
-            ns["_%d" % count] = value
 
     # -- output ----------------------------------------------------------------------------
     def format(self, obj, include=None, exclude=None):
@@ -408,197 +351,44 @@ class Session:
                     if text is not None:
                         data["text/plain"] = text
                 return data, metadata or {}
-        return formatting.format_object(obj, include, exclude, on_failure=self._format_failed)
+        return formatting.format_object(obj, include, exclude, on_failure=self.errors.format_failed)
 
     def publish_display(self, data, metadata, transient, update):
-        data = formatting.encode_bundle(data or {})
-        if formatting.WIDGET_VIEW in data and "text/plain" not in data:
-            from .comms import widget_text
-            data["text/plain"] = widget_text(data[formatting.WIDGET_VIEW])
-        self._send_output({"type": "update_display" if update else "display",
-                           "data": data, "metadata": metadata or {},
-                           "transient": transient or {}})
+        self.output.publish_display(data, metadata, transient, update)
 
     def clear_output(self, wait=False):
-        self._send_output({"type": "clear_output", "wait": bool(wait)})
-
-    def _send_output(self, frame):
-        parent = self.parents.foreign()
-        if parent is None and _thread.get_ident() != self.channel.main_thread:
-            # A thread's display as its request ends: named, it still lands there once the
-            # request is over (sent with the request's id alone, it would then be dropped).
-            parent = self.parents.current
-        if parent is not None:
-            frame["parent"] = parent
-        self.channel.send(frame)
+        self.output.clear_output(wait)
 
     def add_post_cell_hook(self, hook):
         if hook not in self.post_cell_hooks:
             self.post_cell_hooks.append(hook)
 
-    def _report_exception(self, exc):
-        if self.ctx is not None:
-            self.ctx.failed = True
-        sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
-        try:
-            content = tracebacks.error_content(exc, self.cell_labels)
-        except Exception:
-            content = tracebacks.simple_error(type(exc).__name__, tracebacks.safe_str(exc))
-        self.channel.send(dict(type="error", **content))
-
     def report_error(self, content):
-        """An error that IPython caught and showed itself (showtraceback: called by the
-        cell, by %run, by a formatter that raised, by a widget's callback). As under
-        ipykernel 7 it is shown and the cell goes on, unless the cell's own value failed to
-        format."""
-        if self.ctx is None and self.comm_status is not None:
-            self._comm_error_text(content.get("traceback") or [])
-            return
-        fails_cell = self.formatting_result
-        if fails_cell and self.ctx is not None:
-            self.ctx.failed = True
-        self.channel.send(dict(type="error", fails_cell=fails_cell, **content))
-
-    def _format_failed(self, obj, method_name, exc):
-        """A repr method raised while the worker formatted obj itself (no IPython yet):
-        its traceback is shown as IPython's formatter shows it, and that format is skipped."""
-        try:
-            content = tracebacks.error_content(exc, self.cell_labels)
-        except Exception:
-            content = tracebacks.simple_error(type(exc).__name__, tracebacks.safe_str(exc))
-        self.report_error(content)
+        """An error IPython showed itself (error_reports.py decides whether it fails the cell)."""
+        self.errors.shown(content)
 
     def report_handler_error(self, exc):
-        """A comm target or callback raised: an error of the cell when a cell called it,
-        else its traceback on stderr, shown parented to the comm message."""
-        if self.ctx is not None or self.comm_status is None:
-            self._report_exception(exc)
-            return
-        if isinstance(exc, KeyboardInterrupt) and self.handler_interrupted is not None:
-            self.handler_interrupted = True
-        sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
-        try:
-            lines = tracebacks.error_content(exc, self.cell_labels)["traceback"]
-        except Exception:
-            lines = tracebacks.simple_error(type(exc).__name__, tracebacks.safe_str(exc))[
-                "traceback"]
-        self._comm_error_text(lines)
-
-    def _comm_error_text(self, lines):
-        self.comm_status = "error"
-        try:
-            self.streams.stderr.write("\n".join(str(line) for line in lines) + "\n")
-        except Exception:
-            pass
+        """A comm target or callback raised (comms.py)."""
+        self.errors.handler_raised(exc)
 
     def write_payload(self, item):
-        """An execute_reply payload item (set_next_input, ask_exit, page): IPython's payload
-        manager's once there is a shell, the session's own list before."""
-        if self.shell is not None:
-            self.shell.payload_manager.write_payload(item)
-        else:
-            self._payload.append(item)
+        """An execute_reply payload item (set_next_input, ask_exit, page)."""
+        self.payloads.write(item)
 
     def _take_payload(self):
-        payload, self._payload = self._payload, []
-        if self.shell is None:
-            return payload
-        try:
-            payload += list(self.shell.payload_manager.read_payload())
-            self.shell.payload_manager.clear_payload()
-        except Exception:
-            pass
-        return payload
+        return self.payloads.take()
 
     # -- comms -----------------------------------------------------------------------------
-    def comm(self, msg, during_cell=False):
-        """The frontend's comm_open, comm_msg or comm_close, handled like a small cell: what
-        handlers print or display is this request's output; `done` always ends it."""
-        from . import comms
-        self.streams.reopen_if_closed()
-        self.comm_status = "ok"
-        try:
-            self.gate.enter_user_code()
-            try:
-                comms.serve_request(msg)
-                # As ipykernel's post_execute: figures a handler drew are shown now (during a
-                # cell, the cell's figures would go with them: they wait for its end).
-                for hook in [] if during_cell else list(self.post_cell_hooks):
-                    try:
-                        hook()
-                    except Exception as exc:
-                        self.report_handler_error(exc)
-            finally:
-                self.gate.leave_user_code()
-            status = self.comm_status
-        finally:
-            self.comm_status = None
-        self.streams.flush()
-        self.channel.send({"type": "done", "id": msg.get("id"), "status": status})
-
     def serve_comms_during_cell(self, cell_id):
-        """From the session's loop while the cell `cell_id` awaits (event_loop.run_cell): the
-        comm messages the supervisor handed during it reach their handlers now, in order, each
-        framed by `comm_begin` and its `done`; the cell then goes on where it awaited."""
-        for frame in self.channel.take_comms(cell_id):
-            self._comm_during_cell(frame)
-
-    def _comm_during_cell(self, frame):
-        channel, gate = self.channel, self.gate
-        saved = (channel.request_id, self.parent_msg_id, self.ctx, gate.in_user_code)
-        msg_id = frame.get("msg_id")
-        interrupted = False
-        try:
-            # What the handler sends is the comm message's (its id), input() is refused (no
-            # cell of its own), and it is served as a comm request, not as the cell.
-            channel.request_id = frame.get("id")
-            self.parent_msg_id = msg_id if isinstance(msg_id, str) else ""
-            self.ctx, self.handler_interrupted = None, False
-            channel.send({"type": "comm_begin"})
-            self.comm(frame, during_cell=True)
-            interrupted = self.handler_interrupted
-        except BaseException as exc:
-            gate.leave_user_code()
-            self._recover(frame, exc)
-            interrupted = isinstance(exc, KeyboardInterrupt)
-        finally:
-            self.handler_interrupted = None
-            channel.request_id, self.parent_msg_id, self.ctx = saved[:3]
-            if saved[3]:
-                gate.enter_user_code()
-        if interrupted:
-            raise KeyboardInterrupt  # the user's interrupt, or the cell's limit: the cell's
-
-    def comm_info(self, msg):
-        """The live comms, of one target when target_name is given. (JupyterLab asks on
-        every connection: a session that never opened a comm does not load comms for it.)"""
-        target = msg.get("target_name")
-        comms = sys.modules.get(__package__ + ".comms")
-        live = comms.comm_info(target if isinstance(target, str) else None) if comms else {}
-        self.channel.send({"type": "comm_info_reply", "id": msg.get("id"), "comms": live})
+        """From the session's loop while the cell `cell_id` awaits (event_loop.run_cell)."""
+        self.comms.serve_during_cell(cell_id)
 
     # -- stdin -----------------------------------------------------------------------------
     def stdin_allowed(self):
-        # Only the cell's own thread: a second reader on fd 3 would steal the cell's frames.
-        ctx = self.ctx
-        return (ctx is not None and ctx.allow_stdin
-                and _thread.get_ident() == self.channel.main_thread)
+        return self.input_requests.allowed(self.ctx)
 
     def request_input(self, prompt, password):
-        try:
-            # The frontend may answer the prompt with an interrupt as soon as it sees it: one
-            # landing as the request is still being sent (held until the frame is whole) counts.
-            self.channel.send({"type": "input_request", "prompt": prompt, "password": password})
-            reply = self.channel.wait_for("input_reply")
-        except KeyboardInterrupt:
-            raise KeyboardInterrupt("Interrupted by user") from None  # ipykernel's words
-        if reply.get("error"):
-            raise EOFError(str(reply["error"]))
-        value = reply.get("value", "")
-        value = value if isinstance(value, str) else str(value)
-        if value == "\x04":  # Ctrl-D at the prompt, as in ipykernel
-            raise EOFError("EOF when reading a line")
-        return value
+        return self.input_requests.request(prompt, password)
 
     # -- IPython ---------------------------------------------------------------------------
     def _require_shell(self):

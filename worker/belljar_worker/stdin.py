@@ -1,7 +1,11 @@
 """input() and getpass.getpass(): forwarded to the frontend as input_request frames.
 
 Only when the execute request allowed stdin; otherwise the same error as ipykernel's.
+InputRequests is the session's end: whether the cell may ask, and the question and its answer
+over the frame channel (the supervisor sends the frontend's input_reply back as a frame).
 """
+import _thread
+
 from . import current
 
 
@@ -16,6 +20,35 @@ def _request(prompt, password):
         raise StdinNotImplementedError(
             "%s was called, but this frontend does not support input requests." % caller)
     return session.request_input("" if prompt is None else str(prompt), password)
+
+
+class InputRequests:
+    def __init__(self, channel):
+        self._channel = channel
+
+    def allowed(self, cell):
+        """Whether `cell` (the CellContext being served, or None) may ask the frontend: only
+        from the cell's own thread, as a second reader on fd 3 would steal the cell's frames."""
+        return (cell is not None and cell.allow_stdin
+                and _thread.get_ident() == self._channel.main_thread)
+
+    def request(self, prompt, password):
+        """The frontend's answer to prompt; EOFError where it gave none (Ctrl-D, an error)."""
+        try:
+            # The frontend may answer the prompt with an interrupt as soon as it sees it: one
+            # landing as the request is still being sent (held until the frame is whole) counts.
+            self._channel.send({"type": "input_request", "prompt": prompt,
+                                "password": password})
+            reply = self._channel.wait_for("input_reply")
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt("Interrupted by user") from None  # ipykernel's words
+        if reply.get("error"):
+            raise EOFError(str(reply["error"]))
+        value = reply.get("value", "")
+        value = value if isinstance(value, str) else str(value)
+        if value == "\x04":  # Ctrl-D at the prompt, as in ipykernel
+            raise EOFError("EOF when reading a line")
+        return value
 
 
 def forwarded_input(prompt=""):
