@@ -57,7 +57,7 @@ void Kernel::finish_cell(const json& done) {
   tell_comm_drops();
   handle_egress();  // decisions still queued belong to this cell
   // And the workspace broker's refusals: each was sent before its call returned in the cell.
-  handle_refusals();
+  if (worker_) workspace_.take_refusals(*worker_, &cell_.value());
   Cell& cell = *cell_;
   if (cell.memory_limit && worker_) {
     std::string why;
@@ -150,7 +150,7 @@ void Kernel::finish_cell(const json& done) {
   }
   WireMessage request = std::move(cell.request);
   cell_.reset();
-  if (worker_) background_.request_finished(worker_->cpu_seconds(), true);
+  if (worker_) limits_.request_finished(worker_->cpu_seconds(), true);
   client_.reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));
   client_.status("idle", &request);
   if (abort) abort_queued_executes();
@@ -163,7 +163,7 @@ void Kernel::finish_request_reply(const json& frame) {
   WireMessage request = std::move(cell_->request);
   RequestKind kind = cell_->kind;
   cell_.reset();
-  if (worker_) background_.request_finished(worker_->cpu_seconds(), false);
+  if (worker_) limits_.request_finished(worker_->cpu_seconds(), false);
   // A lookup gets the same cap as a cell, on its own budget (it is not a cell's output).
   OutputBudget budget;
   budget.reset(options_.policy.output_limit_bytes);

@@ -204,7 +204,7 @@ void Kernel::finish_comm(const json& done) {
   comm_window_.handler_finished(budget_);  // what this handler spent is spent for the window
   WireMessage request = std::move(cell_->request);
   cell_.reset();
-  if (worker_) background_.request_finished(worker_->cpu_seconds(), false);
+  if (worker_) limits_.request_finished(worker_->cpu_seconds(), false);
   client_.status("idle", &request);
   dispatch_next();
 }

@@ -142,7 +142,8 @@ void Kernel::handle_debug_frame(const json& frame) {
       if (paused == frame.end() || !paused->is_boolean())
         return frame_log_.log("debug frame dropped", "a debug_state without a boolean paused");
       debug_requests_.set_paused(paused->get<bool>());
-      return note_debug_pause(debug_requests_.paused(), Clock::now());
+      return limits_.note_pause(cell_ ? &*cell_ : nullptr, worker_ ? &*worker_ : nullptr,
+                                debug_requests_.paused(), Clock::now());
     }
     default:
       return;  // fd 3's frames: dropped above

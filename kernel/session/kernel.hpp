@@ -7,7 +7,7 @@
 //   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
 //   worker_link.cpp  the worker: start, frames in and out, its output pipes, faults, exits
 //                    (the outbox and the text cursors: worker_channel.hpp)
-//   cell_limits.cpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), the
+//   cell_limits.hpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), the
 //                    errors naming them
 //   cell_records.cpp what a request leaves: reply (its payload: kernel/output/payloads.hpp),
 //                    audit record, metrics; restart policy
@@ -20,7 +20,7 @@
 //   debug_link.cpp   the debugger: debug_request on control, handed to the worker's debug
 //                    channel (fd 4), its replies and events checked, charged and relayed (the
 //                    pending table, deadlines, started state, event rate: debug_requests.hpp)
-//   workspace_link.cpp  the workspace guard's surveys: new guards, the quota (when to survey
+//   workspace_link.hpp  the workspace guard's surveys: new guards, the quota (when to survey
 //                    and what a survey means: workspace_surveys.hpp, a part of its own)
 #include <chrono>
 #include <cstdlib>
@@ -38,8 +38,8 @@
 #include "kernel/output/redactor.hpp"
 #include "kernel/output/widget_models.hpp"
 #include "kernel/protocol/wire_message.hpp"
-#include "kernel/session/background_cpu.hpp"
 #include "kernel/session/cell.hpp"
+#include "kernel/session/cell_limits.hpp"
 #include "kernel/session/client_channel.hpp"
 #include "kernel/session/comms_during_cell.hpp"
 #include "kernel/session/debug_requests.hpp"
@@ -58,7 +58,7 @@
 #include "kernel/session/worker_channel.hpp"
 #include "kernel/session/worker_comms.hpp"
 #include "kernel/session/worker_frames.hpp"
-#include "kernel/session/workspace_surveys.hpp"
+#include "kernel/session/workspace_link.hpp"
 #include "sandbox/egress_api/egress_module.hpp"
 #include "sandbox/jail_client/worker_process.hpp"
 #include "sandbox/os/fd.hpp"
@@ -181,19 +181,6 @@ class Kernel {
   void on_worker_exit(const WorkerExit& exit);
   void drop_worker();
 
-  // cell_limits.cpp
-  void check_limits(Clock::time_point now);
-  // The running request's time so far that --timeout counts: paused time is not, up to the
-  // pause allowance (--debug-pause).
-  double counted_seconds(Clock::time_point now) const;
-  Clock::time_point timeout_deadline(Clock::time_point now) const;
-  // The worker's word on its main thread (debug_state): paused in the debugger, or running.
-  void note_debug_pause(bool paused, Clock::time_point now);
-  void check_background_cpu(Clock::time_point now);
-  void handle_limits(const json& frame);
-  void name_limit_in_error(std::string& ename, std::string& evalue, json& traceback) const;
-  void fail_cell_after_exit(const WorkerExit& exit, const std::string& cause);
-
   // cell_records.cpp
   json execution_facts() const;
   json secret_totals() const;
@@ -286,14 +273,8 @@ class Kernel {
   // The last debug_request's header: the parent of the debug events (as ipykernel parents them).
   std::optional<WireMessage> last_debug_request_;
 
-  // workspace_link.cpp
-  bool surveys_workspace() const;
-  void request_survey(bool measure);
-  void hold_for_survey(json frame);
-  void schedule_survey(Clock::time_point now);
-  void handle_surveys();
-  void handle_refusals();
-  void tell_workspace_notices();
+  // The warden's reports (workspace_link.hpp): the broker's refusals, then each survey's step.
+  void take_workspace_reports();
 
   KernelOptions options_;
   // Before the audit log: a --metrics refused at start leaves no empty log file behind, and the
@@ -350,13 +331,11 @@ class Kernel {
   OutputBudget budget_;
   StreamBuffer streams_[2];  // stdout, stderr
   bool shutting_down_ = false;
-  // The workspace guard: when to survey, the cell held for its survey, the quota, what to
-  // tell the learner at the next chance (workspace_surveys.hpp).
-  WorkspaceSurveys surveys_;
+  // The workspace guard's surveys and the broker's refusals (workspace_link.hpp).
+  WorkspaceLink workspace_{audit_, client_, options_.policy.workspace_quota_bytes};
   int restarts_ = 0;
-  BackgroundCpu background_;
-  Clock::time_point next_cpu_sample_{};
-  std::optional<std::string> background_stop_;  // why the sandbox was stopped between cells
+  // The running request's limits, and CPU spent between cells (cell_limits.hpp).
+  CellLimits limits_{options_.policy, audit_, metrics_, frame_log_, client_};
 };
 
 }  // namespace belljar

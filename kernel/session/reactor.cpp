@@ -175,7 +175,7 @@ Clock::time_point Kernel::next_deadline() const {
       next = std::min(next, *cell_->kill_at);
     } else {
       // CPU is sampled whatever the timeout: the cap, and whether a claimed pause is believed.
-      next = std::min(next, timeout_deadline(Clock::now()));
+      next = std::min(next, limits_.timeout_deadline(*cell_, Clock::now()));
       next = std::min(next, Clock::now() + std::chrono::milliseconds(100));
     }
   }
@@ -183,8 +183,8 @@ Clock::time_point Kernel::next_deadline() const {
   if (debug_eof_at_) next = std::min(next, *debug_eof_at_);
   if (restart_at_) next = std::min(next, *restart_at_);
   if (auto trim = client_.trim_due()) next = std::min(next, *trim);
-  if (auto survey = surveys_.next_due(); survey && surveys_workspace())
-    next = std::min(next, *survey);
+  if (worker_)
+    if (auto survey = workspace_.next_due(*worker_)) next = std::min(next, *survey);
   if (frames_eof_at_) next = std::min(next, *frames_eof_at_);
   if (auto due = metrics_.due()) next = std::min(next, *due);
   if (auto due = egress_.summary_due()) next = std::min(next, *due);
@@ -247,8 +247,7 @@ void Kernel::poll_once() {
   // Before the worker's frames: a denial made during a cell is on record before its reply.
   if (egress_.running() && (items[egress_index].revents & ZMQ_POLLIN)) handle_egress();
   if (status_watched && worker_ && (items[status_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
-    handle_refusals();
-    if (surveys_workspace()) handle_surveys();
+    take_workspace_reports();
   }
   if (worker_ && worker_polled) {
     const double start = shared ? thread_cpu_seconds() : 0;
@@ -266,10 +265,14 @@ void Kernel::poll_once() {
   }
 
   auto now = Clock::now();
-  check_limits(now);
+  if (running_code() && worker_) limits_.check(*cell_, *worker_, now);
   check_debug_deadlines(now);
-  schedule_survey(now);
-  check_background_cpu(now);
+  if (worker_) workspace_.schedule(*worker_, now);
+  // Sampled while no request runs: code a cell left running is bounded by --cpu too.
+  if (!cell_ && worker_ && worker_ready_ &&
+      limits_.check_between_cells(*worker_, now, execution_count_,
+                                  last_parent_ ? &*last_parent_ : nullptr))
+    restart_worker("background CPU past --cpu");
   for (auto& stream : streams_)
     if (stream.due(now)) {
       flush_streams(false);
@@ -299,6 +302,17 @@ void Kernel::handle_egress() {
   bool cell = executing();
   egress_.take_decisions(Clock::now(), cell ? &cell_->egress : nullptr,
                          cell ? std::optional<int>(cell_->execution_count) : std::nullopt);
+}
+
+void Kernel::take_workspace_reports() {
+  if (!worker_) return;
+  workspace_.take_refusals(*worker_, executing() ? &*cell_ : nullptr);
+  while (worker_) {
+    auto step = workspace_.take_survey(*worker_, executing() ? &*cell_ : nullptr);
+    if (!step) break;
+    if (step->fail_held) fail_cell("WorkspaceGuardError", *step->fail_held, CellStatus::error);
+    if (step->release) hand_to_worker(*step->release);
+  }
 }
 
 void Kernel::client_gone() {

@@ -172,8 +172,7 @@ void Kernel::start_request(const WireMessage& message) {
   // CPU the session spent since the last cell ended, with no request running, is charged to
   // this cell (background_cpu.hpp).
   double cpu_now = worker_->cpu_seconds();
-  double background = background_.spent(cpu_now);
-  background_.request_started(cpu_now);
+  double background = limits_.request_started(cpu_now);
   json frame;
   if (cell.kind == RequestKind::execute) {
     cell.code = text("code");
@@ -251,18 +250,15 @@ void Kernel::start_request(const WireMessage& message) {
     frame = {{"type", worker_request(cell.kind)}, {"id", cell.id}, {"code", text("code")}};
   }
   cell_ = std::move(cell);
-  if (executing() && background_stop_) {
-    // The sandbox this cell was meant for was stopped between cells: say so instead of
-    // running it in a fresh session as if nothing had happened.
-    std::string why = *std::exchange(background_stop_, std::nullopt);
+  // The sandbox this cell was meant for was stopped between cells: say so instead of running
+  // it in a fresh session as if nothing had happened.
+  if (auto why = executing() ? limits_.take_background_stop() : std::nullopt) {
     cell_->limit_hit = LimitHit::cpu;
-    fail_cell("TimeoutError", why + "; this cell did not run: run it again", CellStatus::timeout);
+    fail_cell("TimeoutError", *why + "; this cell did not run: run it again", CellStatus::timeout);
     return;
   }
-  if (executing() && surveys_workspace()) {
-    hold_for_survey(std::move(frame));  // files that appeared since the last cell are guarded first
-    return;
-  }
+  // Files that appeared since the last cell are guarded first (workspace_link.hpp).
+  if (executing() && worker_ && workspace_.hold(*worker_, frame)) return;
   hand_to_worker(frame);
 }
 

@@ -31,7 +31,7 @@ constexpr uint64_t kInputRequestCost = 64;  // what one input_request is charged
 
 void Kernel::start_worker() {
   worker_ready_ = false;
-  surveys_.new_warden();
+  workspace_.new_warden();
   decoder_ = WorkerFrameDecoder();
   outbox_.clear();
   debug_decoder_ = WorkerFrameDecoder();
@@ -235,7 +235,7 @@ void Kernel::handle_frame(const json& frame) {
     case WorkerFrame::input_request:
       return on_input_request(frame);
     case WorkerFrame::limits:
-      if (executing()) return handle_limits(frame);
+      if (executing()) return send_to_worker(limits_.ask(*cell_, &*worker_, frame, budget_));
       if (running_code())
         send_to_worker(
             {{"type", "limits_reply"}, {"ok", false}, {"error", "%%limits applies to cells"}});
@@ -267,7 +267,7 @@ void Kernel::on_hello(const json& frame) {
   // to fd 4, and every debug_request is answered by the supervisor.
   worker_debugger_ = json_field(frame, "debugger", false);
   worker_ready_ = true;
-  background_.worker_ready(worker_->cpu_seconds());
+  limits_.worker_ready(worker_->cpu_seconds());
   start_error_.clear();
   failed_starts_ = 0;
   dispatch_next();
@@ -338,7 +338,7 @@ void Kernel::on_error(const json& frame) {
       client_.publish("error", create_error_content(ename, evalue, traceback), output_parent());
     return;
   }
-  name_limit_in_error(ename, evalue, traceback);
+  limits_.name_limit_in_error(*cell_, ename, evalue, traceback);
   cell_->error = create_error_content(ename, evalue, traceback);
   if (!cell_->silent && publish_it) client_.publish("error", *cell_->error, output_parent());
 }
@@ -421,7 +421,10 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
     dispatch_next();  // fails queued cells with the reason
     release_held_debug_requests();
   }
-  fail_cell_after_exit(exit, cause);
+  if (cell_) {
+    CellLimits::Failure failure = limits_.after_exit(*cell_, exit, cause);
+    fail_cell(failure.ename, failure.evalue, failure.status);
+  }
 }
 
 void Kernel::restart_worker(const std::string& why) {

@@ -50,7 +50,32 @@ struct WorkerLaunch {
   std::string ca_bundle = {};
 };
 
-class WorkerProcess {
+// The workspace guard's channel to the warden, as the supervisor's workspace link uses it
+// (kernel/session/workspace_link.hpp), so that link can be driven without a sandbox: a survey
+// asked for and its report, the broker's refusals, and the interrupt a quota passed sends.
+class WorkspaceGuardChannel {
+ public:
+  virtual ~WorkspaceGuardChannel() = default;
+  virtual bool guards_workspace() const = 0;
+  virtual void request_survey(std::optional<uint64_t> baseline, bool measure) = 0;
+  virtual std::optional<SurveyReport> take_survey() = 0;
+  virtual std::vector<RefusalReport> take_refusals() = 0;
+  virtual void interrupt() = 0;
+};
+
+// The sandbox's controls a cell's limits use (kernel/session/cell_limits.hpp), for the same
+// reason: its CPU clock, the interrupt a limit sends, the kill if it is ignored, and the memory
+// cap %%limits moves for one cell.
+class LimitedSandbox {
+ public:
+  virtual ~LimitedSandbox() = default;
+  virtual double cpu_seconds() const = 0;
+  virtual void interrupt() = 0;
+  virtual void kill() = 0;
+  virtual bool set_memory_limit(uint64_t bytes, std::string* why) = 0;
+};
+
+class WorkerProcess final : public WorkspaceGuardChannel, public LimitedSandbox {
  public:
   // Starts the worker; throws SandboxError when a layer the policy needs fails (the message
   // is the one line to show: the failing step, its path and errno, or the missing layer and
@@ -89,24 +114,24 @@ class WorkerProcess {
 
   // The workspace guard (workspace_watch.hpp), full jail only: ask the warden to survey the
   // workspace again; its reply arrives on status_fd() and is taken with take_survey().
-  bool guards_workspace() const { return guards_workspace_; }
-  void request_survey(std::optional<uint64_t> baseline, bool measure);
-  std::optional<SurveyReport> take_survey();
+  bool guards_workspace() const override { return guards_workspace_; }
+  void request_survey(std::optional<uint64_t> baseline, bool measure) override;
+  std::optional<SurveyReport> take_survey() override;
   // The broker's refusals (each path once), in the order it made them.
-  std::vector<RefusalReport> take_refusals();
+  std::vector<RefusalReport> take_refusals() override;
 
-  void interrupt();  // SIGINT to the Python process (its process group)
-  void kill();       // SIGKILL to everything in the sandbox
+  void interrupt() override;  // SIGINT to the Python process (its process group)
+  void kill() override;       // SIGKILL to everything in the sandbox
   // Non-blocking: the exit once the direct child has been reaped.
   std::optional<WorkerExit> poll_exit();
   // CPU seconds and peak resident bytes of the sandbox so far (best effort, 0 if unknown).
   // The sandbox's memory cap, moved for one cell (see SandboxCgroup::set_memory_limit).
-  bool set_memory_limit(uint64_t bytes, std::string* why);
+  bool set_memory_limit(uint64_t bytes, std::string* why) override;
   // The sandbox's CPU plus the workspace broker's (the warden's thread that answers the
   // worker's calls: its work is the session's, so asking it is no way around --cpu). Without a
   // cgroup counting it, the CPU of the jail's process tree from /proc: init's (strict) or, in
   // degraded mode, every child of the warden, the worker's subreaper (orphans included).
-  double cpu_seconds() const;
+  double cpu_seconds() const override;
   // CPU the supervisor spent on this worker's behalf (draining its pipes, handling its frames):
   // added to cpu_seconds(), so flooding the supervisor is no way around --cpu either.
   void charge_supervisor_cpu(double seconds) {
