@@ -92,7 +92,7 @@ struct JailSpec {
   uint64_t pids = 0;
   uint64_t file_size_bytes = 0;
   uint64_t tmp_size_bytes = 0;
-  uint64_t open_files = 4096;
+  uint64_t open_files = 0;  // RLIMIT_NOFILE, from --open-files (the policy holds its default)
   // The egress proxy (egress_proxy.hpp): when egress_port is set, the supervisor passes the
   // sandbox's end of a SOCK_SEQPACKET pair to the warden as fd 5 (kEgressChannelFd), the warden
   // hands it to init through clone(), and init listens on 127.0.0.1:egress_port inside the
