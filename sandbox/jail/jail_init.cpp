@@ -58,14 +58,9 @@ pid_t start_worker(const JailSpec& spec, unsigned char go_flags, int report, int
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_errno("pipe2");
   Fd error_r(pipe_fds[0]), error_w(pipe_fds[1]);
-  WorkerExecOptions options;
-  options.limits.file_size = spec.file_size_bytes;
-  options.limits.open_files = spec.open_files;
-  if (!(go_flags & kGoMemoryCgroup)) options.limits.memory = spec.memory_bytes;
-  if (!(go_flags & kGoPidsCgroup)) options.limits.processes = spec.pids;
-  options.seccomp.broker = spec.broker;
-  options.seccomp.cpu_by_process_tree = !(go_flags & kGoCpuCgroup);
-  options.broker_channel = broker;
+  CgroupCaps cgroup{(go_flags & kGoMemoryCgroup) != 0, (go_flags & kGoPidsCgroup) != 0,
+                    (go_flags & kGoCpuCgroup) != 0};
+  WorkerExecOptions options = worker_exec_options(spec, cgroup, broker, "");
   pid_t worker = ::fork();
   if (worker < 0) throw_errno("fork(worker)");
   if (worker == 0) {

@@ -314,36 +314,14 @@ class Warden {
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
       throw_errno("prctl(PR_SET_CHILD_SUBREAPER, 1)");
 
-    WorkerExecOptions options;
-    options.switch_user = spec_.host_root;
-    options.uid = spec_.host_uid;
-    options.gid = spec_.host_gid;
-    options.limits.file_size = spec_.file_size_bytes;
-    options.limits.open_files = spec_.open_files;
-    if (!cgroup_.limits_memory()) options.limits.memory = spec_.memory_bytes;
-    if (!cgroup_.limits_pids()) options.limits.processes = spec_.pids;
-    options.seccomp.refuse_inet = true;
-    options.seccomp.broker = spec_.broker;
-    options.seccomp.cpu_by_process_tree = !cgroup_.counts_cpu();
-    options.landlock = true;
-    for (const auto& bind : spec_.binds) {
-      if (bind.kind == JailBind::Kind::read_only)
-        options.landlock_rules.read_only.push_back(bind.source);
-      else
-        options.landlock_rules.read_write.push_back(bind.source);  // workspace, devices
-    }
-    for (const char* path : {"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf",
-                             "/etc/hostname", "/proc", "/dev"})
-      options.landlock_rules.read_only.push_back(path);
-    // Not /tmp nor /dev/shm: both are the host's, shared with every process on it.
-    options.landlock_rules.read_write.push_back(session_dir_);
-
+    Pipe go, errors;
+    BrokerChannel broker;
+    WorkerExecOptions options = worker_exec_options(
+        spec_, CgroupCaps{cgroup_.limits_memory(), cgroup_.limits_pids(), cgroup_.counts_cpu()},
+        broker.theirs.get(), session_dir_);
     // The broker may make names where the worker may write, and nowhere else: Landlock's
     // limits bind the worker, not the warden's thread that acts for it.
     std::vector<std::string> writable_roots = options.landlock_rules.read_write;
-    Pipe go, errors;
-    BrokerChannel broker;
-    options.broker_channel = broker.theirs.get();
     pid_t pid = ::fork();
     if (pid < 0) throw_errno("fork(worker)");
     if (pid == 0) {

@@ -16,6 +16,37 @@
 
 namespace belljar {
 
+WorkerExecOptions worker_exec_options(const JailSpec& spec, CgroupCaps cgroup, int broker_channel,
+                                      const std::string& session_dir) {
+  WorkerExecOptions options;
+  options.limits.file_size = spec.file_size_bytes;
+  options.limits.open_files = spec.open_files;
+  if (!cgroup.memory) options.limits.memory = spec.memory_bytes;
+  if (!cgroup.pids) options.limits.processes = spec.pids;
+  options.seccomp.broker = spec.broker;
+  options.seccomp.cpu_by_process_tree = !cgroup.cpu;
+  options.broker_channel = broker_channel;
+  if (spec.mode != JailSpec::Mode::landlock) return options;
+
+  options.switch_user = spec.host_root;
+  options.uid = spec.host_uid;
+  options.gid = spec.host_gid;
+  options.seccomp.refuse_inet = true;
+  options.landlock = true;
+  for (const auto& bind : spec.binds) {
+    if (bind.kind == JailBind::Kind::read_only)
+      options.landlock_rules.read_only.push_back(bind.source);
+    else
+      options.landlock_rules.read_write.push_back(bind.source);  // workspace, devices
+  }
+  for (const char* path : {"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf",
+                           "/etc/hostname", "/proc", "/dev"})
+    options.landlock_rules.read_only.push_back(path);
+  // Not /tmp nor /dev/shm: both are the host's, shared with every process on it.
+  options.landlock_rules.read_write.push_back(session_dir);
+  return options;
+}
+
 void exec_worker(const JailSpec& spec, const WorkerExecOptions& options, int error_fd) noexcept {
   try {
     sigset_t none;

@@ -124,6 +124,16 @@ void refuse_unmaskable_secrets(const JailSpec& spec) {
                      ", which --isolation degraded cannot mask without a mount namespace: move "
                      "it out of the workspace, or run where namespaces are allowed");
 }
+
+// The policy's caps the jail enforces (the cgroup, tmpfs sizes, the worker's rlimits).
+void carry_limits(const Policy& policy, JailSpec& spec) {
+  spec.memory_bytes = policy.memory_bytes;
+  spec.pids = policy.pids;
+  spec.open_files = policy.open_files;
+  spec.file_size_bytes = policy.file_size_bytes;
+  spec.tmp_size_bytes = policy.tmp_size_bytes;
+}
+
 }  // namespace
 
 std::pair<uid_t, gid_t> sandbox_host_ids(const Policy& policy) {
@@ -258,10 +268,7 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
     for (const auto& [name, value] : ca_bundle_variables(kCaBundlePath))
       set_variable(spec.env, name, value);
   }
-  spec.memory_bytes = policy.memory_bytes;
-  spec.pids = policy.pids;
-  spec.file_size_bytes = policy.file_size_bytes;
-  spec.tmp_size_bytes = policy.tmp_size_bytes;
+  carry_limits(policy, spec);
   return spec;
 }
 

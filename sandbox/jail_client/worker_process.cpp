@@ -168,6 +168,95 @@ uint64_t vm_hwm(pid_t pid) {
   return 0;
 }
 
+// isolation none: the worker as a plain child in the workspace, with the kernel's environment;
+// its pid once the exec has succeeded (an exec that fails is reaped and said).
+pid_t exec_unsandboxed(const Policy& policy, const WorkerLaunch& launch, const Channels& ch) {
+  const std::string python = launch.python.empty() ? policy.python : launch.python;
+  std::error_code ec;
+  fs::path package = fs::canonical(launch.worker_package_dir, ec);
+  if (ec)
+    throw SandboxError("worker package " + launch.worker_package_dir.string() + ": " +
+                       ec.message());
+  std::vector<std::string> args = worker_argv(python, package.string());
+  std::vector<char*> argv = c_strings(args);
+  std::string workspace =
+      policy.workspace.empty() ? fs::current_path().string() : policy.workspace.string();
+  int ep[2];
+  if (::pipe2(ep, O_CLOEXEC) != 0) throw SandboxError("pipe2: " + errno_text(errno));
+  Fd exec_r = lifted(ep[0], "exec pipe"), exec_w = lifted(ep[1], "exec pipe");
+
+  // Between fork and exec only async-signal-safe calls: the supervisor has threads.
+  pid_t pid = ::fork();
+  if (pid < 0) throw SandboxError("fork: " + errno_text(errno));
+  if (pid == 0) {
+    // The supervisor's thread may block or ignore signals (a reactor on signalfd does);
+    // Python would inherit that and never see SIGINT as KeyboardInterrupt.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::setpgid(0, 0);
+    ::dup2(ch.null_fd.get(), 0);
+    ::dup2(ch.out_child.get(), 1);
+    ::dup2(ch.err_child.get(), 2);
+    ::dup2(ch.frames_child.get(), 3);
+    ::dup2(ch.debug_child.get(), 4);
+    ::close_range(5, ~0U, CLOSE_RANGE_CLOEXEC);
+    int err = 0;
+    if (::chdir(workspace.c_str()) == 0) ::execve(python.c_str(), argv.data(), environ);
+    err = errno;
+    ssize_t ignored = ::write(exec_w.get(), &err, sizeof err);
+    (void)ignored;
+    _exit(127);
+  }
+  exec_w.reset();
+  int err = 0;
+  ssize_t n;
+  while ((n = ::read(exec_r.get(), &err, sizeof err)) < 0 && errno == EINTR) {
+  }
+  if (n == sizeof err) {
+    reap(pid);
+    throw SandboxError("execve(" + python + ") in " + workspace + ": " + errno_text(err));
+  }
+  return pid;
+}
+
+// The warden: the jail helper exec'd from its descriptor with the documented fds (0-3 the
+// worker's, the control socket, the egress channel or nothing, the debug channel) and nothing
+// else, in an empty environment. Its pid; it reports on the control socket from then on.
+pid_t exec_warden(int helper, const Channels& ch, int control_child, int egress_child) {
+  std::vector<std::string> args = {"belljar-jail"};
+  std::vector<char*> argv = c_strings(args);
+  char* empty_env[] = {nullptr};
+  const pid_t supervisor = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw SandboxError("fork: " + errno_text(errno));
+  if (pid == 0) {
+    // The warden dies with the thread that forked it (PR_SET_PDEATHSIG survives the exec).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (::getppid() != supervisor) _exit(1);
+    ::dup2(ch.null_fd.get(), 0);
+    ::dup2(ch.out_child.get(), 1);
+    ::dup2(ch.err_child.get(), 2);
+    ::dup2(ch.frames_child.get(), 3);
+    ::dup2(control_child, kControlFd);
+    if (egress_child >= 0)
+      ::dup2(egress_child, kEgressChannelFd);
+    else  // the egress slot stays empty: whatever sits there closes at the exec
+      ::close_range(kEgressChannelFd, kEgressChannelFd, CLOSE_RANGE_CLOEXEC);
+    ::dup2(ch.debug_child.get(), kDebugChannelFd);
+    // Everything else closes at the exec; the helper's own descriptor must live until then.
+    ::close_range(kDebugChannelFd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+    // A fresh single-threaded process, with an empty environment.
+    ::execveat(helper, "", argv.data(), empty_env, AT_EMPTY_PATH);
+    _exit(127);
+  }
+  return pid;
+}
+
 }  // namespace
 
 std::string WorkerExit::describe() const {
@@ -263,58 +352,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
   Channels ch = make_channels();
 
   if (policy.isolation == Isolation::none) {
-    const std::string python = launch.python.empty() ? policy.python : launch.python;
-    std::error_code ec;
-    fs::path package = fs::canonical(launch.worker_package_dir, ec);
-    if (ec)
-      throw SandboxError("worker package " + launch.worker_package_dir.string() + ": " +
-                         ec.message());
-    std::vector<std::string> args = worker_argv(python, package.string());
-    std::vector<char*> argv = c_strings(args);
-    std::string workspace =
-        policy.workspace.empty() ? fs::current_path().string() : policy.workspace.string();
-    int ep[2];
-    if (::pipe2(ep, O_CLOEXEC) != 0) throw SandboxError("pipe2: " + errno_text(errno));
-    Fd exec_r = lifted(ep[0], "exec pipe"), exec_w = lifted(ep[1], "exec pipe");
-
-    // Between fork and exec only async-signal-safe calls: the supervisor has threads.
-    pid_t pid = ::fork();
-    if (pid < 0) throw SandboxError("fork: " + errno_text(errno));
-    if (pid == 0) {
-      // The supervisor's thread may block or ignore signals (a reactor on signalfd does);
-      // Python would inherit that and never see SIGINT as KeyboardInterrupt.
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      for (int sig = 1; sig < NSIG; ++sig)
-        if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      ::setpgid(0, 0);
-      ::dup2(ch.null_fd.get(), 0);
-      ::dup2(ch.out_child.get(), 1);
-      ::dup2(ch.err_child.get(), 2);
-      ::dup2(ch.frames_child.get(), 3);
-      ::dup2(ch.debug_child.get(), 4);
-      ::close_range(5, ~0U, CLOSE_RANGE_CLOEXEC);
-      int err = 0;
-      if (::chdir(workspace.c_str()) == 0) ::execve(python.c_str(), argv.data(), environ);
-      err = errno;
-      ssize_t ignored = ::write(exec_w.get(), &err, sizeof err);
-      (void)ignored;
-      _exit(127);
-    }
-    wp.pid_ = wp.worker_pid_ = pid;
-    exec_w.reset();
-    int err = 0;
-    ssize_t n;
-    while ((n = ::read(exec_r.get(), &err, sizeof err)) < 0 && errno == EINTR) {
-    }
-    if (n == sizeof err) {
-      reap(pid);
-      wp.pid_ = -1;
-      throw SandboxError("execve(" + python + ") in " + workspace + ": " + errno_text(err));
-    }
+    wp.pid_ = wp.worker_pid_ = exec_unsandboxed(policy, launch, ch);
     wp.frames_ = std::move(ch.frames);
     wp.debug_ = std::move(ch.debug);
     wp.stdout_ = std::move(ch.out);
@@ -332,7 +370,6 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
       environ);
   if (policy.isolation == Isolation::degraded) wp.notes_ = plan.missing;
   if (!launch.jail_helper) throw SandboxError("no jail helper (belljar-jail) to build the sandbox");
-  const int helper = launch.jail_helper->fd();
   const std::string spec_record = spec.encode();  // the first frame; requests follow
 
   // One connection per message, each carrying its socket (SCM_RIGHTS): SOCK_SEQPACKET keeps the
@@ -351,33 +388,7 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
     throw SandboxError("socketpair(control): " + errno_text(errno));
   Fd control = lifted(cp[0], "control socket"), control_child = lifted(cp[1], "control socket");
 
-  std::vector<std::string> args = {"belljar-jail"};
-  std::vector<char*> argv = c_strings(args);
-  char* empty_env[] = {nullptr};
-  const pid_t supervisor = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) throw SandboxError("fork: " + errno_text(errno));
-  if (pid == 0) {
-    // The warden dies with the thread that forked it (PR_SET_PDEATHSIG survives the exec).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (::getppid() != supervisor) _exit(1);
-    ::dup2(ch.null_fd.get(), 0);
-    ::dup2(ch.out_child.get(), 1);
-    ::dup2(ch.err_child.get(), 2);
-    ::dup2(ch.frames_child.get(), 3);
-    ::dup2(control_child.get(), kControlFd);
-    if (egress_child)
-      ::dup2(egress_child.get(), kEgressChannelFd);
-    else  // the egress slot stays empty: whatever sits there closes at the exec
-      ::close_range(kEgressChannelFd, kEgressChannelFd, CLOSE_RANGE_CLOEXEC);
-    ::dup2(ch.debug_child.get(), kDebugChannelFd);
-    // Everything else closes at the exec; the helper's own descriptor must live until then.
-    ::close_range(kDebugChannelFd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
-    // A fresh single-threaded process, with an empty environment.
-    ::execveat(helper, "", argv.data(), empty_env, AT_EMPTY_PATH);
-    _exit(127);
-  }
-  wp.pid_ = pid;
+  wp.pid_ = exec_warden(launch.jail_helper->fd(), ch, control_child.get(), egress_child.get());
   control_child.reset();
   egress_child.reset();
   ch.frames_child.reset();
@@ -391,11 +402,16 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
 
   // A warden that is already gone says why below (or its exit does).
   (void)send_frame(control.get(), spec_record);
+  wp.await_ready(std::move(control), plan.namespaces,
+                 plan.namespaces && spec.broker ? spec.workspace : std::string());
+  return wp;
+}
 
+void WorkerProcess::await_ready(Fd control, bool namespaces, std::string morgue_workspace) {
   auto fail = [&](const std::string& message) -> SandboxError {
-    ::kill(wp.pid_, SIGKILL);
-    reap(wp.pid_);
-    wp.pid_ = -1;
+    ::kill(pid_, SIGKILL);
+    reap(pid_);
+    pid_ = -1;
     return SandboxError(message);
   };
   const auto deadline = std::chrono::steady_clock::now() + kSetupTimeout;
@@ -418,23 +434,23 @@ WorkerProcess WorkerProcess::start(const Policy& policy, const WorkerLaunch& lau
       }
       if (auto* error = std::get_if<ErrorReport>(&report)) throw fail(error->message);
       if (auto* ready = std::get_if<ReadyReport>(&report)) {
-        wp.worker_pid_ = ready->worker_pid;
-        wp.cgroup_ = SandboxCgroup(ready->cgroup);
-        wp.cgroup_released_ = wp.cgroup_.empty();
-        wp.notes_.insert(wp.notes_.end(), ready->notes.begin(), ready->notes.end());
-        if (plan.namespaces && wp.worker_pid_ > 0) wp.init_pid_ = read_stat(wp.worker_pid_).ppid;
+        worker_pid_ = ready->worker_pid;
+        cgroup_ = SandboxCgroup(ready->cgroup);
+        cgroup_released_ = cgroup_.empty();
+        notes_.insert(notes_.end(), ready->notes.begin(), ready->notes.end());
+        if (namespaces && worker_pid_ > 0) init_pid_ = read_stat(worker_pid_).ppid;
         ::fcntl(control.get(), F_SETFL, O_NONBLOCK);
-        wp.status_ = std::move(control);
-        wp.status_reader_ = std::move(reader);  // holds whatever followed the ready report
-        wp.guards_workspace_ = plan.namespaces;
-        if (plan.namespaces && spec.broker) wp.morgue_workspace_ = spec.workspace;
-        wp.landlocked_ = !plan.namespaces;
-        return wp;
+        status_ = std::move(control);
+        status_reader_ = std::move(reader);  // holds whatever followed the ready report
+        guards_workspace_ = namespaces;
+        morgue_workspace_ = std::move(morgue_workspace);
+        landlocked_ = !namespaces;
+        return;
       }
     }
     if (reader.broken()) throw fail("the jail helper sent a report over the cap during setup");
     if (closed) {
-      std::string said = drain(wp.stderr_.get(), 2000);
+      std::string said = drain(stderr_.get(), 2000);
       while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
       throw fail("the sandbox exited during setup" + (said.empty() ? std::string() : ": " + said));
     }

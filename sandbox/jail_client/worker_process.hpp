@@ -141,6 +141,10 @@ class WorkerProcess final : public WorkspaceGuardChannel, public LimitedSandbox 
 
  private:
   WorkerProcess() = default;
+  // The warden's setup, read on its control socket until it reports ready (the worker's pid,
+  // its cgroup and notes; the socket then carries the session's reports) or fails, within 30 s.
+  // A failure kills and reaps the warden and throws SandboxError with its one line.
+  void await_ready(Fd control, bool namespaces, std::string morgue_workspace);
   void read_status();
   void end();                 // kill, reap and release the cgroup
   double warden_cpu() const;  // the warden's own CPU seconds so far, every thread (kept once gone)

@@ -3,12 +3,16 @@
 // supervisor (sandbox/jail_client/jail_plan.cpp) and sent to the jail helper as the first frame
 // on its control socket (never argv: --set-env values may be secrets, and argv is
 // world-readable in /proc). Encoded as a record (record.hpp): the helper links no JSON library.
+// Its fields are listed once, in for_each_field below, which both the encoder and the decoder
+// walk: a field cannot be sent without being read back, nor read under another name.
 #include <sys/types.h>
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "sandbox/jail_protocol/record.hpp"
@@ -40,17 +44,20 @@ struct JailBind {
   std::string source;  // host path, symlinks resolved
   std::string target;  // path inside the jail
   Kind kind = Kind::read_only;
+  bool operator==(const JailBind&) const = default;
 };
 
 struct JailLink {
   std::string path;       // inside the jail, e.g. /lib
   std::string points_to;  // e.g. usr/lib
+  bool operator==(const JailLink&) const = default;
 };
 
 // A file the jail's init writes into the new root before it turns read-only.
 struct JailFile {
   std::string path;  // absolute, inside the jail
   std::string text;
+  bool operator==(const JailFile&) const = default;
 };
 
 // Where the bound secrets' CA bundle is, inside (SSL_CERT_FILE and friends name it).
@@ -85,7 +92,7 @@ struct JailSpec {
   uint64_t pids = 0;
   uint64_t file_size_bytes = 0;
   uint64_t tmp_size_bytes = 0;
-  uint64_t open_files = 4096;
+  uint64_t open_files = 0;  // RLIMIT_NOFILE, from --open-files (the policy holds its default)
   // The egress proxy (egress_proxy.hpp): when egress_port is set, the supervisor passes the
   // sandbox's end of a SOCK_SEQPACKET pair to the warden as fd 5 (kEgressChannelFd), the warden
   // hands it to init through clone(), and init listens on 127.0.0.1:egress_port inside the
@@ -96,7 +103,65 @@ struct JailSpec {
   std::string encode() const;
   // Throws RecordError naming the field that is missing or malformed.
   static JailSpec decode(std::string_view bytes);
+  bool operator==(const JailSpec&) const = default;
 };
+
+// The one list of the spec's fields, in the order they are written, each under its record name.
+// The encoder and the decoder (jail_spec.cpp) both walk it, so a field added to JailSpec is
+// added here, once; the unit test counts this list against the struct's members. A field's
+// kind is its type: bool a flag, uint64_t a number, uint32_t a uid or gid (32 bits, never
+// (uid_t)-1), uint16_t a port, a string a text, strings a repeated text, an enum one of the
+// names its table spells, a vector of JailBind/JailLink/JailFile a nested record per element.
+// Every field but a repeated one is required: a spec cut short anywhere is refused.
+template <typename Spec, typename Visit>
+requires std::same_as<std::remove_const_t<Spec>, JailSpec>
+void for_each_field(Spec& spec, Visit&& visit) {
+  visit("mode", spec.mode);
+  visit("strict", spec.strict);
+  visit("host_root", spec.host_root);
+  visit("host_uid", spec.host_uid);
+  visit("host_gid", spec.host_gid);
+  visit("workspace", spec.workspace);
+  visit("bind", spec.binds);
+  visit("link", spec.links);
+  visit("hide", spec.hide_patterns);
+  visit("protect", spec.protect_patterns);
+  visit("writable", spec.writable_patterns);
+  visit("broker", spec.broker);
+  visit("workspace_quota_bytes", spec.workspace_quota_bytes);
+  visit("exec_path", spec.exec_path);
+  visit("argv", spec.argv);
+  visit("env", spec.env);
+  visit("file", spec.files);
+  visit("memory_bytes", spec.memory_bytes);
+  visit("pids", spec.pids);
+  visit("file_size_bytes", spec.file_size_bytes);
+  visit("tmp_size_bytes", spec.tmp_size_bytes);
+  visit("open_files", spec.open_files);
+  visit("egress_port", spec.egress_port);
+}
+
+template <typename Bind, typename Visit>
+requires std::same_as<std::remove_const_t<Bind>, JailBind>
+void for_each_field(Bind& bind, Visit&& visit) {
+  visit("source", bind.source);
+  visit("target", bind.target);
+  visit("kind", bind.kind);
+}
+
+template <typename Link, typename Visit>
+requires std::same_as<std::remove_const_t<Link>, JailLink>
+void for_each_field(Link& link, Visit&& visit) {
+  visit("path", link.path);
+  visit("points_to", link.points_to);
+}
+
+template <typename File, typename Visit>
+requires std::same_as<std::remove_const_t<File>, JailFile>
+void for_each_field(File& file, Visit&& visit) {
+  visit("path", file.path);
+  visit("text", file.text);
+}
 
 // The spec is sent once; a few thousand binds and a CA bundle stay far below this.
 inline constexpr size_t kMaxSpecBytes = 64u << 20;

@@ -309,6 +309,7 @@ nlohmann::json Policy::summary() const {
           {"debug_pause_seconds", debug_pause_seconds},
           {"memory_bytes", memory_bytes},
           {"pids", pids},
+          {"open_files", open_files},
           {"file_size_bytes", file_size_bytes},
           {"tmp_size_bytes", tmp_size_bytes},
           {"output_limit_bytes", output_limit_bytes},

@@ -67,6 +67,7 @@ struct Policy {
   double debug_pause_seconds = 3600;
   uint64_t memory_bytes = 1ull << 30;
   uint64_t pids = 256;
+  uint64_t open_files = 4096;  // RLIMIT_NOFILE of each process in the sandbox
   uint64_t file_size_bytes = 1ull << 30;
   uint64_t tmp_size_bytes = 256ull << 20;
   uint64_t output_limit_bytes = 10ull << 20;

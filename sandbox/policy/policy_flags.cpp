@@ -70,6 +70,12 @@ std::string sandbox_user(const std::string& flag, const std::string& value) {
   return value;
 }
 
+// --open-files (RLIMIT_NOFILE of each process inside): a kernel's worker needs 9 descriptors to
+// start (8: the kernel dies before its first reply) and 12 to show a %matplotlib inline plot, so
+// fewer than 16 would be a session that cannot work. No more than Linux's default fs.nr_open.
+constexpr uint64_t kMinOpenFiles = 16;
+constexpr uint64_t kMaxOpenFiles = 1048576;
+
 // A whole number from `low` to `high`; `what` names what it counts, for the error.
 uint64_t count_within(const std::string& flag, const std::string& value, uint64_t low,
                       uint64_t high, const std::string& what) {
@@ -295,6 +301,16 @@ const std::array kFlags = {
                .apply =
                    [](Policy& p, const std::string& f, const std::string& v) {
                      p.pids = count_within(f, v, 8, 1000000, "processes");
+                   }},
+    PolicyFlag{.name = "--open-files",
+               .placeholder = "N",
+               .kind = FlagValue::count,
+               .fallback = "4096",
+               .meaning = "files, sockets and pipes a process may hold open, 16 to 1048576",
+               .file_key = "open-files",
+               .apply =
+                   [](Policy& p, const std::string& f, const std::string& v) {
+                     p.open_files = count_within(f, v, kMinOpenFiles, kMaxOpenFiles, "open files");
                    }},
     PolicyFlag{.name = "--file-size",
                .placeholder = "SIZE",

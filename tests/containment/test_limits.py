@@ -1,12 +1,14 @@
 """Destructive probes: runaway code stops at its caps and the kernel keeps answering. These run
 only inside the sandbox (never with --isolation none), and ctest runs this file under ulimit."""
 import os
+import resource
 import shutil
 
 import pytest
 
 from belljar_testing import (
     ISOLATION,
+    NO_NAMESPACES,
     execute,
     running_kernel,
     sandbox_writable_dir,
@@ -144,3 +146,67 @@ def test_limits_magic_tightens_memory_for_one_cell(capped):
     assert reply["content"]["status"] == "ok", "the session's own cap came back after the cell"
     reply, _ = execute(kc, "%%limits --memory 4G\n1")
     assert reply["content"]["ename"] == "LimitError" and "policy" in reply["content"]["evalue"]
+
+
+# Opens /dev/null until the cell is refused (or 2000 are open); says the errno, the descriptors
+# the process then held, the limit, soft and hard, and whether the cell could raise it again.
+HOARD_DESCRIPTORS = """
+import errno, os, resource
+before = len(os.listdir('/proc/self/fd')) - 1  # the listing's own descriptor is closed again
+held = []
+try:
+    while len(held) < 2000:
+        held.append(os.open('/dev/null', os.O_RDONLY))
+    stopped = 'none'
+except OSError as e:
+    stopped = errno.errorcode[e.errno]
+peak = before + len(held)
+for fd in held:
+    os.close(fd)
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+try:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard + 1, hard + 1))
+    raised = 'raised'
+except (OSError, ValueError):
+    raised = 'kept'
+print(stopped, peak, soft, hard, raised)
+"""
+
+# The full jail (init forks the worker) and degraded mode (the warden does): one limit, both.
+MODES = [pytest.param([], ["--isolation", ISOLATION], id=ISOLATION),
+         pytest.param([NO_NAMESPACES], ["--isolation", "degraded"], id="degraded")]
+
+
+@pytest.mark.parametrize(("wrapper", "mode"), MODES)
+def test_a_cell_holds_no_more_descriptors_than_open_files(wrapper, mode):
+    workspace = sandbox_writable_dir("belljar-open-files-")
+    try:
+        with running_kernel(flags=[*mode, "--timeout", "30", "--open-files", "64"],
+                            workspace=workspace, wrapper=wrapper) as (km, kc):
+            reply, outputs = execute(kc, HOARD_DESCRIPTORS)
+            assert reply["content"]["status"] == "ok", (reply["content"], stderr_of(outputs))
+            stopped, peak, soft, hard, raised = stdout_of(outputs).split()
+            assert stopped == "EMFILE"
+            # Every descriptor below the limit was taken, and none above it.
+            assert int(peak) == 64
+            assert (int(soft), int(hard)) == (64, 64)
+            assert raised == "kept"
+            still_answers(km, kc, timeout=30)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("wrapper", "mode"), MODES)
+def test_control_the_default_open_files_hold_far_more(wrapper, mode):
+    workspace = sandbox_writable_dir("belljar-open-files-")
+    try:
+        with running_kernel(flags=[*mode, "--timeout", "30"], workspace=workspace,
+                            wrapper=wrapper) as (km, kc):
+            reply, outputs = execute(kc, HOARD_DESCRIPTORS)
+            assert reply["content"]["status"] == "ok", (reply["content"], stderr_of(outputs))
+            stopped, peak, soft, hard, raised = stdout_of(outputs).split()
+            # 2000 opened and none refused: the probe itself would have reported an EMFILE.
+            assert stopped == "none" and int(peak) > 2000
+            assert int(soft) == int(hard) == min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)

@@ -252,3 +252,22 @@ TEST_CASE("the belljar binary exits 2 with one line on stderr for bad usage",
   CHECK(help.status == 0);
   CHECK(help.stderr_text.empty());
 }
+
+TEST_CASE("--open-files below what a worker starts with is refused in one line, nothing started",
+          "[command_line][binary]") {
+  CHECK(usage_error({"kernel", "-f", "k.json", "--open-files", "15"}) ==
+        "--open-files 15: expected a number of open files from 16 to 1048576");
+  CHECK(parse_command_line({"kernel", "-f", "k.json", "--open-files", "16"}).policy.given() ==
+        std::vector<std::string>{"--open-files", "16"});
+  std::string binary = belljar_binary();
+  if (binary.empty()) FAIL("no belljar binary beside unit_tests nor in $BELLJAR");
+  for (const char* args :
+       {"run --open-files 0 -c 1", "run --open-files 15 -c 1", "run --open-files lots -c 1"}) {
+    INFO("belljar " << args);
+    auto outcome = run_binary(binary, args);
+    CHECK(outcome.status == 2);
+    CHECK_THAT(outcome.stderr_text, Catch::StartsWith("belljar: --open-files "));
+    CHECK_THAT(outcome.stderr_text, Catch::Contains("from 16 to 1048576"));
+    CHECK(std::count(outcome.stderr_text.begin(), outcome.stderr_text.end(), '\n') == 1);
+  }
+}

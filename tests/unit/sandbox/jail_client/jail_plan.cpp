@@ -221,3 +221,26 @@ TEST_CASE("binds that would cover the jail's own mounts are refused", "[sandbox]
       make_jail_spec(policy, {kTestPython, pkg.path}, JailSpec::Mode::namespaces, nullptr),
       Catch::Contains("would cover the sandbox's own /home/sandbox"));
 }
+
+TEST_CASE("the policy's limits reach the spec the warden is sent", "[sandbox]") {
+  TempDir ws;
+  TempDir pkg;
+  write_file(pkg / "belljar_worker/__init__.py", "");
+  Policy policy;
+  policy.workspace = ws.path;
+  policy.python = kTestPython;
+  JailSpec spec =
+      make_jail_spec(policy, {kTestPython, pkg.path}, JailSpec::Mode::namespaces, nullptr);
+  CHECK(spec.open_files == 4096);  // the default --open-files
+  policy.memory_bytes = 96ull << 20;
+  policy.pids = 33;
+  policy.open_files = 321;
+  policy.file_size_bytes = 5ull << 20;
+  policy.tmp_size_bytes = 7ull << 20;
+  spec = make_jail_spec(policy, {kTestPython, pkg.path}, JailSpec::Mode::landlock, nullptr);
+  CHECK(spec.memory_bytes == 96ull << 20);
+  CHECK(spec.pids == 33);
+  CHECK(spec.open_files == 321);
+  CHECK(spec.file_size_bytes == 5ull << 20);
+  CHECK(spec.tmp_size_bytes == 7ull << 20);
+}

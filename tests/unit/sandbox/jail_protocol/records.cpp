@@ -4,8 +4,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "sandbox/jail_protocol/jail_channel.hpp"
 #include "sandbox/jail_protocol/jail_reports.hpp"
@@ -52,6 +54,39 @@ std::string field(std::string_view name, std::string_view value) {
   return RecordWriter().text(name, value).bytes();
 }
 
+// Every field of the spec away from its default, so a field the list leaves out reads back as
+// its default and the round trip differs.
+JailSpec every_field_set() {
+  JailSpec spec = full_spec();
+  spec.broker = false;
+  spec.writable_patterns = {".git", ".cache/pip"};
+  spec.tmp_size_bytes = 64ull << 20;
+  spec.open_files = 321;
+  return spec;
+}
+
+// The names for_each_field lists, in order.
+template <typename T>
+std::vector<std::string> listed_fields(const T& value) {
+  std::vector<std::string> names;
+  for_each_field(value, [&](std::string_view name, const auto&) { names.emplace_back(name); });
+  return names;
+}
+
+// How many members an aggregate has: the most initializers its braces take.
+struct AnyMember {
+  template <typename T>
+  operator T() const;
+};
+
+template <typename T, typename... Members>
+constexpr size_t member_count() {
+  if constexpr (requires { T{Members{}..., AnyMember{}}; })
+    return member_count<T, Members..., AnyMember>();
+  else
+    return sizeof...(Members);
+}
+
 }  // namespace
 
 TEST_CASE("a JailSpec reads back exactly as it was written", "[jail_protocol]") {
@@ -86,6 +121,35 @@ TEST_CASE("a JailSpec reads back exactly as it was written", "[jail_protocol]") 
   CHECK(back.tmp_size_bytes == 0);
   CHECK(back.open_files == spec.open_files);
   CHECK(back.egress_port == spec.egress_port);
+}
+
+TEST_CASE("a JailSpec with every field set reads back equal to it", "[jail_protocol]") {
+  const JailSpec spec = every_field_set();
+  // Each listed field is set away from its default, so each one is checked below.
+  RecordError error;
+  const std::string bytes = spec.encode(), default_bytes = JailSpec{}.encode();
+  auto written = Record::parse(bytes, &error);
+  auto defaults = Record::parse(default_bytes, &error);
+  REQUIRE(written);
+  REQUIRE(defaults);
+  for (const auto& name : listed_fields(spec)) {
+    INFO(name);
+    CHECK(written->all(name) != defaults->all(name));
+  }
+  CHECK(JailSpec::decode(bytes) == spec);
+  CHECK_FALSE(JailSpec::decode(default_bytes) == spec);
+}
+
+TEST_CASE("the spec's field list names every member once", "[jail_protocol]") {
+  // A member missing from for_each_field would be neither sent nor read back.
+  auto names = listed_fields(JailSpec{});
+  CHECK(names.size() == member_count<JailSpec>());
+  CHECK(listed_fields(JailBind{}).size() == member_count<JailBind>());
+  CHECK(listed_fields(JailLink{}).size() == member_count<JailLink>());
+  CHECK(listed_fields(JailFile{}).size() == member_count<JailFile>());
+  std::sort(names.begin(), names.end());
+  CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
+  CHECK(std::count(names.begin(), names.end(), "protocol") == 0);  // the envelope's, first
 }
 
 TEST_CASE("a spec cut short anywhere is refused, never misread", "[jail_protocol]") {

@@ -143,6 +143,20 @@ TEST_CASE("flag --pids accepts 8 to 1000000 processes", "[policy][builder]") {
   }
 }
 
+TEST_CASE("flag --open-files accepts what a worker can start with, up to 1048576",
+          "[policy][builder]") {
+  CHECK(build({}).open_files == 4096);
+  CHECK(build({"--open-files", "16"}).open_files == 16);
+  CHECK(build({"--open-files=1048576"}).open_files == 1048576);
+  for (const char* bad :
+       {"15", "0", "1048577", "-64", "abc", "", "4k", "64 ", "99999999999999999999999"}) {
+    INFO(bad);
+    CHECK(flag_error({"--open-files", bad}) == "--open-files " + std::string(bad) +
+                                                   ": expected a number of open files from 16 "
+                                                   "to 1048576");
+  }
+}
+
 TEST_CASE("flag --pass-env refuses what is not a variable name", "[policy][builder]") {
   CHECK(build({"--pass-env", "_PRIVATE_1"}).pass_env == std::vector<std::string>{"_PRIVATE_1"});
   for (const char* bad : {"", "1ABC", "A-B", "A=B", "A B", "PATH;rm", "Ä"}) {

@@ -41,6 +41,7 @@ const std::map<std::string, std::string>& good_values() {
       {"--debug-pause", "10m"},
       {"--memory", "512MiB"},
       {"--pids", "64"},
+      {"--open-files", "256"},
       {"--file-size", "1g"},
       {"--tmp-size", "64M"},
       {"--output-limit", "1M"},
