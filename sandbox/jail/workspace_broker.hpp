@@ -10,12 +10,12 @@
 // opened file back with SECCOMP_ADDFD_FLAG_SEND. One handler per call does this, dispatched from
 // a table (broker_handlers.hpp) that is the list of what is brokered and why. The caller's
 // memory may change after it was read without effect: the check and the change are both the
-// broker's, on the same descriptors. A descriptor the caller already holds, opened
-// again (/proc/self/fd/N, /dev/stderr), is the same: the broker takes hold of the object once
-// and decides on what it holds (`Reopenable` lists what may be), so a descriptor swapped by
-// another thread meanwhile is never the one handed back. A refusal is EACCES (EPERM for a mode,
-// times or a link) in the cell and one record per path for the supervisor (a notice and an
-// audit record).
+// broker's, on the same descriptors. A descriptor the caller already holds, opened again
+// (/proc/self/fd/N, /dev/stderr), is the same: the broker takes hold of the object once and
+// decides on what it holds (`Reopenable` in broker_handlers.cpp lists what may be), so a
+// descriptor swapped by another thread meanwhile is never the one handed back. A refusal is
+// EACCES (EPERM for a mode, times or a link) in the cell and one record per path for the
+// supervisor (a notice and an audit record).
 //
 // Removing a regular file's last name in the workspace, or renaming over it, while another
 // open file description of it remains (a descriptor in flight in a unix socket, a mapping)
