@@ -5,15 +5,17 @@
 // write (syscall_table.hpp says which; extended attributes are refused there outright); the
 // broker reads the call's paths from the caller's memory once, resolves them itself in the
 // sandbox's root (sandbox_paths.hpp: component by component, no symlink followed blindly),
-// asks the rule (workspace_rule.hpp) about the result, and then makes the change itself through
-// the descriptors it resolved, handing an opened file back with SECCOMP_ADDFD_FLAG_SEND. The
-// caller's memory may change after it was read without effect: the check and the change are
-// both the broker's, on the same descriptors. A descriptor the caller already holds, opened
-// again (/proc/self/fd/N, /dev/stderr), is the same: the broker takes hold of the object once
-// and decides on what it holds (`Reopenable` lists what may be), so a descriptor swapped by
-// another thread meanwhile is never the one handed back. A refusal is EACCES (EPERM for a mode,
-// times or a link) in the cell and one record per path for the supervisor (a notice and an
-// audit record).
+// asks the judge (workspace_judge.hpp: the rule of workspace_rule.hpp and what is on disk) about
+// the result, and then makes the change itself through the descriptors it resolved, handing an
+// opened file back with SECCOMP_ADDFD_FLAG_SEND. One handler per call does this, dispatched from
+// a table (broker_handlers.hpp) that is the list of what is brokered and why. The caller's
+// memory may change after it was read without effect: the check and the change are both the
+// broker's, on the same descriptors. A descriptor the caller already holds, opened again
+// (/proc/self/fd/N, /dev/stderr), is the same: the broker takes hold of the object once and
+// decides on what it holds (`Reopenable` in broker_handlers.cpp lists what may be), so a
+// descriptor swapped by another thread meanwhile is never the one handed back. A refusal is
+// EACCES (EPERM for a mode, times or a link) in the cell and one record per path for the
+// supervisor (a notice and an audit record).
 //
 // Removing a regular file's last name in the workspace, or renaming over it, while another
 // open file description of it remains (a descriptor in flight in a unix socket, a mapping)
@@ -35,6 +37,8 @@
 #include <thread>
 #include <vector>
 
+#include "sandbox/jail/broker_call.hpp"
+#include "sandbox/jail/workspace_judge.hpp"
 #include "sandbox/jail_protocol/jail_reports.hpp"
 #include "sandbox/layers/workspace_rule.hpp"
 #include "sandbox/os/fd.hpp"
@@ -71,11 +75,7 @@ struct BrokerSettings {
   bool guard_last_names = false;
 };
 
-struct BrokerRefusal {
-  std::string path;    // relative to the workspace
-  std::string change;  // "create", "write", "remove", "rename", "mode", "owner", "times", "link"
-  std::string reason;
-};
+struct BrokerMemory;  // what answers keep between calls (broker_handlers.hpp)
 
 class WorkspaceBroker {
  public:
@@ -93,12 +93,9 @@ class WorkspaceBroker {
   // says so after each survey (any thread).
   void invalidate() { ++generation_; }
 
-  struct Call;        // one stopped syscall (workspace_broker.cpp)
-  struct Remembered;  // what answers keep between calls: located folders, umasks
-
  private:
   void serve();
-  void answer(Call& call);
+  void answer(BrokerCall& call);
   void refuse_once(BrokerRefusal refusal);
 
   Fd listener_;
@@ -107,7 +104,7 @@ class WorkspaceBroker {
   std::vector<std::string> workspace_parts_;
   std::vector<std::vector<std::string>> writable_roots_;
   Fd root_;  // the sandbox's root, from the first caller's /proc/PID/root
-  std::unique_ptr<Remembered> remembered_;  // the broker's thread's alone
+  std::unique_ptr<BrokerMemory> memory_;  // the broker's thread's alone
   OnRefusal on_refusal_;
   std::atomic<uint64_t> generation_{0};
   bool own_umask_ = false;  // the broker's thread has a umask of its own (unshare(CLONE_FS))

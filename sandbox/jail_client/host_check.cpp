@@ -216,105 +216,81 @@ std::vector<LayerReport::Line> LayerReport::lines() const {
   return out;
 }
 
-EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) {
-  EnforcementPlan plan;
-  plan.isolation = policy.isolation;
-  if (policy.isolation == Isolation::none) {
-    plan.enforceable = true;
-    plan.uses.push_back(
-        "none: the worker is a plain child process with the kernel's environment, files, "
-        "network and privileges (developer mode)");
-    plan.missing.push_back("every layer (isolation none)");
-    return plan;
-  }
-  const bool strict = policy.isolation == Isolation::strict;
-  auto refuse = [&](const std::string& what, const std::string& fix) {
-    plan.missing.push_back(what);
-    if (strict && plan.refusal.empty()) plan.refusal = what + ": " + fix;
-  };
-  const std::string degraded_fix = "or pass --isolation degraded";
+namespace {
 
-  plan.namespaces = host.all_namespaces();
-  if (!host.user_ns)
-    refuse(host.user_ns_problem, "enable them " + degraded_fix);
-  else if (!plan.namespaces)
-    refuse("namespaces are incomplete (" + host.ns_problem + ")", "allow them " + degraded_fix);
-  if (!host.seccomp)
-    refuse(
-        "seccomp is unavailable (kernel without CONFIG_SECCOMP_FILTER, or without user "
-        "notification, which the workspace broker needs: Linux 5.0+)",
-        "use a kernel with it " + degraded_fix);
+const char* const kDegradedFix = "or pass --isolation degraded";
 
-  if (plan.namespaces) {
-    plan.uses.push_back("namespaces: user, mount, pid, network, ipc, uts, cgroup");
-    plan.uses.push_back(
-        "filesystem: empty tmpfs root, read-only system and interpreter, the workspace " +
-        (policy.workspace.empty() ? std::string("(the working directory)")
-                                  : policy.workspace.string()) +
-        " writable, secrets masked, private /tmp, /dev/shm and home, pivot_root");
-    plan.uses.push_back(policy.allow_net.empty()
-                            ? "network: loopback only"
-                            : "network: loopback only; the allowlisted hosts through the kernel's "
-                              "egress proxy at 127.0.0.1:3128 inside (HTTP_PROXY)");
-    if (host.running_as_root) {
-      uid_t uid;
-      gid_t gid;
-      std::string name;
-      sandbox_identity(policy, uid, gid, name);
-      plan.uses.push_back("identity: uid 1000 inside, host uid " + std::to_string(uid) + " (" +
-                          name + ")");
-      std::string problem = idmap_problem(policy, uid, gid);
-      if (!problem.empty())
-        refuse("the workspace cannot be idmapped for the sandbox user (" + problem + ")",
-               "run belljar as the workspace's owner, pass --sandbox-user with the workspace's "
-               "owner, " +
-                   degraded_fix);
-      else
-        plan.uses.push_back(
-            "workspace: idmapped to the sandbox user where its owner differs (host files keep "
-            "their owner)");
-    } else {
-      plan.uses.push_back("identity: uid 1000 inside, mapped to this user (uid " +
-                          std::to_string(::getuid()) + ")");
-    }
-  } else {
-    plan.missing.push_back(
-        "no pid namespace: the worker sees the host's processes and their command lines "
-        "(/proc/PID/cmdline; their environments and memory stay closed to it)");
-    plan.missing.push_back(
-        "no mount namespace: secrets in the workspace cannot be masked, so a workspace holding "
-        "one (.env, .ssh, jupyter/runtime, --hide ...) is refused at start; one saved there "
-        "while the session runs is readable until the next start refuses it");
-    if (host.landlock_abi > 0)
-      plan.uses.push_back(
-          "Landlock ABI " + std::to_string(host.landlock_abi) +
-          ": reads limited to the system, the interpreter and --ro paths; writes to the workspace "
-          "and a private directory (HOME and TMPDIR, /tmp/belljar-session-*), never the host's "
-          "/tmp; no /dev/shm (POSIX shared memory and multiprocessing's locks fail)");
+// A layer the host lacks: missing, and in strict mode the first one is the refusal, with its fix.
+void refuse_layer(EnforcementPlan& plan, bool strict, const std::string& what,
+                  const std::string& fix) {
+  plan.missing.push_back(what);
+  if (strict && plan.refusal.empty()) plan.refusal = what + ": " + fix;
+}
+
+// With every namespace: the filesystem, network and identity they give.
+void plan_namespaced(EnforcementPlan& plan, const Policy& policy, const LayerReport& host,
+                     bool strict) {
+  plan.uses.push_back("namespaces: user, mount, pid, network, ipc, uts, cgroup");
+  plan.uses.push_back(
+      "filesystem: empty tmpfs root, read-only system and interpreter, the workspace " +
+      (policy.workspace.empty() ? std::string("(the working directory)")
+                                : policy.workspace.string()) +
+      " writable, secrets masked, private /tmp, /dev/shm and home, pivot_root");
+  plan.uses.push_back(policy.allow_net.empty()
+                          ? "network: loopback only"
+                          : "network: loopback only; the allowlisted hosts through the kernel's "
+                            "egress proxy at 127.0.0.1:3128 inside (HTTP_PROXY)");
+  if (host.running_as_root) {
+    uid_t uid;
+    gid_t gid;
+    std::string name;
+    sandbox_identity(policy, uid, gid, name);
+    plan.uses.push_back("identity: uid 1000 inside, host uid " + std::to_string(uid) + " (" + name +
+                        ")");
+    std::string problem = idmap_problem(policy, uid, gid);
+    if (!problem.empty())
+      refuse_layer(plan, strict,
+                   "the workspace cannot be idmapped for the sandbox user (" + problem + ")",
+                   std::string("run belljar as the workspace's owner, pass --sandbox-user with "
+                               "the workspace's owner, ") +
+                       kDegradedFix);
     else
-      plan.missing.push_back("Landlock is unavailable: no filesystem restriction at all");
-    plan.uses.push_back("network: seccomp refuses AF_INET/AF_INET6 sockets (no network namespace)");
-    if (!policy.allow_net.empty())
-      plan.missing.push_back(
-          "egress: --allow-net needs the network namespace (the proxy's port lives in it); "
-          "without one the sandbox has no network at all");
-    plan.missing.push_back("no pid namespace: processes that detach may outlive the session");
+      plan.uses.push_back(
+          "workspace: idmapped to the sandbox user where its owner differs (host files keep "
+          "their owner)");
+  } else {
+    plan.uses.push_back("identity: uid 1000 inside, mapped to this user (uid " +
+                        std::to_string(::getuid()) + ")");
   }
-  if (host.seccomp)
-    plan.uses.push_back(
-        "seccomp: refuses namespace, mount, ptrace, bpf, keyring, io_uring, module, clock, "
-        "modify_ldt and reboot calls, x32/i386 syscalls, socket families beyond "
-        "unix/inet/netlink and netlink protocols beyond NETLINK_ROUTE; memfd_create and SysV "
-        "IPC (shmget, msgget, semget) get ENOSYS: memory no process maps, which the memory "
-        "cap could not count");
-  if (host.seccomp)
-    plan.uses.push_back(
-        "workspace broker: every create, rename, remove, symlink and mode change, and every "
-        "open for writing, is stopped by seccomp and decided outside the sandbox before it is "
-        "made (no dot-path, nothing in a Python environment, nothing --protect names; no hard "
-        "links)");
-  plan.uses.push_back("privileges: no capabilities, no_new_privs, new session, core dumps off");
+}
 
+// Without namespaces: what Landlock and seccomp stand in for, and what nothing does.
+void plan_unnamespaced(EnforcementPlan& plan, const Policy& policy, const LayerReport& host) {
+  plan.missing.push_back(
+      "no pid namespace: the worker sees the host's processes and their command lines "
+      "(/proc/PID/cmdline; their environments and memory stay closed to it)");
+  plan.missing.push_back(
+      "no mount namespace: secrets in the workspace cannot be masked, so a workspace holding "
+      "one (.env, .ssh, jupyter/runtime, --hide ...) is refused at start; one saved there "
+      "while the session runs is readable until the next start refuses it");
+  if (host.landlock_abi > 0)
+    plan.uses.push_back(
+        "Landlock ABI " + std::to_string(host.landlock_abi) +
+        ": reads limited to the system, the interpreter and --ro paths; writes to the workspace "
+        "and a private directory (HOME and TMPDIR, /tmp/belljar-session-*), never the host's "
+        "/tmp; no /dev/shm (POSIX shared memory and multiprocessing's locks fail)");
+  else
+    plan.missing.push_back("Landlock is unavailable: no filesystem restriction at all");
+  plan.uses.push_back("network: seccomp refuses AF_INET/AF_INET6 sockets (no network namespace)");
+  if (!policy.allow_net.empty())
+    plan.missing.push_back(
+        "egress: --allow-net needs the network namespace (the proxy's port lives in it); "
+        "without one the sandbox has no network at all");
+  plan.missing.push_back("no pid namespace: processes that detach may outlive the session");
+}
+
+// The session's limits: memory, processes, files.
+void plan_limits(EnforcementPlan& plan, const LayerReport& host) {
   if (!host.cgroups.v2.empty())
     plan.uses.push_back("limits: cgroup v2 memory.max and pids.max for the session");
   else if (host.cgroups.memory() || host.cgroups.pids())
@@ -349,6 +325,56 @@ EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) 
         "--tmp-size: the private directory lies on the host's /tmp, so only --file-size bounds "
         "what is written there");
   }
+}
+
+}  // namespace
+
+EnforcementPlan plan_enforcement(const Policy& policy, const LayerReport& host) {
+  EnforcementPlan plan;
+  plan.isolation = policy.isolation;
+  if (policy.isolation == Isolation::none) {
+    plan.enforceable = true;
+    plan.uses.push_back(
+        "none: the worker is a plain child process with the kernel's environment, files, "
+        "network and privileges (developer mode)");
+    plan.missing.push_back("every layer (isolation none)");
+    return plan;
+  }
+  const bool strict = policy.isolation == Isolation::strict;
+  const std::string degraded_fix = kDegradedFix;
+
+  plan.namespaces = host.all_namespaces();
+  if (!host.user_ns)
+    refuse_layer(plan, strict, host.user_ns_problem, "enable them " + degraded_fix);
+  else if (!plan.namespaces)
+    refuse_layer(plan, strict, "namespaces are incomplete (" + host.ns_problem + ")",
+                 "allow them " + degraded_fix);
+  if (!host.seccomp)
+    refuse_layer(plan, strict,
+                 "seccomp is unavailable (kernel without CONFIG_SECCOMP_FILTER, or without user "
+                 "notification, which the workspace broker needs: Linux 5.0+)",
+                 "use a kernel with it " + degraded_fix);
+
+  if (plan.namespaces)
+    plan_namespaced(plan, policy, host, strict);
+  else
+    plan_unnamespaced(plan, policy, host);
+  if (host.seccomp)
+    plan.uses.push_back(
+        "seccomp: refuses namespace, mount, ptrace, bpf, keyring, io_uring, module, clock, "
+        "modify_ldt and reboot calls, x32/i386 syscalls, socket families beyond "
+        "unix/inet/netlink and netlink protocols beyond NETLINK_ROUTE; memfd_create and SysV "
+        "IPC (shmget, msgget, semget) get ENOSYS: memory no process maps, which the memory "
+        "cap could not count");
+  if (host.seccomp)
+    plan.uses.push_back(
+        "workspace broker: every create, rename, remove, symlink and mode change, and every "
+        "open for writing, is stopped by seccomp and decided outside the sandbox before it is "
+        "made (no dot-path, nothing in a Python environment, nothing --protect names; no hard "
+        "links)");
+  plan.uses.push_back("privileges: no capabilities, no_new_privs, new session, core dumps off");
+
+  plan_limits(plan, host);
 
   plan.enforceable = !strict || plan.refusal.empty();
   return plan;

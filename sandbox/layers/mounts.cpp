@@ -287,14 +287,15 @@ void set_workspace_read_only(const std::string& workspace, bool read_only) {
     throw_errno("mount_setattr(" + workspace + (read_only ? ", read-only)" : ", read-write)"));
 }
 
-void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
-                   const std::vector<GuardedPath>& guards) {
+namespace {
+
+// The new root, an empty tmpfs, attached on an existing directory of the old root (returned)
+// just long enough to be filled and pivoted into; every source was cloned before, so nothing it
+// hides is needed.
+std::string attach_new_root() {
   // Nothing we mount may propagate back to the host's mount namespace.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     throw_errno("mount(/, MS_REC|MS_PRIVATE)");
-
-  // The new root is attached on an existing directory of the old one just long enough to be
-  // filled and pivoted into; every source was cloned before, so nothing it hides is needed.
   std::string base;
   for (const char* candidate : {"/tmp", "/mnt", "/var/tmp"}) {
     struct stat st {};
@@ -304,26 +305,25 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
     }
   }
   if (base.empty()) throw SetupError("no directory (/tmp, /mnt) to build the sandbox's root on");
-  {
-    Fd root = new_filesystem("tmpfs", {{"size", "4m"}, {"nr_inodes", "16384"}, {"mode", "0755"}},
-                             MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "the sandbox root");
-    if (::move_mount(root.get(), "", AT_FDCWD, base.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
-      throw_errno("move_mount(the sandbox root -> " + base + ")");
-  }
-  Fd root(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root) throw_errno("open(" + base + ")");
+  Fd root = new_filesystem("tmpfs", {{"size", "4m"}, {"nr_inodes", "16384"}, {"mode", "0755"}},
+                           MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "the sandbox root");
+  if (::move_mount(root.get(), "", AT_FDCWD, base.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    throw_errno("move_mount(the sandbox root -> " + base + ")");
+  return base;
+}
 
-  // One size-capped tmpfs backs /tmp, /dev/shm and the home, so --tmp-size caps them together;
-  // it also holds the empty, unreadable file and directory that secrets are masked with.
-  const std::string scratch_path = base + "/.scratch";
+// One size-capped tmpfs backs /tmp, /dev/shm and the home, so --tmp-size caps them together;
+// it also holds the empty, unreadable file and directory that secrets are masked with. Mounted
+// at `scratch_path` (/.scratch of the new root) until the root is filled.
+Fd make_scratch(int root, const std::string& scratch_path, uint64_t tmp_size_bytes) {
   {
     Fd scratch_fs = new_filesystem(
         "tmpfs",
-        {{"size", std::to_string(spec.tmp_size_bytes)},
-         {"nr_inodes", std::to_string(std::max<uint64_t>(4096, spec.tmp_size_bytes / 8192))},
+        {{"size", std::to_string(tmp_size_bytes)},
+         {"nr_inodes", std::to_string(std::max<uint64_t>(4096, tmp_size_bytes / 8192))},
          {"mode", "0755"}},
         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "/tmp");
-    Fd point = mount_point(root.get(), "/.scratch", true);
+    Fd point = mount_point(root, "/.scratch", true);
     attach(scratch_fs.get(), point.get(), "tmpfs -> /tmp");
   }
   Fd scratch(::open(scratch_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -335,11 +335,13 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
     if (::fchmodat(scratch.get(), name, mode, 0) != 0)
       throw_errno(std::string("chmod(/tmp: ") + name + ")");
   }
-  {
-    Fd mask(::openat(scratch.get(), "mask-file", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0));
-    if (!mask) throw_errno("creat(mask file)");
-  }
+  Fd mask(::openat(scratch.get(), "mask-file", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0));
+  if (!mask) throw_errno("creat(mask file)");
+  return scratch;
+}
 
+// Every mount of the new root: the bound trees, the scratch's folders, /dev and /proc.
+void mount_trees(int root, int scratch, std::vector<BindTree>& trees) {
   struct Step {
     std::string target;
     std::function<void(int point)> mount;
@@ -356,9 +358,8 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
                      item.directory});
   }
   auto scratch_dir = [&](const char* name, const std::string& target) {
-    steps.push_back({target, [&, name, target](int point) {
-                       Fd tree =
-                           clone_tree(scratch.get(), name, false, std::string("tmpfs ") + name);
+    steps.push_back({target, [scratch, name, target](int point) {
+                       Fd tree = clone_tree(scratch, name, false, std::string("tmpfs ") + name);
                        attach(tree.get(), point, "tmpfs -> " + target);
                      }});
   };
@@ -383,29 +384,60 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
   std::stable_sort(steps.begin(), steps.end(),
                    [](const Step& a, const Step& b) { return depth(a.target) < depth(b.target); });
   for (const auto& step : steps) {
-    Fd point = mount_point(root.get(), step.target, step.directory);
+    Fd point = mount_point(root, step.target, step.directory);
     step.mount(point.get());
   }
+}
 
-  for (const auto& link : spec.links) make_link(root.get(), link.path, link.points_to);
-  make_link(root.get(), "/dev/fd", "/proc/self/fd");
-  make_link(root.get(), "/dev/stdin", "/proc/self/fd/0");
-  make_link(root.get(), "/dev/stdout", "/proc/self/fd/1");
-  make_link(root.get(), "/dev/stderr", "/proc/self/fd/2");
+// The links and files the sandbox's own /dev and /etc hold; /dev read-only once they are made.
+void write_dev_and_etc(int root, const JailSpec& spec) {
+  for (const auto& link : spec.links) make_link(root, link.path, link.points_to);
+  make_link(root, "/dev/fd", "/proc/self/fd");
+  make_link(root, "/dev/stdin", "/proc/self/fd/0");
+  make_link(root, "/dev/stdout", "/proc/self/fd/1");
+  make_link(root, "/dev/stderr", "/proc/self/fd/2");
   {
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_RDONLY;
-    if (::mount_setattr(root.get(), "dev", 0, &attr, sizeof attr) != 0)
+    if (::mount_setattr(root, "dev", 0, &attr, sizeof attr) != 0)
       throw_errno("mount_setattr(/dev, read-only)");
   }
-  write_file_at(root.get(), "/etc/passwd", etc_passwd());
-  write_file_at(root.get(), "/etc/group", etc_group());
-  write_file_at(root.get(), "/etc/hosts", etc_hosts());
-  write_file_at(root.get(), "/etc/hostname", std::string(kSandboxHostname) + "\n");
-  write_file_at(root.get(), "/etc/nsswitch.conf",
+  write_file_at(root, "/etc/passwd", etc_passwd());
+  write_file_at(root, "/etc/group", etc_group());
+  write_file_at(root, "/etc/hosts", etc_hosts());
+  write_file_at(root, "/etc/hostname", std::string(kSandboxHostname) + "\n");
+  write_file_at(root, "/etc/nsswitch.conf",
                 "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
                 "protocols: files\nservices: files\n");
-  for (const auto& file : spec.files) write_file_at(root.get(), file.path, file.text);
+  for (const auto& file : spec.files) write_file_at(root, file.path, file.text);
+}
+
+// pivot_root(".", "."): the old root ends up mounted on top of the new one at "/", and the
+// MNT_DETACH umount of "." then drops it (and every host mount below it) from this namespace.
+// Unlike chroot, no reference to the host's tree is left to climb back through.
+void pivot_into(int root, const std::string& base) {
+  if (::fchdir(root) != 0) throw_errno("fchdir(the sandbox root)");
+  if (::syscall(SYS_pivot_root, ".", ".") != 0)
+    throw_errno("pivot_root(., .) in the new root on " + base);
+  if (::umount2(".", MNT_DETACH) != 0) throw_errno("umount2(the old root, MNT_DETACH)");
+  if (::chdir("/") != 0) throw_errno("chdir(/)");
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY;
+  if (::mount_setattr(AT_FDCWD, "/", 0, &attr, sizeof attr) != 0)
+    throw_errno("mount_setattr(/, read-only)");
+}
+
+}  // namespace
+
+void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
+                   const std::vector<GuardedPath>& guards) {
+  const std::string base = attach_new_root();
+  Fd root(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) throw_errno("open(" + base + ")");
+  const std::string scratch_path = base + "/.scratch";
+  Fd scratch = make_scratch(root.get(), scratch_path, spec.tmp_size_bytes);
+  mount_trees(root.get(), scratch.get(), trees);
+  write_dev_and_etc(root.get(), spec);
 
   // Secrets masked, host-run files read-only (workspace_guard.hpp).
   if (!guards.empty()) {
@@ -417,19 +449,7 @@ void assemble_root(const JailSpec& spec, std::vector<BindTree>& trees,
   if (::umount2(scratch_path.c_str(), MNT_DETACH) != 0)
     throw_errno("umount2(" + scratch_path + ", MNT_DETACH)");
   if (::unlinkat(root.get(), ".scratch", AT_REMOVEDIR) != 0) throw_errno("rmdir(/.scratch)");
-
-  // pivot_root(".", "."): the old root ends up mounted on top of the new one at "/", and the
-  // MNT_DETACH umount of "." then drops it (and every host mount below it) from this namespace.
-  // Unlike chroot, no reference to the host's tree is left to climb back through.
-  if (::fchdir(root.get()) != 0) throw_errno("fchdir(the sandbox root)");
-  if (::syscall(SYS_pivot_root, ".", ".") != 0)
-    throw_errno("pivot_root(., .) in the new root on " + base);
-  if (::umount2(".", MNT_DETACH) != 0) throw_errno("umount2(the old root, MNT_DETACH)");
-  if (::chdir("/") != 0) throw_errno("chdir(/)");
-  mount_attr attr{};
-  attr.attr_set = MOUNT_ATTR_RDONLY;
-  if (::mount_setattr(AT_FDCWD, "/", 0, &attr, sizeof attr) != 0)
-    throw_errno("mount_setattr(/, read-only)");
+  pivot_into(root.get(), base);
 }
 
 }  // namespace belljar

@@ -74,6 +74,92 @@ void add_broker_rules(void* ctx) {
   }
 }
 
+// No setuid/setgid files: as root, what the sandbox writes in the workspace lands on the host
+// owned by the workspace's owner (root, maybe), where the sandbox's nosuid does not apply.
+// chmod-family calls and file creation with those mode bits are refused; openat2 gets ENOSYS
+// (its mode lives in memory seccomp cannot read; callers fall back to openat). With a broker,
+// the broker refuses them itself.
+void add_mode_rules(void* ctx) {
+  const int eperm = SCMP_ACT_ERRNO(EPERM);
+  struct ModeArg {
+    const char* name;
+    int nr;
+    unsigned mode_arg;
+    int flags_arg;  // -1: the call always creates or chmods
+  };
+  const ModeArg mode_calls[] = {{"chmod", SCMP_SYS(chmod), 1, -1},
+                                {"fchmod", SCMP_SYS(fchmod), 1, -1},
+                                {"fchmodat", SCMP_SYS(fchmodat), 2, -1},
+                                {"fchmodat2", native_syscall_number("fchmodat2"), 2, -1},
+                                {"creat", SCMP_SYS(creat), 1, -1},
+                                {"mknod", SCMP_SYS(mknod), 1, -1},
+                                {"mknodat", SCMP_SYS(mknodat), 2, -1},
+                                {"open", SCMP_SYS(open), 2, 1},
+                                {"openat", SCMP_SYS(openat), 3, 2}};
+  for (const auto& call : mode_calls) {
+    for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
+      scmp_arg_cmp mode{call.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+      if (call.flags_arg < 0) {
+        check(seccomp_rule_add_array(ctx, eperm, call.nr, 1, &mode),
+              std::string("seccomp_rule_add(") + call.name + " setuid/setgid)");
+        continue;
+      }
+      for (scmp_datum_t create : {scmp_datum_t{O_CREAT}, scmp_datum_t{kOTmpfile}}) {
+        scmp_arg_cmp flags{static_cast<unsigned>(call.flags_arg), SCMP_CMP_MASKED_EQ, create,
+                           create};
+        scmp_arg_cmp both[2] = {flags, mode};
+        check(seccomp_rule_add_array(ctx, eperm, call.nr, 2, both),
+              std::string("seccomp_rule_add(") + call.name + " creating setuid/setgid)");
+      }
+    }
+  }
+}
+
+// TIOCSTI pushes input into a terminal, TIOCLINUX can too. The inode setters change a file
+// through a descriptor opened only to read it, as its owner (flags: append-only, no-dump; a
+// project id; its generation; fs-verity, which makes it read-only for good; an encryption
+// policy on an empty folder, whose files the survey could not read): the table's ioctl row.
+// The request is an int, so only its low 32 bits count.
+void add_ioctl_rules(void* ctx) {
+  for (unsigned long request :
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX),
+        static_cast<unsigned long>(FS_IOC_SETFLAGS), static_cast<unsigned long>(FS_IOC32_SETFLAGS),
+        static_cast<unsigned long>(FS_IOC_FSSETXATTR),
+        static_cast<unsigned long>(FS_IOC_SETVERSION),
+        static_cast<unsigned long>(FS_IOC32_SETVERSION),
+        static_cast<unsigned long>(FS_IOC_ENABLE_VERITY),
+        static_cast<unsigned long>(FS_IOC_SET_ENCRYPTION_POLICY)})
+    check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                           SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request)),
+          "seccomp_rule_add(ioctl " + std::to_string(request) + ")");
+}
+
+// Netlink: only NETLINK_ROUTE, which getaddrinfo() and if_nameindex() read the interfaces
+// through. Audit, netfilter, xfrm, uevents and the rest are kernel surface a notebook never
+// needs. socket(): AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only (no inet at all when there is
+// no network namespace). Refuse everything else by ranges, so unknown future families are
+// refused.
+void add_socket_rules(void* ctx, bool refuse_inet) {
+  const int eperm = SCMP_ACT_ERRNO(EPERM);
+  check(seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 2,
+                         SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(AF_NETLINK)),
+                         SCMP_A2_32(SCMP_CMP_NE, static_cast<scmp_datum_t>(NETLINK_ROUTE))),
+        "seccomp_rule_add(socket AF_NETLINK other than NETLINK_ROUTE)");
+
+  std::vector<int> allowed = {AF_UNIX, AF_NETLINK};
+  if (!refuse_inet) allowed.insert(allowed.end(), {AF_INET, AF_INET6});
+  for (int family = 0; family <= AF_NETLINK; ++family) {
+    bool ok = false;
+    for (int a : allowed) ok = ok || a == family;
+    if (!ok)
+      check(seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 1,
+                             SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family))),
+            "seccomp_rule_add(socket family " + std::to_string(family) + ")");
+  }
+  check(seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK)),
+        "seccomp_rule_add(socket families above AF_NETLINK)");
+}
+
 Filter build(const SeccompOptions& options) {
   Filter ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) throw SetupError("seccomp_init: out of memory");
@@ -123,85 +209,12 @@ Filter build(const SeccompOptions& options) {
             SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, static_cast<scmp_datum_t>(F_SETLEASE))),
         "seccomp_rule_add(fcntl F_SETLEASE)");
 
-  // No setuid/setgid files: as root, what the sandbox writes in the workspace lands on the host
-  // owned by the workspace's owner (root, maybe), where the sandbox's nosuid does not apply.
-  // chmod-family calls and file creation with those mode bits are refused; openat2 gets ENOSYS
-  // (its mode lives in memory seccomp cannot read; callers fall back to openat).
-  struct ModeArg {
-    const char* name;
-    int nr;
-    unsigned mode_arg;
-    int flags_arg;  // -1: the call always creates or chmods
-  };
-  if (options.broker) {
+  if (options.broker)
     add_broker_rules(ctx.get());
-  } else {
-    const ModeArg mode_calls[] = {{"chmod", SCMP_SYS(chmod), 1, -1},
-                                  {"fchmod", SCMP_SYS(fchmod), 1, -1},
-                                  {"fchmodat", SCMP_SYS(fchmodat), 2, -1},
-                                  {"fchmodat2", native_syscall_number("fchmodat2"), 2, -1},
-                                  {"creat", SCMP_SYS(creat), 1, -1},
-                                  {"mknod", SCMP_SYS(mknod), 1, -1},
-                                  {"mknodat", SCMP_SYS(mknodat), 2, -1},
-                                  {"open", SCMP_SYS(open), 2, 1},
-                                  {"openat", SCMP_SYS(openat), 3, 2}};
-    for (const auto& call : mode_calls) {
-      for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
-        scmp_arg_cmp mode{call.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
-        if (call.flags_arg < 0) {
-          check(seccomp_rule_add_array(ctx.get(), eperm, call.nr, 1, &mode),
-                std::string("seccomp_rule_add(") + call.name + " setuid/setgid)");
-          continue;
-        }
-        for (scmp_datum_t create : {scmp_datum_t{O_CREAT}, scmp_datum_t{kOTmpfile}}) {
-          scmp_arg_cmp flags{static_cast<unsigned>(call.flags_arg), SCMP_CMP_MASKED_EQ, create,
-                             create};
-          scmp_arg_cmp both[2] = {flags, mode};
-          check(seccomp_rule_add_array(ctx.get(), eperm, call.nr, 2, both),
-                std::string("seccomp_rule_add(") + call.name + " creating setuid/setgid)");
-        }
-      }
-    }
-  }
-  // TIOCSTI pushes input into a terminal, TIOCLINUX can too. The inode setters change a file
-  // through a descriptor opened only to read it, as its owner (flags: append-only, no-dump; a
-  // project id; its generation; fs-verity, which makes it read-only for good; an encryption
-  // policy on an empty folder, whose files the survey could not read): the table's ioctl row.
-  // The request is an int, so only its low 32 bits count.
-  for (unsigned long request :
-       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX),
-        static_cast<unsigned long>(FS_IOC_SETFLAGS), static_cast<unsigned long>(FS_IOC32_SETFLAGS),
-        static_cast<unsigned long>(FS_IOC_FSSETXATTR),
-        static_cast<unsigned long>(FS_IOC_SETVERSION),
-        static_cast<unsigned long>(FS_IOC32_SETVERSION),
-        static_cast<unsigned long>(FS_IOC_ENABLE_VERITY),
-        static_cast<unsigned long>(FS_IOC_SET_ENCRYPTION_POLICY)})
-    check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
-                           SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request)),
-          "seccomp_rule_add(ioctl " + std::to_string(request) + ")");
-
-  // Netlink: only NETLINK_ROUTE, which getaddrinfo() and if_nameindex() read the interfaces
-  // through. Audit, netfilter, xfrm, uevents and the rest are kernel surface a notebook never
-  // needs. The protocol is an int: its low 32 bits count.
-  check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 2,
-                         SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(AF_NETLINK)),
-                         SCMP_A2_32(SCMP_CMP_NE, static_cast<scmp_datum_t>(NETLINK_ROUTE))),
-        "seccomp_rule_add(socket AF_NETLINK other than NETLINK_ROUTE)");
-
-  // socket(): AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only (no inet at all when there is no
-  // network namespace). Refuse everything else by ranges, so unknown future families are refused.
-  std::vector<int> allowed = {AF_UNIX, AF_NETLINK};
-  if (!options.refuse_inet) allowed.insert(allowed.end(), {AF_INET, AF_INET6});
-  for (int family = 0; family <= AF_NETLINK; ++family) {
-    bool ok = false;
-    for (int a : allowed) ok = ok || a == family;
-    if (!ok)
-      check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 1,
-                             SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family))),
-            "seccomp_rule_add(socket family " + std::to_string(family) + ")");
-  }
-  check(seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK)),
-        "seccomp_rule_add(socket families above AF_NETLINK)");
+  else
+    add_mode_rules(ctx.get());
+  add_ioctl_rules(ctx.get());
+  add_socket_rules(ctx.get(), options.refuse_inet);
   return ctx;
 }
 

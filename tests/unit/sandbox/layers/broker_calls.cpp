@@ -1,7 +1,9 @@
 // The broker's written table (docs/security.md, "What the broker admits, call by call") names
 // every call the seccomp filter hands the broker, and the hard links the filter refuses beside
 // them, and no other call: one added to the filter's list without a row saying what passes and
-// why fails here the day it is added.
+// why fails here the day it is added. The broker's dispatch table (broker_handlers.hpp) holds
+// one handler for each of the same calls: a call handed over without one would be refused
+// (ENOSYS), a handler for a call never handed over is dead code.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -10,7 +12,9 @@
 #include <sstream>
 #include <string>
 
+#include "sandbox/jail/broker_handlers.hpp"
 #include "sandbox/layers/seccomp_filter.hpp"
+#include "sandbox/layers/syscall_table.hpp"
 
 using namespace belljar;
 
@@ -51,4 +55,17 @@ TEST_CASE("every call the filter hands the broker has a row in its written table
   std::set<std::string> handed(brokered_syscalls().begin(), brokered_syscalls().end());
   handed.insert({"link", "linkat"});  // refused by the filter itself, a row of their own
   CHECK(written == handed);
+}
+
+TEST_CASE("the broker's dispatch table has one handler for each call the filter hands it") {
+  std::set<std::string> handed(brokered_syscalls().begin(), brokered_syscalls().end());
+  std::set<std::string> dispatched;
+  for (const auto& call : brokered_calls()) {
+    INFO(call.name);
+    CHECK(dispatched.insert(call.name).second);  // once
+    CHECK(call.handle != nullptr);
+    CHECK(std::string(call.why).size() > 0);
+    CHECK(native_syscall_number(call.name) >= 0);
+  }
+  CHECK(dispatched == handed);
 }

@@ -1,0 +1,283 @@
+#include "sandbox/jail/workspace_judge.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>  // RENAME_EXCHANGE
+
+namespace belljar {
+
+namespace {
+
+constexpr size_t kMaxScanned = 100000;  // entries below a folder that is to be renamed
+
+const char* const kMakesAnEnvironment =
+    "it would make its folder a Python environment, closed to every later session";
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string text;
+  for (const auto& part : parts) text += (text.empty() ? "" : "/") + part;
+  return text;
+}
+
+// `path`'s components below `dir`'s (empty: `dir` itself), or nothing when outside it.
+std::optional<std::vector<std::string>> below(const std::vector<std::string>& path,
+                                              const std::vector<std::string>& dir) {
+  if (path.size() < dir.size()) return std::nullopt;
+  for (size_t i = 0; i < dir.size(); ++i)
+    if (path[i] != dir[i]) return std::nullopt;
+  return std::vector<std::string>(path.begin() + static_cast<long>(dir.size()), path.end());
+}
+
+// Depth first below `dir`; `found` gets each entry's components (and whether it is an
+// environment's marker or root: pyvenv.cfg, conda-meta, a folder of an environment's shape) and
+// stops the walk by returning true. A folder that cannot be opened or read sets `unreadable` and
+// stops it too.
+template <typename Found>
+bool scan(int dir, std::vector<std::string> inner, size_t& seen, bool& unreadable, Found&& found) {
+  Fd copy(::fcntl(dir, F_DUPFD_CLOEXEC, 0));
+  DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
+  if (!stream) {
+    unreadable = true;
+    return true;
+  }
+  copy.release();
+  bool stop = false;
+  while (!stop) {
+    errno = 0;
+    dirent* entry = ::readdir(stream);
+    if (!entry) {
+      if (errno != 0) unreadable = stop = true;
+      break;
+    }
+    std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    if (++seen > kMaxScanned) {
+      stop = true;
+      break;
+    }
+    inner.push_back(name);
+    // An environment's marker names its folder; a prefix's shape (bin/python* beside
+    // lib/python3.*) is looked at below, on each folder as it is entered.
+    if (found(inner, name == "pyvenv.cfg" || name == "conda-meta")) {
+      stop = true;
+    } else if (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) {
+      Fd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sub && holds_python_environment(sub.get()) && found(inner, true))
+        stop = true;
+      else if (sub)
+        stop = scan(sub.get(), inner, seen, unreadable, found);
+      else if (errno != ENOTDIR && errno != ELOOP)  // a file or a link after all
+        unreadable = stop = true;
+    }
+    inner.pop_back();
+  }
+  ::closedir(stream);
+  return stop || seen > kMaxScanned;
+}
+
+}  // namespace
+
+const char* change_name(Change change) {
+  switch (change) {
+    case Change::create:
+    case Change::make_folder:
+      return "create";
+    case Change::write:
+      return "write";
+    case Change::remove:
+      return "remove";
+    case Change::rename:
+      return "rename";
+    case Change::mode:
+      return "mode";
+    case Change::owner:
+      return "owner";
+    case Change::times:
+      return "times";
+    case Change::link:
+      return "link";
+  }
+  return "change";
+}
+
+int outside_roots(int dir) {
+  struct statfs fs {};
+  return ::fstatfs(dir, &fs) == 0 && (fs.f_flags & ST_RDONLY) ? EROFS : EACCES;
+}
+
+std::optional<std::vector<std::string>> WorkspaceJudge::in_workspace(const WalkedPath& at) const {
+  std::vector<std::string> full = at.where;
+  if (!at.name.empty()) full.push_back(at.name);
+  return below(full, workspace_);
+}
+
+int WorkspaceJudge::refuse(const std::vector<std::string>& relative, Change change,
+                           const std::string& why) {
+  refuse_({joined(relative), change_name(change), why});
+  return change == Change::mode || change == Change::owner || change == Change::times ? EPERM
+                                                                                      : EACCES;
+}
+
+int WorkspaceJudge::decide(const WalkedPath& at, Change change) {
+  auto relative = in_workspace(at);
+  if (!relative) {
+    std::vector<std::string> full = at.where;
+    full.push_back(at.name);
+    // below a root; a root itself only to write into (a device bound there)
+    for (const auto& root : roots_) {
+      if (!below(full, root)) continue;
+      if (full.size() == root.size()) {
+        if (change == Change::write) return 0;
+        continue;
+      }
+      // A read-only folder bound below a root (--ro under /tmp): the kernel refuses a file
+      // there, but not a FIFO or a device opened for writing.
+      return outside_roots(at.parent.get()) == EROFS ? EROFS : 0;
+    }
+    return outside_roots(at.parent.get());
+  }
+  // An environment found on disk first: its reason is the more telling one (a sitecustomize.py
+  // there is also a module of the host's by name), and no --writable opens it.
+  std::optional<std::string> why;
+  if (in_environment(at))
+    why = "inside a Python environment";
+  else
+    why = rule_.refusal(
+        *relative, change == Change::make_folder ? NameChange::make_folder : NameChange::other);
+  if (!why && in_a_homes_bin(at, *relative))
+    why = "a home's bin (the folder holds a shell's start-up file), first on its PATH";
+  if (!why && change != Change::remove && makes_an_environment(at)) why = kMakesAnEnvironment;
+  if (!why) return 0;
+  return refuse(*relative, change, *why);
+}
+
+int WorkspaceJudge::decide_rename(const WalkedPath& from, const WalkedPath& to, unsigned flags) {
+  if (int error = decide(from, Change::rename)) return error;
+  if (int error = decide(to, Change::rename)) return error;
+  if (int error = decide_subtree(from, to)) return error;
+  if (int error = decide_environment_by_rename(from, to)) return error;
+  if (flags & RENAME_EXCHANGE) {
+    if (int error = decide_subtree(to, from)) return error;
+    // Exchanged, each goes where the other was (a bin holding python* for an empty one).
+    if (int error = decide_environment_by_rename(to, from)) return error;
+  }
+  return 0;
+}
+
+int WorkspaceJudge::replacement_refusal(const struct stat& moved, const struct stat& replaced) {
+  if (S_ISDIR(moved.st_mode) && !S_ISDIR(replaced.st_mode)) return ENOTDIR;
+  if (!S_ISDIR(moved.st_mode) && S_ISDIR(replaced.st_mode)) return EISDIR;
+  return 0;
+}
+
+int WorkspaceJudge::decide_link(const WalkedPath& at, const std::string& target) {
+  auto relative = in_workspace(at);
+  if (!relative) return 0;
+  WalkedPath points;
+  SandboxPaths paths(root_);
+  int error = paths.walk(at.where, target, true, points);
+  auto target_rel = error ? std::nullopt : in_workspace(points);
+  if (!target_rel || target_rel->empty())
+    return refuse(*relative, Change::link, "a link that leads out of the workspace");
+  return decide(points, Change::link);
+}
+
+int WorkspaceJudge::decide_mode(const WalkedPath& at, const struct stat& st, mode_t mode) {
+  if (int error = decide(at, Change::mode)) return error;
+  if (mode & (S_ISUID | S_ISGID)) return EPERM;
+  auto relative = in_workspace(at);
+  if (S_ISDIR(st.st_mode) && relative && (mode & (S_IRUSR | S_IXUSR)) != (S_IRUSR | S_IXUSR))
+    return refuse(*relative, Change::mode,
+                  "a folder its owner could not read (the quota counts every folder)");
+  return 0;
+}
+
+// A folder moved into place as a `bin` or a `lib` that completes an environment's shape
+// (folder_completes_environment): refused as a name that does would be.
+int WorkspaceJudge::decide_environment_by_rename(const WalkedPath& from, const WalkedPath& to) {
+  auto to_rel = in_workspace(to);
+  if (!to_rel ||
+      !folder_completes_environment(from.parent.get(), from.name, to.name, to.parent.get()))
+    return 0;
+  return refuse(*to_rel, Change::rename, kMakesAnEnvironment);
+}
+
+// A folder to be moved: nothing the rule closes may lie below it, judged where it stands and
+// where it goes.
+int WorkspaceJudge::decide_subtree(const WalkedPath& from, const WalkedPath& to) {
+  auto from_rel = in_workspace(from), to_rel = in_workspace(to);
+  if (!from_rel && !to_rel) return 0;
+  Fd top(::openat(from.parent.get(), from.name.c_str(),
+                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!top && (errno == ENOTDIR || errno == ELOOP)) return 0;  // not a folder: nothing below
+  size_t seen = 0;
+  bool unreadable = !top;
+  std::optional<std::string> why;
+  std::vector<std::string> found;
+  if (top && holds_python_environment(top.get())) {
+    why = "it is a Python environment";
+    found = from_rel ? *from_rel : *to_rel;
+  } else if (top) {
+    scan(top.get(), {}, seen, unreadable, [&](const std::vector<std::string>& inner, bool is_venv) {
+      for (const auto* base : {&from_rel, &to_rel}) {
+        if (!*base) continue;
+        std::vector<std::string> rel = **base;
+        rel.insert(rel.end(), inner.begin(), inner.end());
+        if (is_venv || rule_.closed(rel)) {
+          why = is_venv ? "it holds a Python environment" : "it holds " + joined(rel);
+          found = **base;
+          return true;
+        }
+      }
+      return false;
+    });
+  }
+  // Fails closed: what could not be looked at may hold anything.
+  if (!why && (seen > kMaxScanned || unreadable)) {
+    why = unreadable ? "it holds a folder the broker cannot read"
+                     : "it holds more than 100000 entries to check";
+    found = from_rel ? *from_rel : *to_rel;
+  }
+  if (!why) return 0;
+  return refuse(found, Change::rename, *why);
+}
+
+// Whether the name `at` holds would complete an environment's shape on disk
+// (completes_environment), looked at from the walked folder and the one above it.
+bool WorkspaceJudge::makes_an_environment(const WalkedPath& at) const {
+  if (at.name.empty()) return false;
+  std::string parent = at.where.empty() ? std::string() : at.where.back();
+  Fd above(::openat(at.parent.get(), "..", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  return completes_environment(parent, at.name, above ? above.get() : -1);
+}
+
+// Whether a component of `relative` is a `bin` whose folder is a home by its shape
+// (holds_shell_start_up). The folders are reached from the walked one by "..": the broker
+// answers one call at a time, so no brokered rename moves them meanwhile.
+bool WorkspaceJudge::in_a_homes_bin(const WalkedPath& at,
+                                    const std::vector<std::string>& relative) const {
+  for (size_t i = 0; i < relative.size(); ++i) {
+    if (relative[i] != "bin") continue;
+    Fd dir(::fcntl(at.parent.get(), F_DUPFD_CLOEXEC, 0));
+    for (size_t up = relative.size() - 1 - i; dir && up > 0; --up)
+      dir = Fd(::openat(dir.get(), "..", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    // What cannot be looked at may be a home: refused.
+    if (!dir || holds_shell_start_up(dir.get())) return true;
+  }
+  return false;
+}
+
+// Whether a folder from the workspace's root down to the target's is a Python environment's
+// root by its shape (workspace_rule.hpp's table).
+bool WorkspaceJudge::in_environment(const WalkedPath& at) const {
+  for (size_t i = workspace_.size(); i < at.marked.size(); ++i)
+    if (at.marked[i]) return true;
+  return false;
+}
+
+}  // namespace belljar

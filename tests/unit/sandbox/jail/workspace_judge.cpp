@@ -1,0 +1,378 @@
+// The broker's judge as a table: a real folder stands in for the sandbox's root (a workspace
+// "ws" and a writable "tmp" in it, the rest outside every root), each path is walked as the broker
+// walks it, and each row says what the judge answers for one change: 0, or the errno the cell
+// gets. Every class the red team used is a row, with plain files and folders as the controls.
+#include "sandbox/jail/workspace_judge.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "sandbox/layers/syscall_table.hpp"
+#include "sandbox/layers/workspace_guard.hpp"
+#include "sandbox_harness.hpp"
+
+using namespace belljar;
+using namespace belljar::testing;
+
+namespace {
+
+using Parts = std::vector<std::string>;
+
+void touch(const fs::path& path) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << "x";
+}
+
+// The sandbox's root, its workspace at /ws, the judge's settings as the warden gives them.
+struct Scene {
+  TempDir dir{"belljar-judge"};
+  fs::path ws = dir / "ws";
+  WorkspaceRule rule{{"tools/deploy.sh", "a/b/c.sh"}, {".cache/myproject"}, {"*.pem", "id_rsa*"}};
+  Parts workspace{"ws"};
+  std::vector<Parts> roots{{"ws"}, {"tmp"}};
+  Fd root{::open(dir.path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+  std::vector<BrokerRefusal> refused;
+  WorkspaceJudge judge{rule, workspace, roots, root.get(),
+                       [this](BrokerRefusal r) { refused.push_back(r); }};
+
+  Scene() {
+    for (const char* folder : {"proj/sub",
+                               "proj/bin",
+                               "proj/.git/hooks",
+                               ".git",
+                               ".cache/myproject",
+                               "course",
+                               "venv/lib/python3.11/site-packages",
+                               "conda/conda-meta",
+                               "conda/etc/conda/activate.d",
+                               "prefix/bin",
+                               "prefix/lib/python3.11",
+                               "half/bin",
+                               "half/lib/python3.11",
+                               "half2/bin",
+                               "half2/lib",
+                               "pythons/python3.11",
+                               "home/bin/sub",
+                               "tools",
+                               "a/b",
+                               "carrier/.git",
+                               "envcarrier/inner",
+                               "plain/deeper",
+                               "json"})
+      fs::create_directories(ws / folder);
+    for (const char* file :
+         {"data.csv", "proj/notes.md", "venv/pyvenv.cfg", "prefix/bin/python3", "half2/bin/python3",
+          "home/.profile", "tools/deploy.sh", "a/b/c.sh", "carrier/.git/config",
+          "envcarrier/inner/pyvenv.cfg", "plain/deeper/x.txt", ".bashrc"})
+      touch(ws / file);
+    fs::create_directories(dir / "tmp");
+    fs::create_directories(dir / "etc");
+    touch(dir / "etc/passwd");
+    fs::create_directory_symlink(".git", ws / "tolink");
+    REQUIRE(root);
+  }
+
+  // The path walked as the broker walks it: components from the root, environments marked from
+  // the workspace down.
+  WalkedPath walk(const std::string& path, bool follow_last = false) const {
+    SandboxPaths paths(root.get(), &holds_python_environment, workspace.size());
+    WalkedPath at;
+    REQUIRE(paths.walk(Parts{}, path, follow_last, at) == 0);
+    return at;
+  }
+  struct stat lstat_of(const std::string& path) const {
+    struct stat st {};
+    REQUIRE(::lstat((dir.path.string() + path).c_str(), &st) == 0);
+    return st;
+  }
+};
+
+struct Row {
+  const char* path;
+  Change change;
+  int expected;
+};
+
+const char* spelled(Change change) {
+  return change == Change::make_folder ? "make_folder" : change_name(change);
+}
+
+void check_rows(Scene& scene, std::initializer_list<Row> rows) {
+  for (const auto& row : rows) {
+    INFO(row.path << " " << spelled(row.change));
+    scene.refused.clear();
+    CHECK(scene.judge.decide(scene.walk(row.path), row.change) == row.expected);
+    // A refusal in the workspace is on record; an allowed change, or the kernel's own answer
+    // outside the workspace, is not.
+    std::string path = row.path;
+    bool in_workspace = path == "/ws" || path.rfind("/ws/", 0) == 0;
+    CHECK(scene.refused.size() == (row.expected && in_workspace ? 1u : 0u));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("plain files and folders in the workspace are the sandbox's to change",
+          "[workspace-judge]") {
+  Scene scene;
+  check_rows(scene, {
+                        {"/ws/data.csv", Change::write, 0},
+                        {"/ws/data.csv", Change::remove, 0},
+                        {"/ws/data.csv", Change::mode, 0},
+                        {"/ws/data.csv", Change::times, 0},
+                        {"/ws/data.csv", Change::owner, 0},
+                        {"/ws/new.txt", Change::create, 0},
+                        {"/ws/proj/sub/deep.txt", Change::create, 0},
+                        {"/ws/newdir", Change::make_folder, 0},
+                        {"/ws/proj/notes.md", Change::rename, 0},
+                        {"/ws/proj/bin/run.sh", Change::create, 0},  // no shell start-up beside
+                        {"/ws/helpers.py", Change::create, 0},
+                        {"/ws/json", Change::make_folder, 0},  // a name every Python has
+                        {"/ws/json/data.py", Change::create, 0},
+                        {"/ws/half2/lib/helpers", Change::create, 0},
+                        {"/ws/k.pem.txt", Change::create, 0},
+                    });
+}
+
+TEST_CASE("a dot component at any depth is closed", "[workspace-judge]") {
+  Scene scene;
+  check_rows(scene, {
+                        {"/ws/.bashrc", Change::write, EACCES},
+                        {"/ws/.gitconfig", Change::create, EACCES},
+                        {"/ws/.git/config", Change::create, EACCES},
+                        {"/ws/proj/.git/hooks/pre-commit", Change::create, EACCES},
+                        {"/ws/proj/.envrc", Change::create, EACCES},
+                        {"/ws/.local", Change::make_folder, EACCES},
+                        {"/ws/.bashrc", Change::remove, EACCES},
+                        {"/ws/.bashrc", Change::rename, EACCES},
+                        {"/ws/.bashrc", Change::mode, EPERM},
+                        {"/ws/.bashrc", Change::times, EPERM},
+                        {"/ws/.bashrc", Change::owner, EPERM},
+                        // --writable opens a dot path and lets the folders above it be made
+                        {"/ws/.cache/myproject/x", Change::create, 0},
+                        {"/ws/.cache", Change::make_folder, 0},
+                        {"/ws/.cache/other", Change::create, EACCES},
+                        // the morgue, whatever --writable says
+                        {"/ws/.belljar-morgue", Change::make_folder, EACCES},
+                    });
+  scene.refused.clear();
+  scene.judge.decide(scene.walk("/ws/proj/.git/hooks/pre-commit"), Change::create);
+  REQUIRE(scene.refused.size() == 1);
+  CHECK(scene.refused[0].path == "proj/.git/hooks/pre-commit");
+  CHECK(scene.refused[0].change == "create");
+}
+
+TEST_CASE("nothing inside a Python environment, nor a name that completes one",
+          "[workspace-judge]") {
+  Scene scene;
+  check_rows(scene, {
+                        // pyvenv.cfg, conda-meta, bin/python* beside lib/python3.*: on disk
+                        {"/ws/venv/lib/python3.11/site-packages/evil.pth", Change::create, EACCES},
+                        {"/ws/venv/pyvenv.cfg", Change::remove, EACCES},
+                        {"/ws/venv/notes.txt", Change::create, EACCES},
+                        {"/ws/conda/etc/conda/activate.d/x.sh", Change::create, EACCES},
+                        {"/ws/conda/README", Change::create, EACCES},
+                        {"/ws/prefix/lib/python3.11/site.py", Change::create, EACCES},
+                        {"/ws/prefix/bin/python3", Change::mode, EPERM},
+                        // names that would make their folder an environment
+                        {"/ws/pyvenv.cfg", Change::create, EACCES},
+                        {"/ws/proj/conda-meta", Change::make_folder, EACCES},
+                        {"/ws/half/bin/python3", Change::create, EACCES},
+                        {"/ws/half2/lib/python3.12", Change::make_folder, EACCES},
+                        // site-packages anywhere by its name
+                        {"/ws/proj/site-packages", Change::make_folder, EACCES},
+                    });
+  scene.refused.clear();
+  scene.judge.decide(scene.walk("/ws/venv/notes.txt"), Change::create);
+  REQUIRE(scene.refused.size() == 1);
+  CHECK(scene.refused[0].reason == "inside a Python environment");
+}
+
+TEST_CASE("a home's bin, a host module's name, a secret, a protected path", "[workspace-judge]") {
+  Scene scene;
+  check_rows(scene,
+             {
+                 // a folder holding a shell's start-up file is a home: its bin is on PATH
+                 {"/ws/home/bin/git", Change::create, EACCES},
+                 {"/ws/home/bin/sub/x", Change::create, EACCES},
+                 {"/ws/home/notes.txt", Change::create, 0},
+                 // host_modules.cpp: what a host Python imports from its folder
+                 {"/ws/json.py", Change::create, EACCES},
+                 {"/ws/course/zmq.py", Change::create, EACCES},
+                 {"/ws/ipykernel_launcher.py", Change::create, EACCES},
+                 {"/ws/numpydoc", Change::make_folder, EACCES},
+                 {"/ws/json", Change::rename, EACCES},  // a package renamed into place
+                                                        // secrets' names (--hide and the defaults)
+                 {"/ws/server.pem", Change::create, EACCES},
+                 {"/ws/proj/id_rsa", Change::create, EACCES},
+                 // --protect, at the depth it names
+                 {"/ws/tools/deploy.sh", Change::write, EACCES},
+                 {"/ws/a/b/c.sh", Change::remove, EACCES},
+                 {"/ws/tools/other.sh", Change::create, 0},
+             });
+}
+
+TEST_CASE("outside the workspace only below a writable root, with the kernel's errno",
+          "[workspace-judge]") {
+  Scene scene;
+  check_rows(scene, {
+                        {"/tmp/scratch", Change::create, 0},
+                        {"/tmp/.bashrc", Change::create, 0},  // the rule is the workspace's
+                        {"/tmp", Change::write, 0},           // a root itself: only written into
+                        {"/tmp", Change::rename, EACCES},
+                        {"/etc/passwd", Change::write, EACCES},
+                        {"/etc/cron.d", Change::make_folder, EACCES},
+                        {"/ws", Change::rename, EACCES},  // the workspace itself
+                    });
+}
+
+TEST_CASE("a path through a link is judged where it lands", "[workspace-judge]") {
+  Scene scene;
+  // ws/tolink -> .git: the name is judged as .git/config, not tolink/config
+  WalkedPath at = scene.walk("/ws/tolink/config", true);
+  CHECK(at.where == Parts{"ws", ".git"});
+  CHECK(scene.judge.decide(at, Change::write) == EACCES);
+}
+
+TEST_CASE("a link in the workspace leads only to an ordinary place in it", "[workspace-judge]") {
+  Scene scene;
+  struct LinkRow {
+    const char* at;
+    const char* target;
+    int expected;
+  };
+  for (const auto& row : std::initializer_list<LinkRow>{
+           {"/ws/l1", "proj", 0},
+           {"/ws/l2", "data.csv", 0},
+           {"/ws/proj/l3", "../data.csv", 0},
+           {"/ws/l4", "/ws/proj/notes.md", 0},
+           {"/ws/l5", "/etc/passwd", EACCES},
+           {"/ws/l6", "../tmp/x", EACCES},
+           {"/ws/l7", ".", EACCES},  // the workspace itself
+           {"/ws/l8", ".git/config", EACCES},
+           // The target is judged by the rule's components only: the walk to it marks no
+           // environment (what a write through the link lands in is, below).
+           {"/ws/l9", "venv/lib", 0},
+           {"/ws/l10", "missing/x", EACCES},  // cannot be resolved: refused
+           {"/tmp/l11", "/etc", 0},           // outside the workspace, its text is not looked at
+       }) {
+    INFO(row.at << " -> " << row.target);
+    scene.refused.clear();
+    CHECK(scene.judge.decide_link(scene.walk(row.at), row.target) == row.expected);
+    if (row.expected) CHECK(scene.refused.size() == 1);
+  }
+  // Written through, a link is judged where it lands: inside the environment.
+  fs::create_directory_symlink("venv/lib", scene.ws / "l9");
+  CHECK(scene.judge.decide(scene.walk("/ws/l9/evil.pth"), Change::create) == EACCES);
+  // A hard link never reaches the judge: the filter refuses it, as it refuses extended
+  // attributes (a mode set as an ACL).
+  for (const char* call : {"link", "linkat"}) {
+    INFO(call);
+    REQUIRE(classified(call));
+    CHECK(classified(call)->kind == SyscallClass::refused);
+    CHECK(classified(call)->error == EPERM);
+  }
+  for (const char* call : {"setxattr", "lsetxattr", "fsetxattr", "removexattr"}) {
+    INFO(call);
+    REQUIRE(classified(call));
+    CHECK(classified(call)->kind == SyscallClass::refused);
+    CHECK(classified(call)->error == EOPNOTSUPP);
+  }
+}
+
+TEST_CASE("a mode sets no id bit and hides no folder from the survey", "[workspace-judge]") {
+  Scene scene;
+  struct ModeRow {
+    const char* path;
+    mode_t mode;
+    int expected;
+    bool recorded;
+  };
+  for (const auto& row : std::initializer_list<ModeRow>{
+           {"/ws/data.csv", 0600, 0, false},
+           {"/ws/data.csv", 0, 0, false},  // a file its owner cannot read is still counted
+           {"/ws/data.csv", 04755, EPERM, false},
+           {"/ws/data.csv", 02755, EPERM, false},
+           {"/ws/proj", 0700, 0, false},
+           {"/ws/proj", 0300, EPERM, true},  // the survey could not read it
+           {"/ws/proj", 0600, EPERM, true},  // nor search it
+           {"/ws/.git", 0700, EPERM, true},
+           {"/tmp", 0777, EACCES, false},  // a root itself: not the worker's to re-mode
+       }) {
+    INFO(row.path << " " << std::oct << row.mode);
+    scene.refused.clear();
+    CHECK(scene.judge.decide_mode(scene.walk(row.path), scene.lstat_of(row.path), row.mode) ==
+          row.expected);
+    CHECK(scene.refused.size() == (row.recorded ? 1u : 0u));
+  }
+}
+
+TEST_CASE("a rename carries nothing closed away, and completes no environment",
+          "[workspace-judge]") {
+  Scene scene;
+  struct RenameRow {
+    const char* from;
+    const char* to;
+    unsigned flags;
+    int expected;
+  };
+  for (const auto& row : std::initializer_list<RenameRow>{
+           {"/ws/plain", "/ws/plain2", 0, 0},
+           {"/ws/data.csv", "/ws/proj/data.csv", 0, 0},
+           {"/ws/data.csv", "/ws/.bashrc", 0, EACCES},       // onto a dot name
+           {"/ws/.bashrc", "/ws/bashrc", 0, EACCES},         // a dot name away
+           {"/ws/carrier", "/ws/carried", 0, EACCES},        // it holds .git/config
+           {"/ws/tools", "/ws/tools2", 0, EACCES},           // a protected path's ancestor
+           {"/ws/a", "/ws/z", 0, EACCES},                    // --protect a/b/c.sh, two up
+           {"/ws/envcarrier", "/ws/moved", 0, EACCES},       // it holds an environment
+           {"/ws/venv", "/ws/venv2", 0, EACCES},             // it is one
+           {"/ws/prefix", "/ws/prefix2", 0, EACCES},         // by its shape
+           {"/ws/plain", "/ws/proj/.git/plain", 0, EACCES},  // into a closed place
+           {"/ws/pythons", "/ws/half2/lib2", 0, 0},          // a folder of python3.* folders
+           {"/ws/pythons", "/ws/half2/libx", 0, 0},          // ... under another name
+           {"/tmp", "/ws/tmp", 0, EACCES},                   // a root itself
+           {"/ws/plain", "/tmp/plain", 0, 0},                // out of the workspace
+       }) {
+    INFO(row.from << " -> " << row.to);
+    CHECK(scene.judge.decide_rename(scene.walk(row.from), scene.walk(row.to), row.flags) ==
+          row.expected);
+  }
+  // As half2's lib beside bin/python3, a folder of python3.* folders would complete a prefix.
+  fs::remove(scene.ws / "half2/lib");
+  CHECK(scene.judge.decide_rename(scene.walk("/ws/pythons"), scene.walk("/ws/half2/lib"), 0) ==
+        EACCES);
+}
+
+TEST_CASE("an exchange is judged both ways", "[workspace-judge]") {
+  Scene scene;
+  // A plain folder for one that holds a closed name: moved one way, nothing closed goes; the
+  // other way, .git/config does.
+  CHECK(scene.judge.decide_rename(scene.walk("/ws/plain"), scene.walk("/ws/carrier"), 0) == 0);
+  CHECK(scene.judge.decide_rename(scene.walk("/ws/plain"), scene.walk("/ws/carrier"),
+                                  RENAME_EXCHANGE) == EACCES);
+  // An empty lib for a folder of python3.* folders: exchanged, that folder becomes half2's lib
+  // beside bin/python3.
+  CHECK(scene.judge.decide_rename(scene.walk("/ws/half2/lib"), scene.walk("/ws/pythons"), 0) == 0);
+  scene.refused.clear();
+  CHECK(scene.judge.decide_rename(scene.walk("/ws/half2/lib"), scene.walk("/ws/pythons"),
+                                  RENAME_EXCHANGE) == EACCES);
+  REQUIRE(scene.refused.size() == 1);
+  CHECK(scene.refused[0].path == "half2/lib");
+  CHECK(scene.refused[0].change == "rename");
+}
+
+TEST_CASE("a replacement the objects' kinds forbid is refused as the kernel would",
+          "[workspace-judge]") {
+  Scene scene;
+  struct stat folder = scene.lstat_of("/ws/plain"), file = scene.lstat_of("/ws/data.csv");
+  CHECK(WorkspaceJudge::replacement_refusal(folder, file) == ENOTDIR);
+  CHECK(WorkspaceJudge::replacement_refusal(file, folder) == EISDIR);
+  CHECK(WorkspaceJudge::replacement_refusal(file, file) == 0);
+  CHECK(WorkspaceJudge::replacement_refusal(folder, folder) == 0);
+}
