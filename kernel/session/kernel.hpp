@@ -6,7 +6,8 @@
 //   reactor.cpp      the loop: poll, signals, timers, the launching client (parent_watch.hpp)
 //   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
 //   worker_link.cpp  the worker: start, frames in and out, its output pipes, faults, exits
-//                    (the outbox and the text cursors: worker_channel.hpp)
+//                    (the outbox and the text cursors: worker_channel.hpp; a framed socket
+//                    read, fd 3's and fd 4's: frame_reader.hpp)
 //   cell_limits.cpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), the
 //                    errors naming them
 //   cell_records.cpp what a request leaves: reply (its payload: kernel/output/payloads.hpp),

@@ -168,6 +168,7 @@ TEST_CASE("debug link: what the worker cannot take is refused by the link, in DA
     REQUIRE(rig.replies().size() == 1);
     CHECK(rig.replies()[0].content["request_seq"] == 4);
     CHECK(rig.replies()[0].content["success"] == false);
+    CHECK(rig.to_worker().empty());
   }
   SECTION("a worker with no debugpy") {
     Rig rig;
@@ -176,6 +177,7 @@ TEST_CASE("debug link: what the worker cannot take is refused by the link, in DA
     REQUIRE(rig.replies().size() == 1);
     CHECK(rig.replies()[0].content["message"].get<std::string>().find("no debugpy") !=
           std::string::npos);
+    CHECK(rig.to_worker().empty());
   }
   SECTION("the channel closed") {
     Rig rig;
@@ -192,9 +194,6 @@ TEST_CASE("debug link: what the worker cannot take is refused by the link, in DA
     rig.from_worker({{"type", "debug_reply"}, {"id", 99}, {"content", response("threads", 1)}});
     CHECK(rig.client.sent.empty());
   }
-  Rig rig;
-  rig.start();
-  CHECK(rig.to_worker().empty());
 }
 
 TEST_CASE(
