@@ -123,7 +123,7 @@ void Kernel::finish_cell(const json& done) {
                  {"limit_hit", facts["limit_hit"]},
                  {"displays", cell.displays}};
   if (facts.contains("secrets")) record["secrets"] = facts["secrets"];
-  // Time paused in the debugger (debug_link.cpp), which --timeout did not count up to
+  // Time paused in the debugger (debug_link.hpp), which --timeout did not count up to
   // --debug-pause.
   cell.paused.resume(Clock::now());
   if (double paused = cell.paused.total(Clock::now()); paused > 0)

@@ -1,6 +1,6 @@
 #pragma once
 // The debugger's requests as the supervisor tracks them (issue 31, docs/design/debugger.md §3):
-// a part of the debug channel's routing (debug_link.cpp) with one job, tested alone
+// a part of the debug channel's routing (debug_link.hpp) with one job, tested alone
 // (tests/unit/kernel/session/debug_requests.cpp).
 //
 // JupyterLab's debug_request arrives on control; the supervisor hands it to the worker's
@@ -11,7 +11,7 @@
 // DAP response to that very request, else it becomes a refusal; the number waiting is bounded;
 // every request has a deadline; events are relayed only while a debug session is started, and
 // at a bounded rate (past it, only the events the frontend's state hangs on, which are charged
-// to the output budget like every other: debug_link.cpp).
+// to the output budget like every other: debug_link.hpp).
 //
 // PausedTime: a cell's --timeout counts running time only, not the time the worker says its main
 // thread is stopped at a breakpoint, up to the pause allowance (--debug-pause): past it, paused

@@ -6,7 +6,8 @@
 //   reactor.cpp      the loop: poll, signals, timers, the launching client (parent_watch.hpp)
 //   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
 //   worker_link.cpp  the worker: start, frames in and out, its output pipes, faults, exits
-//                    (the outbox and the text cursors: worker_channel.hpp)
+//                    (the outbox and the text cursors: worker_channel.hpp; a framed socket
+//                    read, fd 3's and fd 4's: frame_reader.hpp)
 //   cell_limits.hpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), the
 //                    errors naming them
 //   cell_records.cpp what a request leaves: reply (its payload: kernel/output/payloads.hpp),
@@ -17,7 +18,7 @@
 //   idle_link.cpp    output of code running between requests (asyncio tasks, threads): shown
 //                    parented to the last cell, on a budget of its own (idle_output.hpp)
 //   egress_link.hpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
-//   debug_link.cpp   the debugger: debug_request on control, handed to the worker's debug
+//   debug_link.hpp   the debugger: debug_request on control, handed to the worker's debug
 //                    channel (fd 4), its replies and events checked, charged and relayed (the
 //                    pending table, deadlines, started state, event rate: debug_requests.hpp)
 //   workspace_link.hpp  the workspace guard's surveys: new guards, the quota (when to survey
@@ -42,7 +43,7 @@
 #include "kernel/session/cell_limits.hpp"
 #include "kernel/session/client_channel.hpp"
 #include "kernel/session/comms_during_cell.hpp"
-#include "kernel/session/debug_requests.hpp"
+#include "kernel/session/debug_link.hpp"
 #include "kernel/session/doors.hpp"
 #include "kernel/session/egress_link.hpp"
 #include "kernel/session/frontend.hpp"
@@ -93,10 +94,27 @@ class KernelWorkerDoor final : public WorkerDoor {
   Kernel& kernel_;
 };
 
+// The running request as the debugger link asks for it (debug_link.hpp's DebugCore).
+class KernelDebugCore final : public DebugCore {
+ public:
+  explicit KernelDebugCore(Kernel& kernel) : kernel_(kernel) {}
+  OutputBudget& output_budget() override;
+  const WireMessage* output_parent() const override;
+  const WireMessage* background_parent() const override;
+  std::optional<int> execution_count() const override;
+  void note_pause(bool paused, Clock::time_point now) override;
+  void end_pause(Clock::time_point now) override;
+  void read_output_before(const json& frame) override;
+
+ private:
+  Kernel& kernel_;
+};
+
 class Kernel {
   // tests/fuzz/fuzz_kernel_frames.cpp: the frame handlers driven without a sandbox.
   friend struct KernelProbe;
   friend class KernelWorkerDoor;
+  friend class KernelDebugCore;
 
  public:
   // Signals are blocked here: construct before anything starts threads (ZMQ's included).
@@ -154,11 +172,6 @@ class Kernel {
   void flush_outbox();
   void fault_worker(const std::string& why);
   void read_frames();
-  using FrameHandler = void (Kernel::*)(const json&);
-  // Decoded and handled, each frame a boundary (a frame whose handling throws is a fault).
-  void take_frames(WorkerFrameDecoder& decoder, std::string_view bytes, FrameHandler handle);
-  // A turn's worth of what `fd` holds, handed to take_frames; false at EOF.
-  bool read_socket(int fd, WorkerFrameDecoder& decoder, FrameHandler handle, const bool& open);
   void read_pipe(int index, size_t budget);
   void drain_pipes();
   void read_output_before(const json& frame);
@@ -237,42 +250,6 @@ class Kernel {
   // The egress proxy's decisions taken now, the running cell's share put in it.
   void handle_egress();
 
-  // debug_link.cpp
-  void serve_debug_request(const WireMessage& message);
-  // The control reply (debug_reply, parented to the request), then idle.
-  void answer_debug_request(const WireMessage& request, json content);
-  // Why no debug request can be handed to the worker now; "" when one can.
-  std::string debug_unavailable() const;
-  // An audit record for a request that runs code; false when it must be refused
-  // (--audit-required and the audit log is failing), with `refusal` saying why.
-  bool audit_debug_code(const WireMessage& request, const std::string& code, std::string& refusal);
-  void flush_debug_outbox();
-  void read_debug_frames();
-  void handle_debug_frame(const json& frame);
-  void on_debug_reply(const json& frame);
-  void on_debug_event(const json& frame);
-  // A reply's or an event's content as the client may get it: redacted, a rich inspection's
-  // bundle checked as a display's, charged to the output budget; nullopt past the budget.
-  std::optional<json> checked_debug_content(json content, bool rich_bundle);
-  // An event the frontend's state hangs on could not be relayed (past the budget, or larger
-  // than an event may be): the debug session ends, with a notice.
-  void debug_stopped_for_budget(const std::string& event, size_t bytes);
-  void check_debug_deadlines(Clock::time_point now);
-  // The worker is gone, or its debug channel: every pending request answered with `why`, the
-  // debug session's state cleared.
-  void end_debug_session(const std::string& why);
-  void release_held_debug_requests();
-  DebugRequests debug_requests_;
-  WorkerFrameDecoder debug_decoder_;
-  WorkerOutbox debug_outbox_;
-  bool debug_open_ = false;                        // fd 4 polled until EOF or a fault
-  std::optional<Clock::time_point> debug_eof_at_;  // EOF seen: pending answered then
-  bool worker_debugger_ = false;                   // hello said `debugger: true`
-  std::vector<WireMessage> held_debug_;            // arrived before hello
-  std::deque<WireMessage> queued_debug_;           // waiting for the one being answered
-  // The last debug_request's header: the parent of the debug events (as ipykernel parents them).
-  std::optional<WireMessage> last_debug_request_;
-
   // The warden's reports (workspace_link.hpp): the broker's refusals, then each survey's step.
   void take_workspace_reports();
 
@@ -301,6 +278,13 @@ class Kernel {
   EgressLink egress_{audit_, metrics_, frame_log_};
   std::optional<WorkerProcess> worker_;
   KernelWorkerDoor worker_door_{*this};
+  // JupyterLab's debugger: debug_request handed to the worker's debug channel (fd 4), its
+  // replies and events checked, charged and relayed (debug_link.hpp).
+  KernelDebugCore debug_core_{*this};
+  DebugLink debug_{client_,      audit_,
+                   worker_door_, checks_,
+                   frame_log_,   {options_.policy.audit_required, options_.policy.audit_code},
+                   debug_core_};
   WorkerFrameDecoder decoder_;
   WorkerOutbox outbox_;
   bool worker_ready_ = false;

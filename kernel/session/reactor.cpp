@@ -179,8 +179,7 @@ Clock::time_point Kernel::next_deadline() const {
       next = std::min(next, Clock::now() + std::chrono::milliseconds(100));
     }
   }
-  if (auto due = debug_requests_.next_deadline()) next = std::min(next, *due);
-  if (debug_eof_at_) next = std::min(next, *debug_eof_at_);
+  if (auto due = debug_.next_deadline()) next = std::min(next, *due);
   if (restart_at_) next = std::min(next, *restart_at_);
   if (auto trim = client_.trim_due()) next = std::min(next, *trim);
   if (worker_)
@@ -203,8 +202,8 @@ void Kernel::poll_once() {
     items.push_back({nullptr, frames_open_ ? worker_->frames_fd() : -1, events, 0});
     items.push_back({nullptr, pipe_open_[0] ? worker_->stdout_fd() : -1, ZMQ_POLLIN, 0});
     items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
-    short debug_events = ZMQ_POLLIN | (debug_outbox_.empty() ? 0 : ZMQ_POLLOUT);
-    items.push_back({nullptr, debug_open_ ? worker_->debug_fd() : -1, debug_events, 0});
+    short debug_events = ZMQ_POLLIN | (debug_.has_output() ? ZMQ_POLLOUT : 0);
+    items.push_back({nullptr, debug_.poll_fd(), debug_events, 0});
   }
   size_t status_index = items.size();
   // The warden's reports: the broker's refusals whenever they come, survey replies.
@@ -258,15 +257,14 @@ void Kernel::poll_once() {
     if (worker_ && (items[worker_index].revents & ZMQ_POLLOUT)) flush_outbox();
     if (worker_ && (items[worker_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) read_frames();
     // The debug channel after fd 3: each frame is placed in the text by its own `written`.
-    if (worker_ && (items[worker_index + 3].revents & ZMQ_POLLOUT)) flush_debug_outbox();
-    if (worker_ && (items[worker_index + 3].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
-      read_debug_frames();
+    if (worker_ && (items[worker_index + 3].revents & ZMQ_POLLOUT)) debug_.flush();
+    if (worker_ && (items[worker_index + 3].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) debug_.read();
     if (shared) for_the_worker += thread_cpu_seconds() - start;
   }
 
   auto now = Clock::now();
   if (running_code() && worker_) limits_.check(*cell_, *worker_, now);
-  check_debug_deadlines(now);
+  debug_.check_deadlines(now);
   if (worker_) workspace_.schedule(*worker_, now);
   // Sampled while no request runs: code a cell left running is bounded by --cpu too.
   if (!cell_ && worker_ && worker_ready_ &&

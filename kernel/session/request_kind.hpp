@@ -41,7 +41,7 @@ enum class WorkerFrame {
   inspect_reply,
   is_complete_reply,
   comm_info_reply,
-  // the debug channel's (fd 4; debug_link.cpp), never fd 3's
+  // the debug channel's (fd 4; debug_link.hpp), never fd 3's
   debug_reply,  // the answer to a debug_request frame, naming its id
   debug_event,  // a DAP event of the started debug session
   debug_state,  // the session's main thread is paused at a breakpoint, or runs again

@@ -31,7 +31,7 @@ void Kernel::submit_control(const WireMessage& message) {
 
 void Kernel::serve_control(const WireMessage& message) {
   std::string type = message.type();
-  if (type == "debug_request") return serve_debug_request(message);  // debug_link.cpp
+  if (type == "debug_request") return debug_.serve(message);  // debug_link.hpp
   if (type == "kernel_info_request" && !worker_ready_) {
     queue_.push_control_first(message);  // answered once the worker says hello
     return;
@@ -193,7 +193,7 @@ void Kernel::start_request(const WireMessage& message) {
     // Handed while the session's main thread is paused (code between requests stopped at a
     // breakpoint): its time waits as the pause does.
     cell.paused.sample_cpu(cpu_now);
-    if (debug_requests_.paused()) cell.paused.pause(cell.started);
+    if (debug_.paused()) cell.paused.pause(cell.started);
     cell.cpu_at_start = cpu_now - background;
     cell.background_cpu = background;
     if (!cell.silent) ++execution_count_;
@@ -294,8 +294,8 @@ json Kernel::kernel_info() const {
   // What the sandbox lacks is the client's to read too (belljar.notes), not only the banner's.
   json content = create_kernel_info_reply(language_info_, banner());
   // JupyterLab enables its debugger from the kernelspec; the reply says what this session has.
-  content["debugger"] = worker_debugger_;
-  if (worker_debugger_) content["supported_features"] = json::array({"debugger"});
+  content["debugger"] = debug_.worker_debugger();
+  if (debug_.worker_debugger()) content["supported_features"] = json::array({"debugger"});
   content["belljar"] = {{"isolation", isolation_name(options_.policy.isolation)},
                         {"notes", sandbox_notes_}};
   json& audit = content["belljar"]["audit_log"];

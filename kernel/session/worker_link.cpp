@@ -15,6 +15,7 @@
 #include "kernel/protocol/replies.hpp"
 #include "kernel/protocol/signer.hpp"
 #include "kernel/session/cell_budget.hpp"
+#include "kernel/session/frame_reader.hpp"
 #include "kernel/session/kernel.hpp"
 
 namespace belljar {
@@ -34,9 +35,8 @@ void Kernel::start_worker() {
   workspace_.new_warden();
   decoder_ = WorkerFrameDecoder();
   outbox_.clear();
-  debug_decoder_ = WorkerFrameDecoder();
-  debug_outbox_.clear();
-  worker_debugger_ = false;        // until this worker's hello says otherwise
+  debug_.new_worker();
+  debug_.readiness(worker_ready_, start_error_);
   checks_.widgets().forget_all();  // the page's comms were the old worker's
   frames_open_ = true;
   frames_eof_at_.reset();
@@ -46,12 +46,13 @@ void Kernel::start_worker() {
     worker_.reset();
     if (restarts_ == 0 && failed_starts_ == 0) throw;  // at launch: refuse to start
     start_error_ = std::string("the sandbox could not be started: ") + e.what();
+    debug_.readiness(worker_ready_, start_error_);
     schedule_restart(start_error_);
-    dispatch_next();                // fails queued cells with the reason
-    release_held_debug_requests();  // refused with the reason
+    dispatch_next();  // fails queued cells with the reason
+    for (auto& held : debug_.take_held()) submit_control(held);  // refused with the reason
     return;
   }
-  debug_open_ = true;
+  debug_.attach(worker_->debug_fd());
   for (int fd :
        {worker_->frames_fd(), worker_->debug_fd(), worker_->stdout_fd(), worker_->stderr_fd()})
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -85,10 +86,10 @@ void Kernel::fault_worker(const std::string& why) {
   // more is read from or sent to it in the meantime.
   frame_log_.log("worker fault", why + "; restarting the worker");
   audit_.record("worker_fault", {{"fault", why}});
-  frames_open_ = debug_open_ = false;
+  frames_open_ = false;
   frames_eof_at_.reset();
   outbox_.clear();
-  debug_outbox_.clear();
+  debug_.close();
   if (worker_) worker_->kill();
 }
 
@@ -152,46 +153,25 @@ void Kernel::flush_streams(bool final) {
 
 void Kernel::read_frames() {
   if (!worker_ || !frames_open_) return;
-  if (!read_socket(worker_->frames_fd(), decoder_, &Kernel::handle_frame, frames_open_)) {
+  // fd 3's frames to handle_frame, the pipes' text before each (frame_reader.hpp).
+  class Sink final : public FrameSink {
+   public:
+    explicit Sink(Kernel& kernel) : kernel_(kernel) {}
+    bool worker_present() const override { return kernel_.worker_.has_value(); }
+    void read_output_before(const json& frame) override { kernel_.read_output_before(frame); }
+    void handle(const json& frame) override { kernel_.handle_frame(frame); }
+    void fault(const std::string& why) override { kernel_.fault_worker(why); }
+
+   private:
+    Kernel& kernel_;
+  } sink(*this);
+  if (!belljar::read_frames(worker_->frames_fd(), decoder_, frames_open_, sink)) {
     // EOF, handled once: a half-closed socket stays readable forever, so it is no longer
     // polled. A worker that is ending exits now (its exit says why); one that closed its
     // end and kept running is at fault once the grace period is over.
     frames_open_ = false;
     frames_eof_at_ = Clock::now() + kFramesEofGrace;
   }
-}
-
-bool Kernel::read_socket(int fd, WorkerFrameDecoder& decoder, FrameHandler handle,
-                         const bool& open) {
-  char chunk[65536];
-  for (int reads = 0; reads < 256 && worker_ && open; ++reads) {
-    ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n == 0) return false;
-    if (n < 0) break;  // EAGAIN
-    take_frames(decoder, std::string_view(chunk, static_cast<size_t>(n)), handle);
-  }
-  return true;
-}
-
-void Kernel::take_frames(WorkerFrameDecoder& decoder, std::string_view bytes, FrameHandler handle) {
-  decoder.feed(bytes);
-  while (worker_) {
-    auto frame = decoder.next();
-    if (!frame) break;
-    // One frame's handling is one boundary: whatever it throws (a field of a shape no check
-    // foresaw), the worker that sent it is at fault, as for a frame that won't parse; the
-    // kernel, its other sessions' state and the client's requests carry on.
-    try {
-      read_output_before(*frame);
-      (this->*handle)(*frame);
-    } catch (const std::exception& e) {
-      const std::string& type = (*frame)["type"].get_ref<const std::string&>();
-      return fault_worker("its " + type.substr(0, 64) +
-                          " frame could not be handled: " + std::string(e.what()).substr(0, 200));
-    }
-  }
-  if (worker_ && !decoder.fault().empty()) return fault_worker(decoder.fault());
 }
 
 void Kernel::handle_frame(const json& frame) {
@@ -265,13 +245,14 @@ void Kernel::on_hello(const json& frame) {
   language_info_ = language_info_from_worker(info != frame.end() ? *info : json::object());
   // Whether the sandbox's Python can debug (debugpy found): without it nothing is ever written
   // to fd 4, and every debug_request is answered by the supervisor.
-  worker_debugger_ = json_field(frame, "debugger", false);
+  debug_.hello(json_field(frame, "debugger", false));
   worker_ready_ = true;
   limits_.worker_ready(worker_->cpu_seconds());
   start_error_.clear();
+  debug_.readiness(worker_ready_, start_error_);
   failed_starts_ = 0;
   dispatch_next();
-  release_held_debug_requests();
+  for (auto& held : debug_.take_held()) submit_control(held);
 }
 
 // A comm handler's displays are its request's output, as a cell's are (ipywidgets' Output and
@@ -406,9 +387,11 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
       {{"cause", cause}, {"memory_limit", exit.memory_limit}, {"during_cell", cell_.has_value()}});
   bool was_ready = worker_ready_;
   return_comms_during_cell();  // before a fresh worker could be given them twice
-  end_debug_session("the session restarted");
+  debug_.end_session("the session restarted");
   worker_.reset();
+  debug_.worker_gone();
   worker_ready_ = false;
+  debug_.readiness(worker_ready_, start_error_);
   ++restarts_;
   metrics_.restart();
   if (shutting_down_) return;
@@ -417,9 +400,10 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
     start_worker();
   } else {
     start_error_ = "the Python worker exited before it was ready (" + cause + ")";
+    debug_.readiness(worker_ready_, start_error_);
     schedule_restart(start_error_);
     dispatch_next();  // fails queued cells with the reason
-    release_held_debug_requests();
+    for (auto& held : debug_.take_held()) submit_control(held);
   }
   if (cell_) {
     CellLimits::Failure failure = limits_.after_exit(*cell_, exit, cause);
@@ -434,8 +418,9 @@ void Kernel::restart_worker(const std::string& why) {
   audit_.record("worker_restart", {{"reason", why}, {"during_cell", cell_.has_value()}});
   drop_worker();
   return_comms_during_cell();
-  end_debug_session("the session restarted");
+  debug_.end_session("the session restarted");
   worker_ready_ = false;
+  debug_.readiness(worker_ready_, start_error_);
   restart_at_.reset();
   ++restarts_;  // a start failure from here on is retried, not a refusal to start
   metrics_.restart();
@@ -454,6 +439,7 @@ void Kernel::drop_worker() {
   if (!worker_) return;
   worker_->kill();
   worker_.reset();
+  debug_.worker_gone();
 }
 
 }  // namespace belljar

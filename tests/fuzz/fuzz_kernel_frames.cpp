@@ -109,14 +109,14 @@ struct KernelProbe {
     return kernel.cell_ ? kernel.cell_->id : "none";
   }
   static std::string last_debug_id(const Kernel& kernel) {
-    return std::to_string(kernel.debug_requests_.last_id());
+    return std::to_string(kernel.debug_.last_id());
   }
   static void handle(Kernel& kernel, const nlohmann::json& frame) {
     try {
       kernel.read_output_before(frame);
       auto type = worker_frame(frame["type"].get<std::string>());
       if (type && debug_channel_frame(*type))
-        kernel.handle_debug_frame(frame);
+        kernel.debug_.handle_frame(frame);
       else
         kernel.handle_frame(frame);
     } catch (const std::exception& e) {
@@ -133,7 +133,7 @@ struct KernelProbe {
       if (kernel.cell_ && kernel.cell_->id == id) handle(kernel, {{"type", "done"}, {"id", id}});
     }
     kernel.queue_.clear();
-    kernel.end_debug_session("the fuzz run ended");
+    kernel.debug_.end_session("the fuzz run ended");
   }
 };
 

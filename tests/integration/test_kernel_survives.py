@@ -2,7 +2,7 @@
 foresaw) gets an error reply and is logged; a worker frame whose handling throws faults that
 worker, which is restarted as for a frame that won't parse. Either way the kernel keeps serving.
 The inputs here threw out of the reactor before the boundaries (requests.cpp `dispatch_next`,
-`submit_control`; worker_link.cpp `take_frames`) and ended the kernel.
+`submit_control`; frame_reader.cpp `take_frames`) and ended the kernel.
 """
 import queue
 
