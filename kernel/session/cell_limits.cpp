@@ -105,9 +105,9 @@ void Kernel::check_background_cpu(Clock::time_point now) {
                                    {"after_execution_count", execution_count_}});
   metrics_.limit_hit(LimitHit::cpu);
   // Told at once to whoever ran the last cell, and again by the next cell's reply.
-  if (last_parent_)
+  if (const WireMessage* last_cell = idle_.last_cell())
     client_.publish("stream", create_stream("stderr", "\n[belljar] " + std::string(text) + "\n"),
-                    &*last_parent_);
+                    last_cell);
   background_stop_ = text;
   restart_worker("background CPU past --cpu");
 }
