@@ -147,15 +147,7 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
 }
 
 void Kernel::start_request(const WireMessage& message) {
-  // What the worker sent and wrote before a request was sent to it came between requests: shown
-  // as such, never as the request's own output, so a task's flood does not eat a cell's budget.
-  // (What it writes after, until it reads the request, is the request's, as a thread's text is.)
-  // Frames are read only while no request runs: none of them can then end one.
-  if (worker_ && !cell_) {
-    read_frames();
-    drain_pipes();
-    flush_streams(true);
-  }
+  take_output_between_requests();  // idle_link.hpp
   Cell cell;
   cell.request = message;
   cell.kind = *request_kind(message.type());  // dispatch_next sends only these here
@@ -271,6 +263,17 @@ void Kernel::start_request(const WireMessage& message) {
     return;
   }
   hand_to_worker(frame);
+}
+
+// What the worker sent and wrote before a request was sent to it came between requests: shown as
+// such, never as the request's own output, so a task's flood does not eat a cell's budget. (What
+// it writes after, until it reads the request, is the request's, as a thread's text is.) Frames
+// are read only while no request runs: none of them can then end one.
+void Kernel::take_output_between_requests() {
+  if (!worker_ || cell_) return;
+  read_frames();
+  drain_pipes();
+  flush_streams(true);
 }
 
 void Kernel::hand_to_worker(const json& frame) {
