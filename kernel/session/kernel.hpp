@@ -216,6 +216,7 @@ class Kernel {
   void fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome);
   void schedule_restart(const std::string& why);
 
+  // requests.cpp: where a request's output begins (output before it: idle_link.hpp)
   void take_output_between_requests();
   // The request's frame to the worker: the boundary between output between requests and its own.
   void hand_to_worker(const json& frame);
