@@ -54,7 +54,7 @@ void Kernel::finish_cell(const json& done) {
   drain_pipes();  // the cell is over: everything its code wrote is shown before the reply
   learn_uncounted_output(done);
   flush_streams(true);
-  tell_comm_drops();
+  comms_.tell_drops(*cell_);
   handle_egress();  // decisions still queued belong to this cell
   // And the workspace broker's refusals: each was sent before its call returned in the cell.
   if (worker_) workspace_.take_refusals(*worker_, &cell_.value());
@@ -130,8 +130,7 @@ void Kernel::finish_cell(const json& done) {
     record["paused_seconds"] = std::round(paused * 1000) / 1000;
   // Comm messages whose handlers ran while the cell awaited: their time and output are the
   // cell's (comms_during_cell.hpp).
-  if (uint64_t comms = comms_during_cell_.take_handled(); comms > 0)
-    record["comms_handled"] = comms;
+  if (uint64_t comms = comms_.take_handled(); comms > 0) record["comms_handled"] = comms;
   if (cell.error) record["ename"] = (*cell.error)["ename"];
   if (options_.policy.audit_code) record["code"] = redactor_.redact(cell.code);
   std::string recorded = dump_json(record);
@@ -154,12 +153,23 @@ void Kernel::finish_cell(const json& done) {
   client_.reply(Channel::shell, request, "execute_reply", std::move(content), std::move(metadata));
   client_.status("idle", &request);
   if (abort) abort_queued_executes();
-  return_comms_during_cell();  // comm messages that came during the cell go first
+  queue_.push_shell_first(comms_.take_back());  // comm messages that came during the cell first
   dispatch_next();
 }
 
 void Kernel::finish_request_reply(const json& frame) {
-  if (cell_->kind == RequestKind::comm) return finish_comm(frame);
+  if (cell_->kind == RequestKind::comm) {
+    drain_pipes();  // what the handler wrote is shown before its idle, as a cell's
+    learn_uncounted_output(frame);
+    flush_streams(true);
+    comms_.handler_finished(*cell_, budget_);
+    WireMessage request = std::move(cell_->request);
+    cell_.reset();
+    if (worker_) limits_.request_finished(worker_->cpu_seconds(), false);
+    client_.status("idle", &request);
+    dispatch_next();
+    return;
+  }
   WireMessage request = std::move(cell_->request);
   RequestKind kind = cell_->kind;
   cell_.reset();
@@ -178,7 +188,7 @@ void Kernel::finish_request_reply(const json& frame) {
     client_.reply(Channel::shell, request, "inspect_reply",
                   charge_request_reply(kind, content, budget));
   } else if (kind == RequestKind::comm_info) {
-    json content = comm_info_content(frame);
+    json content = comms_.info(frame);
     if (!budget.take_whole(dump_json(content).size())) content["comms"] = json::object();
     client_.reply(Channel::shell, request, "comm_info_reply", std::move(content));
   } else
@@ -191,7 +201,8 @@ void Kernel::finish_request_reply(const json& frame) {
 void Kernel::fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome) {
   if (!cell_) return;
   if (!executing()) {
-    if (cell_->kind == RequestKind::comm) tell_session_lost_by_handler(ename + ": " + evalue);
+    if (cell_->kind == RequestKind::comm)
+      comms_.tell_session_lost_by_handler(ename + ": " + evalue, cell_->request);
     // complete/inspect/is_complete: answer with nothing found rather than leaving it waiting.
     finish_request_reply(json::object());
     return;

@@ -1,34 +1,18 @@
-// Comms (the protocol ipywidgets and other interactive libraries stand on) between the frontend
-// and the worker. The supervisor routes and checks; the comms themselves live in the worker.
-//
-// A frontend's comm_open / comm_msg / comm_close is a shell request like execute, handed to the
-// worker in order, with the message's own limits, budget and busy/idle. One that arrives while a
-// cell runs in the worker is handed at once instead, ahead of the requests queued behind the
-// cell, as ipykernel 7 serves them while a cell awaits (comms_during_cell.hpp): its handler runs
-// when the cell's loop turns, its output is parented to it and charged to the cell, it has no
-// busy/idle of its own; if the cell ends first, it is served after it as an ordinary comm
-// request, ahead of the requests queued behind the cell.
-// comm_info_request is answered from the worker's live registry. The worker's comm messages, sent
-// while it serves a request, are published on iopub parented to that request. The threat is the
-// worker: each of its comm messages is checked (ids, shapes, canonical base64 buffers), redacted,
-// charged like any output (to the cell's budget, or to the budget comm handlers share per minute:
-// kernel.hpp) and counted, so a flood is refused, logged and told once, never passed on to the
-// browser. What the page does with comm traffic (requirejs for modules, innerHTML and MathJax for
-// widget text, CSS for layout) falls under --active-output: widget_models.hpp checks each message
-// first.
+#include "kernel/session/comm_link.hpp"
+
 #include "kernel/output/output_stream.hpp"
 #include "kernel/protocol/base64.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/json_field.hpp"
 #include "kernel/protocol/replies.hpp"
-#include "kernel/session/kernel.hpp"
 #include "sandbox/policy/quantities.hpp"
 
 namespace belljar {
 
-// The frame for a frontend's comm message, or null when it is not one (no comm_id, a comm_open
-// without a target): such a message has nothing to be delivered to.
-json Kernel::comm_request_frame(const WireMessage& message, const std::string& id) {
+using json = nlohmann::json;
+
+// Null for a message that has nothing to be delivered to.
+json CommLink::request_frame(const WireMessage& message, const std::string& id) {
   const json& content = message.content;
   std::string type = message.type();
   if (!content.is_object() || !usable_comm_name(content.value("comm_id", json())) ||
@@ -50,94 +34,81 @@ json Kernel::comm_request_frame(const WireMessage& message, const std::string& i
           {"msg_id", message.id()}};
 }
 
-// A comm message the worker sent while serving the current request: published, counted.
-void Kernel::publish_comm(const std::string& type, const json& frame, const WireMessage* parent) {
-  std::string why =
-      cell_->comm_published >= kCommMessagesPerRequest
-          ? "more than " + std::to_string(kCommMessagesPerRequest) + " in one request"
-          : publish_checked_comm(type, frame, budget_, parent, cell_->widget_values_cleaned);
+void CommLink::publish(const std::string& type, const json& frame, const WireMessage* parent,
+                       Cell& cell, OutputBudget& budget) {
+  std::string why = cell.comm_published >= kMessagesPerRequest
+                        ? "more than " + std::to_string(kMessagesPerRequest) + " in one request"
+                        : publisher_.comm(type, frame, budget, parent, cell.widget_values_cleaned);
   if (why.empty()) {
-    ++cell_->comm_published;
+    ++cell.comm_published;
     return;
   }
-  if (cell_->comm_dropped++ == 0) cell_->comm_first_drop = why;
+  if (cell.comm_dropped++ == 0) cell.comm_first_drop = why;
   frame_log_.log("worker comm message dropped", why);
-}
-
-// Checked, redacted, admitted by the widget models, charged to `budget` (output_checks.hpp).
-std::string Kernel::publish_checked_comm(const std::string& type, const json& frame,
-                                         OutputBudget& budget, const WireMessage* parent,
-                                         uint64_t& widget_values_cleaned) {
-  auto checked = checks_.comm(type, frame, budget, widget_values_cleaned);
-  if (auto* why = std::get_if<std::string>(&checked)) return *why;
-  WorkerComm& comm = std::get<WorkerComm>(checked);
-  client_.publish_comm(type, std::move(comm.content), std::move(comm.metadata), parent,
-                       std::move(comm.buffers));
-  return "";
 }
 
 // Only while a cell runs in the worker, and only when no comm message waits in the queue (one
 // that came first, while the cell was held for its survey, must not be passed). While the failed
 // cell's frontend gathers what it sent (stop_on_error), the cell is over: queued as usual.
-bool Kernel::takes_comm_during_cell(const WireMessage& message) const {
-  return executing() && cell_->in_worker && worker_ready_ && frames_open_ && !queue_.collecting() &&
-         request_kind(message.type()) == RequestKind::comm && !queue_.holds_comm();
+bool CommLink::takes_during_cell(const WireMessage& message, bool cell_listens,
+                                 bool queue_holds_comm) {
+  return cell_listens && request_kind(message.type()) == RequestKind::comm && !queue_holds_comm;
+}
+
+void CommLink::arrive(WireMessage message, const Cell& cell, uint64_t& frame_ids) {
+  during_cell_.arrive(std::move(message));
+  hand_during_cell(cell, frame_ids);
 }
 
 // One at a time: the next goes once the worker said the one before was handled.
-void Kernel::hand_comms_during_cell() {
-  while (executing() && comms_during_cell_.ready_to_hand()) {
-    const WireMessage& message = comms_during_cell_.next();
+void CommLink::hand_during_cell(const Cell& cell, uint64_t& frame_ids) {
+  while (during_cell_.ready_to_hand()) {
+    const WireMessage& message = during_cell_.next();
     size_t bytes = dump_json(message.content).size() + dump_json(message.metadata).size();
     for (const auto& buffer : message.buffers) bytes += buffer.size() / 3 * 4 + 4;
-    if (bytes > CommsDuringCell::kMaxHandedBytes) return comms_during_cell_.hold_rest();
-    std::string id = "r" + std::to_string(++requests_started_);
-    json frame = comm_request_frame(message, id);
+    if (bytes > CommsDuringCell::kMaxHandedBytes) return during_cell_.hold_rest();
+    std::string id = "r" + std::to_string(++frame_ids);
+    json frame = request_frame(message, id);
     if (frame.is_null()) {
       request_log_.log("comm message dropped", message.type() + " without a comm_id or target");
-      comms_during_cell_.drop_next();
+      during_cell_.drop_next();
       continue;
     }
-    frame["during"] = cell_->id;  // served only inside that cell (worker/PROTOCOL.md)
-    comms_during_cell_.hand(std::move(id));
-    send_to_worker(frame);
+    frame["during"] = cell.id;  // served only inside that cell (worker/PROTOCOL.md)
+    during_cell_.hand(std::move(id));
+    worker_.send(frame);
   }
 }
 
 // The worker starts the handler of the comm message handed during the cell: what it writes from
 // now on until its `done` is that message's output (the pipes' text was read up to this frame
 // and shown as the cell's).
-void Kernel::on_comm_begin(const json& frame) {
-  if (executing() && !json_field(frame, "idle", false) &&
-      comms_during_cell_.begin(json_field(frame, "id", "")))
+void CommLink::on_begin(const json& frame, bool executing) {
+  if (executing && !json_field(frame, "idle", false) &&
+      during_cell_.begin(json_field(frame, "id", "")))
     return;
   frame_log_.log("worker frame dropped",
                  "comm_begin for no comm message handed during a cell, or a second one");
 }
 
-// A frame of the handler that runs during the cell: output, parented to its comm message and
-// charged to the cell's budget and comm count; `done` ends it and the next may go.
-void Kernel::on_comm_during_cell_frame(WorkerFrame type, const json& frame) {
-  const WireMessage* parent = comms_during_cell_.running();
+void CommLink::on_handler_frame(WorkerFrame type, const json& frame, Cell& cell,
+                                OutputBudget& budget, uint64_t& frame_ids) {
+  const WireMessage* parent = during_cell_.running();
   switch (type) {
     case WorkerFrame::display:
     case WorkerFrame::update_display:
-      if (std::optional<json> shown = checks_.display(type, frame, budget_))
-        client_.publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
-                        std::move(*shown), parent);
+      publisher_.display(type, frame, budget, parent);
       return;
     case WorkerFrame::clear_output:
-      if (json content = {{"wait", json_field(frame, "wait", false)}};
-          budget_.take_whole(dump_json(content).size()))
-        client_.publish("clear_output", std::move(content), parent);
+      publisher_.clear_output(frame, budget, parent);
       return;
     case WorkerFrame::comm_open:
     case WorkerFrame::comm_msg:
     case WorkerFrame::comm_close:
-      return publish_comm(std::string(worker_frame_name(type)), frame, parent);
+      return publish(std::string(worker_frame_name(type)), frame, parent, cell, budget);
     case WorkerFrame::done:
-      comms_during_cell_.finish(json_field(frame, "id", ""));
-      return hand_comms_during_cell();
+      during_cell_.finish(json_field(frame, "id", ""));
+      return hand_during_cell(cell, frame_ids);
     default:  // a result, an error, a question or an answer: no handler's to send
       return frame_log_.log(
           "worker frame dropped",
@@ -145,75 +116,68 @@ void Kernel::on_comm_during_cell_frame(WorkerFrame type, const json& frame) {
   }
 }
 
-// The cell is over (finish_cell), or the worker went with it: a message whose handler had not
-// begun never ran (the worker serves a frame marked `during` only inside that cell, and drops it
-// after), so it goes back to the front of the queue with those not handed, in order, ahead of
-// the requests queued behind the cell, to be served as ordinary comm requests with ids of their
-// own. One whose handler had begun and not ended ran with that cell (a worker that ends a cell
-// there is the attacker's): it is not served again.
-void Kernel::return_comms_during_cell() {
-  std::deque<WireMessage> waiting = comms_during_cell_.take_waiting();
-  if (std::optional<CommsDuringCell::Handed> handed = comms_during_cell_.take_handed()) {
+// A message whose handler had not begun never ran (the worker serves a frame marked `during` only
+// inside that cell, and drops it after), so it goes back with those not handed, in order, to be
+// served with an id of its own. One whose handler had begun and not ended ran with that cell (a
+// worker that ends a cell there is the attacker's): it is not served again.
+std::deque<WireMessage> CommLink::take_back() {
+  std::deque<WireMessage> waiting = during_cell_.take_waiting();
+  if (std::optional<CommsDuringCell::Handed> handed = during_cell_.take_handed()) {
     if (!handed->begun)
       waiting.push_front(std::move(handed->request));
     else
       request_log_.log("comm message not served again",
                        "its handler had begun when its cell ended or the worker went");
   }
-  queue_.push_shell_first(std::move(waiting));
+  return waiting;
 }
 
-void Kernel::tell_session_lost_by_handler(const std::string& why) {
+void CommLink::handler_finished(const Cell& handler, const OutputBudget& budget) {
+  tell_drops(handler);
+  if (handler.limit_hit != LimitHit::none)
+    client_.publish("stream",
+                    create_stream("stderr", "\n[belljar] a comm handler passed the " +
+                                                std::string(limit_name(handler.limit_hit)) +
+                                                " limit and was interrupted\n"),
+                    &handler.request);
+  window_.handler_finished(budget);  // what this handler spent is spent for the window
+}
+
+// The widgets on the page may be out of step with the sandbox.
+void CommLink::tell_drops(const Cell& cell) {
+  if (cell.comm_dropped == 0 && cell.widget_values_cleaned == 0) return;
+  if (cell.kind == RequestKind::comm && !window_.tell_drops()) return;
+  std::string text;
+  if (cell.comm_dropped > 0)
+    text += "\n[belljar] " + std::to_string(cell.comm_dropped) +
+            " comm message(s) from the sandbox were withheld (the first: " + cell.comm_first_drop +
+            "): widgets may be out of step\n";
+  if (cell.widget_values_cleaned > 0)
+    text += "\n[belljar] " + std::to_string(cell.widget_values_cleaned) +
+            " widget value(s) held active content (markup, TeX or CSS that acts), removed "
+            "(--active-output " +
+            active_output_name(checks_.mode()) + ")\n";
+  client_.publish("stream", create_stream("stderr", text), &cell.request);
+}
+
+void CommLink::tell_session_lost_by_handler(const std::string& why, const WireMessage& handler) {
   session_lost_notice_ =
       "[belljar] a widget's handler (a comm message from the page) ended the "
       "session: " +
       why + "\n";
-  client_.publish("stream", create_stream("stderr", "\n" + session_lost_notice_), &cell_->request);
+  client_.publish("stream", create_stream("stderr", "\n" + session_lost_notice_), &handler);
 }
 
-// Said on stderr once per cell, or once per comm budget window: the widgets on the page may be
-// out of step with the sandbox.
-void Kernel::tell_comm_drops() {
-  if (!cell_ || (cell_->comm_dropped == 0 && cell_->widget_values_cleaned == 0)) return;
-  if (cell_->kind == RequestKind::comm && !comm_window_.tell_drops()) return;
-  std::string text;
-  if (cell_->comm_dropped > 0)
-    text +=
-        "\n[belljar] " + std::to_string(cell_->comm_dropped) +
-        " comm message(s) from the sandbox were withheld (the first: " + cell_->comm_first_drop +
-        "): widgets may be out of step\n";
-  if (cell_->widget_values_cleaned > 0)
-    text += "\n[belljar] " + std::to_string(cell_->widget_values_cleaned) +
-            " widget value(s) held active content (markup, TeX or CSS that acts), removed "
-            "(--active-output " +
-            active_output_name(options_.policy.active_output) + ")\n";
-  client_.publish("stream", create_stream("stderr", text), &cell_->request);
+// The session this cell runs in is not the one the learner last saw: said first.
+void CommLink::tell_session_lost(const WireMessage& cell_request) {
+  if (session_lost_notice_.empty()) return;
+  client_.publish("stream", create_stream("stderr", std::exchange(session_lost_notice_, {})),
+                  &cell_request);
 }
 
-void Kernel::finish_comm(const json& done) {
-  drain_pipes();  // what the handler wrote is shown before its idle, as a cell's
-  learn_uncounted_output(done);
-  flush_streams(true);
-  tell_comm_drops();
-  if (cell_->limit_hit != LimitHit::none)
-    client_.publish("stream",
-                    create_stream("stderr", "\n[belljar] a comm handler passed the " +
-                                                std::string(limit_name(cell_->limit_hit)) +
-                                                " limit and was interrupted\n"),
-                    &cell_->request);
-  comm_window_.handler_finished(budget_);  // what this handler spent is spent for the window
-  WireMessage request = std::move(cell_->request);
-  cell_.reset();
-  if (worker_) limits_.request_finished(worker_->cpu_seconds(), false);
-  client_.status("idle", &request);
-  dispatch_next();
-}
-
-// comm_info_reply: what the worker says is open, each entry checked, within the cap; unless
-// --active-output allow, only comms the page was told of, by the target it was told.
-json Kernel::comm_info_content(const json& frame) {
+json CommLink::info(const json& frame) {
   json content = create_comm_info_reply();
-  if (options_.policy.active_output == ActiveOutput::allow)
+  if (checks_.mode() == ActiveOutput::allow)
     content["comms"] = checked_comm_list(frame);
   else
     content["comms"] = checked_comm_list(

@@ -12,11 +12,10 @@
 //                    errors naming them
 //   cell_records.cpp what a request leaves: reply (its payload: kernel/output/payloads.hpp),
 //                    audit record, metrics; restart policy
-//   comm_link.cpp    the worker's comm messages: routed to the frontend, counted (checked:
-//                    worker_comms.hpp); the frontend's, handed to the worker during a cell
-//                    (comms_during_cell.hpp)
-//   idle_link.cpp    output of code running between requests (asyncio tasks, threads): shown
-//                    parented to the last cell, on a budget of its own (idle_output.hpp)
+//   comm_link.hpp    the worker's comm messages: routed to the frontend, checked, counted;
+//                    the frontend's, handed to the worker during a cell (a part of its own)
+//   idle_link.hpp    output of code running between requests (asyncio tasks, threads): shown
+//                    parented to the last cell, on a budget of its own (a part of its own)
 //   egress_link.hpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
 //   debug_link.hpp   the debugger: debug_request on control, handed to the worker's debug
 //                    channel (fd 4), its replies and events checked, charged and relayed (the
@@ -42,18 +41,17 @@
 #include "kernel/session/cell.hpp"
 #include "kernel/session/cell_limits.hpp"
 #include "kernel/session/client_channel.hpp"
-#include "kernel/session/comms_during_cell.hpp"
+#include "kernel/session/comm_link.hpp"
 #include "kernel/session/debug_link.hpp"
 #include "kernel/session/doors.hpp"
 #include "kernel/session/egress_link.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
-#include "kernel/session/idle_output.hpp"
+#include "kernel/session/idle_link.hpp"
 #include "kernel/session/newest_entries.hpp"
 #include "kernel/session/output_checks.hpp"
 #include "kernel/session/parent_watch.hpp"
 #include "kernel/session/request_kind.hpp"
-#include "kernel/session/request_parents.hpp"
 #include "kernel/session/request_queue.hpp"
 #include "kernel/session/usage.hpp"
 #include "kernel/session/worker_channel.hpp"
@@ -110,11 +108,28 @@ class KernelDebugCore final : public DebugCore {
   Kernel& kernel_;
 };
 
+// The core as the idle link sees it (idle_link.hpp): the running request and the pipes' text,
+// the Kernel's until the worker link owns them.
+class KernelIdleCore final : public IdleLink::Core {
+ public:
+  explicit KernelIdleCore(Kernel& kernel) : kernel_(kernel) {}
+  const WireMessage* running() const override;
+  const WireMessage* served() const override;
+  void take_output(WorkerFrame type, const json& frame) override;
+  OutputBudget& running_budget() override;
+  void show_pipes() override;
+
+ private:
+  Kernel& kernel_;
+};
+
 class Kernel {
   // tests/fuzz/fuzz_kernel_frames.cpp: the frame handlers driven without a sandbox.
   friend struct KernelProbe;
   friend class KernelWorkerDoor;
   friend class KernelDebugCore;
+
+  friend class KernelIdleCore;
 
  public:
   // Signals are blocked here: construct before anything starts threads (ZMQ's included).
@@ -202,50 +217,12 @@ class Kernel {
   void fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome);
   void schedule_restart(const std::string& why);
 
-  // comm_link.cpp
-  static constexpr uint64_t kCommMessagesPerRequest = 10'000;
-  // The output budget comm handlers share, a window at a time (worker_comms.hpp).
-  CommBudgetWindow comm_window_;
-  // A comm handler (a widget moved, a file uploaded) took the session down with it: said on the
-  // handler's stderr, which a page shows nowhere, and again at the start of the next cell.
-  void tell_session_lost_by_handler(const std::string& why);
-  std::string session_lost_notice_;
-  json comm_request_frame(const WireMessage& message, const std::string& id);
-  // A comm message the worker sent while the current request runs (counted against it),
-  // published parented to `parent` (the request, or a comm message handled during a cell).
-  void publish_comm(const std::string& type, const json& frame, const WireMessage* parent);
-  // The frontend's comm messages while a cell runs in the worker: handed at once, one at a time
-  // (comms_during_cell.hpp); their handlers' frames; what a cell leaves, or a lost worker.
-  CommsDuringCell comms_during_cell_;
-  bool takes_comm_during_cell(const WireMessage& message) const;
-  void hand_comms_during_cell();
-  void on_comm_begin(const json& frame);
-  void on_comm_during_cell_frame(WorkerFrame type, const json& frame);
-  void return_comms_during_cell();
-  // The checks, the redaction and the budget every worker comm message passes; "" once
-  // published to the client, else why it was withheld.
-  std::string publish_checked_comm(const std::string& type, const json& frame, OutputBudget& budget,
-                                   const WireMessage* parent, uint64_t& widget_values_cleaned);
-  void tell_comm_drops();
-  void finish_comm(const json& done);
-  json comm_info_content(const json& frame);
-
-  // idle_link.cpp
-  void on_idle_frame(WorkerFrame type, const json& frame);
-  void show_between_requests(WorkerFrame type, const json& frame);
+  // requests.cpp: where a request's output begins (output before it: idle_link.hpp)
   void take_output_between_requests();
   // The request's frame to the worker: the boundary between output between requests and its own.
   void hand_to_worker(const json& frame);
-  // Where output no request answers goes: the request being served, else the last cell (as
-  // ipykernel parents it to its last request); null before any cell.
-  const WireMessage* background_parent() const;
-  void tell_idle_withheld();
-  IdleOutput idle_output_;
-  // Output a task or a thread sends for an earlier request it names (request_parents.hpp).
-  void on_parented_output(WorkerFrame type, const json& frame);
-  void publish_background(WorkerFrame type, const json& frame, const WireMessage* parent);
-  void publish_stream_frame(const json& frame, OutputBudget& budget, const WireMessage* parent);
-  RequestParents request_parents_;
+  // Where output no request answers goes (idle_link.hpp).
+  const WireMessage* background_parent() const { return idle_.background_parent(); }
 
   // The egress proxy's decisions taken now, the running cell's share put in it.
   void handle_egress();
@@ -285,6 +262,14 @@ class Kernel {
                    worker_door_, checks_,
                    frame_log_,   {options_.policy.audit_required, options_.policy.audit_code},
                    debug_core_};
+  // The comms: the worker's checked and counted, the frontend's handed during a cell
+  // (comm_link.hpp).
+  CommLink comms_{client_, worker_door_, checks_, frame_log_, request_log_};
+  KernelIdleCore idle_core_{*this};
+  // Output between requests, and output naming an earlier request (idle_link.hpp).
+  IdleLink idle_{client_, checks_, frame_log_, idle_core_, options_.policy.output_limit_bytes};
+#include "kernel/session/comm_link.hpp"
+#include "kernel/session/debug_link.hpp"
   WorkerFrameDecoder decoder_;
   WorkerOutbox outbox_;
   bool worker_ready_ = false;
@@ -302,9 +287,6 @@ class Kernel {
 
   RequestQueue queue_;  // requests waiting for the worker (request_queue.hpp)
   std::optional<Cell> cell_;
-  // Where output between cells goes: the header alone of the last cell handed to the worker
-  // (hand_to_worker), not its code (megabytes, maybe), which is not kept once the cell is over.
-  std::optional<WireMessage> last_parent_;
   int execution_count_ = 0;
   uint64_t requests_started_ = 0;  // source of the frame ids of requests
   // The `cell` audit records %audit may show, newest last: kept as text (about 500 bytes a

@@ -268,8 +268,7 @@ void Kernel::poll_once() {
   if (worker_) workspace_.schedule(*worker_, now);
   // Sampled while no request runs: code a cell left running is bounded by --cpu too.
   if (!cell_ && worker_ && worker_ready_ &&
-      limits_.check_between_cells(*worker_, now, execution_count_,
-                                  last_parent_ ? &*last_parent_ : nullptr))
+      limits_.check_between_cells(*worker_, now, execution_count_, idle_.last_cell()))
     restart_worker("background CPU past --cpu");
   for (auto& stream : streams_)
     if (stream.due(now)) {

@@ -6,10 +6,11 @@
 namespace belljar {
 
 void Kernel::submit_shell(WireMessage message) {
-  if (takes_comm_during_cell(message)) {
-    comms_during_cell_.arrive(std::move(message));  // ahead of the queue (comm_link.cpp)
-    return hand_comms_during_cell();
-  }
+  if (comms_.takes_during_cell(
+          message,
+          executing() && cell_->in_worker && worker_ready_ && frames_open_ && !queue_.collecting(),
+          queue_.holds_comm()))
+    return comms_.arrive(std::move(message), *cell_, requests_started_);  // ahead of the queue
   queue_.push_shell(std::move(message));
   if (!queue_.collecting()) dispatch_next();
 }
@@ -146,7 +147,7 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
 }
 
 void Kernel::start_request(const WireMessage& message) {
-  take_output_between_requests();  // idle_link.cpp
+  take_output_between_requests();  // idle_link.hpp
   Cell cell;
   cell.request = message;
   cell.kind = *request_kind(message.type());  // dispatch_next sends only these here
@@ -200,16 +201,14 @@ void Kernel::start_request(const WireMessage& message) {
     cell.execution_count = execution_count_;
     budget_.reset(options_.policy.output_limit_bytes);
     for (auto& stream : streams_) stream.reset_totals();
-    comm_window_.cell_started();  // a cell refills the comms' budget too
+    comms_.cell_started();  // a cell refills the comms' budget too
     // A key pasted into the cell is redacted in the echo other clients see, like any output.
     if (!cell.silent)
       client_.publish("execute_input",
                       create_execute_input(redactor_.redact(cell.code), cell.execution_count),
                       &message);
     // The session this cell runs in is not the one the learner last saw: say so first.
-    if (!cell.silent && !session_lost_notice_.empty())
-      client_.publish("stream", create_stream("stderr", std::exchange(session_lost_notice_, {})),
-                      &message);
+    if (!cell.silent) comms_.tell_session_lost(message);
     auto expressions = c.find("user_expressions");
     if (expressions != c.end() && expressions->is_object()) cell.expressions_asked = *expressions;
     frame = {{"type", "execute"},
@@ -223,7 +222,7 @@ void Kernel::start_request(const WireMessage& message) {
              {"execution_count", cell.execution_count},
              {"msg_id", message.id()}};  // ipywidgets' Output routes by the parent's msg_id
   } else if (cell.kind == RequestKind::comm) {
-    frame = comm_request_frame(message, cell.id);
+    frame = comms_.request_frame(message, cell.id);
     if (frame.is_null()) {
       request_log_.log("comm message dropped", message.type() + " without a comm_id or target");
       client_.status("idle", &message);
@@ -233,7 +232,7 @@ void Kernel::start_request(const WireMessage& message) {
     cell.timeout = options_.policy.timeout_seconds;
     cell.cpu_limit = options_.policy.cpu_limit();
     cell.cpu_at_start = cpu_now;
-    budget_ = comm_window_.start_handler(Clock::now(), options_.policy.output_limit_bytes);
+    budget_ = comms_.start_handler(Clock::now(), options_.policy.output_limit_bytes);
     for (auto& stream : streams_) stream.reset_totals();
   } else if (cell.kind == RequestKind::comm_info) {
     frame = {{"type", "comm_info"}, {"id", cell.id}};
@@ -260,6 +259,27 @@ void Kernel::start_request(const WireMessage& message) {
   // Files that appeared since the last cell are guarded first (workspace_link.hpp).
   if (executing() && worker_ && workspace_.hold(*worker_, frame)) return;
   hand_to_worker(frame);
+}
+
+// What the worker sent and wrote before a request was sent to it came between requests: shown as
+// such, never as the request's own output, so a task's flood does not eat a cell's budget. (What
+// it writes after, until it reads the request, is the request's, as a thread's text is.) Frames
+// are read only while no request runs: none of them can then end one.
+void Kernel::take_output_between_requests() {
+  if (!worker_ || cell_) return;
+  read_frames();
+  drain_pipes();
+  flush_streams(true);
+}
+
+void Kernel::hand_to_worker(const json& frame) {
+  if (cell_ && !cell_->in_worker) {
+    drain_pipes();  // written while the cell was held for its survey: still between requests
+    flush_streams(true);
+    cell_->in_worker = true;
+    idle_.handed(cell_->request, cell_->kind);
+  }
+  send_to_worker(frame);
 }
 
 void Kernel::abort_queued_executes() {

@@ -70,6 +70,45 @@ void KernelWorkerDoor::send(const json& frame) {
   kernel_.send_to_worker(frame);
 }
 
+const WireMessage* KernelIdleCore::running() const {
+  return kernel_.worker_runs_code() ? &kernel_.cell_->request : nullptr;
+}
+
+const WireMessage* KernelIdleCore::served() const {
+  if (!kernel_.cell_ || !kernel_.cell_->in_worker) return nullptr;
+  // The text of a comm handler running during the cell is its message's, as ipykernel's is.
+  if (const WireMessage* handler = kernel_.comms_.running(); handler && kernel_.executing())
+    return handler;
+  return &kernel_.cell_->request;
+}
+
+// As the running request's frames are handled (handle_frame).
+void KernelIdleCore::take_output(WorkerFrame type, const json& frame) {
+  switch (type) {
+    case WorkerFrame::display:
+    case WorkerFrame::update_display:
+      return kernel_.on_output(type, frame);
+    case WorkerFrame::clear_output:
+      return kernel_.on_clear_output(frame);
+    case WorkerFrame::comm_open:
+    case WorkerFrame::comm_msg:
+    case WorkerFrame::comm_close:
+      return kernel_.comms_.publish(std::string(worker_frame_name(type)), frame,
+                                    &kernel_.cell_->request, *kernel_.cell_, kernel_.budget_);
+    default:  // no other output comes so (request_kind.hpp's idle_output)
+      return kernel_.frame_log_.log(
+          "worker frame dropped", std::string(worker_frame_name(type)) + " sent between requests");
+  }
+}
+
+OutputBudget& KernelIdleCore::running_budget() {
+  return kernel_.budget_;
+}
+
+void KernelIdleCore::show_pipes() {
+  kernel_.flush_streams(true);
+}
+
 void KernelWorkerDoor::fault(const std::string& why) {
   kernel_.fault_worker(why);
 }
@@ -117,7 +156,7 @@ void Kernel::read_pipe(int index, size_t budget) {
     if (n == 0) pipe_open_[index] = false;
     break;
   }
-  if (total > 0 && !worker_runs_code()) tell_idle_withheld();
+  if (total > 0 && !worker_runs_code()) idle_.tell_withheld();
 }
 
 void Kernel::drain_pipes() {
@@ -179,17 +218,18 @@ void Kernel::handle_frame(const json& frame) {
   std::optional<WorkerFrame> type = worker_frame(name);
   if (!type) return frame_log_.log("worker sent an unknown frame type", name.substr(0, 64));
   if (*type == WorkerFrame::hello) return on_hello(frame);
-  if (*type == WorkerFrame::comm_begin) return on_comm_begin(frame);
+  if (*type == WorkerFrame::comm_begin) return comms_.on_begin(frame, executing());
   if (debug_channel_frame(*type))
     return frame_log_.log("worker frame dropped",
                           name + " on fd 3: it belongs on the debug channel");
   // Output that names its request (a task's, a thread's): shown under it, whenever it comes.
-  if (frame.contains("parent") && names_a_parent(*type)) return on_parented_output(*type, frame);
-  if (json_field(frame, "idle", false)) return on_idle_frame(*type, frame);
+  if (frame.contains("parent") && names_a_parent(*type))
+    return idle_.on_parented_output(*type, frame);
+  if (json_field(frame, "idle", false)) return idle_.on_idle_frame(*type, frame);
   if (!answers_current_request(frame)) {
     // The handler of a comm message handed during the cell, once the worker said it began.
-    if (executing() && comms_during_cell_.runs(json_field(frame, "id", "")))
-      return on_comm_during_cell_frame(*type, frame);
+    if (executing() && comms_.handler_runs(json_field(frame, "id", "")))
+      return comms_.on_handler_frame(*type, frame, *cell_, budget_, requests_started_);
     // Frames carry the id of the request they answer: a stale one (a delayed `done` after a
     // forged one, a thread's display after its cell ended) never lands in a later request.
     return frame_log_.log("worker frame dropped",
@@ -225,7 +265,7 @@ void Kernel::handle_frame(const json& frame) {
     case WorkerFrame::comm_open:
     case WorkerFrame::comm_msg:
     case WorkerFrame::comm_close:
-      if (running_code()) publish_comm(name, frame, &cell_->request);
+      if (running_code()) comms_.publish(name, frame, &cell_->request, *cell_, budget_);
       return;
     case WorkerFrame::done:
       return on_done(frame);
@@ -263,7 +303,7 @@ const WireMessage* Kernel::output_parent() const {
 
 OutputBudget& Kernel::output_budget() {
   if (worker_runs_code()) return budget_;
-  return idle_output_.budget(Clock::now(), options_.policy.output_limit_bytes);
+  return idle_.budget(Clock::now());
 }
 
 void Kernel::on_output(WorkerFrame type, const json& frame) {
@@ -294,9 +334,8 @@ void Kernel::on_output(WorkerFrame type, const json& frame) {
 
 void Kernel::on_clear_output(const json& frame) {
   if (!running_code()) return;
-  json content = {{"wait", json_field(frame, "wait", false)}};
-  if (!budget_.take_whole(dump_json(content).size())) return;  // a flood of them is output too
-  client_.publish("clear_output", std::move(content), output_parent());
+  // A flood of them is output too: charged.
+  OutputPublisher(client_, checks_, frame_log_).clear_output(frame, budget_, output_parent());
 }
 
 void Kernel::on_error(const json& frame) {
@@ -371,7 +410,7 @@ void Kernel::on_done(const json& frame) {
   if (executing())
     finish_cell(frame);
   else if (cell_->kind == RequestKind::comm)
-    finish_comm(frame);
+    finish_request_reply(frame);  // a comm handler's done
 }
 
 bool Kernel::answers_current_request(const json& frame) const {
@@ -386,7 +425,7 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
       "worker_exit",
       {{"cause", cause}, {"memory_limit", exit.memory_limit}, {"during_cell", cell_.has_value()}});
   bool was_ready = worker_ready_;
-  return_comms_during_cell();  // before a fresh worker could be given them twice
+  queue_.push_shell_first(comms_.take_back());  // before a fresh worker could be given them twice
   debug_.end_session("the session restarted");
   worker_.reset();
   debug_.worker_gone();
@@ -417,7 +456,7 @@ void Kernel::restart_worker(const std::string& why) {
   flush_streams(true);
   audit_.record("worker_restart", {{"reason", why}, {"during_cell", cell_.has_value()}});
   drop_worker();
-  return_comms_during_cell();
+  queue_.push_shell_first(comms_.take_back());
   debug_.end_session("the session restarted");
   worker_ready_ = false;
   debug_.readiness(worker_ready_, start_error_);
