@@ -253,7 +253,7 @@ TEST_CASE("the belljar binary exits 2 with one line on stderr for bad usage",
   CHECK(help.stderr_text.empty());
 }
 
-TEST_CASE("--open-files below what a worker starts with is refused in one line, nothing started",
+TEST_CASE("an --open-files below what a worker starts with is refused in one line, nothing started",
           "[command_line][binary]") {
   CHECK(usage_error({"kernel", "-f", "k.json", "--open-files", "15"}) ==
         "--open-files 15: expected a number of open files from 16 to 1048576");

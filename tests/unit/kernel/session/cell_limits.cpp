@@ -102,8 +102,8 @@ TEST_CASE("cell limits: %%limits only tightens, and says what it refused", "[cel
   Cell cell = rig.cell(Clock::now());
   OutputBudget budget;
   budget.reset(1 << 20);
-  json reply = rig.limits.ask(cell, &rig.sandbox,
-                              {{"type", "limits"}, {"timeout", "3"}, {"output_limit", "1K"}}, budget);
+  json reply = rig.limits.ask(
+      cell, &rig.sandbox, {{"type", "limits"}, {"timeout", "3"}, {"output_limit", "1K"}}, budget);
   CHECK(reply["ok"] == true);
   CHECK(cell.timeout <= 3.5);
   CHECK(budget.limit() == 1024);
