@@ -59,6 +59,9 @@ KERNEL_CORE_FILES = (
     "kernel/session/kernel.cpp",
     "kernel/session/reactor.cpp",
     "kernel/session/requests.cpp",
+    # The core's side of the worker: its start and exits, what each frame means for the running
+    # request (the channel itself is the worker link's).
+    "kernel/session/worker.cpp",
 )
 MEASURED_FOLDERS = ("kernel", "sandbox")
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".h", ".hpp")

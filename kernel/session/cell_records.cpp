@@ -33,7 +33,7 @@ json Kernel::execution_facts() const {
        cell_->limit_hit == LimitHit::none ? json(nullptr) : json(limit_name(cell_->limit_hit))},
       {"output_truncated", budget_.dropped() > 0},
       {"output_bytes",
-       {{"stdout", streams_[0].total_bytes()}, {"stderr", streams_[1].total_bytes()}}},
+       {{"stdout", worker_link_.total_bytes(0)}, {"stderr", worker_link_.total_bytes(1)}}},
       {"egress_denied", cell_->egress.denied}};
   if (json secrets = secret_totals(); !secrets.is_null()) facts["secrets"] = secrets;
   return facts;
@@ -51,9 +51,10 @@ json Kernel::secret_totals() const {
 }
 
 void Kernel::finish_cell(const json& done) {
-  drain_pipes();  // the cell is over: everything its code wrote is shown before the reply
-  learn_uncounted_output(done);
-  flush_streams(true);
+  // The cell is over: everything its code wrote is shown before the reply.
+  worker_link_.drain_pipes();
+  worker_link_.learn_at_done(done);
+  worker_link_.flush_streams(true);
   comms_.tell_drops(*cell_);
   handle_egress();  // decisions still queued belong to this cell
   // And the workspace broker's refusals: each was sent before its call returned in the cell.
@@ -159,9 +160,9 @@ void Kernel::finish_cell(const json& done) {
 
 void Kernel::finish_request_reply(const json& frame) {
   if (cell_->kind == RequestKind::comm) {
-    drain_pipes();  // what the handler wrote is shown before its idle, as a cell's
-    learn_uncounted_output(frame);
-    flush_streams(true);
+    worker_link_.drain_pipes();  // what the handler wrote is shown before its idle, as a cell's
+    worker_link_.learn_at_done(frame);
+    worker_link_.flush_streams(true);
     comms_.handler_finished(*cell_, budget_);
     WireMessage request = std::move(cell_->request);
     cell_.reset();

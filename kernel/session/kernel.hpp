@@ -54,9 +54,9 @@
 #include "kernel/session/request_kind.hpp"
 #include "kernel/session/request_queue.hpp"
 #include "kernel/session/usage.hpp"
-#include "kernel/session/worker_channel.hpp"
 #include "kernel/session/worker_comms.hpp"
 #include "kernel/session/worker_frames.hpp"
+#include "kernel/session/worker_link.hpp"
 #include "kernel/session/workspace_link.hpp"
 #include "sandbox/egress_api/egress_module.hpp"
 #include "sandbox/jail_client/worker_process.hpp"
@@ -80,22 +80,14 @@ struct KernelOptions {
 
 class Kernel;
 
-// The WorkerDoor the parts are given: fd 3's outbox and the worker's fault, both still the
-// Kernel's until the worker link owns the channel.
-class KernelWorkerDoor final : public WorkerDoor {
+// The core as its parts ask for it: the running request's facts and the core's own steps, one
+// line each (kernel_core.cpp), for every part's narrow interface at once: DebugCore
+// (debug_link.hpp), IdleLink::Core (idle_link.hpp) and WorkerLink::Core (worker_link.hpp). It
+// alone reaches into the Kernel; a part sees only its own interface.
+class KernelCore final : public DebugCore, public IdleLink::Core, public WorkerLink::Core {
  public:
-  explicit KernelWorkerDoor(Kernel& kernel) : kernel_(kernel) {}
-  void send(const json& frame) override;
-  void fault(const std::string& why) override;
-
- private:
-  Kernel& kernel_;
-};
-
-// The running request as the debugger link asks for it (debug_link.hpp's DebugCore).
-class KernelDebugCore final : public DebugCore {
- public:
-  explicit KernelDebugCore(Kernel& kernel) : kernel_(kernel) {}
+  explicit KernelCore(Kernel& kernel) : kernel_(kernel) {}
+  // DebugCore
   OutputBudget& output_budget() override;
   const WireMessage* output_parent() const override;
   const WireMessage* background_parent() const override;
@@ -103,21 +95,18 @@ class KernelDebugCore final : public DebugCore {
   void note_pause(bool paused, Clock::time_point now) override;
   void end_pause(Clock::time_point now) override;
   void read_output_before(const json& frame) override;
-
- private:
-  Kernel& kernel_;
-};
-
-// The core as the idle link sees it (idle_link.hpp): the running request and the pipes' text,
-// the Kernel's until the worker link owns them.
-class KernelIdleCore final : public IdleLink::Core {
- public:
-  explicit KernelIdleCore(Kernel& kernel) : kernel_(kernel) {}
+  // IdleLink::Core
   const WireMessage* running() const override;
   const WireMessage* served() const override;
   void take_output(WorkerFrame type, const json& frame) override;
   OutputBudget& running_budget() override;
   void show_pipes() override;
+  // WorkerLink::Core
+  OutputBudget& text_budget() override;
+  const WireMessage* text_parent() const override;
+  void text_read() override;
+  void handle(const json& frame) override;
+  void faulted() override;
 
  private:
   Kernel& kernel_;
@@ -126,10 +115,7 @@ class KernelIdleCore final : public IdleLink::Core {
 class Kernel {
   // tests/fuzz/fuzz_kernel_frames.cpp: the frame handlers driven without a sandbox.
   friend struct KernelProbe;
-  friend class KernelWorkerDoor;
-  friend class KernelDebugCore;
-
-  friend class KernelIdleCore;
+  friend class KernelCore;
 
  public:
   // Signals are blocked here: construct before anything starts threads (ZMQ's included).
@@ -181,17 +167,8 @@ class Kernel {
                       const std::string& evalue);
   json kernel_info() const;  // kernel_info_reply's content
 
-  // worker_link.cpp
+  // worker.cpp (the channel itself is the worker link's: worker_link.hpp)
   void start_worker();
-  void send_to_worker(const json& frame);
-  void flush_outbox();
-  void fault_worker(const std::string& why);
-  void read_frames();
-  void read_pipe(int index, size_t budget);
-  void drain_pipes();
-  void read_output_before(const json& frame);
-  void learn_uncounted_output(const json& done);
-  void flush_streams(bool final);
   // One frame of the worker's, parsed into its type once: one handler per type below.
   void handle_frame(const json& frame);
   bool answers_current_request(const json& frame) const;
@@ -254,29 +231,22 @@ class Kernel {
   // channel is attached to it (egress_link.hpp).
   EgressLink egress_{audit_, metrics_, frame_log_};
   std::optional<WorkerProcess> worker_;
-  KernelWorkerDoor worker_door_{*this};
+  // What the parts ask of the core (kernel_core.cpp).
+  KernelCore core_{*this};
+  // The worker's channel: frames on fd 3, its text on fd 1 and 2, faults (worker_link.hpp).
+  WorkerLink worker_link_{client_, audit_, frame_log_, redactor_, core_};
   // JupyterLab's debugger: debug_request handed to the worker's debug channel (fd 4), its
   // replies and events checked, charged and relayed (debug_link.hpp).
-  KernelDebugCore debug_core_{*this};
   DebugLink debug_{client_,      audit_,
-                   worker_door_, checks_,
+                   worker_link_, checks_,
                    frame_log_,   {options_.policy.audit_required, options_.policy.audit_code},
-                   debug_core_};
+                   core_};
   // The comms: the worker's checked and counted, the frontend's handed during a cell
   // (comm_link.hpp).
-  CommLink comms_{client_, worker_door_, checks_, frame_log_, request_log_};
-  KernelIdleCore idle_core_{*this};
+  CommLink comms_{client_, worker_link_, checks_, frame_log_, request_log_};
   // Output between requests, and output naming an earlier request (idle_link.hpp).
-  IdleLink idle_{client_, checks_, frame_log_, idle_core_, options_.policy.output_limit_bytes};
-#include "kernel/session/comm_link.hpp"
-#include "kernel/session/debug_link.hpp"
-  WorkerFrameDecoder decoder_;
-  WorkerOutbox outbox_;
+  IdleLink idle_{client_, checks_, frame_log_, core_, options_.policy.output_limit_bytes};
   bool worker_ready_ = false;
-  bool pipe_open_[2] = {false, false};
-  OutputCursors cursors_;     // where its frames fall in the text of fd 1/2 (read_output_before)
-  bool frames_open_ = false;  // polled until EOF or a fault
-  std::optional<Clock::time_point> frames_eof_at_;  // EOF seen: at fault if still running then
   json language_info_ = json::object();
   // What the running sandbox lacks or does differently (WorkerProcess::notes): for the banner,
   // kernel_info_reply (belljar.notes) and the audit log.
@@ -295,7 +265,6 @@ class Kernel {
   // audit log has every record, and each kernel of a host's hundreds holds these.
   NewestEntries<std::string> recent_cells_{100, 256u << 10};
   OutputBudget budget_;
-  StreamBuffer streams_[2];  // stdout, stderr
   bool shutting_down_ = false;
   // The workspace guard's surveys and the broker's refusals (workspace_link.hpp).
   WorkspaceLink workspace_{audit_, client_, options_.policy.workspace_quota_bytes};

@@ -109,7 +109,6 @@ Kernel::Kernel(KernelOptions options)
   // Once, before any record: the records on stderr are no surprise.
   if (!audit_.fallback().empty()) log_line(fallback_warning(audit_.fallback()));
   signals_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
-  for (auto& stream : streams_) stream.set_hold_back(redactor_.hold_back());
   if (!signals_) throw SandboxError(std::string("signalfd: ") + std::strerror(errno));
   // The egress proxy runs on its own thread (all signals blocked there); with no allowlist, or
   // no sandbox, there is nothing for it to do, and its module (and OpenSSL) is never loaded.
@@ -168,8 +167,7 @@ int Kernel::run(Frontend& frontend) {
 
 Clock::time_point Kernel::next_deadline() const {
   auto next = Clock::now() + std::chrono::seconds(1);
-  for (auto& stream : streams_)
-    if (stream.pending()) next = std::min(next, stream.deadline());
+  if (auto due = worker_link_.next_deadline()) next = std::min(next, *due);
   if (executing()) {
     if (cell_->kill_at) {
       next = std::min(next, *cell_->kill_at);
@@ -184,7 +182,6 @@ Clock::time_point Kernel::next_deadline() const {
   if (auto trim = client_.trim_due()) next = std::min(next, *trim);
   if (worker_)
     if (auto survey = workspace_.next_due(*worker_)) next = std::min(next, *survey);
-  if (frames_eof_at_) next = std::min(next, *frames_eof_at_);
   if (auto due = metrics_.due()) next = std::min(next, *due);
   if (auto due = egress_.summary_due()) next = std::min(next, *due);
   if (client_.frontend())
@@ -198,10 +195,10 @@ void Kernel::poll_once() {
   size_t worker_index = items.size();
   const bool worker_polled = worker_.has_value();  // its four items are in the poll
   if (worker_) {
-    short events = ZMQ_POLLIN | (outbox_.empty() ? 0 : ZMQ_POLLOUT);
-    items.push_back({nullptr, frames_open_ ? worker_->frames_fd() : -1, events, 0});
-    items.push_back({nullptr, pipe_open_[0] ? worker_->stdout_fd() : -1, ZMQ_POLLIN, 0});
-    items.push_back({nullptr, pipe_open_[1] ? worker_->stderr_fd() : -1, ZMQ_POLLIN, 0});
+    short events = ZMQ_POLLIN | (worker_link_.wants_to_write() ? ZMQ_POLLOUT : 0);
+    items.push_back({nullptr, worker_link_.frames_fd_to_poll(), events, 0});
+    items.push_back({nullptr, worker_link_.pipe_fd_to_poll(0), ZMQ_POLLIN, 0});
+    items.push_back({nullptr, worker_link_.pipe_fd_to_poll(1), ZMQ_POLLIN, 0});
     short debug_events = ZMQ_POLLIN | (debug_.has_output() ? ZMQ_POLLOUT : 0);
     items.push_back({nullptr, debug_.poll_fd(), debug_events, 0});
   }
@@ -252,10 +249,13 @@ void Kernel::poll_once() {
     const double start = shared ? thread_cpu_seconds() : 0;
     // The pipes before the frame socket: text already read when a frame arrives is shown
     // before it (the worker writes after a frame only once the frame was read, streams.py).
-    if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(0, 1 << 20);
-    if (items[worker_index + 2].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) read_pipe(1, 1 << 20);
-    if (worker_ && (items[worker_index].revents & ZMQ_POLLOUT)) flush_outbox();
-    if (worker_ && (items[worker_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) read_frames();
+    if (items[worker_index + 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR))
+      worker_link_.read_pipe(0, 1 << 20);
+    if (items[worker_index + 2].revents & (ZMQ_POLLIN | ZMQ_POLLERR))
+      worker_link_.read_pipe(1, 1 << 20);
+    if (worker_ && (items[worker_index].revents & ZMQ_POLLOUT)) worker_link_.flush_outbox();
+    if (worker_ && (items[worker_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
+      worker_link_.read_frames();
     // The debug channel after fd 3: each frame is placed in the text by its own `written`.
     if (worker_ && (items[worker_index + 3].revents & ZMQ_POLLOUT)) debug_.flush();
     if (worker_ && (items[worker_index + 3].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) debug_.read();
@@ -270,15 +270,7 @@ void Kernel::poll_once() {
   if (!cell_ && worker_ && worker_ready_ &&
       limits_.check_between_cells(*worker_, now, execution_count_, idle_.last_cell()))
     restart_worker("background CPU past --cpu");
-  for (auto& stream : streams_)
-    if (stream.due(now)) {
-      flush_streams(false);
-      break;
-    }
-  if (frames_eof_at_ && now >= *frames_eof_at_) {
-    frames_eof_at_.reset();
-    if (worker_) fault_worker("it closed its frame socket and kept running");
-  }
+  worker_link_.on_timers(now);  // text due to be shown; a frame socket closed past its grace
   egress_.record_summary(now, false);
   metrics_.flush(now);
   if (worker_woke && worker_)

@@ -6,10 +6,10 @@
 namespace belljar {
 
 void Kernel::submit_shell(WireMessage message) {
-  if (comms_.takes_during_cell(
-          message,
-          executing() && cell_->in_worker && worker_ready_ && frames_open_ && !queue_.collecting(),
-          queue_.holds_comm()))
+  if (comms_.takes_during_cell(message,
+                               executing() && cell_->in_worker && worker_ready_ &&
+                                   worker_link_.frames_open() && !queue_.collecting(),
+                               queue_.holds_comm()))
     return comms_.arrive(std::move(message), *cell_, requests_started_);  // ahead of the queue
   queue_.push_shell(std::move(message));
   if (!queue_.collecting()) dispatch_next();
@@ -17,7 +17,7 @@ void Kernel::submit_shell(WireMessage message) {
 
 void Kernel::deliver_input(const std::string& value) {
   if (executing())
-    send_to_worker({{"type", "input_reply"}, {"value", value}});
+    worker_link_.send({{"type", "input_reply"}, {"value", value}});
   else
     request_log_.log("dropped input_reply", "no cell is waiting for input");
 }
@@ -200,7 +200,7 @@ void Kernel::start_request(const WireMessage& message) {
     if (!cell.silent) ++execution_count_;
     cell.execution_count = execution_count_;
     budget_.reset(options_.policy.output_limit_bytes);
-    for (auto& stream : streams_) stream.reset_totals();
+    worker_link_.reset_totals();
     comms_.cell_started();  // a cell refills the comms' budget too
     // A key pasted into the cell is redacted in the echo other clients see, like any output.
     if (!cell.silent)
@@ -233,7 +233,7 @@ void Kernel::start_request(const WireMessage& message) {
     cell.cpu_limit = options_.policy.cpu_limit();
     cell.cpu_at_start = cpu_now;
     budget_ = comms_.start_handler(Clock::now(), options_.policy.output_limit_bytes);
-    for (auto& stream : streams_) stream.reset_totals();
+    worker_link_.reset_totals();
   } else if (cell.kind == RequestKind::comm_info) {
     frame = {{"type", "comm_info"}, {"id", cell.id}};
     if (auto target = c.find("target_name"); target != c.end() && target->is_string())
@@ -267,19 +267,20 @@ void Kernel::start_request(const WireMessage& message) {
 // are read only while no request runs: none of them can then end one.
 void Kernel::take_output_between_requests() {
   if (!worker_ || cell_) return;
-  read_frames();
-  drain_pipes();
-  flush_streams(true);
+  worker_link_.read_frames();
+  worker_link_.drain_pipes();
+  worker_link_.flush_streams(true);
 }
 
 void Kernel::hand_to_worker(const json& frame) {
   if (cell_ && !cell_->in_worker) {
-    drain_pipes();  // written while the cell was held for its survey: still between requests
-    flush_streams(true);
+    worker_link_
+        .drain_pipes();  // written while the cell was held for its survey: still between requests
+    worker_link_.flush_streams(true);
     cell_->in_worker = true;
     idle_.handed(cell_->request, cell_->kind);
   }
-  send_to_worker(frame);
+  worker_link_.send(frame);
 }
 
 void Kernel::abort_queued_executes() {

@@ -4,7 +4,7 @@
 // on arbitrary frames from an (untrusted) worker. fuzz_worker_frames covers the framing.
 //
 // The seam: a real Kernel, --isolation none, whose "worker" is a stand-in (a /bin/sh script
-// that reads fd 3 and discards it), so the Kernel's own start_worker, send_to_worker and pipes
+// that reads fd 3 and discards it), so the Kernel's own start_worker, its worker link and pipes
 // are the real ones; a Frontend that only counts what it is given; and KernelProbe, a friend of
 // Kernel, which hands it frames as read_frames does, without the reactor's poll. Handlers are
 // called without take_frames' per-frame boundary: any exception that would reach it is a
@@ -57,7 +57,7 @@ struct KernelProbe {
   }
   static void ensure_worker(Kernel& kernel) {
     // A handler may fault the worker (replies it left unread): a fresh one, as its exit would.
-    if (kernel.worker_ && kernel.frames_open_) return;
+    if (kernel.worker_ && kernel.worker_link_.frames_open()) return;
     kernel.drop_worker();
     kernel.cell_.reset();
     kernel.queue_.clear();
@@ -113,7 +113,7 @@ struct KernelProbe {
   }
   static void handle(Kernel& kernel, const nlohmann::json& frame) {
     try {
-      kernel.read_output_before(frame);
+      kernel.worker_link_.read_output_before(frame);
       auto type = worker_frame(frame["type"].get<std::string>());
       if (type && debug_channel_frame(*type))
         kernel.debug_.handle_frame(frame);
