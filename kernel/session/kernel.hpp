@@ -3,25 +3,31 @@
 // socket and output pipes. It never runs user code and never blocks on the worker, so control
 // messages (interrupt, shutdown) are served even while a cell spins.
 // Requests arrive through a Frontend (Jupyter's sockets, MCP, the runner); the core is the same.
+// The core (the reactor, the request queue, the running request, the wiring) is this class, in
 //   reactor.cpp      the loop: poll, signals, timers, the launching client (parent_watch.hpp)
 //   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
-//   worker_link.cpp  the worker: start, frames in and out, its output pipes, faults, exits
-//                    (the outbox and the text cursors: worker_channel.hpp; a framed socket
-//                    read, fd 3's and fd 4's: frame_reader.hpp)
-//   cell_limits.hpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), the
-//                    errors naming them
+//   worker.cpp       the worker's start and exits, and what each of its frames means
 //   cell_records.cpp what a request leaves: reply (its payload: kernel/output/payloads.hpp),
 //                    audit record, metrics; restart policy
+//   kernel_core.cpp  KernelCore: the core's answers to the parts' narrow interfaces
+// and the parts own their state, each in a header of its own that says what it may touch (its
+// doors: doors.hpp), each unit-tested through fakes of them:
+//   worker_link.hpp  the worker's channel: fd 3's frames (outbox, reading: frame_reader.hpp),
+//                    its text on fd 1 and 2 placed before the frames (worker_channel.hpp), faults
+//   cell_limits.hpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), CPU
+//                    between cells, the errors naming them
 //   comm_link.hpp    the worker's comm messages: routed to the frontend, checked, counted;
-//                    the frontend's, handed to the worker during a cell (a part of its own)
+//                    the frontend's, handed to the worker during a cell
 //   idle_link.hpp    output of code running between requests (asyncio tasks, threads): shown
-//                    parented to the last cell, on a budget of its own (a part of its own)
+//                    parented to the last cell, on a budget of its own
 //   egress_link.hpp  the egress proxy's decisions: audit, metrics, the cell's denied hosts
 //   debug_link.hpp   the debugger: debug_request on control, handed to the worker's debug
 //                    channel (fd 4), its replies and events checked, charged and relayed (the
 //                    pending table, deadlines, started state, event rate: debug_requests.hpp)
 //   workspace_link.hpp  the workspace guard's surveys: new guards, the quota (when to survey
-//                    and what a survey means: workspace_surveys.hpp, a part of its own)
+//                    and what a survey means: workspace_surveys.hpp)
+//   output_checks.hpp, output_publisher.hpp  what every piece of output passes, and the one step
+//                    that publishes it; client_channel.hpp  the client door on the frontend
 #include <chrono>
 #include <cstdlib>
 #include <deque>

@@ -1,6 +1,7 @@
 #pragma once
 // The supervisor's end of the worker's channel, in two small parts with one job each, tested
-// alone (tests/unit/kernel/session/worker_channel.cpp); worker_link.cpp owns the descriptors.
+// alone (tests/unit/kernel/session/worker_channel.cpp); the worker link (worker_link.hpp) holds
+// them.
 //
 // WorkerOutbox: frames for the worker, written as its socket takes them. An honest worker reads
 // each reply before it asks again; one that keeps asking without reading would grow the queue
