@@ -45,6 +45,10 @@ std::optional<json> OutputChecks::display(WorkerFrame type, const json& frame,
   redactor_.redact_json(data);  // before: the frame's srcdoc holds it escaped
   data = apply_active_output(data, mode_, &widgets_);
   redactor_.redact_json(data);  // after: decoded references could spell a secret
+  // The metadata and the transient part reach the client too (a display_id is any string the
+  // cell chose): redacted like the bundle (the outside attack on issue 40's redesign).
+  redactor_.redact_json(metadata);
+  redactor_.redact_json(transient);
   // The whole message counts: metadata and transient are the worker's bytes too.
   if (!budget.take_whole(dump_json(data).size() + dump_json(metadata).size() +
                          dump_json(transient).size()))
@@ -65,6 +69,8 @@ std::variant<WorkerComm, std::string> OutputChecks::comm(const std::string& type
     return bounded_reason(why);
   widget_values_cleaned += widgets_.take_cleaned();
   redactor_.redact_json(comm.content);  // decoded character references could spell a secret
+  // The binary buffers are the worker's bytes as well: a value in them is replaced as in text.
+  for (auto& buffer : comm.buffers) buffer = redactor_.redact(std::move(buffer));
   if (!budget.take_whole(comm.size)) return type + " past the output limit";
   return std::move(comm);
 }

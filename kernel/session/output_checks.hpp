@@ -1,6 +1,7 @@
 #pragma once
 // The checks every piece of the worker's output passes before a client sees it, in one part:
-// a display's bundle (bundle_check), the redaction of bound and environment secrets, active
+// a display's bundle (bundle_check), the redaction of bound and environment secrets (from all
+// of a message the client gets: data, metadata, transient, a comm's content and buffers), active
 // output (kernel/output/active_output.hpp: --active-output), a comm message's shape
 // (worker_comms.hpp) and what the page's widget models admit (kernel/output/widget_models.hpp),
 // and the charge to the output budget it is given. The links (the worker's frames, output

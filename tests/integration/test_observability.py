@@ -139,6 +139,32 @@ def test_passed_secret_is_redacted_everywhere(observed):
     assert SECRET not in audit.read_text()
 
 
+def test_a_passed_secret_is_redacted_from_a_displays_metadata_and_transient_part(observed):
+    """The outside attack on issue 40's redesign: a display's metadata, its transient
+    display_id and a result's metadata carried the value to the client unredacted (the bundle
+    itself was redacted). Control: the value reaches the cell, which shows it is the one."""
+    _, kc, _, _ = observed
+    code = ("import os\n"
+            "from IPython.display import display, update_display\n"
+            "tok = os.environ['BELLJAR_OBS_TOKEN']\n"
+            "print(len(tok))\n"
+            "display({'text/plain': 'x'}, raw=True, metadata={'leak': tok})\n"
+            "display({'text/plain': 'y'}, raw=True, transient={'display_id': tok})\n"
+            "update_display({'text/plain': 'z'}, raw=True, display_id=tok, metadata={'m': tok})\n"
+            "class R:\n"
+            "    def _repr_mimebundle_(self, include=None, exclude=None):\n"
+            "        return {'text/plain': 'r'}, {'leak2': tok}\n"
+            "R()\n")
+    reply, outputs = execute(kc, code)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert stdout_of(outputs).strip() == str(len(SECRET))  # the control: the cell has it
+    shown = [m for m in outputs if m["msg_type"] in ("display_data", "update_display_data",
+                                                     "execute_result")]
+    assert len(shown) == 4, [m["msg_type"] for m in outputs]
+    assert SECRET not in json.dumps([m["content"] for m in outputs])
+    assert "[redacted]" in json.dumps([m["content"] for m in shown])
+
+
 def test_redaction_is_no_oracle_for_a_secret_the_sandbox_never_had(observed):
     # A cell printing the start of the kernel-only value, then more after a pause, must be
     # chunked exactly like the same text with a wrong guess: holding back a matching prefix

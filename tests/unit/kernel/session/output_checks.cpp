@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "kernel/protocol/base64.hpp"
+
 using namespace belljar;
 using json = nlohmann::json;
 
@@ -83,4 +85,36 @@ TEST_CASE("output checks: a comm message of no known shape is withheld, its reas
                                  {"value", 3}}}}}},
                             budget, cleaned);
   CHECK(std::holds_alternative<WorkerComm>(passed));
+}
+
+TEST_CASE("output checks: a secret in a display's metadata or transient part is redacted",
+          "[output_checks]") {
+  Redactor redactor({"sk-live-0123456789abcdef"});
+  OutputChecks checks(redactor, ActiveOutput::isolate);
+  OutputBudget budget = budget_of(1 << 20);
+  auto shown = checks.display(WorkerFrame::display,
+                              {{"data", {{"text/plain", "x"}}},
+                               {"metadata", {{"leak", "sk-live-0123456789abcdef"}}},
+                               {"transient", {{"display_id", "sk-live-0123456789abcdef"}}}},
+                              budget);
+  REQUIRE(shown);
+  CHECK(shown->dump().find("sk-live") == std::string::npos);
+  CHECK((*shown)["transient"]["display_id"] == "[redacted]");
+}
+
+TEST_CASE("output checks: a secret in a comm message's buffers is redacted", "[output_checks]") {
+  Redactor redactor({"sk-live-0123456789abcdef"});
+  OutputChecks checks(redactor, ActiveOutput::allow);
+  OutputBudget budget = budget_of(1 << 20);
+  uint64_t cleaned = 0;
+  auto passed = checks.comm("comm_msg",
+                            {{"comm_id", "c1"},
+                             {"data", {{"method", "custom"}}},
+                             {"buffers", {base64_encode("token=sk-live-0123456789abcdef")}}},
+                            budget, cleaned);
+  REQUIRE(std::holds_alternative<WorkerComm>(passed));
+  const auto& buffers = std::get<WorkerComm>(passed).buffers;
+  REQUIRE(buffers.size() == 1);
+  CHECK(buffers[0].find("sk-live") == std::string::npos);
+  CHECK(buffers[0] == "token=[redacted]");
 }
