@@ -166,3 +166,20 @@ TEST_CASE("workspace link: a sandbox that guards no workspace holds nothing and 
   CHECK(rig.warden.asked.empty());
   CHECK_FALSE(rig.link.next_due(rig.warden));
 }
+
+TEST_CASE("workspace link: a cell held for its survey is not interrupted by the quota it waits on",
+          "[workspace_link]") {
+  Rig rig;
+  Cell cell = running_cell("m4");
+  rig.warden.surveys.push_back(measured(1000));  // the baseline
+  REQUIRE(rig.link.take_survey(rig.warden, &cell));
+  json frame = {{"type", "execute"}, {"id", "r4"}};
+  REQUIRE(rig.link.hold(rig.warden, frame));
+  SurveyReport over = measured(1000 + (64u << 20));
+  over.over_quota = true;
+  rig.warden.surveys.push_back(over);
+  auto step = rig.link.take_survey(rig.warden, &cell);
+  REQUIRE(step);
+  CHECK(rig.warden.interrupts == 0);  // not running yet: nothing to interrupt
+  CHECK(cell.limit_hit == LimitHit::none);
+}
