@@ -7,13 +7,13 @@
 //   reactor.cpp      the loop: poll, signals, timers, the launching client (parent_watch.hpp)
 //   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
 //   worker.cpp       the worker's start and exits, and what each of its frames means
-//   cell_records.cpp what a request leaves: reply (its payload: kernel/output/payloads.hpp),
-//                    audit record, metrics; restart policy
 //   kernel_core.cpp  KernelCore: the core's answers to the parts' narrow interfaces
 // and the parts own their state, each in a header of its own that says what it may touch (its
 // doors: doors.hpp), each unit-tested through fakes of them:
 //   worker_link.hpp  the worker's channel: fd 3's frames (outbox, reading: frame_reader.hpp),
 //                    its text on fd 1 and 2 placed before the frames (worker_channel.hpp), faults
+//   cell_records.hpp what a finished cell leaves: its reply (its payload:
+//                    kernel/output/payloads.hpp), audit record, metrics, history, %audit's list
 //   cell_limits.hpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), CPU
 //                    between cells, the errors naming them
 //   comm_link.hpp    the worker's comm messages: routed to the frontend, checked, counted;
@@ -46,6 +46,7 @@
 #include "kernel/protocol/wire_message.hpp"
 #include "kernel/session/cell.hpp"
 #include "kernel/session/cell_limits.hpp"
+#include "kernel/session/cell_records.hpp"
 #include "kernel/session/client_channel.hpp"
 #include "kernel/session/comm_link.hpp"
 #include "kernel/session/debug_link.hpp"
@@ -192,9 +193,7 @@ class Kernel {
   void on_worker_exit(const WorkerExit& exit);
   void drop_worker();
 
-  // cell_records.cpp
-  json execution_facts() const;
-  json secret_totals() const;
+  // A request's end: its reply (its record: cell_records.hpp), the next request started.
   void finish_cell(const json& done);
   void finish_request_reply(const json& reply);
   void fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome);
@@ -225,7 +224,6 @@ class Kernel {
   // widget models (output_checks.hpp).
   OutputChecks checks_{redactor_, options_.policy.active_output};
   ClientChannel client_;  // the frontend, as the parts may use it (doors.hpp)
-  History history_;
   UsageSampler usage_;
   Fd signals_;
   // The client that launched the kernel (JPY_PARENT_PID), read as the kernel is made: when it
@@ -265,11 +263,9 @@ class Kernel {
   std::optional<Cell> cell_;
   int execution_count_ = 0;
   uint64_t requests_started_ = 0;  // source of the frame ids of requests
-  // The `cell` audit records %audit may show, newest last: kept as text (about 500 bytes a
-  // cell, where parsed records took 1.8 KiB), the last 100 and within 256 KiB, since with
-  // --audit-code or many displays one record can be large. %audit shows 10 by default; the
-  // audit log has every record, and each kernel of a host's hundreds holds these.
-  NewestEntries<std::string> recent_cells_{100, 256u << 10};
+  // What a finished cell leaves: its reply, audit record, metrics, history (cell_records.hpp).
+  CellRecords records_{options_.policy, options_.session_id, audit_, metrics_,
+                       frame_log_,      redactor_,           client_};
   OutputBudget budget_;
   bool shutting_down_ = false;
   // The workspace guard's surveys and the broker's refusals (workspace_link.hpp).

@@ -90,8 +90,7 @@ Kernel::Kernel(KernelOptions options)
                                             options_.secrets ? options_.secrets->values()
                                                              : std::vector<std::string>{})),
       request_log_(10),
-      frame_log_(10),
-      history_(options_.policy.history_size) {
+      frame_log_(10) {
   // glibc raises its mmap threshold to the largest block freed (up to 32 MiB) and its trim
   // threshold to twice that, so after one cell with a 4 MB result the heap kept 11 MB of free
   // memory for the rest of the session. Set (to glibc's starting value) it stays fixed: blocks

@@ -1,6 +1,9 @@
 // Jupyter requests: authenticated on arrival, control served at once, shell queued and handed
 // to the worker one at a time (as ipykernel does), replies built by replies.hpp.
+#include "kernel/output/active_output.hpp"
+#include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/replies.hpp"
+#include "kernel/session/cell_budget.hpp"
 #include "kernel/session/kernel.hpp"
 
 namespace belljar {
@@ -135,7 +138,7 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
     client_.reply(channel, message, "connect_reply", client_.frontend()->connection_ports());
   } else if (type == "history_request") {
     client_.reply(channel, message, "history_reply",
-                  create_history_reply(history_.query(message.content)));
+                  create_history_reply(records_.history(message.content)));
   } else if (type == "shutdown_request") {
     bool restart = message.content.value("restart", false);
     client_.reply(channel, message, "shutdown_reply", create_shutdown_reply(restart));
@@ -281,6 +284,103 @@ void Kernel::hand_to_worker(const json& frame) {
     idle_.handed(cell_->request, cell_->kind);
   }
   worker_link_.send(frame);
+}
+
+void Kernel::finish_cell(const json& done) {
+  // The cell is over: everything its code wrote is shown before the reply.
+  worker_link_.drain_pipes();
+  worker_link_.learn_at_done(done);
+  worker_link_.flush_streams(true);
+  comms_.tell_drops(*cell_);
+  handle_egress();  // decisions still queued belong to this cell
+  // And the workspace broker's refusals: each was sent before its call returned in the cell.
+  if (worker_) workspace_.take_refusals(*worker_, &cell_.value());
+  Cell& cell = *cell_;
+  if (cell.memory_limit && worker_) {
+    std::string why;
+    if (!worker_->set_memory_limit(options_.policy.memory_bytes, &why))
+      log_line("restoring --memory: " + why);
+  }
+  CellRecords::Measured measured;
+  if (worker_) {
+    measured.cpu_seconds = worker_->cpu_seconds() - cell.cpu_at_start;
+    measured.peak_memory_bytes = worker_->peak_memory_bytes();
+  }
+  measured.stdout_bytes = worker_link_.total_bytes(0);
+  measured.stderr_bytes = worker_link_.total_bytes(1);
+  measured.comms_handled = comms_.take_handled();
+  CellRecords::Reply reply = records_.finish(cell, done, measured, budget_);
+  bool abort = cell.error && cell.stop_on_error;
+  if (abort) {
+    queue_.set_collecting(true);
+    client_.frontend()->collect_pending(*this);
+    queue_.set_collecting(false);
+  }
+  WireMessage request = std::move(cell.request);
+  cell_.reset();
+  if (worker_) limits_.request_finished(worker_->cpu_seconds(), true);
+  client_.reply(Channel::shell, request, "execute_reply", std::move(reply.content),
+                std::move(reply.metadata));
+  client_.status("idle", &request);
+  if (abort) abort_queued_executes();
+  queue_.push_shell_first(comms_.take_back());  // comm messages that came during the cell first
+  dispatch_next();
+}
+
+void Kernel::finish_request_reply(const json& frame) {
+  if (cell_->kind == RequestKind::comm) {
+    worker_link_.drain_pipes();  // what the handler wrote is shown before its idle, as a cell's
+    worker_link_.learn_at_done(frame);
+    worker_link_.flush_streams(true);
+    comms_.handler_finished(*cell_, budget_);
+    WireMessage request = std::move(cell_->request);
+    cell_.reset();
+    if (worker_) limits_.request_finished(worker_->cpu_seconds(), false);
+    client_.status("idle", &request);
+    dispatch_next();
+    return;
+  }
+  WireMessage request = std::move(cell_->request);
+  RequestKind kind = cell_->kind;
+  cell_.reset();
+  if (worker_) limits_.request_finished(worker_->cpu_seconds(), false);
+  // A lookup gets the same cap as a cell, on its own budget (it is not a cell's output).
+  OutputBudget budget;
+  budget.reset(options_.policy.output_limit_bytes);
+  if (kind == RequestKind::complete)
+    client_.reply(Channel::shell, request, "complete_reply",
+                  charge_request_reply(kind, create_complete_reply(frame), budget));
+  else if (kind == RequestKind::inspect) {
+    // The inspector renders its bundle like an output (JupyterLab shows text/html).
+    json content = create_inspect_reply(frame);
+    if (!content["data"].empty())
+      content["data"] = apply_active_output(content["data"], options_.policy.active_output);
+    client_.reply(Channel::shell, request, "inspect_reply",
+                  charge_request_reply(kind, content, budget));
+  } else if (kind == RequestKind::comm_info) {
+    json content = comms_.info(frame);
+    if (!budget.take_whole(dump_json(content).size())) content["comms"] = json::object();
+    client_.reply(Channel::shell, request, "comm_info_reply", std::move(content));
+  } else
+    client_.reply(Channel::shell, request, "is_complete_reply",
+                  charge_request_reply(kind, create_is_complete_reply(frame), budget));
+  client_.status("idle", &request);
+  dispatch_next();
+}
+
+void Kernel::fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome) {
+  if (!cell_) return;
+  if (!executing()) {
+    if (cell_->kind == RequestKind::comm)
+      comms_.tell_session_lost_by_handler(ename + ": " + evalue, cell_->request);
+    // complete/inspect/is_complete: answer with nothing found rather than leaving it waiting.
+    finish_request_reply(json::object());
+    return;
+  }
+  cell_->outcome = outcome;
+  cell_->error = create_error_content(ename, evalue, json::array({ename + ": " + evalue}));
+  if (!cell_->silent) client_.publish("error", *cell_->error, &cell_->request);
+  finish_cell(json::object());
 }
 
 void Kernel::abort_queued_executes() {

@@ -236,11 +236,8 @@ void Kernel::on_audit_request(const json& frame) {
     if (running_code()) worker_link_.send({{"type", "audit_reply"}, {"records", json::array()}});
     return;
   }
-  size_t last = std::min(json_field<size_t>(frame, "last", 10), recent_cells_.size());
-  json records = json::array();
-  for (size_t i = recent_cells_.size() - last; i < recent_cells_.size(); ++i)
-    records.push_back(json::parse(recent_cells_[i], nullptr, false));  // our own dump_json
-  json reply = {{"type", "audit_reply"}, {"records", records}};
+  json reply = {{"type", "audit_reply"},
+                {"records", records_.recent(json_field<size_t>(frame, "last", 10))}};
   if (audit_.failures() > 0) reply["log_error"] = audit_.failure_text();
   worker_link_.send(reply);
 }
@@ -317,6 +314,14 @@ void Kernel::restart_worker(const std::string& why) {
   if (shutting_down_) return;
   failed_starts_ = 0;
   start_worker();
+}
+
+void Kernel::schedule_restart(const std::string& why) {
+  // Back off when the worker keeps dying at once, so a broken interpreter can't spin us.
+  ++failed_starts_;
+  auto delay = std::chrono::milliseconds(std::min(5000, 50 << std::min(failed_starts_, 7)));
+  log_line("worker restart in " + std::to_string(delay.count()) + " ms: " + why);
+  restart_at_ = Clock::now() + delay;
 }
 
 void Kernel::drop_worker() {
