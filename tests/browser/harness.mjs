@@ -237,9 +237,31 @@ export async function startJupyterLab({ frontend, frontends, dirs, token, env })
     },
     cwd: dirs.notebooks,
   });
-  await said(server, `jupyter ${frontend.app}`, /is running at/, 90_000);
-  assert.ok((await fetch(`${base}/api/status?token=${token}`, bounded())).ok, server.log);
+  try {
+    await said(server, `jupyter ${frontend.app}`, /is running at/, 90_000);
+    assert.ok((await serverStatus(`${base}/api/status?token=${token}`)).ok, server.log);
+  } catch (error) {
+    // The server goes with the failure: left running it kept node's test runner waiting for
+    // the whole suite's timeout (ten minutes) after a start that failed in two seconds.
+    await stop(server);
+    throw new Error(`${frontend.app} did not start: ${error.message}` +
+      `${error.cause ? ` (${error.cause.message ?? error.cause})` : ''}\n${server.log}`);
+  }
   return { server, base };
+}
+
+// The server's status, once it answers: a connection refused or reset just after it said it
+// runs is tried again, within 30 s in all (each attempt bounded too).
+async function serverStatus(url) {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await fetch(url, bounded({}, Math.max(1_000, deadline - Date.now())));
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+      await new Promise((resolve) => { setTimeout(resolve, 250); });
+    }
+  }
 }
 
 // Opens a notebook in JupyterLab or Notebook 7 and waits until its kernel (belljar, its sandbox
