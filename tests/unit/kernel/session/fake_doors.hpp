@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernel/observability/audit_log.hpp"
+#include "kernel/output/output_stream.hpp"
 #include "kernel/session/doors.hpp"
 
 namespace belljar::testing {
@@ -80,6 +81,13 @@ class FakeWorker final : public WorkerDoor {
   std::vector<nlohmann::json> frames;
   std::vector<std::string> faults;
 };
+
+// A budget of `bytes`, as a request's starts.
+inline OutputBudget budget_of(uint64_t bytes) {
+  OutputBudget budget;
+  budget.reset(bytes);
+  return budget;
+}
 
 // A request as a client would send it.
 inline WireMessage request(const std::string& type, const std::string& msg_id,

@@ -7,17 +7,11 @@
 #include <catch2/catch.hpp>
 
 #include "kernel/protocol/base64.hpp"
+#include "kernel/session/fake_doors.hpp"
 
 using namespace belljar;
+using namespace belljar::testing;
 using json = nlohmann::json;
-
-namespace {
-OutputBudget budget_of(uint64_t bytes) {
-  OutputBudget budget;
-  budget.reset(bytes);
-  return budget;
-}
-}  // namespace
 
 TEST_CASE("output checks: a display's secret is redacted and its size charged", "[output_checks]") {
   Redactor redactor({"sk-live-0123456789abcdef"});

@@ -14,12 +14,6 @@ using json = nlohmann::json;
 
 namespace {
 
-OutputBudget budget_of(uint64_t bytes) {
-  OutputBudget budget;
-  budget.reset(bytes);
-  return budget;
-}
-
 struct Rig {
   FakeClient client;
   Redactor redactor{{"sk-live-0123456789abcdef"}};

@@ -6,6 +6,7 @@
 #include "sandbox/jail/workspace_broker.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <mutex>
 
 #include "sandbox/layers/seccomp_filter.hpp"
+#include "sandbox/os/fd_passing.hpp"
 #include "sandbox_harness.hpp"
 
 using namespace belljar;
@@ -26,40 +28,14 @@ using namespace belljar::testing;
 
 namespace {
 
-bool send_fd(int socket, int fd) {
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
-  return ::sendmsg(socket, &msg, 0) == 1;
+// The child's listener, once it has sent it (sandbox/os/fd_passing.hpp, as init hands over its
+// connections): waited for on the socket, at most 30 s.
+Fd listener_from(int socket) {
+  pollfd ready{socket, POLLIN, 0};
+  if (::poll(&ready, 1, 30'000) != 1) return Fd();
+  int status = 0;
+  return receive_fd(socket, status);
 }
-
-Fd receive_fd(int socket) {
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  if (::recvmsg(socket, &msg, 0) != 1) return Fd();
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  if (!cmsg || cmsg->cmsg_type != SCM_RIGHTS) return Fd();
-  int fd = -1;
-  std::memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
-  return Fd(fd);
-}
-
 // 0 for a call that succeeded, its errno otherwise.
 int outcome(long rc) {
   return rc < 0 ? errno : 0;
@@ -115,7 +91,7 @@ TEST_CASE("each brokered call reaches its handler and is answered as the kernel 
       ::_exit(3);
     }
     char go = 0;
-    if (!send_fd(theirs.get(), listener.get()) || ::read(theirs.get(), &go, 1) != 1) ::_exit(4);
+    if (send_fd(theirs.get(), listener.get()) != 0 || ::read(theirs.get(), &go, 1) != 1) ::_exit(4);
     listener.reset();
     make_calls(workspace, write_end.get());
   }
@@ -125,7 +101,7 @@ TEST_CASE("each brokered call reaches its handler and is answered as the kernel 
   std::mutex refused_lock;
   std::vector<BrokerRefusal> refused;
   {
-    Fd listener = receive_fd(ours.get());
+    Fd listener = listener_from(ours.get());
     REQUIRE(listener);
     BrokerSettings settings;
     settings.workspace = workspace;
