@@ -94,7 +94,7 @@ class Kernel;
 class KernelCore final : public DebugCore, public IdleLink::Core, public WorkerLink::Core {
  public:
   explicit KernelCore(Kernel& kernel) : kernel_(kernel) {}
-  // DebugCore
+  // DebugCore (output_budget and background_parent answer WorkerLink::Core too)
   OutputBudget& output_budget() override;
   const WireMessage* output_parent() const override;
   const WireMessage* background_parent() const override;
@@ -109,8 +109,6 @@ class KernelCore final : public DebugCore, public IdleLink::Core, public WorkerL
   OutputBudget& running_budget() override;
   void show_pipes() override;
   // WorkerLink::Core
-  OutputBudget& text_budget() override;
-  const WireMessage* text_parent() const override;
   void text_read() override;
   void handle(const json& frame) override;
   void faulted() override;

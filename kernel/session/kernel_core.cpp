@@ -80,14 +80,6 @@ void KernelCore::show_pipes() {
 
 // WorkerLink::Core (worker_link.hpp)
 
-OutputBudget& KernelCore::text_budget() {
-  return kernel_.output_budget();
-}
-
-const WireMessage* KernelCore::text_parent() const {
-  return kernel_.background_parent();
-}
-
 void KernelCore::text_read() {
   // Text read while no request's code runs came between requests: said once a window when
   // any of it was withheld.

@@ -103,7 +103,8 @@ void WorkerLink::read_pipe(int index, size_t budget) {
     if (n > 0) {
       total += static_cast<size_t>(n);
       cursors_.read(index, static_cast<uint64_t>(n));
-      streams_[index].append(std::string_view(chunk, static_cast<size_t>(n)), core_.text_budget());
+      streams_[index].append(std::string_view(chunk, static_cast<size_t>(n)),
+                             core_.output_budget());
       if (streams_[index].due(Clock::now())) flush_streams(false);
       continue;
     }
@@ -130,7 +131,7 @@ void WorkerLink::read_output_before(const nlohmann::json& frame) {
 }
 
 void WorkerLink::flush_streams(bool final) {
-  const WireMessage* parent = core_.text_parent();
+  const WireMessage* parent = core_.background_parent();
   for (int i = 0; i < 2; ++i) {
     if (!streams_[i].pending()) continue;
     auto now = Clock::now();

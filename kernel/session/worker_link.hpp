@@ -35,9 +35,9 @@ class WorkerLink final : public WorkerDoor {
    public:
     virtual ~Core() = default;
     // The budget the pipes' text is charged to now (the running request's, or output between
-    // requests'), and the parent it is published under.
-    virtual OutputBudget& text_budget() = 0;
-    virtual const WireMessage* text_parent() const = 0;
+    // requests'), and the parent it is published under: what the debugger link asks as well.
+    virtual OutputBudget& output_budget() = 0;
+    virtual const WireMessage* background_parent() const = 0;
     // Text was read from the pipes (between requests, the core tells what it withheld).
     virtual void text_read() = 0;
     // One frame of fd 3's, in order, the text before it already shown.

@@ -25,8 +25,8 @@ namespace {
 
 class FakeCore final : public WorkerLink::Core {
  public:
-  OutputBudget& text_budget() override { return budget; }
-  const WireMessage* text_parent() const override { return &parent; }
+  OutputBudget& output_budget() override { return budget; }
+  const WireMessage* background_parent() const override { return &parent; }
   void text_read() override { ++reads; }
   void handle(const json& frame) override { frames.push_back(frame); }
   void faulted() override { ++faults; }
