@@ -26,6 +26,7 @@ class DebugWorker(Worker):
         self.seq = 0
         self.debug_frames = []
         self.debug_written = []
+        self._events_taken = 0  # debug_frames before this index were looked through by event()
 
     def debug_send(self, command, arguments=None):
         self.seq += 1
@@ -71,10 +72,15 @@ class DebugWorker(Worker):
         return super().close()
 
     def event(self, name, timeout=30):
+        """The next event `name`: pydevd may send it before its reply to the request that
+        caused it (`stopped` before `next`'s reply), so frames already read count too."""
         while True:
-            frame = self.debug_frame(timeout)
-            if frame["type"] == "debug_event" and frame["content"]["event"] == name:
-                return frame["content"]
+            while self._events_taken < len(self.debug_frames):
+                frame = self.debug_frames[self._events_taken]
+                self._events_taken += 1
+                if frame["type"] == "debug_event" and frame["content"]["event"] == name:
+                    return frame["content"]
+            self.debug_frame(timeout)
 
 
 @pytest.fixture(params=["debian", "venv"])

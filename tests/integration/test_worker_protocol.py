@@ -449,6 +449,46 @@ def test_an_interrupt_inside_the_import_machinery_is_delivered_after_it():
         "interrupted after the import"], (done.stdout, done.stderr)
 
 
+# A SIGINT whose C handler runs on a thread of the user's while the main thread already sleeps:
+# Python runs the handler on the main thread only at its next bytecode, after the sleep. (The
+# same happens to one that lands while the main thread waits for the GIL just before a blocking
+# call: CI lost a debugger test's interrupt that way, under load.)
+SIGINT_TO_A_USERS_THREAD = """
+import platform, signal, threading, time
+CLOCK_NANOSLEEP = {"x86_64": "230 ", "aarch64": "115 "}[platform.machine()]
+main = threading.get_native_id()
+
+def poke():
+    with open("/proc/self/task/%d/syscall" % main) as f:
+        while not f.read().startswith(CLOCK_NANOSLEEP):  # until the main thread sleeps
+            f.seek(0)
+            time.sleep(0.01)
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+threading.Thread(target=poke, daemon=True).start()
+print("sleeping", flush=True)
+time.sleep(60)
+"""
+
+
+def test_an_interrupt_that_reaches_another_thread_still_ends_the_cells_sleep(worker):
+    worker.start_execute(SIGINT_TO_A_USERS_THREAD)
+    cell = worker.finish_execute(timeout=30)
+    assert cell.stdout == "sleeping\n" and cell.error["ename"] == "KeyboardInterrupt"
+    assert worker.execute("'alive'").result == {"text/plain": "'alive'"}
+
+
+def test_an_interrupt_is_delivered_once(worker):
+    """The worker sends a SIGINT again only while its handler has not run: a cell that catches
+    the first and then works on for longer than that wait is not interrupted a second time."""
+    worker.start_execute("import time\nprint('sleeping', flush=True)\ntry:\n    time.sleep(60)\n"
+                         "except KeyboardInterrupt:\n    time.sleep(1.5)\n    print('caught once')")
+    worker.wait_for_output("sleeping")
+    worker.interrupt()
+    cell = worker.finish_execute(timeout=30)
+    assert cell.ok and cell.stdout == "sleeping\ncaught once\n", (cell.stdout, cell.error)
+
+
 def test_input_without_stdin_and_interrupted_input(worker):
     cell = worker.execute("input('x')", allow_stdin=False)
     assert cell.error["ename"] == "StdinNotImplementedError"

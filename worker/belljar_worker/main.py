@@ -54,16 +54,15 @@ def hello_frame(debugger):
 
 
 def serve():
-    import _signal
-
-    from .interrupts import InterruptGate
+    from .interrupts import InterruptGate, MissedInterrupts
     from .streams import OutputStreams
     from .wire import FrameChannel
 
     _environment()
     gate = InterruptGate()
-    _signal.signal(_signal.SIGINT, gate.handle_sigint)
+    gate.install()
     streams = OutputStreams()
+    streams.after_flush = MissedInterrupts(gate).check
     streams.start_flusher()
     channel = FrameChannel(FRAMES_FD, gate, streams.flush, streams.written)
     streams.before_write = channel.wait_until_read

@@ -61,6 +61,7 @@ class OutputStreams:
         self._originals = (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)
         self.before_write = None
         self.between_flushes = None  # a wait(seconds) that does other work: debugger/__init__.py
+        self.after_flush = None  # called by the flusher after each flush: interrupts.py
         self.written = [0, 0]  # bytes this worker's streams wrote to fd 1 and fd 2
         self.stdout = _open_fd_stream(1, self)
         self.stderr = _open_fd_stream(2, self)
@@ -110,6 +111,7 @@ class OutputStreams:
 
     def _restart_flusher_in_child(self):
         self.between_flushes = None  # the debug channel is the parent's
+        self.after_flush = None  # and its interrupts
         try:
             _thread.start_new_thread(self._flush_periodically, ())
         except Exception:
@@ -133,3 +135,9 @@ class OutputStreams:
                 # A cell closed fd 4, say: the debug channel is gone, the flushing goes on.
                 self.between_flushes = None
             self.flush_own()  # never the user's replacement streams: they may not be thread-safe
+            after = self.after_flush
+            if after is not None:
+                try:
+                    after()
+                except Exception:
+                    pass

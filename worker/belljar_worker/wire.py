@@ -7,6 +7,8 @@ import _thread
 import os
 import sys
 
+from .interrupts import drain
+
 MAX_FRAME = 64 * 1024 * 1024  # the supervisor treats anything larger as a fault
 SIOCOUTQ = 0x5411  # Linux: bytes of ours that the peer of a unix socket has not read yet
 READ_WAIT_LIMIT = 1.0  # seconds; past this, output may overtake an unread frame
@@ -135,7 +137,6 @@ def _too_big(msg, size):
 class FrameChannel:
     def __init__(self, fd, gate, flush_streams, written=None):
         self.fd = fd
-        self._wakeup = _signal_wakeup_pipe()
         self.gate = gate
         self.flush_streams = flush_streams
         self.written = written  # the streams' [fd 1, fd 2] byte counts (streams.py)
@@ -287,7 +288,7 @@ class FrameChannel:
             msg = self._pop_frame()
             if msg is not None:
                 return msg
-            if interruptible and not _wait_readable(self.fd, self._wakeup):
+            if interruptible and not _wait_readable(self.fd, self.gate.wakeup):
                 # Woken by a signal's byte alone (its handler ran here, or earlier, elsewhere,
                 # leaving the byte): a read now would block under the shield, where the next
                 # interrupt only waits. Wait again.
@@ -329,29 +330,14 @@ def _during(msg, cell_id):
     return msg.get("type") == "comm" and cell_id is not None and msg.get("during") == cell_id
 
 
-def _signal_wakeup_pipe():
-    """A pipe the signal machinery writes to on SIGINT, whichever thread the kernel delivered
-    it to (a user's or IPython's thread, say): the main thread's wait watches it too, so an
-    interrupt is never stuck behind a wait that only a reply would end."""
-    try:
-        import _signal
-        r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        _signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-        return r
-    except (ValueError, OSError, AttributeError):  # not the main thread, or no pipes
-        return None
-
-
 def _wait_readable(fd, wakeup=None):
-    """True once fd has something to read; False when only the wakeup pipe woke the wait."""
+    """True once fd has something to read; False when only the signal wakeup pipe woke the
+    wait (interrupts.py: it sees a SIGINT delivered to any thread, a user's or IPython's)."""
     import select
     watched = [fd] if wakeup is None else [fd, wakeup]
     ready, _, _ = select.select(watched, [], [])
     if wakeup is not None and wakeup in ready:
-        try:
-            os.read(wakeup, 512)  # the handler itself runs at the next bytecode, here
-        except OSError:
-            pass
+        drain(wakeup)  # the handler itself runs at the next bytecode, here
     return fd in ready
 
 
