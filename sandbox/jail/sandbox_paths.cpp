@@ -209,9 +209,18 @@ bool SandboxPaths::locate(int dir, WalkStart& start) const {
     marked.push_back(holds_marker(at.get(), marked.size()));
   }
   ObjectId found, wanted;
-  if (!at || !object_id(at.get(), found) || !object_id(dir, wanted) || !(found == wanted))
+  if (!at || !object_id(at.get(), found) || !object_id(dir, wanted)) return false;
+  if (found == wanted) {
+    start.dir = duplicate(dir);
+  } else if (found.dev == wanted.dev && found.ino == wanted.ino) {
+    // The same folder, seen through a mount stacked on it since the caller went in: a guard a
+    // survey mounted over a .git the host made, or moved the folder to. The sandbox can't
+    // mount, so the path's view is the newer one: the folder is located where it is now and
+    // seen as the path shows it, and what that mount refuses (read-only) is refused.
+    start.dir = std::move(at);
+  } else {
     return false;
-  start.dir = duplicate(dir);
+  }
   start.where = std::move(parts);
   start.marked = std::move(marked);
   return static_cast<bool>(start.dir);

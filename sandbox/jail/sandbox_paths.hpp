@@ -81,9 +81,11 @@ class SandboxPaths {
 
   // The components of an open folder (a /proc/PID/cwd or /proc/PID/fd/N opened by the broker):
   // its path as /proc/self/fd shows it, checked by walking it back to the same object. false
-  // when the two disagree (the folder moved meanwhile, or lies outside this root).
+  // when the two disagree (the folder moved meanwhile, or lies outside this root). The same
+  // folder reached through a mount stacked on it since (a survey's guard) is located there.
   bool locate(int dir, std::vector<std::string>& where) const;
-  // The same, as a start for walk(): `dir` duplicated, and the marker checked on the way.
+  // The same, as a start for walk(): `dir` duplicated (or, under a guard stacked since, the
+  // folder as the path shows it), and the marker checked on the way.
   bool locate(int dir, WalkStart& start) const;
 
  private:

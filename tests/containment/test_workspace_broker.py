@@ -314,6 +314,46 @@ print(json.dumps(results))
         assert (ws / "made" / "config").read_text() == "x"
 
 
+def test_a_cwd_a_guard_was_mounted_over_since_is_judged_where_it_is_now():
+    """The same move, once the survey has mounted its guard over the .git the host made: the
+    cell's cwd is then the folder under the guard, which the path no longer leads to. It is
+    judged where it is now all the same (it answered ENOENT, one run in twenty on CI, when the
+    survey won the race against the cell's next write)."""
+    with fresh_workspace("belljar-broker-guarded-") as ws:
+        (ws / "cwd").mkdir()
+        os.mkfifo(ws / "go")
+        open_to_all(ws)
+        with kernel("strict", ws) as (km, kc):
+            msg_id = kc.execute(ATTEMPT + f"""
+import time
+os.chdir({str(ws / "cwd")!r})
+open('rel', 'w').close()
+print('ready', flush=True)
+open({str(ws / "go")!r}).read()  # until the host has moved the folder
+guarded = {str(ws / ".git")!r}
+deadline = time.monotonic() + 20
+def guard_mounted():
+    with open('/proc/self/mountinfo') as f:
+        return any(line.split()[4] == guarded for line in f)
+while not guard_mounted() and time.monotonic() < deadline:  # the next survey mounts it
+    time.sleep(0.05)
+results['guard mounted'] = guard_mounted()
+attempt('relative, in the cwd under the guard', lambda: open('config', 'w').write('x'))
+print(json.dumps(results))
+""")
+            assert wait_for_stream(kc, msg_id, "ready") is not None
+            (ws / "cwd").rename(ws / ".git")
+            with open(ws / "go", "w") as go:
+                go.write("go")
+            reply, out = collect(kc, msg_id)
+        assert reply["content"]["status"] == "ok", out
+        got = json.loads(stdout_of(out).strip().splitlines()[-1])
+        assert got == {"guard mounted": True,
+                       "relative, in the cwd under the guard": "PermissionError"}, got
+        assert "the sandbox may not change .git/config" in stderr_of(out), out
+        assert not (ws / ".git" / "config").exists()
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_protected_path_cannot_be_moved_away_with_its_parent(mode):
     ws = sandbox_writable_dir("belljar-broker-protect-")
