@@ -144,7 +144,7 @@ PROBES = [
     Probe("only documented fds are open",
           "import _signal, belljar_worker.current as _s\n"
           "_w = _signal.set_wakeup_fd(-1); _signal.set_wakeup_fd(_w)\n"
-          "_own = {_w, _s.session.gate.wakeup}\n"
+          "_own = {_w, _s.session.gate.wakeup.fd}\n"
           "import fcntl\n"
           "def _open(fd):\n"
           "    try: fcntl.fcntl(fd, fcntl.F_GETFD); return True\n"

@@ -481,12 +481,44 @@ def test_an_interrupt_that_reaches_another_thread_still_ends_the_cells_sleep(wor
 def test_an_interrupt_is_delivered_once(worker):
     """The worker sends a SIGINT again only while its handler has not run: a cell that catches
     the first and then works on for longer than that wait is not interrupted a second time."""
-    worker.start_execute("import time\nprint('sleeping', flush=True)\ntry:\n    time.sleep(60)\n"
-                         "except KeyboardInterrupt:\n    time.sleep(1.5)\n    print('caught once')")
+    # The text by os.write in the try: an interrupt the harness sends once it sees the text
+    # lands in the try (after a print, it could land in print's own last steps).
+    worker.start_execute("import os, time\ntry:\n    os.write(1, b'sleeping\\n')\n"
+                         "    time.sleep(60)\nexcept KeyboardInterrupt:\n    time.sleep(1.5)\n"
+                         "    print('caught once')")
     worker.wait_for_output("sleeping")
     worker.interrupt()
     cell = worker.finish_execute(timeout=30)
     assert cell.ok and cell.stdout == "sleeping\ncaught once\n", (cell.stdout, cell.error)
+
+
+def test_a_cells_own_sigint_handler_runs_once_per_interrupt(worker):
+    """The worker's watch for missed interrupts pokes only for its own handler: a cell's own
+    one ran again every second, forever, when the watch sent SIGINT again (red team)."""
+    worker.start_execute(
+        "import signal, time\ncalls = []\nsignal.signal(signal.SIGINT, lambda *a: calls.append(1))\n"
+        "print('installed', flush=True)\nwhile not calls:\n    time.sleep(0.01)\n"
+        "time.sleep(2.5)\nprint(len(calls))")
+    worker.wait_for_output("installed")
+    worker.interrupt()
+    cell = worker.finish_execute(timeout=30)
+    assert cell.ok and cell.stdout == "installed\n1\n", (cell.stdout, cell.error)
+    assert worker.execute("time.sleep(1.5)\nlen(calls)").result == {"text/plain": "1"}
+
+
+def test_python_s_default_sigint_handler_in_a_cell_does_not_end_the_session(worker):
+    """With Python's own handler put back by a cell, an interrupt is a KeyboardInterrupt it may
+    catch; the session lives on (the watch's second SIGINT killed the worker between cells)."""
+    assert worker.execute("import signal, time\nsignal.signal(signal.SIGINT, "
+                          "signal.default_int_handler)\nkept = 42").ok
+    worker.start_execute("import os\ntry:\n    os.write(1, b'sleeping\\n')\n    time.sleep(30)\n"
+                         "except KeyboardInterrupt:\n    print('caught')")
+    worker.wait_for_output("sleeping")
+    worker.interrupt()
+    cell = worker.finish_execute(timeout=30)
+    assert cell.ok and cell.stdout == "sleeping\ncaught\n", (cell.stdout, cell.error)
+    assert worker.execute("time.sleep(1.5)\nkept").result == {"text/plain": "42"}
+    assert worker.proc.poll() is None
 
 
 def test_input_without_stdin_and_interrupted_input(worker):

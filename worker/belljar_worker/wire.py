@@ -7,8 +7,6 @@ import _thread
 import os
 import sys
 
-from .interrupts import drain
-
 MAX_FRAME = 64 * 1024 * 1024  # the supervisor treats anything larger as a fault
 SIOCOUTQ = 0x5411  # Linux: bytes of ours that the peer of a unix socket has not read yet
 READ_WAIT_LIMIT = 1.0  # seconds; past this, output may overtake an unread frame
@@ -334,10 +332,12 @@ def _wait_readable(fd, wakeup=None):
     """True once fd has something to read; False when only the signal wakeup pipe woke the
     wait (interrupts.py: it sees a SIGINT delivered to any thread, a user's or IPython's)."""
     import select
-    watched = [fd] if wakeup is None else [fd, wakeup]
+    if wakeup is not None and not wakeup.still_ours():
+        wakeup = None  # a cell closed it: its number may be another file now
+    watched = [fd] if wakeup is None else [fd, wakeup.fd]
     ready, _, _ = select.select(watched, [], [])
-    if wakeup is not None and wakeup in ready:
-        drain(wakeup)  # the handler itself runs at the next bytecode, here
+    if wakeup is not None and wakeup.fd in ready:
+        wakeup.take()  # the handler itself runs at the next bytecode, here
     return fd in ready
 
 
