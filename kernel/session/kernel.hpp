@@ -12,6 +12,8 @@
 // doors: doors.hpp), each unit-tested through fakes of them:
 //   worker_link.hpp  the worker's channel: fd 3's frames (outbox, reading: frame_reader.hpp),
 //                    its text on fd 1 and 2 placed before the frames (worker_channel.hpp), faults
+//   worker_life.hpp  the worker's lifecycle: starting, ready (its hello), started again at once
+//                    or after a back-off, refused at launch; language_info, notes, restarts
 //   cell_records.hpp what a finished cell leaves: its reply (its payload:
 //                    kernel/output/payloads.hpp), audit record, metrics, history, %audit's list
 //   cell_limits.hpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), CPU
@@ -63,6 +65,7 @@
 #include "kernel/session/usage.hpp"
 #include "kernel/session/worker_comms.hpp"
 #include "kernel/session/worker_frames.hpp"
+#include "kernel/session/worker_life.hpp"
 #include "kernel/session/worker_link.hpp"
 #include "kernel/session/workspace_link.hpp"
 #include "sandbox/egress_api/egress_module.hpp"
@@ -195,7 +198,6 @@ class Kernel {
   void finish_cell(const json& done);
   void finish_request_reply(const json& reply);
   void fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome);
-  void schedule_restart(const std::string& why);
 
   // requests.cpp: where a request's output begins (output before it: idle_link.hpp)
   void take_output_between_requests();
@@ -248,14 +250,9 @@ class Kernel {
   CommLink comms_{client_, worker_link_, checks_, frame_log_, request_log_};
   // Output between requests, and output naming an earlier request (idle_link.hpp).
   IdleLink idle_{client_, checks_, frame_log_, core_, options_.policy.output_limit_bytes};
-  bool worker_ready_ = false;
-  json language_info_ = json::object();
-  // What the running sandbox lacks or does differently (WorkerProcess::notes): for the banner,
-  // kernel_info_reply (belljar.notes) and the audit log.
-  std::vector<std::string> sandbox_notes_;
-  std::optional<Clock::time_point> restart_at_;
-  int failed_starts_ = 0;
-  std::string start_error_;
+  // The worker's life: starting, ready (its hello), or waiting out a back-off after a failed
+  // start; its language_info, the sandbox's notes, the restarts (worker_life.hpp).
+  WorkerLife life_;
 
   RequestQueue queue_;  // requests waiting for the worker (request_queue.hpp)
   std::optional<Cell> cell_;
@@ -268,7 +265,6 @@ class Kernel {
   bool shutting_down_ = false;
   // The workspace guard's surveys and the broker's refusals (workspace_link.hpp).
   WorkspaceLink workspace_{audit_, client_, options_.policy.workspace_quota_bytes};
-  int restarts_ = 0;
   // The running request's limits, and CPU spent between cells (cell_limits.hpp).
   CellLimits limits_{options_.policy, audit_, metrics_, frame_log_, client_};
 };

@@ -148,7 +148,7 @@ int Kernel::run(Frontend& frontend) {
     throw;
   }
   // Recorded once the sandbox stands: its notes say what this host could not enforce.
-  start["notes"] = sandbox_notes_;
+  start["notes"] = life_.notes();
   audit_.record("kernel_start", start);
   metrics_.flush(Clock::now(), true);
   frontend.serving();
@@ -159,7 +159,7 @@ int Kernel::run(Frontend& frontend) {
   handle_egress();
   egress_.record_summary(Clock::now(), true);
   if (placeholder) ::rmdir(git_dir.c_str());  // only ever removes an empty directory
-  audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", restarts_}});
+  audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", life_.restarts()}});
   metrics_.flush(Clock::now(), true);
   return 0;
 }
@@ -177,7 +177,7 @@ Clock::time_point Kernel::next_deadline() const {
     }
   }
   if (auto due = debug_.next_deadline()) next = std::min(next, *due);
-  if (restart_at_) next = std::min(next, *restart_at_);
+  if (auto due = life_.restart_due()) next = std::min(next, *due);
   if (auto trim = client_.trim_due()) next = std::min(next, *trim);
   if (worker_)
     if (auto survey = workspace_.next_due(*worker_)) next = std::min(next, *survey);
@@ -266,7 +266,7 @@ void Kernel::poll_once() {
   debug_.check_deadlines(now);
   if (worker_) workspace_.schedule(*worker_, now);
   // Sampled while no request runs: code a cell left running is bounded by --cpu too.
-  if (!cell_ && worker_ && worker_ready_ &&
+  if (!cell_ && worker_ && life_.ready() &&
       limits_.check_between_cells(*worker_, now, execution_count_, idle_.last_cell()))
     restart_worker("background CPU past --cpu");
   worker_link_.on_timers(now);  // text due to be shown; a frame socket closed past its grace
@@ -276,10 +276,7 @@ void Kernel::poll_once() {
     worker_->charge_supervisor_cpu(shared ? for_the_worker : thread_cpu_seconds() - before_poll);
   // The egress proxy's thread works for the sandbox alone: all of its CPU is the session's.
   if (worker_) worker_->charge_supervisor_cpu(egress_.take_cpu());
-  if (restart_at_ && now >= *restart_at_) {
-    restart_at_.reset();
-    start_worker();
-  }
+  if (life_.take_restart(now)) start_worker();  // the back-off after a failed start
   // Idle a moment: the free heap goes back to the system (malloc_trim), a request's buffers, a
   // large message's room, so a host's many idle kernels hold what they use, not what their
   // busiest moment needed.

@@ -10,7 +10,7 @@ namespace belljar {
 
 void Kernel::submit_shell(WireMessage message) {
   if (comms_.takes_during_cell(message,
-                               executing() && cell_->in_worker && worker_ready_ &&
+                               executing() && cell_->in_worker && life_.ready() &&
                                    worker_link_.frames_open() && !queue_.collecting(),
                                queue_.holds_comm()))
     return comms_.arrive(std::move(message), *cell_, requests_started_);  // ahead of the queue
@@ -36,7 +36,7 @@ void Kernel::submit_control(const WireMessage& message) {
 void Kernel::serve_control(const WireMessage& message) {
   std::string type = message.type();
   if (type == "debug_request") return debug_.serve(message);  // debug_link.hpp
-  if (type == "kernel_info_request" && !worker_ready_) {
+  if (type == "kernel_info_request" && !life_.ready()) {
     queue_.push_control_first(message);  // answered once the worker says hello
     return;
   }
@@ -64,10 +64,10 @@ void Kernel::serve_control(const WireMessage& message) {
 void Kernel::dispatch_next() {
   while (!cell_ && !queue_.empty() && !shutting_down_) {
     std::string type = queue_.front().message.type();
-    if ((request_kind(type) || type == "kernel_info_request") && !worker_ready_) {
-      if (!start_error_.empty() && request_kind(type) == RequestKind::execute) {
+    if ((request_kind(type) || type == "kernel_info_request") && !life_.ready()) {
+      if (!life_.start_error().empty() && request_kind(type) == RequestKind::execute) {
         // No sandbox could be started: say so instead of leaving the request hanging.
-        refuse_execute(queue_.take_front().message, "SandboxError", start_error_);
+        refuse_execute(queue_.take_front().message, "SandboxError", life_.start_error());
         continue;
       }
       return;  // waits for the worker's hello
@@ -413,12 +413,12 @@ void Kernel::request_shutdown() {
 
 json Kernel::kernel_info() const {
   // What the sandbox lacks is the client's to read too (belljar.notes), not only the banner's.
-  json content = create_kernel_info_reply(language_info_, banner());
+  json content = create_kernel_info_reply(life_.language_info(), banner());
   // JupyterLab enables its debugger from the kernelspec; the reply says what this session has.
   content["debugger"] = debug_.worker_debugger();
   if (debug_.worker_debugger()) content["supported_features"] = json::array({"debugger"});
   content["belljar"] = {{"isolation", isolation_name(options_.policy.isolation)},
-                        {"notes", sandbox_notes_}};
+                        {"notes", life_.notes()}};
   json& audit = content["belljar"]["audit_log"];
   audit = {{"destination", audit_.destination()}, {"failures", audit_.failures()}};
   if (!audit_.fallback().empty()) audit["fallback"] = audit_.fallback();
@@ -442,7 +442,7 @@ std::string Kernel::banner() const {
 }
 
 std::string Kernel::sandbox_banner() const {
-  std::string python = language_info_.value("version", "?");
+  std::string python = life_.language_info().value("version", "?");
   std::string mode = isolation_name(options_.policy.isolation);
   std::string text = "belljar " BELLJAR_VERSION " — Python " + python + " ";
   // Active output runs in the notebook page with the server's authority: as loud as no sandbox.
@@ -458,7 +458,7 @@ std::string Kernel::sandbox_banner() const {
            output;
   // A degraded sandbox says what it lacks (host_check.hpp, the warden), one note after another.
   std::string lacks;
-  for (const auto& note : sandbox_notes_) lacks += (lacks.empty() ? "; it lacks: " : "; ") + note;
+  for (const auto& note : life_.notes()) lacks += (lacks.empty() ? "; it lacks: " : "; ") + note;
   return text + "in a sandbox (isolation " + mode + ")" + lacks +
          (output.empty() ? "" : ";" + output);
 }
