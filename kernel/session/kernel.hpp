@@ -14,6 +14,7 @@
 //                    its text on fd 1 and 2 placed before the frames (worker_channel.hpp), faults
 //   worker_life.hpp  the worker's lifecycle: starting, ready (its hello), started again at once
 //                    or after a back-off, refused at launch; language_info, notes, restarts
+//   kernel_info.hpp  the kernel's self-description: kernel_info_reply and its banner
 //   cell_records.hpp what a finished cell leaves: its reply (its payload:
 //                    kernel/output/payloads.hpp), audit record, metrics, history, %audit's list
 //   cell_limits.hpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), CPU
@@ -168,12 +169,9 @@ class Kernel {
   void start_request(const WireMessage& message);
   void answer_locally(Channel channel, const WireMessage& message);
   void abort_queued_executes();
-  std::string banner() const;
-  std::string sandbox_banner() const;
   // An execute_request answered with an error without running (no sandbox, --audit-required).
   void refuse_execute(const WireMessage& request, const std::string& ename,
                       const std::string& evalue);
-  json kernel_info() const;  // kernel_info_reply's content
 
   // worker.cpp (the channel itself is the worker link's: worker_link.hpp)
   void start_worker();
