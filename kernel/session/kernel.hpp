@@ -4,7 +4,8 @@
 // messages (interrupt, shutdown) are served even while a cell spins.
 // Requests arrive through a Frontend (Jupyter's sockets, MCP, the runner); the core is the same.
 // The core (the reactor, the request queue, the running request, the wiring) is this class, in
-//   reactor.cpp      the loop: poll, signals, timers, the launching client (parent_watch.hpp)
+//   reactor.cpp      the loop: poll, timers; the host's signals and the launching client
+//                    (host_signals.hpp)
 //   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
 //   worker.cpp       the worker's start and exits, and what each of its frames means
 //   kernel_core.cpp  KernelCore: the core's answers to the parts' narrow interfaces
@@ -57,10 +58,10 @@
 #include "kernel/session/egress_link.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
+#include "kernel/session/host_signals.hpp"
 #include "kernel/session/idle_link.hpp"
 #include "kernel/session/newest_entries.hpp"
 #include "kernel/session/output_checks.hpp"
-#include "kernel/session/parent_watch.hpp"
 #include "kernel/session/request_kind.hpp"
 #include "kernel/session/request_queue.hpp"
 #include "kernel/session/usage.hpp"
@@ -158,7 +159,6 @@ class Kernel {
 
   // reactor.cpp
   void poll_once();
-  void handle_signals();
   Clock::time_point next_deadline() const;
 
   // requests.cpp
@@ -223,11 +223,10 @@ class Kernel {
   OutputChecks checks_{redactor_, options_.policy.active_output};
   ClientChannel client_;  // the frontend, as the parts may use it (doors.hpp)
   UsageSampler usage_;
-  Fd signals_;
-  // The client that launched the kernel (JPY_PARENT_PID), read as the kernel is made: when it
-  // exits, the kernel shuts down (parent_watch.hpp).
-  ParentWatch parent_ = ParentWatch::from_environment(::getenv("JPY_PARENT_PID"));
-  void client_gone();
+  // SIGINT, SIGTERM, SIGHUP on a signalfd, and the client that launched the kernel
+  // (JPY_PARENT_PID), read as the kernel is made: when it exits, the kernel shuts down
+  // (host_signals.hpp).
+  HostSignals host_{ParentWatch::from_environment(::getenv("JPY_PARENT_PID"))};
 
   // The egress proxy (its own thread), when the policy allows any host; each new sandbox's
   // channel is attached to it (egress_link.hpp).
