@@ -10,7 +10,8 @@
 // hello is refused: what the worker said of itself is said once, before it runs any code.
 // MCP's reset_session starts a fresh worker at once, whatever came before. The part holds no
 // process: the Kernel keeps the WorkerProcess and tells this part what became of it.
-// Doors: none; its facts are handed in as arguments (the time, the exit's cause, the notes).
+// Doors: none; its facts are handed in as arguments (the time, the exit's cause, the notes), and
+// each back-off is said on stderr (diagnostics.hpp), as the kernel's other diagnostics are.
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
