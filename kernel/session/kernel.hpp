@@ -4,7 +4,8 @@
 // messages (interrupt, shutdown) are served even while a cell spins.
 // Requests arrive through a Frontend (Jupyter's sockets, MCP, the runner); the core is the same.
 // The core (the reactor, the request queue, the running request, the wiring) is this class, in
-//   reactor.cpp      the loop: poll, signals, timers, the launching client (parent_watch.hpp)
+//   reactor.cpp      the loop: poll, timers; the host's signals and the launching client
+//                    (host_signals.hpp)
 //   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
 //   worker.cpp       the worker's start and exits, and what each of its frames means
 //   kernel_core.cpp  KernelCore: the core's answers to the parts' narrow interfaces
@@ -12,6 +13,9 @@
 // doors: doors.hpp), each unit-tested through fakes of them:
 //   worker_link.hpp  the worker's channel: fd 3's frames (outbox, reading: frame_reader.hpp),
 //                    its text on fd 1 and 2 placed before the frames (worker_channel.hpp), faults
+//   worker_life.hpp  the worker's lifecycle: starting, ready (its hello), started again at once
+//                    or after a back-off, refused at launch; language_info, notes, restarts
+//   kernel_info.hpp  the kernel's self-description: kernel_info_reply and its banner
 //   cell_records.hpp what a finished cell leaves: its reply (its payload:
 //                    kernel/output/payloads.hpp), audit record, metrics, history, %audit's list
 //   cell_limits.hpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), CPU
@@ -54,15 +58,16 @@
 #include "kernel/session/egress_link.hpp"
 #include "kernel/session/frontend.hpp"
 #include "kernel/session/history.hpp"
+#include "kernel/session/host_signals.hpp"
 #include "kernel/session/idle_link.hpp"
 #include "kernel/session/newest_entries.hpp"
 #include "kernel/session/output_checks.hpp"
-#include "kernel/session/parent_watch.hpp"
 #include "kernel/session/request_kind.hpp"
 #include "kernel/session/request_queue.hpp"
 #include "kernel/session/usage.hpp"
 #include "kernel/session/worker_comms.hpp"
 #include "kernel/session/worker_frames.hpp"
+#include "kernel/session/worker_life.hpp"
 #include "kernel/session/worker_link.hpp"
 #include "kernel/session/workspace_link.hpp"
 #include "sandbox/egress_api/egress_module.hpp"
@@ -154,7 +159,6 @@ class Kernel {
 
   // reactor.cpp
   void poll_once();
-  void handle_signals();
   Clock::time_point next_deadline() const;
 
   // requests.cpp
@@ -165,12 +169,9 @@ class Kernel {
   void start_request(const WireMessage& message);
   void answer_locally(Channel channel, const WireMessage& message);
   void abort_queued_executes();
-  std::string banner() const;
-  std::string sandbox_banner() const;
   // An execute_request answered with an error without running (no sandbox, --audit-required).
   void refuse_execute(const WireMessage& request, const std::string& ename,
                       const std::string& evalue);
-  json kernel_info() const;  // kernel_info_reply's content
 
   // worker.cpp (the channel itself is the worker link's: worker_link.hpp)
   void start_worker();
@@ -195,7 +196,6 @@ class Kernel {
   void finish_cell(const json& done);
   void finish_request_reply(const json& reply);
   void fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome);
-  void schedule_restart(const std::string& why);
 
   // requests.cpp: where a request's output begins (output before it: idle_link.hpp)
   void take_output_between_requests();
@@ -223,11 +223,10 @@ class Kernel {
   OutputChecks checks_{redactor_, options_.policy.active_output};
   ClientChannel client_;  // the frontend, as the parts may use it (doors.hpp)
   UsageSampler usage_;
-  Fd signals_;
-  // The client that launched the kernel (JPY_PARENT_PID), read as the kernel is made: when it
-  // exits, the kernel shuts down (parent_watch.hpp).
-  ParentWatch parent_ = ParentWatch::from_environment(::getenv("JPY_PARENT_PID"));
-  void client_gone();
+  // SIGINT, SIGTERM, SIGHUP on a signalfd, and the client that launched the kernel
+  // (JPY_PARENT_PID), read as the kernel is made: when it exits, the kernel shuts down
+  // (host_signals.hpp).
+  HostSignals host_{ParentWatch::from_environment(::getenv("JPY_PARENT_PID"))};
 
   // The egress proxy (its own thread), when the policy allows any host; each new sandbox's
   // channel is attached to it (egress_link.hpp).
@@ -248,14 +247,9 @@ class Kernel {
   CommLink comms_{client_, worker_link_, checks_, frame_log_, request_log_};
   // Output between requests, and output naming an earlier request (idle_link.hpp).
   IdleLink idle_{client_, checks_, frame_log_, core_, options_.policy.output_limit_bytes};
-  bool worker_ready_ = false;
-  json language_info_ = json::object();
-  // What the running sandbox lacks or does differently (WorkerProcess::notes): for the banner,
-  // kernel_info_reply (belljar.notes) and the audit log.
-  std::vector<std::string> sandbox_notes_;
-  std::optional<Clock::time_point> restart_at_;
-  int failed_starts_ = 0;
-  std::string start_error_;
+  // The worker's life: starting, ready (its hello), or waiting out a back-off after a failed
+  // start; its language_info, the sandbox's notes, the restarts (worker_life.hpp).
+  WorkerLife life_;
 
   RequestQueue queue_;  // requests waiting for the worker (request_queue.hpp)
   std::optional<Cell> cell_;
@@ -268,7 +262,6 @@ class Kernel {
   bool shutting_down_ = false;
   // The workspace guard's surveys and the broker's refusals (workspace_link.hpp).
   WorkspaceLink workspace_{audit_, client_, options_.policy.workspace_quota_bytes};
-  int restarts_ = 0;
   // The running request's limits, and CPU spent between cells (cell_limits.hpp).
   CellLimits limits_{options_.policy, audit_, metrics_, frame_log_, client_};
 };

@@ -1,8 +1,7 @@
 // The reactor loop: one poll over the Jupyter sockets, the worker's frame socket and pipes,
-// and a signalfd; timers are the poll timeout.
+// and the host's signalfd and launching client (host_signals.hpp); timers are the poll timeout.
 #include <malloc.h>
 #include <signal.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,15 +28,6 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-sigset_t handled_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGCHLD);
-  sigaddset(&set, SIGINT);  // interrupt_mode "signal": Jupyter signals the kernel process
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  return set;
-}
 // Bound secrets (--secret): each value read now, from this process's environment or its file
 // (UsageError naming the binding: the kernel refuses to start), and the placeholders the sandbox
 // holds instead put in the launch. The proxy makes the session's CA (the Kernel's constructor).
@@ -98,7 +88,7 @@ Kernel::Kernel(KernelOptions options)
   ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   // Blocked before ZMQ starts its threads, so they inherit the mask and every signal of
   // interest arrives on the signalfd instead.
-  sigset_t set = handled_signals();
+  sigset_t set = HostSignals::handled();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   // A file-size limit reached by the audit log or the metrics file is an EFBIG to handle
@@ -107,8 +97,7 @@ Kernel::Kernel(KernelOptions options)
   audit_.count_failures_in(&metrics_);
   // Once, before any record: the records on stderr are no surprise.
   if (!audit_.fallback().empty()) log_line(fallback_warning(audit_.fallback()));
-  signals_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
-  if (!signals_) throw SandboxError(std::string("signalfd: ") + std::strerror(errno));
+  host_.listen();
   // The egress proxy runs on its own thread (all signals blocked there); with no allowlist, or
   // no sandbox, there is nothing for it to do, and its module (and OpenSSL) is never loaded.
   // With bound secrets it terminates their TLS with a CA the sandbox is given to trust.
@@ -148,18 +137,18 @@ int Kernel::run(Frontend& frontend) {
     throw;
   }
   // Recorded once the sandbox stands: its notes say what this host could not enforce.
-  start["notes"] = sandbox_notes_;
+  start["notes"] = life_.notes();
   audit_.record("kernel_start", start);
   metrics_.flush(Clock::now(), true);
   frontend.serving();
-  if (parent_.gone()) client_gone();
+  if (host_.take_client_gone(false)) request_shutdown();  // gone before it was watched
   client_.status("starting", nullptr);
   while (!shutting_down_) poll_once();
   drop_worker();
   handle_egress();
   egress_.record_summary(Clock::now(), true);
   if (placeholder) ::rmdir(git_dir.c_str());  // only ever removes an empty directory
-  audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", restarts_}});
+  audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", life_.restarts()}});
   metrics_.flush(Clock::now(), true);
   return 0;
 }
@@ -177,7 +166,7 @@ Clock::time_point Kernel::next_deadline() const {
     }
   }
   if (auto due = debug_.next_deadline()) next = std::min(next, *due);
-  if (restart_at_) next = std::min(next, *restart_at_);
+  if (auto due = life_.restart_due()) next = std::min(next, *due);
   if (auto trim = client_.trim_due()) next = std::min(next, *trim);
   if (worker_)
     if (auto survey = workspace_.next_due(*worker_)) next = std::min(next, *survey);
@@ -189,7 +178,7 @@ Clock::time_point Kernel::next_deadline() const {
 }
 
 void Kernel::poll_once() {
-  std::vector<zmq::pollitem_t> items = {{nullptr, signals_.get(), ZMQ_POLLIN, 0}};
+  std::vector<zmq::pollitem_t> items = {{nullptr, host_.signal_fd(), ZMQ_POLLIN, 0}};
   client_.frontend()->add_poll_items(items);
   size_t worker_index = items.size();
   const bool worker_polled = worker_.has_value();  // its four items are in the poll
@@ -208,7 +197,7 @@ void Kernel::poll_once() {
   size_t egress_index = items.size();
   if (egress_.running()) items.push_back({nullptr, egress_.decisions_fd(), ZMQ_POLLIN, 0});
   size_t parent_index = items.size();
-  items.push_back({nullptr, parent_.fd(), ZMQ_POLLIN, 0});  // -1: not watched
+  items.push_back({nullptr, host_.parent_fd(), ZMQ_POLLIN, 0});  // -1: not watched
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline() - Clock::now());
   long timeout_ms = std::max<long>(0, wait.count());
   // The reactor's work for the worker is the session's CPU (WorkerProcess::
@@ -236,9 +225,13 @@ void Kernel::poll_once() {
   // Signals before the clients' messages, and whether or not the poll saw one: an interrupt
   // given before a request was read applies to the kernel as it was, as ipykernel's handler
   // does (an interrupt while idle is spent there, never on the cell a later request starts).
-  handle_signals();
+  HostSignals::Heard heard = host_.take_signals();
+  for (int i = 0; i < heard.interrupts; ++i) interrupt_cell();
+  if (heard.shutdown) request_shutdown();
+  if (worker_)  // SIGCHLD, or an exit the poll did not wake for
+    if (auto exit = worker_->poll_exit()) on_worker_exit(*exit);
   client_.frontend()->handle(&items[1], *this);
-  if (items[parent_index].revents & ZMQ_POLLIN) client_gone();
+  if (host_.take_client_gone(items[parent_index].revents & ZMQ_POLLIN)) request_shutdown();
   // Before the worker's frames: a denial made during a cell is on record before its reply.
   if (egress_.running() && (items[egress_index].revents & ZMQ_POLLIN)) handle_egress();
   if (status_watched && worker_ && (items[status_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
@@ -266,7 +259,7 @@ void Kernel::poll_once() {
   debug_.check_deadlines(now);
   if (worker_) workspace_.schedule(*worker_, now);
   // Sampled while no request runs: code a cell left running is bounded by --cpu too.
-  if (!cell_ && worker_ && worker_ready_ &&
+  if (!cell_ && worker_ && life_.ready() &&
       limits_.check_between_cells(*worker_, now, execution_count_, idle_.last_cell()))
     restart_worker("background CPU past --cpu");
   worker_link_.on_timers(now);  // text due to be shown; a frame socket closed past its grace
@@ -276,10 +269,7 @@ void Kernel::poll_once() {
     worker_->charge_supervisor_cpu(shared ? for_the_worker : thread_cpu_seconds() - before_poll);
   // The egress proxy's thread works for the sandbox alone: all of its CPU is the session's.
   if (worker_) worker_->charge_supervisor_cpu(egress_.take_cpu());
-  if (restart_at_ && now >= *restart_at_) {
-    restart_at_.reset();
-    start_worker();
-  }
+  if (life_.take_restart(now)) start_worker();  // the back-off after a failed start
   // Idle a moment: the free heap goes back to the system (malloc_trim), a request's buffers, a
   // large message's room, so a host's many idle kernels hold what they use, not what their
   // busiest moment needed.
@@ -300,34 +290,6 @@ void Kernel::take_workspace_reports() {
     if (!step) break;
     if (step->fail_held) fail_cell("WorkspaceGuardError", *step->fail_held, CellStatus::error);
     if (step->release) hand_to_worker(*step->release);
-  }
-}
-
-void Kernel::client_gone() {
-  log_line("the client that started the kernel (pid " + std::to_string(parent_.pid()) +
-           ") exited: shutting down");
-  parent_ = ParentWatch();  // its pidfd stays readable: watched no more
-  request_shutdown();
-}
-
-void Kernel::handle_signals() {
-  signalfd_siginfo info{};
-  while (::read(signals_.get(), &info, sizeof info) == sizeof info) {
-    switch (info.ssi_signo) {
-      case SIGINT:
-        interrupt_cell();
-        break;
-      case SIGTERM:
-      case SIGHUP:
-        log_line("signal " + std::to_string(info.ssi_signo) + ": shutting down");
-        request_shutdown();
-        break;
-      case SIGCHLD:
-        break;  // handled below
-    }
-  }
-  if (worker_) {
-    if (auto exit = worker_->poll_exit()) on_worker_exit(*exit);
   }
 }
 

@@ -5,12 +5,13 @@
 #include "kernel/protocol/replies.hpp"
 #include "kernel/session/cell_budget.hpp"
 #include "kernel/session/kernel.hpp"
+#include "kernel/session/kernel_info.hpp"
 
 namespace belljar {
 
 void Kernel::submit_shell(WireMessage message) {
   if (comms_.takes_during_cell(message,
-                               executing() && cell_->in_worker && worker_ready_ &&
+                               executing() && cell_->in_worker && life_.ready() &&
                                    worker_link_.frames_open() && !queue_.collecting(),
                                queue_.holds_comm()))
     return comms_.arrive(std::move(message), *cell_, requests_started_);  // ahead of the queue
@@ -36,7 +37,7 @@ void Kernel::submit_control(const WireMessage& message) {
 void Kernel::serve_control(const WireMessage& message) {
   std::string type = message.type();
   if (type == "debug_request") return debug_.serve(message);  // debug_link.hpp
-  if (type == "kernel_info_request" && !worker_ready_) {
+  if (type == "kernel_info_request" && !life_.ready()) {
     queue_.push_control_first(message);  // answered once the worker says hello
     return;
   }
@@ -50,7 +51,9 @@ void Kernel::serve_control(const WireMessage& message) {
     client_.publish("shutdown_reply", create_shutdown_reply(restart), &message);
     request_shutdown();
   } else if (type == "kernel_info_request") {
-    client_.reply(Channel::control, message, "kernel_info_reply", kernel_info());
+    client_.reply(Channel::control, message, "kernel_info_reply",
+                  kernel_info({options_.policy, life_, debug_.worker_debugger(), audit_,
+                               audit_.destination(), audit_.fallback()}));
   } else if (type == "usage_request") {
     client_.reply(
         Channel::control, message, "usage_reply",
@@ -64,10 +67,10 @@ void Kernel::serve_control(const WireMessage& message) {
 void Kernel::dispatch_next() {
   while (!cell_ && !queue_.empty() && !shutting_down_) {
     std::string type = queue_.front().message.type();
-    if ((request_kind(type) || type == "kernel_info_request") && !worker_ready_) {
-      if (!start_error_.empty() && request_kind(type) == RequestKind::execute) {
+    if ((request_kind(type) || type == "kernel_info_request") && !life_.ready()) {
+      if (!life_.start_error().empty() && request_kind(type) == RequestKind::execute) {
         // No sandbox could be started: say so instead of leaving the request hanging.
-        refuse_execute(queue_.take_front().message, "SandboxError", start_error_);
+        refuse_execute(queue_.take_front().message, "SandboxError", life_.start_error());
         continue;
       }
       return;  // waits for the worker's hello
@@ -132,7 +135,9 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
   std::string type = message.type();
   client_.status("busy", &message);
   if (type == "kernel_info_request") {
-    client_.reply(channel, message, "kernel_info_reply", kernel_info());
+    client_.reply(channel, message, "kernel_info_reply",
+                  kernel_info({options_.policy, life_, debug_.worker_debugger(), audit_,
+                               audit_.destination(), audit_.fallback()}));
   } else if (type == "connect_request" && !client_.frontend()->connection_ports().is_null()) {
     // Deprecated since protocol 5.1, still asked by older clients: the ports bound.
     client_.reply(channel, message, "connect_reply", client_.frontend()->connection_ports());
@@ -409,58 +414,6 @@ void Kernel::interrupt_cell() {
 
 void Kernel::request_shutdown() {
   shutting_down_ = true;
-}
-
-json Kernel::kernel_info() const {
-  // What the sandbox lacks is the client's to read too (belljar.notes), not only the banner's.
-  json content = create_kernel_info_reply(language_info_, banner());
-  // JupyterLab enables its debugger from the kernelspec; the reply says what this session has.
-  content["debugger"] = debug_.worker_debugger();
-  if (debug_.worker_debugger()) content["supported_features"] = json::array({"debugger"});
-  content["belljar"] = {{"isolation", isolation_name(options_.policy.isolation)},
-                        {"notes", sandbox_notes_}};
-  json& audit = content["belljar"]["audit_log"];
-  audit = {{"destination", audit_.destination()}, {"failures", audit_.failures()}};
-  if (!audit_.fallback().empty()) audit["fallback"] = audit_.fallback();
-  if (audit_.failures() > 0) {
-    audit["last_failure"] = audit_.last_failure();
-    audit["cells_refused"] = options_.policy.audit_required;
-  }
-  return content;
-}
-
-std::string Kernel::banner() const {
-  // Where the records go, on a line of its own: a file of the kernel's own is named nowhere else.
-  std::string audit = "\nAudit log: " + audit_.destination() +
-                      (audit_.fallback().empty() ? "" : " (" + audit_.fallback() + ")");
-  // The audit log failing is as loud as the sandbox's state: records are being lost.
-  if (audit_.failures() > 0)
-    audit += " — AUDIT LOG FAILING: " + audit_.failure_text() +
-             (options_.policy.audit_required ? "; cells are refused (--audit-required)."
-                                             : "; cells still run (no --audit-required).");
-  return sandbox_banner() + audit;
-}
-
-std::string Kernel::sandbox_banner() const {
-  std::string python = language_info_.value("version", "?");
-  std::string mode = isolation_name(options_.policy.isolation);
-  std::string text = "belljar " BELLJAR_VERSION " — Python " + python + " ";
-  // Active output runs in the notebook page with the server's authority: as loud as no sandbox.
-  std::string output =
-      options_.policy.active_output == ActiveOutput::allow
-          ? " ACTIVE OUTPUT IS NOT ISOLATED (--active-output allow): scripts a cell "
-            "displays run in your browser with the notebook server's authority."
-          : "";
-  if (options_.policy.isolation == Isolation::none)
-    return text +
-           "with NO SANDBOX (--isolation none): code runs with your privileges, "
-           "environment and network." +
-           output;
-  // A degraded sandbox says what it lacks (host_check.hpp, the warden), one note after another.
-  std::string lacks;
-  for (const auto& note : sandbox_notes_) lacks += (lacks.empty() ? "; it lacks: " : "; ") + note;
-  return text + "in a sandbox (isolation " + mode + ")" + lacks +
-         (output.empty() ? "" : ";" + output);
 }
 
 }  // namespace belljar

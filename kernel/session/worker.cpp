@@ -1,7 +1,8 @@
 // The Kernel's core, the worker's side: its start, what each of its frames means for the running
 // request, its exits and restarts. The channel itself (frames, pipes, faults) is the worker
-// link's (worker_link.hpp). Everything read here comes from untrusted code and is checked
-// before it reaches a client.
+// link's (worker_link.hpp); what follows a start or an exit (at once, after a back-off, a refusal
+// to start) is the worker's life's (worker_life.hpp). Everything read here comes from untrusted
+// code and is checked before it reaches a client.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -29,19 +30,20 @@ constexpr uint64_t kInputRequestCost = 64;  // what one input_request is charged
 }  // namespace
 
 void Kernel::start_worker() {
-  worker_ready_ = false;
+  life_.starting();
   workspace_.new_warden();
   debug_.new_worker();
-  debug_.readiness(worker_ready_, start_error_);
+  debug_.readiness(life_.ready(), life_.start_error());
   checks_.widgets().forget_all();  // the page's comms were the old worker's
   try {
     worker_.emplace(WorkerProcess::start(options_.policy, options_.launch));
   } catch (const SandboxError& e) {
     worker_.reset();
-    if (restarts_ == 0 && failed_starts_ == 0) throw;  // at launch: refuse to start
-    start_error_ = std::string("the sandbox could not be started: ") + e.what();
-    debug_.readiness(worker_ready_, start_error_);
-    schedule_restart(start_error_);
+    // At launch: refuse to start. Later: retried after a back-off (worker_life.hpp).
+    if (!life_.start_failed(std::string("the sandbox could not be started: ") + e.what(),
+                            Clock::now()))
+      throw;
+    debug_.readiness(life_.ready(), life_.start_error());
     dispatch_next();  // fails queued cells with the reason
     for (auto& held : debug_.take_held()) submit_control(held);  // refused with the reason
     return;
@@ -51,10 +53,10 @@ void Kernel::start_worker() {
   worker_link_.attach(worker_->frames_fd(), worker_->stdout_fd(), worker_->stderr_fd());
   // This sandbox's connections to 127.0.0.1:3128 arrive on its channel.
   if (egress_.running()) egress_.attach(worker_->take_egress_channel());
-  sandbox_notes_ = worker_->notes();
+  life_.started(worker_->notes());
   audit_.record("worker_start", {{"pid", worker_->pid()},
                                  {"isolation", isolation_name(options_.policy.isolation)},
-                                 {"restart", restarts_}});
+                                 {"restart", life_.restarts()}});
 }
 
 void Kernel::handle_frame(const json& frame) {
@@ -123,18 +125,13 @@ void Kernel::handle_frame(const json& frame) {
 }
 
 void Kernel::on_hello(const json& frame) {
-  if (worker_ready_) return frame_log_.log("worker frame dropped", "a second hello");
-  // Built by the supervisor: the frontend loads codemirror_mode as a script path.
-  auto info = frame.find("language_info");
-  language_info_ = language_info_from_worker(info != frame.end() ? *info : json::object());
+  // Its language_info is built by the supervisor (worker_life.hpp).
+  if (!life_.hello(frame)) return frame_log_.log("worker frame dropped", "a second hello");
   // Whether the sandbox's Python can debug (debugpy found): without it nothing is ever written
   // to fd 4, and every debug_request is answered by the supervisor.
   debug_.hello(json_field(frame, "debugger", false));
-  worker_ready_ = true;
   limits_.worker_ready(worker_->cpu_seconds());
-  start_error_.clear();
-  debug_.readiness(worker_ready_, start_error_);
-  failed_starts_ = 0;
+  debug_.readiness(life_.ready(), life_.start_error());
   dispatch_next();
   for (auto& held : debug_.take_held()) submit_control(held);
 }
@@ -265,24 +262,18 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
   audit_.record(
       "worker_exit",
       {{"cause", cause}, {"memory_limit", exit.memory_limit}, {"during_cell", cell_.has_value()}});
-  bool was_ready = worker_ready_;
   queue_.push_shell_first(comms_.take_back());  // before a fresh worker could be given them twice
   debug_.end_session("the session restarted");
   worker_.reset();
   worker_link_.detach();
   debug_.worker_gone();
-  worker_ready_ = false;
-  debug_.readiness(worker_ready_, start_error_);
-  ++restarts_;
+  WorkerLife::AfterExit next = life_.exited(cause, shutting_down_, Clock::now());
+  debug_.readiness(life_.ready(), life_.start_error());
   metrics_.restart();
-  if (shutting_down_) return;
-  if (was_ready) {
-    failed_starts_ = 0;
+  if (next == WorkerLife::AfterExit::none) return;
+  if (next == WorkerLife::AfterExit::start_now) {
     start_worker();
-  } else {
-    start_error_ = "the Python worker exited before it was ready (" + cause + ")";
-    debug_.readiness(worker_ready_, start_error_);
-    schedule_restart(start_error_);
+  } else {            // after a back-off, with the reason for the requests that cannot wait
     dispatch_next();  // fails queued cells with the reason
     for (auto& held : debug_.take_held()) submit_control(held);
   }
@@ -300,10 +291,8 @@ void Kernel::restart_worker(const std::string& why) {
   drop_worker();
   queue_.push_shell_first(comms_.take_back());
   debug_.end_session("the session restarted");
-  worker_ready_ = false;
-  debug_.readiness(worker_ready_, start_error_);
-  restart_at_.reset();
-  ++restarts_;  // a start failure from here on is retried, not a refusal to start
+  life_.reset();  // a start failure from here on is retried, not a refusal to start
+  debug_.readiness(life_.ready(), life_.start_error());
   metrics_.restart();
   if (cell_)
     fail_cell("WorkerDied",
@@ -312,16 +301,7 @@ void Kernel::restart_worker(const std::string& why) {
                   "workspace files were kept",
               CellStatus::crashed);
   if (shutting_down_) return;
-  failed_starts_ = 0;
   start_worker();
-}
-
-void Kernel::schedule_restart(const std::string& why) {
-  // Back off when the worker keeps dying at once, so a broken interpreter can't spin us.
-  ++failed_starts_;
-  auto delay = std::chrono::milliseconds(std::min(5000, 50 << std::min(failed_starts_, 7)));
-  log_line("worker restart in " + std::to_string(delay.count()) + " ms: " + why);
-  restart_at_ = Clock::now() + delay;
 }
 
 void Kernel::drop_worker() {
