@@ -5,7 +5,8 @@
 // Requests arrive through a Frontend (Jupyter's sockets, MCP, the runner); the core is the same.
 // The core (the reactor, the request queue, the running request, the wiring) is this class, in
 //   reactor.cpp      the loop: poll, signals, timers, the launching client (parent_watch.hpp)
-//   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
+//   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp, the request
+//                    being served: current_request.hpp)
 //   worker.cpp       the worker's start and exits, and what each of its frames means
 //   kernel_core.cpp  KernelCore: the core's answers to the parts' narrow interfaces
 // and the parts own their state, each in a header of its own that says what it may touch (its
@@ -49,6 +50,7 @@
 #include "kernel/session/cell_records.hpp"
 #include "kernel/session/client_channel.hpp"
 #include "kernel/session/comm_link.hpp"
+#include "kernel/session/current_request.hpp"
 #include "kernel/session/debug_link.hpp"
 #include "kernel/session/doors.hpp"
 #include "kernel/session/egress_link.hpp"
@@ -143,15 +145,6 @@ class Kernel {
   const std::string& session_id() const { return options_.session_id; }
 
  private:
-  bool executing() const { return cell_ && cell_->kind == RequestKind::execute; }
-  // A request whose code may produce output: a cell, or a comm message's handler.
-  bool running_code() const {
-    return cell_ && (cell_->kind == RequestKind::execute || cell_->kind == RequestKind::comm);
-  }
-  // Such a request, once the worker has it: output that says nothing of its request (the
-  // pipes' text, `idle` frames) is then its own, else output between requests.
-  bool worker_runs_code() const { return running_code() && cell_->in_worker; }
-
   // reactor.cpp
   void poll_once();
   void handle_signals();
@@ -176,7 +169,6 @@ class Kernel {
   void start_worker();
   // One frame of the worker's, parsed into its type once: one handler per type below.
   void handle_frame(const json& frame);
-  bool answers_current_request(const json& frame) const;
   void on_hello(const json& frame);
   void on_output(WorkerFrame type, const json& frame);  // display, update_display, result
   void on_clear_output(const json& frame);
@@ -184,10 +176,6 @@ class Kernel {
   void on_input_request(const json& frame);
   void on_audit_request(const json& frame);
   void on_done(const json& frame);
-  const WireMessage* output_parent() const;
-  // What the worker's output is charged to now: the running cell's or comm handler's budget,
-  // else the budget of output between requests (idle_output.hpp).
-  OutputBudget& output_budget();
   void on_worker_exit(const WorkerExit& exit);
   void drop_worker();
 
@@ -258,13 +246,11 @@ class Kernel {
   std::string start_error_;
 
   RequestQueue queue_;  // requests waiting for the worker (request_queue.hpp)
-  std::optional<Cell> cell_;
-  int execution_count_ = 0;
-  uint64_t requests_started_ = 0;  // source of the frame ids of requests
+  // The request being served: its Cell, frame ids, execution count, budget (current_request.hpp).
+  CurrentRequest current_;
   // What a finished cell leaves: its reply, audit record, metrics, history (cell_records.hpp).
   CellRecords records_{options_.policy, options_.session_id, audit_, metrics_,
                        frame_log_,      redactor_,           client_};
-  OutputBudget budget_;
   bool shutting_down_ = false;
   // The workspace guard's surveys and the broker's refusals (workspace_link.hpp).
   WorkspaceLink workspace_{audit_, client_, options_.policy.workspace_quota_bytes};

@@ -10,16 +10,17 @@ namespace belljar {
 
 void Kernel::submit_shell(WireMessage message) {
   if (comms_.takes_during_cell(message,
-                               executing() && cell_->in_worker && worker_ready_ &&
+                               current_.executing() && current_.cell().in_worker && worker_ready_ &&
                                    worker_link_.frames_open() && !queue_.collecting(),
                                queue_.holds_comm()))
-    return comms_.arrive(std::move(message), *cell_, requests_started_);  // ahead of the queue
+    return comms_.arrive(std::move(message), current_.cell(),
+                         current_.frame_ids());  // ahead of the queue
   queue_.push_shell(std::move(message));
   if (!queue_.collecting()) dispatch_next();
 }
 
 void Kernel::deliver_input(const std::string& value) {
-  if (executing())
+  if (current_.executing())
     worker_link_.send({{"type", "input_reply"}, {"value", value}});
   else
     request_log_.log("dropped input_reply", "no cell is waiting for input");
@@ -62,7 +63,7 @@ void Kernel::serve_control(const WireMessage& message) {
 }
 
 void Kernel::dispatch_next() {
-  while (!cell_ && !queue_.empty() && !shutting_down_) {
+  while (!current_.active() && !queue_.empty() && !shutting_down_) {
     std::string type = queue_.front().message.type();
     if ((request_kind(type) || type == "kernel_info_request") && !worker_ready_) {
       if (!start_error_.empty() && request_kind(type) == RequestKind::execute) {
@@ -92,9 +93,9 @@ void Kernel::dispatch_next() {
       else
         answer_locally(request.channel, request.message);
     } catch (const std::exception& e) {
-      if (cell_ && cell_->request.id() == request.message.id() &&
-          cell_->request.header == request.message.header)
-        cell_.reset();  // the half-started request: the worker's answers to it are stale
+      if (current_.active() && current_.cell().request.id() == request.message.id() &&
+          current_.cell().request.header == request.message.header)
+        current_.end();  // the half-started request: the worker's answers to it are stale
       request_failed(request.channel, request.message, e);
     }
   }
@@ -112,7 +113,7 @@ void Kernel::request_failed(Channel channel, const WireMessage& message, const s
     std::string why = "the kernel could not handle this " + type + ": " + e.what();
     json content = create_error_content("KernelError", why, json::array({why}));
     content["status"] = "error";
-    if (type == "execute_request") content["execution_count"] = execution_count_;
+    if (type == "execute_request") content["execution_count"] = current_.execution_count();
     client_.reply(channel, message, reply_type, std::move(content));
   }
   client_.status("idle", &message);
@@ -124,7 +125,7 @@ void Kernel::refuse_execute(const WireMessage& request, const std::string& ename
   json error = create_error_content(ename, evalue, json::array({evalue}));
   client_.publish("error", error, &request);
   client_.reply(Channel::shell, request, "execute_reply",
-                create_execute_reply_error(execution_count_, error));
+                create_execute_reply_error(current_.execution_count(), error));
   client_.status("idle", &request);
 }
 
@@ -156,7 +157,7 @@ void Kernel::start_request(const WireMessage& message) {
   cell.kind = *request_kind(message.type());  // dispatch_next sends only these here
   // The supervisor's own id, never reused: a frame naming an earlier one is stale, whatever
   // msg_id a client chose.
-  cell.id = "r" + std::to_string(++requests_started_);
+  cell.id = current_.fresh_id();
   cell.started = Clock::now();
   cell.started_iso = iso8601_now();
   const json& c = message.content;
@@ -200,9 +201,8 @@ void Kernel::start_request(const WireMessage& message) {
     if (debug_.paused()) cell.paused.pause(cell.started);
     cell.cpu_at_start = cpu_now - background;
     cell.background_cpu = background;
-    if (!cell.silent) ++execution_count_;
-    cell.execution_count = execution_count_;
-    budget_.reset(options_.policy.output_limit_bytes);
+    cell.execution_count = current_.count_execution(cell.silent);
+    current_.reset_budget(options_.policy.output_limit_bytes);
     worker_link_.reset_totals();
     comms_.cell_started();  // a cell refills the comms' budget too
     // A key pasted into the cell is redacted in the echo other clients see, like any output.
@@ -235,7 +235,7 @@ void Kernel::start_request(const WireMessage& message) {
     cell.timeout = options_.policy.timeout_seconds;
     cell.cpu_limit = options_.policy.cpu_limit();
     cell.cpu_at_start = cpu_now;
-    budget_ = comms_.start_handler(Clock::now(), options_.policy.output_limit_bytes);
+    current_.set_budget(comms_.start_handler(Clock::now(), options_.policy.output_limit_bytes));
     worker_link_.reset_totals();
   } else if (cell.kind == RequestKind::comm_info) {
     frame = {{"type", "comm_info"}, {"id", cell.id}};
@@ -251,16 +251,16 @@ void Kernel::start_request(const WireMessage& message) {
   } else {
     frame = {{"type", worker_request(cell.kind)}, {"id", cell.id}, {"code", text("code")}};
   }
-  cell_ = std::move(cell);
+  current_.begin(std::move(cell));
   // The sandbox this cell was meant for was stopped between cells: say so instead of running
   // it in a fresh session as if nothing had happened.
-  if (auto why = executing() ? limits_.take_background_stop() : std::nullopt) {
-    cell_->limit_hit = LimitHit::cpu;
+  if (auto why = current_.executing() ? limits_.take_background_stop() : std::nullopt) {
+    current_.cell().limit_hit = LimitHit::cpu;
     fail_cell("TimeoutError", *why + "; this cell did not run: run it again", CellStatus::timeout);
     return;
   }
   // Files that appeared since the last cell are guarded first (workspace_link.hpp).
-  if (executing() && worker_ && workspace_.hold(*worker_, frame)) return;
+  if (current_.executing() && worker_ && workspace_.hold(*worker_, frame)) return;
   hand_to_worker(frame);
 }
 
@@ -269,19 +269,19 @@ void Kernel::start_request(const WireMessage& message) {
 // it writes after, until it reads the request, is the request's, as a thread's text is.) Frames
 // are read only while no request runs: none of them can then end one.
 void Kernel::take_output_between_requests() {
-  if (!worker_ || cell_) return;
+  if (!worker_ || current_.active()) return;
   worker_link_.read_frames();
   worker_link_.drain_pipes();
   worker_link_.flush_streams(true);
 }
 
 void Kernel::hand_to_worker(const json& frame) {
-  if (cell_ && !cell_->in_worker) {
+  if (current_.active() && !current_.cell().in_worker) {
     worker_link_
         .drain_pipes();  // written while the cell was held for its survey: still between requests
     worker_link_.flush_streams(true);
-    cell_->in_worker = true;
-    idle_.handed(cell_->request, cell_->kind);
+    current_.cell().in_worker = true;
+    idle_.handed(current_.cell().request, current_.cell().kind);
   }
   worker_link_.send(frame);
 }
@@ -291,11 +291,11 @@ void Kernel::finish_cell(const json& done) {
   worker_link_.drain_pipes();
   worker_link_.learn_at_done(done);
   worker_link_.flush_streams(true);
-  comms_.tell_drops(*cell_);
+  comms_.tell_drops(current_.cell());
   handle_egress();  // decisions still queued belong to this cell
   // And the workspace broker's refusals: each was sent before its call returned in the cell.
-  if (worker_) workspace_.take_refusals(*worker_, &cell_.value());
-  Cell& cell = *cell_;
+  if (worker_) workspace_.take_refusals(*worker_, &current_.cell());
+  Cell& cell = current_.cell();
   if (cell.memory_limit && worker_) {
     std::string why;
     if (!worker_->set_memory_limit(options_.policy.memory_bytes, &why))
@@ -309,15 +309,14 @@ void Kernel::finish_cell(const json& done) {
   measured.stdout_bytes = worker_link_.total_bytes(0);
   measured.stderr_bytes = worker_link_.total_bytes(1);
   measured.comms_handled = comms_.take_handled();
-  CellRecords::Reply reply = records_.finish(cell, done, measured, budget_);
+  CellRecords::Reply reply = records_.finish(cell, done, measured, current_.budget());
   bool abort = cell.error && cell.stop_on_error;
   if (abort) {
     queue_.set_collecting(true);
     client_.frontend()->collect_pending(*this);
     queue_.set_collecting(false);
   }
-  WireMessage request = std::move(cell.request);
-  cell_.reset();
+  WireMessage request = current_.end().request;
   if (worker_) limits_.request_finished(worker_->cpu_seconds(), true);
   client_.reply(Channel::shell, request, "execute_reply", std::move(reply.content),
                 std::move(reply.metadata));
@@ -328,21 +327,20 @@ void Kernel::finish_cell(const json& done) {
 }
 
 void Kernel::finish_request_reply(const json& frame) {
-  if (cell_->kind == RequestKind::comm) {
+  if (current_.cell().kind == RequestKind::comm) {
     worker_link_.drain_pipes();  // what the handler wrote is shown before its idle, as a cell's
     worker_link_.learn_at_done(frame);
     worker_link_.flush_streams(true);
-    comms_.handler_finished(*cell_, budget_);
-    WireMessage request = std::move(cell_->request);
-    cell_.reset();
+    comms_.handler_finished(current_.cell(), current_.budget());
+    WireMessage request = current_.end().request;
     if (worker_) limits_.request_finished(worker_->cpu_seconds(), false);
     client_.status("idle", &request);
     dispatch_next();
     return;
   }
-  WireMessage request = std::move(cell_->request);
-  RequestKind kind = cell_->kind;
-  cell_.reset();
+  Cell ended = current_.end();
+  WireMessage request = std::move(ended.request);
+  RequestKind kind = ended.kind;
   if (worker_) limits_.request_finished(worker_->cpu_seconds(), false);
   // A lookup gets the same cap as a cell, on its own budget (it is not a cell's output).
   OutputBudget budget;
@@ -369,17 +367,18 @@ void Kernel::finish_request_reply(const json& frame) {
 }
 
 void Kernel::fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome) {
-  if (!cell_) return;
-  if (!executing()) {
-    if (cell_->kind == RequestKind::comm)
-      comms_.tell_session_lost_by_handler(ename + ": " + evalue, cell_->request);
+  if (!current_.active()) return;
+  if (!current_.executing()) {
+    if (current_.cell().kind == RequestKind::comm)
+      comms_.tell_session_lost_by_handler(ename + ": " + evalue, current_.cell().request);
     // complete/inspect/is_complete: answer with nothing found rather than leaving it waiting.
     finish_request_reply(json::object());
     return;
   }
-  cell_->outcome = outcome;
-  cell_->error = create_error_content(ename, evalue, json::array({ename + ": " + evalue}));
-  if (!cell_->silent) client_.publish("error", *cell_->error, &cell_->request);
+  current_.cell().outcome = outcome;
+  current_.cell().error = create_error_content(ename, evalue, json::array({ename + ": " + evalue}));
+  if (!current_.cell().silent)
+    client_.publish("error", *current_.cell().error, &current_.cell().request);
   finish_cell(json::object());
 }
 
@@ -392,7 +391,7 @@ void Kernel::abort_queued_executes() {
     // The spec gives every execute_reply an execution_count (ipykernel's aborted ones lack
     // it, and fail its own suite's message checks): the count, which an aborted cell leaves.
     json aborted = create_aborted_reply();
-    aborted["execution_count"] = execution_count_;
+    aborted["execution_count"] = current_.execution_count();
     client_.reply(Channel::shell, request, "execute_reply", std::move(aborted),
                   {{"status", "aborted"}});
     client_.status("idle", &request);
@@ -400,9 +399,9 @@ void Kernel::abort_queued_executes() {
 }
 
 void Kernel::interrupt_cell() {
-  if (cell_ && worker_) {
-    cell_->user_interrupted = true;
-    cell_->paused.resume(Clock::now());  // the interrupt resumes a paused main thread
+  if (current_.active() && worker_) {
+    current_.cell().user_interrupted = true;
+    current_.cell().paused.resume(Clock::now());  // the interrupt resumes a paused main thread
     worker_->interrupt();
   }
 }
