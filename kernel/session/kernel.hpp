@@ -7,7 +7,7 @@
 //   reactor.cpp      the loop: poll, signals, timers, the launching client (parent_watch.hpp)
 //   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp, the request
 //                    being served: current_request.hpp)
-//   worker.cpp       the worker's start and exits, and what each of its frames means
+//   worker.cpp       the worker's start and exits, and each of its frames to the part it is for
 //   kernel_core.cpp  KernelCore: the core's answers to the parts' narrow interfaces
 // and the parts own their state, each in a header of its own that says what it may touch (its
 // doors: doors.hpp), each unit-tested through fakes of them:
@@ -17,6 +17,8 @@
 //                    kernel/output/payloads.hpp), audit record, metrics, history, %audit's list
 //   cell_limits.hpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), CPU
 //                    between cells, the errors naming them
+//   cell_output.hpp  what the worker's output frames mean for the running request: displays,
+//                    results, errors, input() prompts, %audit's question
 //   comm_link.hpp    the worker's comm messages: routed to the frontend, checked, counted;
 //                    the frontend's, handed to the worker during a cell
 //   idle_link.hpp    output of code running between requests (asyncio tasks, threads): shown
@@ -47,6 +49,7 @@
 #include "kernel/protocol/wire_message.hpp"
 #include "kernel/session/cell.hpp"
 #include "kernel/session/cell_limits.hpp"
+#include "kernel/session/cell_output.hpp"
 #include "kernel/session/cell_records.hpp"
 #include "kernel/session/client_channel.hpp"
 #include "kernel/session/comm_link.hpp"
@@ -91,9 +94,13 @@ class Kernel;
 
 // The core as its parts ask for it: the running request's facts and the core's own steps, one
 // line each (kernel_core.cpp), for every part's narrow interface at once: DebugCore
-// (debug_link.hpp), IdleLink::Core (idle_link.hpp) and WorkerLink::Core (worker_link.hpp). It
-// alone reaches into the Kernel; a part sees only its own interface.
-class KernelCore final : public DebugCore, public IdleLink::Core, public WorkerLink::Core {
+// (debug_link.hpp), IdleLink::Core (idle_link.hpp), WorkerLink::Core (worker_link.hpp) and
+// CellOutput::Prompt (cell_output.hpp). It alone reaches into the Kernel; a part sees only its
+// own interface.
+class KernelCore final : public DebugCore,
+                         public IdleLink::Core,
+                         public WorkerLink::Core,
+                         public CellOutput::Prompt {
  public:
   explicit KernelCore(Kernel& kernel) : kernel_(kernel) {}
   // DebugCore (output_budget and background_parent answer WorkerLink::Core too)
@@ -114,6 +121,11 @@ class KernelCore final : public DebugCore, public IdleLink::Core, public WorkerL
   void text_read() override;
   void handle(const json& frame) override;
   void faulted() override;
+  // CellOutput::Prompt
+  void request_input(const WireMessage& request, json content) override;
+  // What the worker's output frames mean for the running request (cell_output.hpp): it holds no
+  // state, so it is made for each frame from the Kernel's doors, as OutputPublisher is.
+  CellOutput cell_output();
 
  private:
   Kernel& kernel_;
@@ -170,11 +182,6 @@ class Kernel {
   // One frame of the worker's, parsed into its type once: one handler per type below.
   void handle_frame(const json& frame);
   void on_hello(const json& frame);
-  void on_output(WorkerFrame type, const json& frame);  // display, update_display, result
-  void on_clear_output(const json& frame);
-  void on_error(const json& frame);
-  void on_input_request(const json& frame);
-  void on_audit_request(const json& frame);
   void on_done(const json& frame);
   void on_worker_exit(const WorkerExit& exit);
   void drop_worker();

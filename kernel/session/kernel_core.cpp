@@ -59,9 +59,9 @@ void KernelCore::take_output(WorkerFrame type, const json& frame) {
   switch (type) {
     case WorkerFrame::display:
     case WorkerFrame::update_display:
-      return kernel_.on_output(type, frame);
+      return cell_output().on_output(type, frame, kernel_.current_);
     case WorkerFrame::clear_output:
-      return kernel_.on_clear_output(frame);
+      return cell_output().on_clear_output(frame, kernel_.current_);
     case WorkerFrame::comm_open:
     case WorkerFrame::comm_msg:
     case WorkerFrame::comm_close:
@@ -97,6 +97,18 @@ void KernelCore::handle(const json& frame) {
 void KernelCore::faulted() {
   kernel_.debug_.close();
   if (kernel_.worker_) kernel_.worker_->kill();
+}
+
+// CellOutput::Prompt (cell_output.hpp)
+
+void KernelCore::request_input(const WireMessage& request, json content) {
+  kernel_.client_.frontend()->request_input(request, std::move(content));
+}
+
+CellOutput KernelCore::cell_output() {
+  Kernel& k = kernel_;
+  return {k.client_,  k.worker_link_, k.checks_, k.frame_log_, k.redactor_,
+          k.records_, k.audit_,       k.limits_, *this};
 }
 
 }  // namespace belljar

@@ -1,7 +1,7 @@
-// The Kernel's core, the worker's side: its start, what each of its frames means for the running
-// request, its exits and restarts. The channel itself (frames, pipes, faults) is the worker
-// link's (worker_link.hpp). Everything read here comes from untrusted code and is checked
-// before it reaches a client.
+// The Kernel's core, the worker's side: its start, each of its frames handed to the part it is
+// for (the running request's output: cell_output.hpp), its exits and restarts. The channel
+// itself (frames, pipes, faults) is the worker link's (worker_link.hpp). Everything read here
+// comes from untrusted code and is checked before it reaches a client.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -21,12 +21,6 @@
 #include "kernel/session/kernel.hpp"
 
 namespace belljar {
-
-namespace {
-constexpr size_t kDisplaysAudited = 1000;   // mime lists kept per cell for the audit record
-constexpr uint64_t kInputRequestCost = 64;  // what one input_request is charged, prompt aside
-
-}  // namespace
 
 void Kernel::start_worker() {
   worker_ready_ = false;
@@ -90,15 +84,15 @@ void Kernel::handle_frame(const json& frame) {
     case WorkerFrame::display:
     case WorkerFrame::update_display:
     case WorkerFrame::result:
-      return on_output(*type, frame);
+      return core_.cell_output().on_output(*type, frame, current_);
     case WorkerFrame::clear_output:
-      return on_clear_output(frame);
+      return core_.cell_output().on_clear_output(frame, current_);
     case WorkerFrame::stream:  // only ever sent naming a parent (on_parented_output)
       return frame_log_.log("worker frame dropped", "a stream frame that names no request");
     case WorkerFrame::error:
-      return on_error(frame);
+      return core_.cell_output().on_error(frame, current_);
     case WorkerFrame::input_request:
-      return on_input_request(frame);
+      return core_.cell_output().on_input_request(frame, current_);
     case WorkerFrame::limits:
       if (current_.executing())
         return worker_link_.send(limits_.ask(current_.cell(), &*worker_, frame, current_.budget()));
@@ -107,7 +101,7 @@ void Kernel::handle_frame(const json& frame) {
             {{"type", "limits_reply"}, {"ok", false}, {"error", "%%limits applies to cells"}});
       return;
     case WorkerFrame::audit_request:
-      return on_audit_request(frame);
+      return core_.cell_output().on_audit_request(frame, current_);
     case WorkerFrame::comm_open:
     case WorkerFrame::comm_msg:
     case WorkerFrame::comm_close:
@@ -140,104 +134,6 @@ void Kernel::on_hello(const json& frame) {
   failed_starts_ = 0;
   dispatch_next();
   for (auto& held : debug_.take_held()) submit_control(held);
-}
-
-void Kernel::on_output(WorkerFrame type, const json& frame) {
-  bool executing = current_.executing();
-  if (!current_.running_code() || (type == WorkerFrame::result && !executing))
-    return;  // nothing to attribute
-  std::optional<json> shown = checks_.display(type, frame, current_.budget());
-  if (!shown) return;
-  json& data = (*shown)["data"];
-  json& metadata = (*shown)["metadata"];
-  if (executing && current_.cell().displays.size() < kDisplaysAudited) {
-    json mimes = json::array();
-    for (auto& [mime, value] : data.items()) mimes.push_back(mime);
-    current_.cell().displays.push_back(mimes);
-  }
-  if (type == WorkerFrame::result) {
-    if (current_.cell().silent) return;
-    current_.cell().result_text = json_field(data, "text/plain", current_.cell().result_text);
-    client_.publish("execute_result",
-                    {{"execution_count", current_.cell().execution_count},
-                     {"data", data},
-                     {"metadata", metadata}},
-                    current_.output_parent());
-  } else {
-    client_.publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
-                    std::move(*shown), current_.output_parent());
-  }
-}
-
-void Kernel::on_clear_output(const json& frame) {
-  if (!current_.running_code()) return;
-  // A flood of them is output too: charged.
-  OutputPublisher(client_, checks_, frame_log_)
-      .clear_output(frame, current_.budget(), current_.output_parent());
-}
-
-void Kernel::on_error(const json& frame) {
-  if (!current_.executing()) return;
-  // An error shown and caught (IPython's showtraceback: %run, a display's failing repr) is
-  // output only, and the cell goes on; anything but an explicit false ends the cell.
-  bool fails_cell = json_field(frame, "fails_cell", true);
-  // Once the cap is spent, a further error is not published (the reply still carries the
-  // last one); the first error of a cell is always shown, cut to what the budget allows.
-  bool publish_it = fails_cell ? !current_.cell().error || !current_.budget().exhausted()
-                               : !current_.budget().exhausted();
-  json error = create_error_content("", "", json::array());
-  for (const char* key : {"ename", "evalue", "traceback"})
-    if (auto it = frame.find(key); it != frame.end()) error[key] = *it;
-  redactor_.redact_json(error);
-  error = charge_error(std::move(error), current_.budget());
-  std::string ename = error["ename"], evalue = error["evalue"];
-  json traceback = std::move(error["traceback"]);
-  if (!fails_cell) {
-    if (!current_.cell().silent && publish_it)
-      client_.publish("error", create_error_content(ename, evalue, traceback),
-                      current_.output_parent());
-    return;
-  }
-  limits_.name_limit_in_error(current_.cell(), ename, evalue, traceback);
-  current_.cell().error = create_error_content(ename, evalue, traceback);
-  if (!current_.cell().silent && publish_it)
-    client_.publish("error", *current_.cell().error, current_.output_parent());
-}
-
-void Kernel::on_input_request(const json& frame) {
-  if (!current_.executing()) {
-    // A comm handler has no prompt to show: refused, so it never waits for an answer.
-    if (current_.running_code())
-      worker_link_.send({{"type", "input_reply"}, {"error", "input() is only answered in a cell"}});
-    return;
-  }
-  json content = {
-      {"prompt", charge_text(redactor_.redact(json_field(frame, "prompt", "")), current_.budget())},
-      {"password", json_field(frame, "password", false)}};
-  if (!current_.cell().allow_stdin) {
-    worker_link_.send(
-        {{"type", "input_reply"}, {"error", "this frontend does not support input requests"}});
-    return;
-  }
-  // Each request is a message to the client: a loop of them is output like any other.
-  if (!current_.budget().take_whole(kInputRequestCost)) {
-    worker_link_.send({{"type", "input_reply"}, {"error", "the cell's output limit was reached"}});
-    return;
-  }
-  client_.frontend()->request_input(current_.cell().request, content);
-}
-
-void Kernel::on_audit_request(const json& frame) {
-  // The learner's own cells, as the supervisor recorded them (the worker can't forge them).
-  if (!current_.executing()) {
-    if (current_.running_code())
-      worker_link_.send({{"type", "audit_reply"}, {"records", json::array()}});
-    return;
-  }
-  json reply = {{"type", "audit_reply"},
-                {"records", records_.recent(json_field<size_t>(frame, "last", 10))}};
-  if (audit_.failures() > 0) reply["log_error"] = audit_.failure_text();
-  worker_link_.send(reply);
 }
 
 void Kernel::on_done(const json& frame) {
