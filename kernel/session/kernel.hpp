@@ -6,7 +6,7 @@
 // The core (the reactor, the request queue, the running request, the wiring) is this class, in
 //   reactor.cpp      the loop: poll, signals, timers, the launching client (parent_watch.hpp)
 //   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp, the request
-//                    being served: current_request.hpp)
+//                    being served: current_request.hpp, each kind's start: request_starters.hpp)
 //   worker.cpp       the worker's start and exits, and each of its frames to the part it is for
 //   kernel_core.cpp  KernelCore: the core's answers to the parts' narrow interfaces
 // and the parts own their state, each in a header of its own that says what it may touch (its

@@ -5,6 +5,7 @@
 #include "kernel/protocol/replies.hpp"
 #include "kernel/session/cell_budget.hpp"
 #include "kernel/session/kernel.hpp"
+#include "kernel/session/request_starters.hpp"
 
 namespace belljar {
 
@@ -160,98 +161,18 @@ void Kernel::start_request(const WireMessage& message) {
   cell.id = current_.fresh_id();
   cell.started = Clock::now();
   cell.started_iso = iso8601_now();
-  const json& c = message.content;
-  auto text = [&](const char* key) {
-    auto it = c.find(key);
-    return it != c.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  auto flag = [&](const char* key, bool fallback) {
-    auto it = c.find(key);
-    return it != c.end() && it->is_boolean() ? it->get<bool>() : fallback;
-  };
-  auto integer = [&](const char* key, long long fallback) {
-    auto it = c.find(key);
-    return it != c.end() && it->is_number_integer() ? it->get<long long>() : fallback;
-  };
   client_.status("busy", &message);
   // CPU the session spent since the last cell ended, with no request running, is charged to
   // this cell (background_cpu.hpp).
   double cpu_now = worker_->cpu_seconds();
-  double background = limits_.request_started(cpu_now);
-  json frame;
-  if (cell.kind == RequestKind::execute) {
-    cell.code = text("code");
-    cell.silent = flag("silent", false);
-    cell.store_history = cell.silent ? false : flag("store_history", true);
-    cell.allow_stdin = flag("allow_stdin", true);
-    cell.stop_on_error = flag("stop_on_error", true);
-    cell.timeout = options_.policy.timeout_seconds;
-    cell.cpu_limit = options_.policy.cpu_limit();
-    // A client may ask for a shorter wall-clock limit (MCP's timeout_seconds), never a longer
-    // one: like %%limits, the request can only tighten the policy.
-    if (auto belljar = message.metadata.find("belljar");
-        belljar != message.metadata.end() && belljar->is_object()) {
-      auto asked = belljar->find("timeout_seconds");
-      if (asked != belljar->end() && asked->is_number() && asked->get<double>() > 0)
-        cell.timeout = std::min(cell.timeout, asked->get<double>());
-    }
-    // Handed while the session's main thread is paused (code between requests stopped at a
-    // breakpoint): its time waits as the pause does.
-    cell.paused.sample_cpu(cpu_now);
-    if (debug_.paused()) cell.paused.pause(cell.started);
-    cell.cpu_at_start = cpu_now - background;
-    cell.background_cpu = background;
-    cell.execution_count = current_.count_execution(cell.silent);
-    current_.reset_budget(options_.policy.output_limit_bytes);
-    worker_link_.reset_totals();
-    comms_.cell_started();  // a cell refills the comms' budget too
-    // A key pasted into the cell is redacted in the echo other clients see, like any output.
-    if (!cell.silent)
-      client_.publish("execute_input",
-                      create_execute_input(redactor_.redact(cell.code), cell.execution_count),
-                      &message);
-    // The session this cell runs in is not the one the learner last saw: say so first.
-    if (!cell.silent) comms_.tell_session_lost(message);
-    auto expressions = c.find("user_expressions");
-    if (expressions != c.end() && expressions->is_object()) cell.expressions_asked = *expressions;
-    frame = {{"type", "execute"},
-             {"id", cell.id},
-             {"code", cell.code},
-             {"silent", cell.silent},
-             {"store_history", cell.store_history},
-             {"user_expressions",
-              expressions != c.end() && expressions->is_object() ? *expressions : json::object()},
-             {"allow_stdin", cell.allow_stdin},
-             {"execution_count", cell.execution_count},
-             {"msg_id", message.id()}};  // ipywidgets' Output routes by the parent's msg_id
-  } else if (cell.kind == RequestKind::comm) {
-    frame = comms_.request_frame(message, cell.id);
-    if (frame.is_null()) {
-      request_log_.log("comm message dropped", message.type() + " without a comm_id or target");
-      client_.status("idle", &message);
-      return;
-    }
-    // A comm handler is code like a cell's: the same limits, a budget of its own.
-    cell.timeout = options_.policy.timeout_seconds;
-    cell.cpu_limit = options_.policy.cpu_limit();
-    cell.cpu_at_start = cpu_now;
-    current_.set_budget(comms_.start_handler(Clock::now(), options_.policy.output_limit_bytes));
-    worker_link_.reset_totals();
-  } else if (cell.kind == RequestKind::comm_info) {
-    frame = {{"type", "comm_info"}, {"id", cell.id}};
-    if (auto target = c.find("target_name"); target != c.end() && target->is_string())
-      frame["target_name"] = *target;
-  } else if (cell.kind == RequestKind::complete || cell.kind == RequestKind::inspect) {
-    std::string code = text("code");
-    frame = {{"type", worker_request(cell.kind)},
-             {"id", cell.id},
-             {"code", code},
-             {"cursor_pos", integer("cursor_pos", static_cast<long long>(code.size()))},
-             {"detail_level", integer("detail_level", 0)}};
-  } else {
-    frame = {{"type", worker_request(cell.kind)}, {"id", cell.id}, {"code", text("code")}};
-  }
+  RequestStart start{message,        cell, current_, cpu_now, limits_.request_started(cpu_now),
+                     debug_.paused()};
+  // Its kind's starter (request_starters.hpp): the frame, or null when it does not start.
+  json frame =
+      start_request_frame({client_, comms_, request_log_, redactor_, options_.policy}, start);
+  if (frame.is_null()) return;
   current_.begin(std::move(cell));
+  if (current_.running_code()) worker_link_.reset_totals();  // its text is counted from here
   // The sandbox this cell was meant for was stopped between cells: say so instead of running
   // it in a fresh session as if nothing had happened.
   if (auto why = current_.executing() ? limits_.take_background_stop() : std::nullopt) {
