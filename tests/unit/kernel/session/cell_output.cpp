@@ -36,7 +36,8 @@ struct Rig {
   RateLimitedLog log{10};
   Redactor redactor{std::vector<std::string>{kSecret}};
   OutputChecks checks{redactor, ActiveOutput::isolate};
-  CellRecords records{policy, "kernel-1", audit, metrics, log, redactor, client};
+  std::string session = "kernel-1";  // CellRecords keeps a reference to it
+  CellRecords records{policy, session, audit, metrics, log, redactor, client};
   CellLimits limits{policy, audit, metrics, log, client};
   FakePrompt prompt;
   CellOutput output{client, worker, checks, log, redactor, records, audit, limits, prompt};
