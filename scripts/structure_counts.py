@@ -51,7 +51,7 @@ MAX_KERNEL_FIELDS = 20
 # The split is under way: the counts it has reached so far, held so they only go down. Lower
 # them as parts move out; once they meet the targets above, this tree is held to the targets
 # (--targets holds any tree to them now: the self-test's fixtures).
-REACHED = {"functions": 45, "fields": 27, "files": 0}
+REACHED = {"functions": 34, "fields": 24, "files": 0}
 # The Kernel's own files: the reactor, the request queue's dispatch and the wiring. Any other
 # file that defines a `Kernel::` method is refused.
 KERNEL_CORE_FILES = (

@@ -6,8 +6,9 @@
 // The core (the reactor, the request queue, the running request, the wiring) is this class, in
 //   reactor.cpp      the loop: poll, timers; the host's signals and the launching client
 //                    (host_signals.hpp)
-//   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp)
-//   worker.cpp       the worker's start and exits, and what each of its frames means
+//   requests.cpp     requests: dispatch, replies (the queue: request_queue.hpp, the request
+//                    being served: current_request.hpp, each kind's start: request_starters.hpp)
+//   worker.cpp       the worker's start and exits, and each of its frames to the part it is for
 //   kernel_core.cpp  KernelCore: the core's answers to the parts' narrow interfaces
 // and the parts own their state, each in a header of its own that says what it may touch (its
 // doors: doors.hpp), each unit-tested through fakes of them:
@@ -20,6 +21,8 @@
 //                    kernel/output/payloads.hpp), audit record, metrics, history, %audit's list
 //   cell_limits.hpp  a cell's limits: timeout, CPU, memory, %%limits (asked_limits.hpp), CPU
 //                    between cells, the errors naming them
+//   cell_output.hpp  what the worker's output frames mean for the running request: displays,
+//                    results, errors, input() prompts, %audit's question
 //   comm_link.hpp    the worker's comm messages: routed to the frontend, checked, counted;
 //                    the frontend's, handed to the worker during a cell
 //   idle_link.hpp    output of code running between requests (asyncio tasks, threads): shown
@@ -50,9 +53,11 @@
 #include "kernel/protocol/wire_message.hpp"
 #include "kernel/session/cell.hpp"
 #include "kernel/session/cell_limits.hpp"
+#include "kernel/session/cell_output.hpp"
 #include "kernel/session/cell_records.hpp"
 #include "kernel/session/client_channel.hpp"
 #include "kernel/session/comm_link.hpp"
+#include "kernel/session/current_request.hpp"
 #include "kernel/session/debug_link.hpp"
 #include "kernel/session/doors.hpp"
 #include "kernel/session/egress_link.hpp"
@@ -94,9 +99,13 @@ class Kernel;
 
 // The core as its parts ask for it: the running request's facts and the core's own steps, one
 // line each (kernel_core.cpp), for every part's narrow interface at once: DebugCore
-// (debug_link.hpp), IdleLink::Core (idle_link.hpp) and WorkerLink::Core (worker_link.hpp). It
-// alone reaches into the Kernel; a part sees only its own interface.
-class KernelCore final : public DebugCore, public IdleLink::Core, public WorkerLink::Core {
+// (debug_link.hpp), IdleLink::Core (idle_link.hpp), WorkerLink::Core (worker_link.hpp) and
+// CellOutput::Prompt (cell_output.hpp). It alone reaches into the Kernel; a part sees only its
+// own interface.
+class KernelCore final : public DebugCore,
+                         public IdleLink::Core,
+                         public WorkerLink::Core,
+                         public CellOutput::Prompt {
  public:
   explicit KernelCore(Kernel& kernel) : kernel_(kernel) {}
   // DebugCore (output_budget and background_parent answer WorkerLink::Core too)
@@ -117,6 +126,11 @@ class KernelCore final : public DebugCore, public IdleLink::Core, public WorkerL
   void text_read() override;
   void handle(const json& frame) override;
   void faulted() override;
+  // CellOutput::Prompt
+  void request_input(const WireMessage& request, json content) override;
+  // What the worker's output frames mean for the running request (cell_output.hpp): it holds no
+  // state, so it is made for each frame from the Kernel's doors, as OutputPublisher is.
+  CellOutput cell_output();
 
  private:
   Kernel& kernel_;
@@ -148,15 +162,6 @@ class Kernel {
   const std::string& session_id() const { return options_.session_id; }
 
  private:
-  bool executing() const { return cell_ && cell_->kind == RequestKind::execute; }
-  // A request whose code may produce output: a cell, or a comm message's handler.
-  bool running_code() const {
-    return cell_ && (cell_->kind == RequestKind::execute || cell_->kind == RequestKind::comm);
-  }
-  // Such a request, once the worker has it: output that says nothing of its request (the
-  // pipes' text, `idle` frames) is then its own, else output between requests.
-  bool worker_runs_code() const { return running_code() && cell_->in_worker; }
-
   // reactor.cpp
   void poll_once();
   Clock::time_point next_deadline() const;
@@ -177,18 +182,8 @@ class Kernel {
   void start_worker();
   // One frame of the worker's, parsed into its type once: one handler per type below.
   void handle_frame(const json& frame);
-  bool answers_current_request(const json& frame) const;
   void on_hello(const json& frame);
-  void on_output(WorkerFrame type, const json& frame);  // display, update_display, result
-  void on_clear_output(const json& frame);
-  void on_error(const json& frame);
-  void on_input_request(const json& frame);
-  void on_audit_request(const json& frame);
   void on_done(const json& frame);
-  const WireMessage* output_parent() const;
-  // What the worker's output is charged to now: the running cell's or comm handler's budget,
-  // else the budget of output between requests (idle_output.hpp).
-  OutputBudget& output_budget();
   void on_worker_exit(const WorkerExit& exit);
   void drop_worker();
 
@@ -252,13 +247,11 @@ class Kernel {
   WorkerLife life_;
 
   RequestQueue queue_;  // requests waiting for the worker (request_queue.hpp)
-  std::optional<Cell> cell_;
-  int execution_count_ = 0;
-  uint64_t requests_started_ = 0;  // source of the frame ids of requests
+  // The request being served: its Cell, frame ids, execution count, budget (current_request.hpp).
+  CurrentRequest current_;
   // What a finished cell leaves: its reply, audit record, metrics, history (cell_records.hpp).
   CellRecords records_{options_.policy, options_.session_id, audit_, metrics_,
                        frame_log_,      redactor_,           client_};
-  OutputBudget budget_;
   bool shutting_down_ = false;
   // The workspace guard's surveys and the broker's refusals (workspace_link.hpp).
   WorkspaceLink workspace_{audit_, client_, options_.policy.workspace_quota_bytes};

@@ -6,12 +6,15 @@ namespace belljar {
 
 // DebugCore (debug_link.hpp)
 
+// What the worker's output is charged to now: the running cell's or comm handler's budget, once
+// the worker has it, else the budget of output between requests (idle_output.hpp).
 OutputBudget& KernelCore::output_budget() {
-  return kernel_.output_budget();
+  if (kernel_.current_.worker_runs_code()) return kernel_.current_.budget();
+  return kernel_.idle_.budget(Clock::now());
 }
 
 const WireMessage* KernelCore::output_parent() const {
-  return kernel_.output_parent();
+  return kernel_.current_.output_parent();
 }
 
 const WireMessage* KernelCore::background_parent() const {
@@ -19,18 +22,17 @@ const WireMessage* KernelCore::background_parent() const {
 }
 
 std::optional<int> KernelCore::execution_count() const {
-  if (!kernel_.executing()) return std::nullopt;
-  return kernel_.cell_->execution_count;
+  if (!kernel_.current_.executing()) return std::nullopt;
+  return kernel_.current_.cell().execution_count;
 }
 
 void KernelCore::note_pause(bool paused, Clock::time_point now) {
   Kernel& k = kernel_;
-  k.limits_.note_pause(k.cell_ ? &*k.cell_ : nullptr, k.worker_ ? &*k.worker_ : nullptr, paused,
-                       now);
+  k.limits_.note_pause(k.current_.get(), k.worker_ ? &*k.worker_ : nullptr, paused, now);
 }
 
 void KernelCore::end_pause(Clock::time_point now) {
-  if (kernel_.cell_) kernel_.cell_->paused.resume(now);
+  if (Cell* cell = kernel_.current_.get()) cell->paused.resume(now);
 }
 
 void KernelCore::read_output_before(const json& frame) {
@@ -40,15 +42,16 @@ void KernelCore::read_output_before(const json& frame) {
 // IdleLink::Core (idle_link.hpp)
 
 const WireMessage* KernelCore::running() const {
-  return kernel_.worker_runs_code() ? &kernel_.cell_->request : nullptr;
+  return kernel_.current_.worker_runs_code() ? &kernel_.current_.cell().request : nullptr;
 }
 
 const WireMessage* KernelCore::served() const {
-  if (!kernel_.cell_ || !kernel_.cell_->in_worker) return nullptr;
+  const CurrentRequest& current = kernel_.current_;
+  if (!current.active() || !current.cell().in_worker) return nullptr;
   // The text of a comm handler running during the cell is its message's, as ipykernel's is.
-  if (const WireMessage* handler = kernel_.comms_.running(); handler && kernel_.executing())
+  if (const WireMessage* handler = kernel_.comms_.running(); handler && current.executing())
     return handler;
-  return &kernel_.cell_->request;
+  return &current.cell().request;
 }
 
 // As the running request's frames are handled (handle_frame).
@@ -56,14 +59,15 @@ void KernelCore::take_output(WorkerFrame type, const json& frame) {
   switch (type) {
     case WorkerFrame::display:
     case WorkerFrame::update_display:
-      return kernel_.on_output(type, frame);
+      return cell_output().on_output(type, frame, kernel_.current_);
     case WorkerFrame::clear_output:
-      return kernel_.on_clear_output(frame);
+      return cell_output().on_clear_output(frame, kernel_.current_);
     case WorkerFrame::comm_open:
     case WorkerFrame::comm_msg:
     case WorkerFrame::comm_close:
       return kernel_.comms_.publish(std::string(worker_frame_name(type)), frame,
-                                    &kernel_.cell_->request, *kernel_.cell_, kernel_.budget_);
+                                    &kernel_.current_.cell().request, kernel_.current_.cell(),
+                                    kernel_.current_.budget());
     default:  // no other output comes so (request_kind.hpp's idle_output)
       return kernel_.frame_log_.log(
           "worker frame dropped", std::string(worker_frame_name(type)) + " sent between requests");
@@ -71,7 +75,7 @@ void KernelCore::take_output(WorkerFrame type, const json& frame) {
 }
 
 OutputBudget& KernelCore::running_budget() {
-  return kernel_.budget_;
+  return kernel_.current_.budget();
 }
 
 void KernelCore::show_pipes() {
@@ -83,7 +87,7 @@ void KernelCore::show_pipes() {
 void KernelCore::text_read() {
   // Text read while no request's code runs came between requests: said once a window when
   // any of it was withheld.
-  if (!kernel_.worker_runs_code()) kernel_.idle_.tell_withheld();
+  if (!kernel_.current_.worker_runs_code()) kernel_.idle_.tell_withheld();
 }
 
 void KernelCore::handle(const json& frame) {
@@ -93,6 +97,18 @@ void KernelCore::handle(const json& frame) {
 void KernelCore::faulted() {
   kernel_.debug_.close();
   if (kernel_.worker_) kernel_.worker_->kill();
+}
+
+// CellOutput::Prompt (cell_output.hpp)
+
+void KernelCore::request_input(const WireMessage& request, json content) {
+  kernel_.client_.frontend()->request_input(request, std::move(content));
+}
+
+CellOutput KernelCore::cell_output() {
+  Kernel& k = kernel_;
+  return {k.client_,  k.worker_link_, k.checks_, k.frame_log_, k.redactor_,
+          k.records_, k.audit_,       k.limits_, *this};
 }
 
 }  // namespace belljar

@@ -148,7 +148,8 @@ int Kernel::run(Frontend& frontend) {
   handle_egress();
   egress_.record_summary(Clock::now(), true);
   if (placeholder) ::rmdir(git_dir.c_str());  // only ever removes an empty directory
-  audit_.record("shutdown", {{"cells", execution_count_}, {"worker_restarts", life_.restarts()}});
+  audit_.record("shutdown",
+                {{"cells", current_.execution_count()}, {"worker_restarts", life_.restarts()}});
   metrics_.flush(Clock::now(), true);
   return 0;
 }
@@ -156,12 +157,12 @@ int Kernel::run(Frontend& frontend) {
 Clock::time_point Kernel::next_deadline() const {
   auto next = Clock::now() + std::chrono::seconds(1);
   if (auto due = worker_link_.next_deadline()) next = std::min(next, *due);
-  if (executing()) {
-    if (cell_->kill_at) {
-      next = std::min(next, *cell_->kill_at);
+  if (current_.executing()) {
+    if (current_.cell().kill_at) {
+      next = std::min(next, *current_.cell().kill_at);
     } else {
       // CPU is sampled whatever the timeout: the cap, and whether a claimed pause is believed.
-      next = std::min(next, limits_.timeout_deadline(*cell_, Clock::now()));
+      next = std::min(next, limits_.timeout_deadline(current_.cell(), Clock::now()));
       next = std::min(next, Clock::now() + std::chrono::milliseconds(100));
     }
   }
@@ -255,12 +256,12 @@ void Kernel::poll_once() {
   }
 
   auto now = Clock::now();
-  if (running_code() && worker_) limits_.check(*cell_, *worker_, now);
+  if (current_.running_code() && worker_) limits_.check(current_.cell(), *worker_, now);
   debug_.check_deadlines(now);
   if (worker_) workspace_.schedule(*worker_, now);
   // Sampled while no request runs: code a cell left running is bounded by --cpu too.
-  if (!cell_ && worker_ && life_.ready() &&
-      limits_.check_between_cells(*worker_, now, execution_count_, idle_.last_cell()))
+  if (!current_.active() && worker_ && life_.ready() &&
+      limits_.check_between_cells(*worker_, now, current_.execution_count(), idle_.last_cell()))
     restart_worker("background CPU past --cpu");
   worker_link_.on_timers(now);  // text due to be shown; a frame socket closed past its grace
   egress_.record_summary(now, false);
@@ -273,20 +274,20 @@ void Kernel::poll_once() {
   // Idle a moment: the free heap goes back to the system (malloc_trim), a request's buffers, a
   // large message's room, so a host's many idle kernels hold what they use, not what their
   // busiest moment needed.
-  if (client_.take_trim(now) && !executing()) ::malloc_trim(0);
+  if (client_.take_trim(now) && !current_.executing()) ::malloc_trim(0);
 }
 
 void Kernel::handle_egress() {
-  bool cell = executing();
-  egress_.take_decisions(Clock::now(), cell ? &cell_->egress : nullptr,
-                         cell ? std::optional<int>(cell_->execution_count) : std::nullopt);
+  bool cell = current_.executing();
+  egress_.take_decisions(Clock::now(), cell ? &current_.cell().egress : nullptr,
+                         cell ? std::optional<int>(current_.cell().execution_count) : std::nullopt);
 }
 
 void Kernel::take_workspace_reports() {
   if (!worker_) return;
-  workspace_.take_refusals(*worker_, executing() ? &*cell_ : nullptr);
+  workspace_.take_refusals(*worker_, current_.executing() ? &current_.cell() : nullptr);
   while (worker_) {
-    auto step = workspace_.take_survey(*worker_, executing() ? &*cell_ : nullptr);
+    auto step = workspace_.take_survey(*worker_, current_.executing() ? &current_.cell() : nullptr);
     if (!step) break;
     if (step->fail_held) fail_cell("WorkspaceGuardError", *step->fail_held, CellStatus::error);
     if (step->release) hand_to_worker(*step->release);

@@ -6,21 +6,23 @@
 #include "kernel/session/cell_budget.hpp"
 #include "kernel/session/kernel.hpp"
 #include "kernel/session/kernel_info.hpp"
+#include "kernel/session/request_starters.hpp"
 
 namespace belljar {
 
 void Kernel::submit_shell(WireMessage message) {
   if (comms_.takes_during_cell(message,
-                               executing() && cell_->in_worker && life_.ready() &&
+                               current_.executing() && current_.cell().in_worker && life_.ready() &&
                                    worker_link_.frames_open() && !queue_.collecting(),
                                queue_.holds_comm()))
-    return comms_.arrive(std::move(message), *cell_, requests_started_);  // ahead of the queue
+    return comms_.arrive(std::move(message), current_.cell(),
+                         current_.frame_ids());  // ahead of the queue
   queue_.push_shell(std::move(message));
   if (!queue_.collecting()) dispatch_next();
 }
 
 void Kernel::deliver_input(const std::string& value) {
-  if (executing())
+  if (current_.executing())
     worker_link_.send({{"type", "input_reply"}, {"value", value}});
   else
     request_log_.log("dropped input_reply", "no cell is waiting for input");
@@ -65,7 +67,7 @@ void Kernel::serve_control(const WireMessage& message) {
 }
 
 void Kernel::dispatch_next() {
-  while (!cell_ && !queue_.empty() && !shutting_down_) {
+  while (!current_.active() && !queue_.empty() && !shutting_down_) {
     std::string type = queue_.front().message.type();
     if ((request_kind(type) || type == "kernel_info_request") && !life_.ready()) {
       if (!life_.start_error().empty() && request_kind(type) == RequestKind::execute) {
@@ -95,9 +97,9 @@ void Kernel::dispatch_next() {
       else
         answer_locally(request.channel, request.message);
     } catch (const std::exception& e) {
-      if (cell_ && cell_->request.id() == request.message.id() &&
-          cell_->request.header == request.message.header)
-        cell_.reset();  // the half-started request: the worker's answers to it are stale
+      if (current_.active() && current_.cell().request.id() == request.message.id() &&
+          current_.cell().request.header == request.message.header)
+        current_.end();  // the half-started request: the worker's answers to it are stale
       request_failed(request.channel, request.message, e);
     }
   }
@@ -115,7 +117,7 @@ void Kernel::request_failed(Channel channel, const WireMessage& message, const s
     std::string why = "the kernel could not handle this " + type + ": " + e.what();
     json content = create_error_content("KernelError", why, json::array({why}));
     content["status"] = "error";
-    if (type == "execute_request") content["execution_count"] = execution_count_;
+    if (type == "execute_request") content["execution_count"] = current_.execution_count();
     client_.reply(channel, message, reply_type, std::move(content));
   }
   client_.status("idle", &message);
@@ -127,7 +129,7 @@ void Kernel::refuse_execute(const WireMessage& request, const std::string& ename
   json error = create_error_content(ename, evalue, json::array({evalue}));
   client_.publish("error", error, &request);
   client_.reply(Channel::shell, request, "execute_reply",
-                create_execute_reply_error(execution_count_, error));
+                create_execute_reply_error(current_.execution_count(), error));
   client_.status("idle", &request);
 }
 
@@ -161,111 +163,30 @@ void Kernel::start_request(const WireMessage& message) {
   cell.kind = *request_kind(message.type());  // dispatch_next sends only these here
   // The supervisor's own id, never reused: a frame naming an earlier one is stale, whatever
   // msg_id a client chose.
-  cell.id = "r" + std::to_string(++requests_started_);
+  cell.id = current_.fresh_id();
   cell.started = Clock::now();
   cell.started_iso = iso8601_now();
-  const json& c = message.content;
-  auto text = [&](const char* key) {
-    auto it = c.find(key);
-    return it != c.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  auto flag = [&](const char* key, bool fallback) {
-    auto it = c.find(key);
-    return it != c.end() && it->is_boolean() ? it->get<bool>() : fallback;
-  };
-  auto integer = [&](const char* key, long long fallback) {
-    auto it = c.find(key);
-    return it != c.end() && it->is_number_integer() ? it->get<long long>() : fallback;
-  };
   client_.status("busy", &message);
   // CPU the session spent since the last cell ended, with no request running, is charged to
   // this cell (background_cpu.hpp).
   double cpu_now = worker_->cpu_seconds();
-  double background = limits_.request_started(cpu_now);
-  json frame;
-  if (cell.kind == RequestKind::execute) {
-    cell.code = text("code");
-    cell.silent = flag("silent", false);
-    cell.store_history = cell.silent ? false : flag("store_history", true);
-    cell.allow_stdin = flag("allow_stdin", true);
-    cell.stop_on_error = flag("stop_on_error", true);
-    cell.timeout = options_.policy.timeout_seconds;
-    cell.cpu_limit = options_.policy.cpu_limit();
-    // A client may ask for a shorter wall-clock limit (MCP's timeout_seconds), never a longer
-    // one: like %%limits, the request can only tighten the policy.
-    if (auto belljar = message.metadata.find("belljar");
-        belljar != message.metadata.end() && belljar->is_object()) {
-      auto asked = belljar->find("timeout_seconds");
-      if (asked != belljar->end() && asked->is_number() && asked->get<double>() > 0)
-        cell.timeout = std::min(cell.timeout, asked->get<double>());
-    }
-    // Handed while the session's main thread is paused (code between requests stopped at a
-    // breakpoint): its time waits as the pause does.
-    cell.paused.sample_cpu(cpu_now);
-    if (debug_.paused()) cell.paused.pause(cell.started);
-    cell.cpu_at_start = cpu_now - background;
-    cell.background_cpu = background;
-    if (!cell.silent) ++execution_count_;
-    cell.execution_count = execution_count_;
-    budget_.reset(options_.policy.output_limit_bytes);
-    worker_link_.reset_totals();
-    comms_.cell_started();  // a cell refills the comms' budget too
-    // A key pasted into the cell is redacted in the echo other clients see, like any output.
-    if (!cell.silent)
-      client_.publish("execute_input",
-                      create_execute_input(redactor_.redact(cell.code), cell.execution_count),
-                      &message);
-    // The session this cell runs in is not the one the learner last saw: say so first.
-    if (!cell.silent) comms_.tell_session_lost(message);
-    auto expressions = c.find("user_expressions");
-    if (expressions != c.end() && expressions->is_object()) cell.expressions_asked = *expressions;
-    frame = {{"type", "execute"},
-             {"id", cell.id},
-             {"code", cell.code},
-             {"silent", cell.silent},
-             {"store_history", cell.store_history},
-             {"user_expressions",
-              expressions != c.end() && expressions->is_object() ? *expressions : json::object()},
-             {"allow_stdin", cell.allow_stdin},
-             {"execution_count", cell.execution_count},
-             {"msg_id", message.id()}};  // ipywidgets' Output routes by the parent's msg_id
-  } else if (cell.kind == RequestKind::comm) {
-    frame = comms_.request_frame(message, cell.id);
-    if (frame.is_null()) {
-      request_log_.log("comm message dropped", message.type() + " without a comm_id or target");
-      client_.status("idle", &message);
-      return;
-    }
-    // A comm handler is code like a cell's: the same limits, a budget of its own.
-    cell.timeout = options_.policy.timeout_seconds;
-    cell.cpu_limit = options_.policy.cpu_limit();
-    cell.cpu_at_start = cpu_now;
-    budget_ = comms_.start_handler(Clock::now(), options_.policy.output_limit_bytes);
-    worker_link_.reset_totals();
-  } else if (cell.kind == RequestKind::comm_info) {
-    frame = {{"type", "comm_info"}, {"id", cell.id}};
-    if (auto target = c.find("target_name"); target != c.end() && target->is_string())
-      frame["target_name"] = *target;
-  } else if (cell.kind == RequestKind::complete || cell.kind == RequestKind::inspect) {
-    std::string code = text("code");
-    frame = {{"type", worker_request(cell.kind)},
-             {"id", cell.id},
-             {"code", code},
-             {"cursor_pos", integer("cursor_pos", static_cast<long long>(code.size()))},
-             {"detail_level", integer("detail_level", 0)}};
-  } else {
-    frame = {{"type", worker_request(cell.kind)}, {"id", cell.id}, {"code", text("code")}};
-  }
-  cell_ = std::move(cell);
+  RequestStart start{message,        cell, current_, cpu_now, limits_.request_started(cpu_now),
+                     debug_.paused()};
+  // Its kind's starter (request_starters.hpp): the frame, or null when it does not start.
+  json frame =
+      start_request_frame({client_, comms_, request_log_, redactor_, options_.policy}, start);
+  if (frame.is_null()) return;
+  current_.begin(std::move(cell));
+  if (current_.running_code()) worker_link_.reset_totals();  // its text is counted from here
   // The sandbox this cell was meant for was stopped between cells: say so instead of running
   // it in a fresh session as if nothing had happened.
-  if (auto why = executing() ? limits_.take_background_stop() : std::nullopt) {
-    cell_->limit_hit = LimitHit::cpu;
+  if (auto why = current_.executing() ? limits_.take_background_stop() : std::nullopt) {
+    current_.cell().limit_hit = LimitHit::cpu;
     fail_cell("TimeoutError", *why + "; this cell did not run: run it again", CellStatus::timeout);
     return;
   }
   // Files that appeared since the last cell are guarded first (workspace_link.hpp).
-  if (executing() && worker_ && workspace_.hold(*worker_, frame)) return;
+  if (current_.executing() && worker_ && workspace_.hold(*worker_, frame)) return;
   hand_to_worker(frame);
 }
 
@@ -274,19 +195,19 @@ void Kernel::start_request(const WireMessage& message) {
 // it writes after, until it reads the request, is the request's, as a thread's text is.) Frames
 // are read only while no request runs: none of them can then end one.
 void Kernel::take_output_between_requests() {
-  if (!worker_ || cell_) return;
+  if (!worker_ || current_.active()) return;
   worker_link_.read_frames();
   worker_link_.drain_pipes();
   worker_link_.flush_streams(true);
 }
 
 void Kernel::hand_to_worker(const json& frame) {
-  if (cell_ && !cell_->in_worker) {
+  if (current_.active() && !current_.cell().in_worker) {
     worker_link_
         .drain_pipes();  // written while the cell was held for its survey: still between requests
     worker_link_.flush_streams(true);
-    cell_->in_worker = true;
-    idle_.handed(cell_->request, cell_->kind);
+    current_.cell().in_worker = true;
+    idle_.handed(current_.cell().request, current_.cell().kind);
   }
   worker_link_.send(frame);
 }
@@ -296,11 +217,11 @@ void Kernel::finish_cell(const json& done) {
   worker_link_.drain_pipes();
   worker_link_.learn_at_done(done);
   worker_link_.flush_streams(true);
-  comms_.tell_drops(*cell_);
+  comms_.tell_drops(current_.cell());
   handle_egress();  // decisions still queued belong to this cell
   // And the workspace broker's refusals: each was sent before its call returned in the cell.
-  if (worker_) workspace_.take_refusals(*worker_, &cell_.value());
-  Cell& cell = *cell_;
+  if (worker_) workspace_.take_refusals(*worker_, &current_.cell());
+  Cell& cell = current_.cell();
   if (cell.memory_limit && worker_) {
     std::string why;
     if (!worker_->set_memory_limit(options_.policy.memory_bytes, &why))
@@ -314,15 +235,14 @@ void Kernel::finish_cell(const json& done) {
   measured.stdout_bytes = worker_link_.total_bytes(0);
   measured.stderr_bytes = worker_link_.total_bytes(1);
   measured.comms_handled = comms_.take_handled();
-  CellRecords::Reply reply = records_.finish(cell, done, measured, budget_);
+  CellRecords::Reply reply = records_.finish(cell, done, measured, current_.budget());
   bool abort = cell.error && cell.stop_on_error;
   if (abort) {
     queue_.set_collecting(true);
     client_.frontend()->collect_pending(*this);
     queue_.set_collecting(false);
   }
-  WireMessage request = std::move(cell.request);
-  cell_.reset();
+  WireMessage request = current_.end().request;
   if (worker_) limits_.request_finished(worker_->cpu_seconds(), true);
   client_.reply(Channel::shell, request, "execute_reply", std::move(reply.content),
                 std::move(reply.metadata));
@@ -333,21 +253,20 @@ void Kernel::finish_cell(const json& done) {
 }
 
 void Kernel::finish_request_reply(const json& frame) {
-  if (cell_->kind == RequestKind::comm) {
+  if (current_.cell().kind == RequestKind::comm) {
     worker_link_.drain_pipes();  // what the handler wrote is shown before its idle, as a cell's
     worker_link_.learn_at_done(frame);
     worker_link_.flush_streams(true);
-    comms_.handler_finished(*cell_, budget_);
-    WireMessage request = std::move(cell_->request);
-    cell_.reset();
+    comms_.handler_finished(current_.cell(), current_.budget());
+    WireMessage request = current_.end().request;
     if (worker_) limits_.request_finished(worker_->cpu_seconds(), false);
     client_.status("idle", &request);
     dispatch_next();
     return;
   }
-  WireMessage request = std::move(cell_->request);
-  RequestKind kind = cell_->kind;
-  cell_.reset();
+  Cell ended = current_.end();
+  WireMessage request = std::move(ended.request);
+  RequestKind kind = ended.kind;
   if (worker_) limits_.request_finished(worker_->cpu_seconds(), false);
   // A lookup gets the same cap as a cell, on its own budget (it is not a cell's output).
   OutputBudget budget;
@@ -374,17 +293,18 @@ void Kernel::finish_request_reply(const json& frame) {
 }
 
 void Kernel::fail_cell(const std::string& ename, const std::string& evalue, CellStatus outcome) {
-  if (!cell_) return;
-  if (!executing()) {
-    if (cell_->kind == RequestKind::comm)
-      comms_.tell_session_lost_by_handler(ename + ": " + evalue, cell_->request);
+  if (!current_.active()) return;
+  if (!current_.executing()) {
+    if (current_.cell().kind == RequestKind::comm)
+      comms_.tell_session_lost_by_handler(ename + ": " + evalue, current_.cell().request);
     // complete/inspect/is_complete: answer with nothing found rather than leaving it waiting.
     finish_request_reply(json::object());
     return;
   }
-  cell_->outcome = outcome;
-  cell_->error = create_error_content(ename, evalue, json::array({ename + ": " + evalue}));
-  if (!cell_->silent) client_.publish("error", *cell_->error, &cell_->request);
+  current_.cell().outcome = outcome;
+  current_.cell().error = create_error_content(ename, evalue, json::array({ename + ": " + evalue}));
+  if (!current_.cell().silent)
+    client_.publish("error", *current_.cell().error, &current_.cell().request);
   finish_cell(json::object());
 }
 
@@ -397,7 +317,7 @@ void Kernel::abort_queued_executes() {
     // The spec gives every execute_reply an execution_count (ipykernel's aborted ones lack
     // it, and fail its own suite's message checks): the count, which an aborted cell leaves.
     json aborted = create_aborted_reply();
-    aborted["execution_count"] = execution_count_;
+    aborted["execution_count"] = current_.execution_count();
     client_.reply(Channel::shell, request, "execute_reply", std::move(aborted),
                   {{"status", "aborted"}});
     client_.status("idle", &request);
@@ -405,9 +325,9 @@ void Kernel::abort_queued_executes() {
 }
 
 void Kernel::interrupt_cell() {
-  if (cell_ && worker_) {
-    cell_->user_interrupted = true;
-    cell_->paused.resume(Clock::now());  // the interrupt resumes a paused main thread
+  if (current_.active() && worker_) {
+    current_.cell().user_interrupted = true;
+    current_.cell().paused.resume(Clock::now());  // the interrupt resumes a paused main thread
     worker_->interrupt();
   }
 }

@@ -1,8 +1,9 @@
-// The Kernel's core, the worker's side: its start, what each of its frames means for the running
-// request, its exits and restarts. The channel itself (frames, pipes, faults) is the worker
-// link's (worker_link.hpp); what follows a start or an exit (at once, after a back-off, a refusal
-// to start) is the worker's life's (worker_life.hpp). Everything read here comes from untrusted
-// code and is checked before it reaches a client.
+// The Kernel's core, the worker's side: its start, each of its frames handed to the part it is
+// for (the running request's output: cell_output.hpp), its exits and restarts. The channel
+// itself (frames, pipes, faults) is the worker link's (worker_link.hpp); what follows a start or
+// an exit (at once, after a back-off, a refusal to start) is the worker's life's
+// (worker_life.hpp). Everything read here comes from untrusted code and is checked before it
+// reaches a client.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -22,12 +23,6 @@
 #include "kernel/session/kernel.hpp"
 
 namespace belljar {
-
-namespace {
-constexpr size_t kDisplaysAudited = 1000;   // mime lists kept per cell for the audit record
-constexpr uint64_t kInputRequestCost = 64;  // what one input_request is charged, prompt aside
-
-}  // namespace
 
 void Kernel::start_worker() {
   life_.starting();
@@ -64,7 +59,7 @@ void Kernel::handle_frame(const json& frame) {
   std::optional<WorkerFrame> type = worker_frame(name);
   if (!type) return frame_log_.log("worker sent an unknown frame type", name.substr(0, 64));
   if (*type == WorkerFrame::hello) return on_hello(frame);
-  if (*type == WorkerFrame::comm_begin) return comms_.on_begin(frame, executing());
+  if (*type == WorkerFrame::comm_begin) return comms_.on_begin(frame, current_.executing());
   if (debug_channel_frame(*type))
     return frame_log_.log("worker frame dropped",
                           name + " on fd 3: it belongs on the debug channel");
@@ -72,10 +67,11 @@ void Kernel::handle_frame(const json& frame) {
   if (frame.contains("parent") && names_a_parent(*type))
     return idle_.on_parented_output(*type, frame);
   if (json_field(frame, "idle", false)) return idle_.on_idle_frame(*type, frame);
-  if (!answers_current_request(frame)) {
+  if (!current_.answers(frame)) {
     // The handler of a comm message handed during the cell, once the worker said it began.
-    if (executing() && comms_.handler_runs(json_field(frame, "id", "")))
-      return comms_.on_handler_frame(*type, frame, *cell_, budget_, requests_started_);
+    if (current_.executing() && comms_.handler_runs(json_field(frame, "id", "")))
+      return comms_.on_handler_frame(*type, frame, current_.cell(), current_.budget(),
+                                     current_.frame_ids());
     // Frames carry the id of the request they answer: a stale one (a delayed `done` after a
     // forged one, a thread's display after its cell ended) never lands in a later request.
     return frame_log_.log("worker frame dropped",
@@ -91,27 +87,29 @@ void Kernel::handle_frame(const json& frame) {
     case WorkerFrame::display:
     case WorkerFrame::update_display:
     case WorkerFrame::result:
-      return on_output(*type, frame);
+      return core_.cell_output().on_output(*type, frame, current_);
     case WorkerFrame::clear_output:
-      return on_clear_output(frame);
+      return core_.cell_output().on_clear_output(frame, current_);
     case WorkerFrame::stream:  // only ever sent naming a parent (on_parented_output)
       return frame_log_.log("worker frame dropped", "a stream frame that names no request");
     case WorkerFrame::error:
-      return on_error(frame);
+      return core_.cell_output().on_error(frame, current_);
     case WorkerFrame::input_request:
-      return on_input_request(frame);
+      return core_.cell_output().on_input_request(frame, current_);
     case WorkerFrame::limits:
-      if (executing()) return worker_link_.send(limits_.ask(*cell_, &*worker_, frame, budget_));
-      if (running_code())
+      if (current_.executing())
+        return worker_link_.send(limits_.ask(current_.cell(), &*worker_, frame, current_.budget()));
+      if (current_.running_code())
         worker_link_.send(
             {{"type", "limits_reply"}, {"ok", false}, {"error", "%%limits applies to cells"}});
       return;
     case WorkerFrame::audit_request:
-      return on_audit_request(frame);
+      return core_.cell_output().on_audit_request(frame, current_);
     case WorkerFrame::comm_open:
     case WorkerFrame::comm_msg:
     case WorkerFrame::comm_close:
-      if (running_code()) comms_.publish(name, frame, &cell_->request, *cell_, budget_);
+      if (current_.running_code())
+        comms_.publish(name, frame, &current_.cell().request, current_.cell(), current_.budget());
       return;
     case WorkerFrame::done:
       return on_done(frame);
@@ -119,7 +117,7 @@ void Kernel::handle_frame(const json& frame) {
     case WorkerFrame::inspect_reply:
     case WorkerFrame::is_complete_reply:
     case WorkerFrame::comm_info_reply:
-      if (worker_answer(cell_->kind) == *type) finish_request_reply(frame);
+      if (worker_answer(current_.cell().kind) == *type) finish_request_reply(frame);
       return;
   }
 }
@@ -136,123 +134,16 @@ void Kernel::on_hello(const json& frame) {
   for (auto& held : debug_.take_held()) submit_control(held);
 }
 
-// A comm handler's displays are its request's output, as a cell's are (ipywidgets' Output and
-// interact route them by that parent).
-const WireMessage* Kernel::output_parent() const {
-  return running_code() ? &cell_->request : nullptr;
-}
-
-OutputBudget& Kernel::output_budget() {
-  if (worker_runs_code()) return budget_;
-  return idle_.budget(Clock::now());
-}
-
-void Kernel::on_output(WorkerFrame type, const json& frame) {
-  bool executing = this->executing();
-  if (!running_code() || (type == WorkerFrame::result && !executing))
-    return;  // nothing to attribute
-  std::optional<json> shown = checks_.display(type, frame, budget_);
-  if (!shown) return;
-  json& data = (*shown)["data"];
-  json& metadata = (*shown)["metadata"];
-  if (executing && cell_->displays.size() < kDisplaysAudited) {
-    json mimes = json::array();
-    for (auto& [mime, value] : data.items()) mimes.push_back(mime);
-    cell_->displays.push_back(mimes);
-  }
-  if (type == WorkerFrame::result) {
-    if (cell_->silent) return;
-    cell_->result_text = json_field(data, "text/plain", cell_->result_text);
-    client_.publish(
-        "execute_result",
-        {{"execution_count", cell_->execution_count}, {"data", data}, {"metadata", metadata}},
-        output_parent());
-  } else {
-    client_.publish(type == WorkerFrame::display ? "display_data" : "update_display_data",
-                    std::move(*shown), output_parent());
-  }
-}
-
-void Kernel::on_clear_output(const json& frame) {
-  if (!running_code()) return;
-  // A flood of them is output too: charged.
-  OutputPublisher(client_, checks_, frame_log_).clear_output(frame, budget_, output_parent());
-}
-
-void Kernel::on_error(const json& frame) {
-  if (!executing()) return;
-  // An error shown and caught (IPython's showtraceback: %run, a display's failing repr) is
-  // output only, and the cell goes on; anything but an explicit false ends the cell.
-  bool fails_cell = json_field(frame, "fails_cell", true);
-  // Once the cap is spent, a further error is not published (the reply still carries the
-  // last one); the first error of a cell is always shown, cut to what the budget allows.
-  bool publish_it = fails_cell ? !cell_->error || !budget_.exhausted() : !budget_.exhausted();
-  json error = create_error_content("", "", json::array());
-  for (const char* key : {"ename", "evalue", "traceback"})
-    if (auto it = frame.find(key); it != frame.end()) error[key] = *it;
-  redactor_.redact_json(error);
-  error = charge_error(std::move(error), budget_);
-  std::string ename = error["ename"], evalue = error["evalue"];
-  json traceback = std::move(error["traceback"]);
-  if (!fails_cell) {
-    if (!cell_->silent && publish_it)
-      client_.publish("error", create_error_content(ename, evalue, traceback), output_parent());
-    return;
-  }
-  limits_.name_limit_in_error(*cell_, ename, evalue, traceback);
-  cell_->error = create_error_content(ename, evalue, traceback);
-  if (!cell_->silent && publish_it) client_.publish("error", *cell_->error, output_parent());
-}
-
-void Kernel::on_input_request(const json& frame) {
-  if (!executing()) {
-    // A comm handler has no prompt to show: refused, so it never waits for an answer.
-    if (running_code())
-      worker_link_.send({{"type", "input_reply"}, {"error", "input() is only answered in a cell"}});
-    return;
-  }
-  json content = {
-      {"prompt", charge_text(redactor_.redact(json_field(frame, "prompt", "")), budget_)},
-      {"password", json_field(frame, "password", false)}};
-  if (!cell_->allow_stdin) {
-    worker_link_.send(
-        {{"type", "input_reply"}, {"error", "this frontend does not support input requests"}});
-    return;
-  }
-  // Each request is a message to the client: a loop of them is output like any other.
-  if (!budget_.take_whole(kInputRequestCost)) {
-    worker_link_.send({{"type", "input_reply"}, {"error", "the cell's output limit was reached"}});
-    return;
-  }
-  client_.frontend()->request_input(cell_->request, content);
-}
-
-void Kernel::on_audit_request(const json& frame) {
-  // The learner's own cells, as the supervisor recorded them (the worker can't forge them).
-  if (!executing()) {
-    if (running_code()) worker_link_.send({{"type", "audit_reply"}, {"records", json::array()}});
-    return;
-  }
-  json reply = {{"type", "audit_reply"},
-                {"records", records_.recent(json_field<size_t>(frame, "last", 10))}};
-  if (audit_.failures() > 0) reply["log_error"] = audit_.failure_text();
-  worker_link_.send(reply);
-}
-
 void Kernel::on_done(const json& frame) {
   // The proxy's decisions for this cell's requests were posted before their responses ended,
   // so before this done was written; but read_frames may have read it past the poll that saw
   // them. Take them now, or the cell's record and reply would miss its last requests.
   handle_egress();
   // One or the other: finish_cell starts the next request, which this done is not for.
-  if (executing())
+  if (current_.executing())
     finish_cell(frame);
-  else if (cell_->kind == RequestKind::comm)
+  else if (current_.cell().kind == RequestKind::comm)
     finish_request_reply(frame);  // a comm handler's done
-}
-
-bool Kernel::answers_current_request(const json& frame) const {
-  return cell_ && !cell_->id.empty() && json_field(frame, "id", "") == cell_->id;
 }
 
 void Kernel::on_worker_exit(const WorkerExit& exit) {
@@ -261,7 +152,7 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
   std::string cause = exit.describe();
   audit_.record(
       "worker_exit",
-      {{"cause", cause}, {"memory_limit", exit.memory_limit}, {"during_cell", cell_.has_value()}});
+      {{"cause", cause}, {"memory_limit", exit.memory_limit}, {"during_cell", current_.active()}});
   queue_.push_shell_first(comms_.take_back());  // before a fresh worker could be given them twice
   debug_.end_session("the session restarted");
   worker_.reset();
@@ -277,8 +168,8 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
     dispatch_next();  // fails queued cells with the reason
     for (auto& held : debug_.take_held()) submit_control(held);
   }
-  if (cell_) {
-    CellLimits::Failure failure = limits_.after_exit(*cell_, exit, cause);
+  if (current_.active()) {
+    CellLimits::Failure failure = limits_.after_exit(current_.cell(), exit, cause);
     fail_cell(failure.ename, failure.evalue, failure.status);
   }
 }
@@ -287,14 +178,14 @@ void Kernel::restart_worker(const std::string& why) {
   // Output already in the pipes belongs to the old session: deliver it before it goes.
   worker_link_.drain_pipes();
   worker_link_.flush_streams(true);
-  audit_.record("worker_restart", {{"reason", why}, {"during_cell", cell_.has_value()}});
+  audit_.record("worker_restart", {{"reason", why}, {"during_cell", current_.active()}});
   drop_worker();
   queue_.push_shell_first(comms_.take_back());
   debug_.end_session("the session restarted");
   life_.reset();  // a start failure from here on is retried, not a refusal to start
   debug_.readiness(life_.ready(), life_.start_error());
   metrics_.restart();
-  if (cell_)
+  if (current_.active())
     fail_cell("WorkerDied",
               "the session was reset (" + why +
                   "): variables were lost, "

@@ -59,7 +59,7 @@ struct KernelProbe {
     // A handler may fault the worker (replies it left unread): a fresh one, as its exit would.
     if (kernel.worker_ && kernel.worker_link_.frames_open()) return;
     kernel.drop_worker();
-    kernel.cell_.reset();
+    if (kernel.current_.active()) kernel.current_.end();
     kernel.queue_.clear();
     start(kernel, *kernel.client_.frontend());
   }
@@ -106,7 +106,7 @@ struct KernelProbe {
   }
   static bool has_worker(const Kernel& kernel) { return kernel.worker_.has_value(); }
   static std::string current_id(const Kernel& kernel) {
-    return kernel.cell_ ? kernel.cell_->id : "none";
+    return kernel.current_.active() ? kernel.current_.cell().id : "none";
   }
   static std::string last_debug_id(const Kernel& kernel) {
     return std::to_string(kernel.debug_.last_id());
@@ -126,11 +126,13 @@ struct KernelProbe {
   }
   // Whatever the frames left running is finished, so the next input starts from a request.
   static void finish(Kernel& kernel) {
-    for (int i = 0; i < 4 && kernel.cell_ && kernel.worker_; ++i) {
-      std::string id = kernel.cell_->id;
-      handle(kernel, {{"type", std::string(worker_frame_name(worker_answer(kernel.cell_->kind)))},
-                      {"id", id}});
-      if (kernel.cell_ && kernel.cell_->id == id) handle(kernel, {{"type", "done"}, {"id", id}});
+    for (int i = 0; i < 4 && kernel.current_.active() && kernel.worker_; ++i) {
+      std::string id = kernel.current_.cell().id;
+      handle(kernel,
+             {{"type", std::string(worker_frame_name(worker_answer(kernel.current_.cell().kind)))},
+              {"id", id}});
+      if (kernel.current_.active() && kernel.current_.cell().id == id)
+        handle(kernel, {{"type", "done"}, {"id", id}});
     }
     kernel.queue_.clear();
     kernel.debug_.end_session("the fuzz run ended");
