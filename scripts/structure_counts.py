@@ -48,10 +48,6 @@ KERNEL_HEADER = "kernel/session/kernel.hpp"
 KERNEL_CLASS = "Kernel"
 MAX_KERNEL_FUNCTIONS = 40
 MAX_KERNEL_FIELDS = 20
-# The split is under way: the counts it has reached so far, held so they only go down. Lower
-# them as parts move out; once they meet the targets above, this tree is held to the targets
-# (--targets holds any tree to them now: the self-test's fixtures).
-REACHED = {"functions": 34, "fields": 24, "files": 0}
 # The Kernel's own files: the reactor, the request queue's dispatch and the wiring. Any other
 # file that defines a `Kernel::` method is refused.
 KERNEL_CORE_FILES = (
@@ -251,18 +247,8 @@ def defines_kernel_method(function):
     return KERNEL_CLASS in function.name.split("::")[:-1]
 
 
-def measure(root, targets):
-    """Each rule's name, its limit, what was found, and the findings over it. Without `targets`
-    the Kernel's counts are held to what the split has reached (REACHED), not above it."""
-    reached = (
-        {"functions": MAX_KERNEL_FUNCTIONS, "fields": MAX_KERNEL_FIELDS, "files": 0}
-        if targets
-        else {
-            "functions": max(MAX_KERNEL_FUNCTIONS, REACHED["functions"]),
-            "fields": max(MAX_KERNEL_FIELDS, REACHED["fields"]),
-            "files": REACHED["files"],
-        }
-    )
+def measure(root):
+    """Each rule's name, its limit, what was found, and the findings over it."""
     members = kernel_members(root)
     outside_core, long_functions, escapes = {}, [], []
     for path in sources(root):
@@ -279,11 +265,11 @@ def measure(root, targets):
             if defines_kernel_method(function) and relative not in KERNEL_CORE_FILES:
                 outside_core[relative] = outside_core.get(relative, 0) + 1
     return [
-        ("Kernel's member functions", reached["functions"], members["function"], []),
-        ("Kernel's fields", reached["fields"], members["field"], []),
+        ("Kernel's member functions", MAX_KERNEL_FUNCTIONS, members["function"], []),
+        ("Kernel's fields", MAX_KERNEL_FIELDS, members["field"], []),
         (
             "files outside the Kernel's core defining Kernel:: methods",
-            reached["files"],
+            0,
             len(outside_core),
             ["{} ({} methods)".format(f, n) for f, n in sorted(outside_core.items())],
         ),
@@ -305,21 +291,9 @@ def main():
         default=Path(__file__).resolve().parent.parent,
         help="the source tree (default: this checkout)",
     )
-    parser.add_argument(
-        "--targets",
-        action="store_true",
-        help="hold the tree to issue 40's targets, not to what the split has reached",
-    )
     args = parser.parse_args()
     exceeded = 0
-    if not args.targets:
-        print(
-            "issue 40's targets: Kernel at most {} member functions and {} fields, no link's "
-            "file defining Kernel:: methods; held here to what the split has reached".format(
-                MAX_KERNEL_FUNCTIONS, MAX_KERNEL_FIELDS
-            )
-        )
-    for name, limit, found, findings in measure(args.root, args.targets):
+    for name, limit, found, findings in measure(args.root):
         verdict = "ok" if found <= limit else "EXCEEDED"
         exceeded += found > limit
         print("{}: {} (at most {}) {}".format(name, found, limit, verdict))

@@ -47,6 +47,7 @@
 #include "kernel/observability/audit_throttle.hpp"
 #include "kernel/observability/diagnostics.hpp"
 #include "kernel/observability/metrics.hpp"
+#include "kernel/observability/observability.hpp"
 #include "kernel/output/output_stream.hpp"
 #include "kernel/output/redactor.hpp"
 #include "kernel/output/widget_models.hpp"
@@ -206,16 +207,12 @@ class Kernel {
   void take_workspace_reports();
 
   KernelOptions options_;
-  // Before the audit log: a --metrics refused at start leaves no empty log file behind, and the
-  // metrics the log counts its failures in outlive it.
-  Metrics metrics_;
-  AuditLog audit_;
-  Redactor redactor_;
-  RateLimitedLog request_log_;
-  RateLimitedLog frame_log_;  // what the worker can trigger: unknown, stale, refused frames
-  // What every piece of the worker's output passes: bundles, redaction, active output, the
-  // widget models (output_checks.hpp).
-  OutputChecks checks_{redactor_, options_.policy.active_output};
+  // The metrics, the audit log and the rate-limited logs of what clients and the worker can
+  // trigger (observability.hpp).
+  Observability obs_;
+  // What every piece of the worker's output passes: bundles, redaction (the Redactor it owns),
+  // active output, the widget models (output_checks.hpp).
+  OutputChecks checks_;
   ClientChannel client_;  // the frontend, as the parts may use it (doors.hpp)
   UsageSampler usage_;
   // SIGINT, SIGTERM, SIGHUP on a signalfd, and the client that launched the kernel
@@ -225,23 +222,23 @@ class Kernel {
 
   // The egress proxy (its own thread), when the policy allows any host; each new sandbox's
   // channel is attached to it (egress_link.hpp).
-  EgressLink egress_{audit_, metrics_, frame_log_};
+  EgressLink egress_{obs_.audit, obs_.metrics, obs_.frame_log};
   std::optional<WorkerProcess> worker_;
   // What the parts ask of the core (kernel_core.cpp).
   KernelCore core_{*this};
   // The worker's channel: frames on fd 3, its text on fd 1 and 2, faults (worker_link.hpp).
-  WorkerLink worker_link_{client_, audit_, frame_log_, redactor_, core_};
+  WorkerLink worker_link_{client_, obs_.audit, obs_.frame_log, checks_.redactor(), core_};
   // JupyterLab's debugger: debug_request handed to the worker's debug channel (fd 4), its
   // replies and events checked, charged and relayed (debug_link.hpp).
-  DebugLink debug_{client_,      audit_,
-                   worker_link_, checks_,
-                   frame_log_,   {options_.policy.audit_required, options_.policy.audit_code},
+  DebugLink debug_{client_,        obs_.audit,
+                   worker_link_,   checks_,
+                   obs_.frame_log, {options_.policy.audit_required, options_.policy.audit_code},
                    core_};
   // The comms: the worker's checked and counted, the frontend's handed during a cell
   // (comm_link.hpp).
-  CommLink comms_{client_, worker_link_, checks_, frame_log_, request_log_};
+  CommLink comms_{client_, worker_link_, checks_, obs_.frame_log, obs_.request_log};
   // Output between requests, and output naming an earlier request (idle_link.hpp).
-  IdleLink idle_{client_, checks_, frame_log_, core_, options_.policy.output_limit_bytes};
+  IdleLink idle_{client_, checks_, obs_.frame_log, core_, options_.policy.output_limit_bytes};
   // The worker's life: starting, ready (its hello), or waiting out a back-off after a failed
   // start; its language_info, the sandbox's notes, the restarts (worker_life.hpp).
   WorkerLife life_;
@@ -250,13 +247,13 @@ class Kernel {
   // The request being served: its Cell, frame ids, execution count, budget (current_request.hpp).
   CurrentRequest current_;
   // What a finished cell leaves: its reply, audit record, metrics, history (cell_records.hpp).
-  CellRecords records_{options_.policy, options_.session_id, audit_, metrics_,
-                       frame_log_,      redactor_,           client_};
+  CellRecords records_{options_.policy, options_.session_id, obs_.audit, obs_.metrics,
+                       obs_.frame_log,  checks_.redactor(),  client_};
   bool shutting_down_ = false;
   // The workspace guard's surveys and the broker's refusals (workspace_link.hpp).
-  WorkspaceLink workspace_{audit_, client_, options_.policy.workspace_quota_bytes};
+  WorkspaceLink workspace_{obs_.audit, client_, options_.policy.workspace_quota_bytes};
   // The running request's limits, and CPU spent between cells (cell_limits.hpp).
-  CellLimits limits_{options_.policy, audit_, metrics_, frame_log_, client_};
+  CellLimits limits_{options_.policy, obs_.audit, obs_.metrics, obs_.frame_log, client_};
 };
 
 }  // namespace belljar

@@ -69,7 +69,7 @@ void KernelCore::take_output(WorkerFrame type, const json& frame) {
                                     &kernel_.current_.cell().request, kernel_.current_.cell(),
                                     kernel_.current_.budget());
     default:  // no other output comes so (request_kind.hpp's idle_output)
-      return kernel_.frame_log_.log(
+      return kernel_.obs_.frame_log.log(
           "worker frame dropped", std::string(worker_frame_name(type)) + " sent between requests");
   }
 }
@@ -107,8 +107,9 @@ void KernelCore::request_input(const WireMessage& request, json content) {
 
 CellOutput KernelCore::cell_output() {
   Kernel& k = kernel_;
-  return {k.client_,  k.worker_link_, k.checks_, k.frame_log_, k.redactor_,
-          k.records_, k.audit_,       k.limits_, *this};
+  return {
+      k.client_,    k.worker_link_, k.checks_, k.obs_.frame_log, k.checks_.redactor(), k.records_,
+      k.obs_.audit, k.limits_,      *this};
 }
 
 }  // namespace belljar

@@ -6,12 +6,15 @@
 // (worker_comms.hpp) and what the page's widget models admit (kernel/output/widget_models.hpp),
 // and the charge to the output budget it is given. The links (the worker's frames, output
 // between requests, comm handlers during a cell, the debugger's rich inspections) all call these,
-// so no path from the worker to the page skips one. It owns the widget models: the comms the page
-// knows, which a frontend's comm_open and a new worker change.
+// so no path from the worker to the page skips one. It owns the Redactor (the secrets output
+// masks, fixed at start; the parts that redact elsewhere, the records and the prompts, are lent
+// it) and the widget models: the comms the page knows, which a frontend's comm_open and a new
+// worker change.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "kernel/output/redactor.hpp"
@@ -24,8 +27,8 @@ namespace belljar {
 
 class OutputChecks {
  public:
-  OutputChecks(const Redactor& redactor, ActiveOutput mode)
-      : redactor_(redactor), mode_(mode), widgets_(mode) {}
+  OutputChecks(Redactor redactor, ActiveOutput mode)
+      : redactor_(std::move(redactor)), mode_(mode), widgets_(mode) {}
 
   // A display's content (data, metadata, transient) as a client may get it, charged whole to
   // `budget`; an invalid bundle is replaced by a plain explanation, an invalid update dropped.
@@ -43,7 +46,7 @@ class OutputChecks {
   WidgetModels& widgets() { return widgets_; }
 
  private:
-  const Redactor& redactor_;
+  const Redactor redactor_;
   ActiveOutput mode_;
   WidgetModels widgets_;  // the comms the page knows; what of a widget's state it gets
 };

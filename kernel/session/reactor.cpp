@@ -69,18 +69,14 @@ std::string upstream_ca_pem(const Policy& policy) {
 
 Kernel::Kernel(KernelOptions options)
     : options_(with_bound_secrets(std::move(options))),
-      // Never where the sandbox can write: it could put a symlink in the file's place.
-      metrics_(refuse_sandbox_writable(options_.policy, "--metrics", options_.policy.metrics_file)),
-      audit_(open_audit_destination(options_.policy, options_.session_id,
-                                    [](const char* name) { return std::getenv(name); })),
+      obs_(options_.policy, options_.session_id),
       // With no sandbox the worker has the whole environment: redaction would promise nothing.
-      redactor_(options_.policy.isolation == Isolation::none
-                    ? Redactor()
-                    : Redactor::for_sandbox(options_.policy, environ,
-                                            options_.secrets ? options_.secrets->values()
-                                                             : std::vector<std::string>{})),
-      request_log_(10),
-      frame_log_(10) {
+      checks_(options_.policy.isolation == Isolation::none
+                  ? Redactor()
+                  : Redactor::for_sandbox(
+                        options_.policy, environ,
+                        options_.secrets ? options_.secrets->values() : std::vector<std::string>{}),
+              options_.policy.active_output) {
   // glibc raises its mmap threshold to the largest block freed (up to 32 MiB) and its trim
   // threshold to twice that, so after one cell with a 4 MB result the heap kept 11 MB of free
   // memory for the rest of the session. Set (to glibc's starting value) it stays fixed: blocks
@@ -94,9 +90,6 @@ Kernel::Kernel(KernelOptions options)
   // A file-size limit reached by the audit log or the metrics file is an EFBIG to handle
   // (audit_log.hpp), not the end of the kernel; children reset it (worker_process.cpp).
   ::signal(SIGXFSZ, SIG_IGN);
-  audit_.count_failures_in(&metrics_);
-  // Once, before any record: the records on stderr are no surprise.
-  if (!audit_.fallback().empty()) log_line(fallback_warning(audit_.fallback()));
   host_.listen();
   // The egress proxy runs on its own thread (all signals blocked there); with no allowlist, or
   // no sandbox, there is nothing for it to do, and its module (and OpenSSL) is never loaded.
@@ -119,7 +112,7 @@ Kernel::~Kernel() {
 
 int Kernel::run(Frontend& frontend) {
   client_.attach(frontend);
-  audit_.set_kernel(options_.session_id);
+  obs_.audit.set_kernel(options_.session_id);
   json start = {{"version", BELLJAR_VERSION},
                 {"pid", ::getpid()},
                 {"policy", options_.policy.summary()},
@@ -133,13 +126,13 @@ int Kernel::run(Frontend& frontend) {
     start_worker();  // throws SandboxError: refuse to start rather than run with less
   } catch (const SandboxError& e) {
     start["refused"] = e.what();
-    audit_.record("kernel_start", start);
+    obs_.audit.record("kernel_start", start);
     throw;
   }
   // Recorded once the sandbox stands: its notes say what this host could not enforce.
   start["notes"] = life_.notes();
-  audit_.record("kernel_start", start);
-  metrics_.flush(Clock::now(), true);
+  obs_.audit.record("kernel_start", start);
+  obs_.metrics.flush(Clock::now(), true);
   frontend.serving();
   if (host_.take_client_gone(false)) request_shutdown();  // gone before it was watched
   client_.status("starting", nullptr);
@@ -148,9 +141,9 @@ int Kernel::run(Frontend& frontend) {
   handle_egress();
   egress_.record_summary(Clock::now(), true);
   if (placeholder) ::rmdir(git_dir.c_str());  // only ever removes an empty directory
-  audit_.record("shutdown",
-                {{"cells", current_.execution_count()}, {"worker_restarts", life_.restarts()}});
-  metrics_.flush(Clock::now(), true);
+  obs_.audit.record("shutdown",
+                    {{"cells", current_.execution_count()}, {"worker_restarts", life_.restarts()}});
+  obs_.metrics.flush(Clock::now(), true);
   return 0;
 }
 
@@ -171,7 +164,7 @@ Clock::time_point Kernel::next_deadline() const {
   if (auto trim = client_.trim_due()) next = std::min(next, *trim);
   if (worker_)
     if (auto survey = workspace_.next_due(*worker_)) next = std::min(next, *survey);
-  if (auto due = metrics_.due()) next = std::min(next, *due);
+  if (auto due = obs_.metrics.due()) next = std::min(next, *due);
   if (auto due = egress_.summary_due()) next = std::min(next, *due);
   if (client_.frontend())
     if (auto wakeup = client_.frontend()->next_wakeup()) next = std::min(next, *wakeup);
@@ -265,7 +258,7 @@ void Kernel::poll_once() {
     restart_worker("background CPU past --cpu");
   worker_link_.on_timers(now);  // text due to be shown; a frame socket closed past its grace
   egress_.record_summary(now, false);
-  metrics_.flush(now);
+  obs_.metrics.flush(now);
   if (worker_woke && worker_)
     worker_->charge_supervisor_cpu(shared ? for_the_worker : thread_cpu_seconds() - before_poll);
   // The egress proxy's thread works for the sandbox alone: all of its CPU is the session's.

@@ -25,7 +25,7 @@ void Kernel::deliver_input(const std::string& value) {
   if (current_.executing())
     worker_link_.send({{"type", "input_reply"}, {"value", value}});
   else
-    request_log_.log("dropped input_reply", "no cell is waiting for input");
+    obs_.request_log.log("dropped input_reply", "no cell is waiting for input");
 }
 
 void Kernel::submit_control(const WireMessage& message) {
@@ -54,14 +54,14 @@ void Kernel::serve_control(const WireMessage& message) {
     request_shutdown();
   } else if (type == "kernel_info_request") {
     client_.reply(Channel::control, message, "kernel_info_reply",
-                  kernel_info({options_.policy, life_, debug_.worker_debugger(), audit_,
-                               audit_.destination(), audit_.fallback()}));
+                  kernel_info({options_.policy, life_, debug_.worker_debugger(), obs_.audit,
+                               obs_.audit.destination(), obs_.audit.fallback()}));
   } else if (type == "usage_request") {
     client_.reply(
         Channel::control, message, "usage_reply",
         usage_.sample(worker_ ? worker_->worker_pid() : -1, worker_ ? worker_->cpu_seconds() : 0));
   } else {
-    request_log_.log("unsupported control message", type);
+    obs_.request_log.log("unsupported control message", type);
   }
   client_.status("idle", &message);
 }
@@ -79,10 +79,11 @@ void Kernel::dispatch_next() {
     }
     QueuedRequest request = queue_.take_front();
     if (request.channel == Channel::shell && request_kind(type) == RequestKind::execute &&
-        options_.policy.audit_required && audit_.failures() > 0) {
+        options_.policy.audit_required && obs_.audit.failures() > 0) {
       // --audit-required: a cell that could run unrecorded does not run at all.
-      refuse_execute(request.message, "AuditLogError",
-                     audit_.failure_text() + "; --audit-required refuses cells until it is fixed");
+      refuse_execute(
+          request.message, "AuditLogError",
+          obs_.audit.failure_text() + "; --audit-required refuses cells until it is fixed");
       continue;
     }
     if (request.channel == Channel::control) {
@@ -107,8 +108,8 @@ void Kernel::dispatch_next() {
 
 void Kernel::request_failed(Channel channel, const WireMessage& message, const std::exception& e) {
   std::string type = message.type();
-  request_log_.log("request failed",
-                   type.substr(0, 64) + ": " + std::string(e.what()).substr(0, 200));
+  obs_.request_log.log("request failed",
+                       type.substr(0, 64) + ": " + std::string(e.what()).substr(0, 200));
   // A request that expects a reply gets one, with status error, so the client is not left
   // waiting; comm messages and input replies expect none.
   constexpr std::string_view kRequest = "_request";
@@ -138,8 +139,8 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
   client_.status("busy", &message);
   if (type == "kernel_info_request") {
     client_.reply(channel, message, "kernel_info_reply",
-                  kernel_info({options_.policy, life_, debug_.worker_debugger(), audit_,
-                               audit_.destination(), audit_.fallback()}));
+                  kernel_info({options_.policy, life_, debug_.worker_debugger(), obs_.audit,
+                               obs_.audit.destination(), obs_.audit.fallback()}));
   } else if (type == "connect_request" && !client_.frontend()->connection_ports().is_null()) {
     // Deprecated since protocol 5.1, still asked by older clients: the ports bound.
     client_.reply(channel, message, "connect_reply", client_.frontend()->connection_ports());
@@ -151,7 +152,7 @@ void Kernel::answer_locally(Channel channel, const WireMessage& message) {
     client_.reply(channel, message, "shutdown_reply", create_shutdown_reply(restart));
     request_shutdown();
   } else {
-    request_log_.log("unsupported shell message", type);
+    obs_.request_log.log("unsupported shell message", type);
   }
   client_.status("idle", &message);
 }
@@ -173,8 +174,8 @@ void Kernel::start_request(const WireMessage& message) {
   RequestStart start{message,        cell, current_, cpu_now, limits_.request_started(cpu_now),
                      debug_.paused()};
   // Its kind's starter (request_starters.hpp): the frame, or null when it does not start.
-  json frame =
-      start_request_frame({client_, comms_, request_log_, redactor_, options_.policy}, start);
+  json frame = start_request_frame(
+      {client_, comms_, obs_.request_log, checks_.redactor(), options_.policy}, start);
   if (frame.is_null()) return;
   current_.begin(std::move(cell));
   if (current_.running_code()) worker_link_.reset_totals();  // its text is counted from here

@@ -49,20 +49,20 @@ void Kernel::start_worker() {
   // This sandbox's connections to 127.0.0.1:3128 arrive on its channel.
   if (egress_.running()) egress_.attach(worker_->take_egress_channel());
   life_.started(worker_->notes());
-  audit_.record("worker_start", {{"pid", worker_->pid()},
-                                 {"isolation", isolation_name(options_.policy.isolation)},
-                                 {"restart", life_.restarts()}});
+  obs_.audit.record("worker_start", {{"pid", worker_->pid()},
+                                     {"isolation", isolation_name(options_.policy.isolation)},
+                                     {"restart", life_.restarts()}});
 }
 
 void Kernel::handle_frame(const json& frame) {
   const std::string& name = frame["type"].get_ref<const std::string&>();  // checked by next()
   std::optional<WorkerFrame> type = worker_frame(name);
-  if (!type) return frame_log_.log("worker sent an unknown frame type", name.substr(0, 64));
+  if (!type) return obs_.frame_log.log("worker sent an unknown frame type", name.substr(0, 64));
   if (*type == WorkerFrame::hello) return on_hello(frame);
   if (*type == WorkerFrame::comm_begin) return comms_.on_begin(frame, current_.executing());
   if (debug_channel_frame(*type))
-    return frame_log_.log("worker frame dropped",
-                          name + " on fd 3: it belongs on the debug channel");
+    return obs_.frame_log.log("worker frame dropped",
+                              name + " on fd 3: it belongs on the debug channel");
   // Output that names its request (a task's, a thread's): shown under it, whenever it comes.
   if (frame.contains("parent") && names_a_parent(*type))
     return idle_.on_parented_output(*type, frame);
@@ -74,8 +74,8 @@ void Kernel::handle_frame(const json& frame) {
                                      current_.frame_ids());
     // Frames carry the id of the request they answer: a stale one (a delayed `done` after a
     // forged one, a thread's display after its cell ended) never lands in a later request.
-    return frame_log_.log("worker frame dropped",
-                          name + " for a request that is not the current one");
+    return obs_.frame_log.log("worker frame dropped",
+                              name + " for a request that is not the current one");
   }
   switch (*type) {
     case WorkerFrame::hello:
@@ -91,7 +91,7 @@ void Kernel::handle_frame(const json& frame) {
     case WorkerFrame::clear_output:
       return core_.cell_output().on_clear_output(frame, current_);
     case WorkerFrame::stream:  // only ever sent naming a parent (on_parented_output)
-      return frame_log_.log("worker frame dropped", "a stream frame that names no request");
+      return obs_.frame_log.log("worker frame dropped", "a stream frame that names no request");
     case WorkerFrame::error:
       return core_.cell_output().on_error(frame, current_);
     case WorkerFrame::input_request:
@@ -124,7 +124,7 @@ void Kernel::handle_frame(const json& frame) {
 
 void Kernel::on_hello(const json& frame) {
   // Its language_info is built by the supervisor (worker_life.hpp).
-  if (!life_.hello(frame)) return frame_log_.log("worker frame dropped", "a second hello");
+  if (!life_.hello(frame)) return obs_.frame_log.log("worker frame dropped", "a second hello");
   // Whether the sandbox's Python can debug (debugpy found): without it nothing is ever written
   // to fd 4, and every debug_request is answered by the supervisor.
   debug_.hello(json_field(frame, "debugger", false));
@@ -150,7 +150,7 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
   worker_link_.drain_pipes();
   worker_link_.flush_streams(true);
   std::string cause = exit.describe();
-  audit_.record(
+  obs_.audit.record(
       "worker_exit",
       {{"cause", cause}, {"memory_limit", exit.memory_limit}, {"during_cell", current_.active()}});
   queue_.push_shell_first(comms_.take_back());  // before a fresh worker could be given them twice
@@ -160,7 +160,7 @@ void Kernel::on_worker_exit(const WorkerExit& exit) {
   debug_.worker_gone();
   WorkerLife::AfterExit next = life_.exited(cause, shutting_down_, Clock::now());
   debug_.readiness(life_.ready(), life_.start_error());
-  metrics_.restart();
+  obs_.metrics.restart();
   if (next == WorkerLife::AfterExit::none) return;
   if (next == WorkerLife::AfterExit::start_now) {
     start_worker();
@@ -178,13 +178,13 @@ void Kernel::restart_worker(const std::string& why) {
   // Output already in the pipes belongs to the old session: deliver it before it goes.
   worker_link_.drain_pipes();
   worker_link_.flush_streams(true);
-  audit_.record("worker_restart", {{"reason", why}, {"during_cell", current_.active()}});
+  obs_.audit.record("worker_restart", {{"reason", why}, {"during_cell", current_.active()}});
   drop_worker();
   queue_.push_shell_first(comms_.take_back());
   debug_.end_session("the session restarted");
   life_.reset();  // a start failure from here on is retried, not a refusal to start
   debug_.readiness(life_.ready(), life_.start_error());
-  metrics_.restart();
+  obs_.metrics.restart();
   if (current_.active())
     fail_cell("WorkerDied",
               "the session was reset (" + why +

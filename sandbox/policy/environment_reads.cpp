@@ -5,7 +5,7 @@
 namespace belljar {
 
 namespace {
-constexpr std::array<EnvironmentRead, 24> kReads = {{
+constexpr std::array<EnvironmentRead, 25> kReads = {{
     {"*", "kernel/session/reactor.cpp",
      "the values of the names --secret binds (read once at start, put into the proxy's "
      "requests) and of --pass-env/--set-env names, which output masks"},
@@ -19,6 +19,9 @@ constexpr std::array<EnvironmentRead, 24> kReads = {{
     {"TMPDIR", "kernel/protocol/transport.cpp",
      "where the private 0700 directory of the doors' sockets is made (an absolute path under 60 "
      "characters, else /tmp); the sockets accept this process only"},
+    {"*", "kernel/observability/observability.cpp",
+     "handed to open_audit_destination, which reads XDG_STATE_HOME and HOME only (where the "
+     "default audit log goes)"},
     {"XDG_STATE_HOME", "kernel/observability/audit_destination.cpp",
      "where the default audit log goes; refused where the sandbox can write"},
     {"HOME", "kernel/observability/audit_destination.cpp",

@@ -37,7 +37,7 @@ RULES = [rule for rule, *_ in BREAKS]
 
 def report(root):
     run = subprocess.run(
-        [sys.executable, str(SCRIPT), "--root", str(root), "--targets"],
+        [sys.executable, str(SCRIPT), "--root", str(root)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False,
     )
     return run.returncode, run.stdout
