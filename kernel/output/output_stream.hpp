@@ -20,6 +20,10 @@ class OutputBudget {
   // For what can't be cut (a display bundle): all of it fits and is charged, or none of it
   // is sent and all of it counts as dropped.
   bool take_whole(uint64_t bytes);
+  // For what is sent whatever the budget says (an error's name and the start of its message):
+  // spent from it all the same, past its limit if need be, so a flood of them ends the sending
+  // of what the budget does decide.
+  void charge(uint64_t bytes) { used_ += bytes; }
   uint64_t room() const { return used_ >= limit_ ? 0 : limit_ - used_; }
   bool exhausted() const { return used_ >= limit_; }
   uint64_t used() const { return used_; }

@@ -35,6 +35,7 @@ json charge_error(json error, OutputBudget& budget) {
   // The start of the message is kept whatever the budget says (the reply must say what
   // failed); past it, the message is charged like any output.
   std::string kept = utf8_prefix(evalue, kErrorValueBytes);
+  budget.charge(ename.size() + kept.size());
   if (kept.size() < evalue.size())
     kept += charge_text(std::string_view(evalue).substr(kept.size()), budget);
   json traceback = json::array();

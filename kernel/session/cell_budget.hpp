@@ -31,8 +31,9 @@ std::string utf8_prefix(std::string_view text, size_t bytes);
 std::string charge_text(std::string_view text, OutputBudget& budget);
 
 // An error frame's content {ename, evalue, traceback}: the name and the start of the message
-// always stay (capped at the sizes above); the rest of the message and the traceback lines are
-// charged in order, and one notice line replaces the lines that did not fit.
+// always stay (capped at the sizes above), charged all the same, past the limit if need be; the
+// rest of the message and the traceback lines are charged in order, and one notice line replaces
+// the lines that did not fit.
 nlohmann::json charge_error(nlohmann::json error, OutputBudget& budget);
 
 // The execute reply's user_expressions: only the names the client asked for, each value

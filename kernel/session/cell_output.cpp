@@ -52,9 +52,12 @@ void CellOutput::on_error(const json& frame, CurrentRequest& current) {
   // An error shown and caught (IPython's showtraceback: %run, a display's failing repr) is
   // output only, and the cell goes on; anything but an explicit false ends the cell.
   bool fails_cell = json_field(frame, "fails_cell", true);
-  // Once the cap is spent, a further error is not published (the reply still carries the
-  // last one); the first error of a cell is always shown, cut to what the budget allows.
-  bool publish_it = fails_cell ? !cell.error || !budget.exhausted() : !budget.exhausted();
+  // Once the cap is spent (used up, or something dropped for want of room), a further error
+  // is not published (the reply still carries the last one); the first error that fails the
+  // cell is always shown, cut to what the budget allows. Each error's kept name and message are
+  // charged (charge_error), so a flood of small errors spends the cap like any output.
+  bool spent = budget.exhausted() || budget.dropped() > 0;
+  bool publish_it = fails_cell ? !cell.error || !spent : !spent;
   json error = create_error_content("", "", json::array());
   for (const char* key : {"ename", "evalue", "traceback"})
     if (auto it = frame.find(key); it != frame.end()) error[key] = *it;

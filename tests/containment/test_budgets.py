@@ -100,6 +100,27 @@ def test_a_huge_traceback_is_charged_and_cut():
         still_serves(kc)
 
 
+def test_a_flood_of_errors_shown_and_caught_ends_at_the_cap():
+    # The red team's cell: IPython's showtraceback 500 times under --output-limit 1k. An error's
+    # name and the start of its message are always kept, and were never charged: every one was
+    # published (583 KB). Then raw frames with no traceback at all, on fd 3.
+    with running_kernel(flags=["--output-limit", "1k"]) as (km, kc):
+        reply, outputs = execute(kc, "ip = get_ipython()\nfor i in range(500):\n    try:\n"
+                                     "        raise ValueError('V' * 1024)\n"
+                                     "    except ValueError:\n        ip.showtraceback()\n")
+        assert reply["content"]["status"] == "ok", stderr_of(outputs)
+        errors = of_type(outputs, "error")
+        assert len(errors) == 1 and content_bytes(errors) <= 2 * 1024 + NOTICE_SLACK, (
+            len(errors), content_bytes(errors))
+        reply, outputs = execute(kc, CHANNEL + (
+            "for i in range(2000):\n"
+            "    ch.send({'type': 'error', 'ename': 'N' * 256, 'evalue': 'V' * 1024,"
+            " 'traceback': [], 'fails_cell': False})\n"))
+        assert reply["content"]["status"] == "ok", stderr_of(outputs)
+        assert len(of_type(outputs, "error")) == 1, content_bytes(of_type(outputs, "error"))
+        still_serves(kc)
+
+
 def test_huge_user_expressions_are_charged_and_replaced():
     # 20 MB asked back through user_expressions (what agents and read_file use).
     with running_kernel(flags=["--output-limit", "1M"]) as (km, kc):

@@ -149,6 +149,30 @@ TEST_CASE("cell output: past the budget a second error is not published, the fir
   CHECK((*cell.error)["ename"] == "SecondError");
 }
 
+TEST_CASE("cell output: a flood of errors shown and caught ends once the cap is spent",
+          "[cell_output]") {
+  // The red team's cell: IPython's showtraceback in a loop under --output-limit 1k. The name and
+  // the start of the message are always kept, and were never charged: every error was shown.
+  Rig rig;
+  rig.run(RequestKind::execute, 1024);
+  json shown = error("ValueError", false);
+  shown["evalue"] = std::string(1024, 'V');
+  for (int i = 0; i < 500; ++i) rig.output.on_error(shown, rig.current);
+  CHECK(rig.client.of("error").size() == 1);
+  CHECK(rig.current.budget().exhausted());
+
+  // Raw frames with no traceback at all, each small: the same.
+  Rig raw;
+  raw.run(RequestKind::execute, 4096);
+  json bare = {{"type", "error"},
+               {"ename", std::string(256, 'N')},
+               {"evalue", "v"},
+               {"traceback", json::array()},
+               {"fails_cell", false}};
+  for (int i = 0; i < 2000; ++i) raw.output.on_error(bare, raw.current);
+  CHECK(raw.client.of("error").size() <= 4096 / 257 + 1);
+}
+
 TEST_CASE("cell output: an error shown and caught is output only; a silent cell's is kept",
           "[cell_output]") {
   Rig rig;
