@@ -501,6 +501,7 @@ class Warden {
       return;  // the supervisor is ours: a request it did not mean to send is dropped
     }
     SurveyReport reply;
+    if (broker_) broker_->surveying();  // its guards are mounted as it goes
     if (watch_) reply = watch_->survey(request.baseline, request.measure);
     if (broker_) broker_->invalidate();  // new masks, new environments: located folders again
     report(reply);

@@ -144,7 +144,7 @@ void WorkspaceBroker::answer(BrokerCall& call) {
   auto handler = handlers.find(call.nr);
   if (handler == handlers.end()) return call.reply(ENOSYS);
   BrokerScene scene{settings_, workspace_parts_, writable_roots_, root_.get(), own_umask_};
-  BrokerAnswer answer(call, scene, *memory_, generation_,
+  BrokerAnswer answer(call, scene, *memory_, generation_, mount_changes_,
                       [this](BrokerRefusal refusal) { refuse_once(std::move(refusal)); });
   handler->second(answer);
 }
