@@ -35,8 +35,9 @@ BrokerAnswer::BrokerAnswer(BrokerCall& call, const BrokerScene& scene, BrokerMem
     : call(call),
       scene(scene),
       memory(memory),
-      judge(scene.settings.rule, scene.workspace, scene.roots, scene.root, std::move(refuse),
-            [this] { return current_mounts(); }),
+      judge(
+          scene.settings.rule, scene.workspace, scene.roots, scene.root, std::move(refuse),
+          [this] { return current_mounts(); }, scene.settings.links_by_name),
       generation_(generation),
       mount_changes_(mount_changes),
       seen_generation_(generation.load()),

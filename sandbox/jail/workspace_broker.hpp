@@ -41,6 +41,7 @@
 #include "sandbox/jail/sandbox_mounts.hpp"
 #include "sandbox/jail/workspace_judge.hpp"
 #include "sandbox/jail_protocol/jail_reports.hpp"
+#include "sandbox/jail_protocol/jail_spec.hpp"
 #include "sandbox/layers/workspace_rule.hpp"
 #include "sandbox/os/fd.hpp"
 
@@ -74,7 +75,16 @@ struct BrokerSettings {
   // no morgue (a workspace whose top the start could not write): a held file's is then refused
   // (EBUSY), never removed uncounted.
   bool guard_last_names = false;
+  // Degraded mode, where no guard is mounted over a link's target: a change reached through a
+  // link whose own name the rule closes is refused as that name's (workspace_judge.hpp).
+  bool links_by_name = false;
 };
+
+// Degraded mode, where no mount makes them read-only: the --ro parts inside the workspace
+// (`binds` of kind read_only below `workspace`) as anchored protect patterns ("/ref"), so the
+// rule closes them and everything below them.
+std::vector<std::string> read_only_patterns(const std::vector<JailBind>& binds,
+                                            const std::string& workspace);
 
 struct BrokerMemory;  // what answers keep between calls (broker_handlers.hpp)
 

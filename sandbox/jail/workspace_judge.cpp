@@ -143,6 +143,7 @@ int WorkspaceJudge::decide(const WalkedPath& at, Change change) {
 }
 
 int WorkspaceJudge::decide_name(const WalkedPath& at, Change change) {
+  if (int error = decide_links(at, change)) return error;
   auto relative = in_workspace(at);
   if (!relative) {
     std::vector<std::string> full = at.where;
@@ -187,6 +188,20 @@ int WorkspaceJudge::decide_rename(const WalkedPath& from, const WalkedPath& to, 
   }
   if (int error = decide_mount(from, Change::rename)) return error;
   return decide_mount(to, Change::rename);
+}
+
+// Degraded mode: a link in the workspace whose own name the rule closes, followed on the way
+// (the host's .bashrc -> dotfiles/bashrc): what is changed through it is changed under that name
+// for every host tool that reads it.
+int WorkspaceJudge::decide_links(const WalkedPath& at, Change change) {
+  if (!links_by_name_) return 0;
+  for (const auto& link : at.links) {
+    auto relative = below(link, workspace_);
+    if (!relative || relative->empty()) continue;
+    if (auto why = rule_.refusal(*relative, NameChange::other))
+      return refuse(*relative, change, "a link to the name changed: " + *why);
+  }
+  return 0;
 }
 
 // A mount point of the sandbox, or a folder above one (the workspace's own path among them):

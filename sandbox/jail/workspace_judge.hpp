@@ -24,7 +24,10 @@
 // kernel answers in the sandbox's own namespace, and recorded: the workspace's own path, the
 // object's own STATX_ATTR_MOUNT_ROOT (seen through the sandbox's root), and the sandbox's mount
 // list (sandbox_mounts.hpp) say which. The other refusals come first: what was refused for its
-// name keeps its errno.
+// name keeps its errno. In degraded mode, where nothing is mounted, what strict's guards hold
+// is held by name: a change reached through a link whose own name the rule closes is refused
+// as a change of that name, and the --ro parts inside the workspace are protected names
+// (read_only_patterns, workspace_broker.hpp).
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -65,16 +68,19 @@ class WorkspaceJudge {
 
   // `workspace` and `roots` as components from the sandbox's root; `root`: the sandbox's root
   // folder (a link's target is walked from it). No `mounts`: only the workspace's own path and
-  // the objects' own mount roots are weighed.
+  // the objects' own mount roots are weighed. `links_by_name` (degraded mode, where no guard is
+  // mounted over a link's target): a change reached through a link in the workspace whose own
+  // name the rule closes (.bashrc -> dotfiles/bashrc) is refused as a change of that name.
   WorkspaceJudge(const WorkspaceRule& rule, const std::vector<std::string>& workspace,
                  const std::vector<std::vector<std::string>>& roots, int root, Refuse refuse,
-                 Mounts mounts = {})
+                 Mounts mounts = {}, bool links_by_name = false)
       : rule_(rule),
         workspace_(workspace),
         roots_(roots),
         root_(root),
         refuse_(std::move(refuse)),
-        mounts_(std::move(mounts)) {}
+        mounts_(std::move(mounts)),
+        links_by_name_(links_by_name) {}
 
   // The target's components below the workspace, if it is in it.
   std::optional<std::vector<std::string>> in_workspace(const WalkedPath& at) const;
@@ -108,6 +114,7 @@ class WorkspaceJudge {
   int refuse(const std::vector<std::string>& relative, Change change, const std::string& why);
   int decide_name(const WalkedPath& at, Change change);
   int decide_mount(const WalkedPath& at, Change change);
+  int decide_links(const WalkedPath& at, Change change);
   int decide_subtree(const WalkedPath& from, const WalkedPath& to);
   int decide_environment_by_rename(const WalkedPath& from, const WalkedPath& to);
   bool makes_an_environment(const WalkedPath& at) const;
@@ -120,6 +127,7 @@ class WorkspaceJudge {
   int root_;
   Refuse refuse_;
   Mounts mounts_;
+  bool links_by_name_;
 };
 
 }  // namespace belljar

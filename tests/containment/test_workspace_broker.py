@@ -1620,3 +1620,59 @@ attempt('a new ref/a.txt', lambda: (os.mkdir('ref'), open('ref/a.txt', 'w').writ
         assert (ws / "config.yaml").read_text() == "mine: 1\n"
         assert (ws / "ref" / "a.txt").read_text() == "mine\n"
         assert (ws / "new.yaml").exists()
+
+
+def test_degraded_a_change_through_a_link_with_a_closed_name_is_that_names():
+    # No namespaces, no guard over the link's target: a write through the host's .bashrc link
+    # went straight to dotfiles/bashrc, an ordinary name, with no notice.
+    with fresh_workspace("belljar-broker-link-name-") as ws:
+        (ws / "dotfiles").mkdir()
+        (ws / "dotfiles" / "bashrc").write_text("# mine\n")
+        (ws / ".bashrc").symlink_to("dotfiles/bashrc")
+        (ws / "data").mkdir()
+        (ws / ".vscode").symlink_to("data")
+        (ws / "plain").mkdir()
+        (ws / "also-plain").symlink_to("plain")
+        open_to_all_but_links(ws)
+        with kernel("degraded", ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('append to .bashrc', lambda: open('.bashrc', 'a').write('echo planted'))
+attempt('tasks through .vscode', lambda: open('.vscode/tasks.json', 'w').write('{{}}'))
+attempt('through an ordinary link', lambda: open('also-plain/x.txt', 'w').write('x'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert got == {"append to .bashrc": "EACCES", "tasks through .vscode": "EACCES",
+                       "through an ordinary link": "done"}, got
+        assert "the sandbox may not change .bashrc" in notices, notices
+        assert (ws / "dotfiles" / "bashrc").read_text() == "# mine\n"
+        assert not (ws / "data" / "tasks.json").exists()
+        assert (ws / "plain" / "x.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_ro_part_of_the_workspace_is_read_only_in_both_modes(mode):
+    # Degraded, --ro inside the workspace was not enforced at all: Landlock cannot take a part
+    # of a writable folder back. The broker's rule holds it there, strict's mount here.
+    with fresh_workspace("belljar-broker-ro-both-") as ws:
+        (ws / "config.yaml").write_text("mine: 1\n")
+        (ws / "ref").mkdir()
+        (ws / "ref" / "a.txt").write_text("mine\n")
+        (ws / "new.yaml").write_text("theirs: 1\n")
+        open_to_all(ws)
+        flags = ["--ro", str(ws / "config.yaml"), "--ro", str(ws / "ref")]
+        with kernel(mode, ws, flags) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('write config.yaml', lambda: open('config.yaml', 'a').write('x'))
+attempt('rename over config.yaml', lambda: os.rename('new.yaml', 'config.yaml'))
+attempt('write ref/a.txt', lambda: open('ref/a.txt', 'w').write('x'))
+attempt('a new file in ref', lambda: open('ref/b.txt', 'w').write('x'))
+attempt('rename ref away', lambda: os.rename('ref', 'ref_old'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert (ws / "config.yaml").read_text() == "mine: 1\n"
+        assert (ws / "ref" / "a.txt").read_text() == "mine\n"
+        assert not (ws / "ref" / "b.txt").exists()
+        assert (ws / "new.yaml").exists()

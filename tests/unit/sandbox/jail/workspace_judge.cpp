@@ -495,3 +495,46 @@ TEST_CASE("no folder above the workspace is moved, whatever the mount list says"
   CHECK(judge.decide_rename(walk("/tmp/other"), walk("/tmp/other2"), 0) == 0);
   CHECK(judge.decide_rename(walk("/tmp/X/ws"), walk("/tmp/ws"), 0) == EACCES);  // its own
 }
+
+TEST_CASE("degraded, a change through a link with a closed name is that name's",
+          "[workspace-judge]") {
+  // The host's links with protected names to ordinary places: strict mounts a guard over the
+  // target; degraded mounts nothing, and the judge refuses by the link's own name.
+  Scene scene;
+  fs::create_directories(scene.ws / "dotfiles");
+  touch(scene.ws / "dotfiles/zrc");
+  fs::create_symlink("dotfiles/zrc", scene.ws / ".zshrc");
+  fs::create_directory_symlink("plain", scene.ws / ".vscode");
+  fs::create_directory_symlink("plain", scene.ws / "also-plain");
+  WorkspaceJudge degraded{scene.rule,
+                          scene.workspace,
+                          scene.roots,
+                          scene.root.get(),
+                          [&](BrokerRefusal r) { scene.refused.push_back(r); },
+                          {},
+                          true};
+  struct LinkRow {
+    const char* path;
+    bool follow_last;
+    Change change;
+    int degraded;
+  };
+  for (const auto& row : std::initializer_list<LinkRow>{
+           {"/ws/.zshrc", true, Change::write, EACCES},  // open('.zshrc', 'a')
+           {"/ws/.zshrc", true, Change::mode, EPERM},
+           {"/ws/.vscode/tasks.json", false, Change::create, EACCES},
+           {"/ws/.vscode/deeper", false, Change::remove, EACCES},
+           {"/ws/also-plain/x.txt", false, Change::create, 0},  // an ordinary link's name
+           {"/ws/dotfiles/zrc", false, Change::write, 0},       // by its own name
+       }) {
+    INFO(row.path << " " << spelled(row.change));
+    scene.refused.clear();
+    CHECK(scene.judge.decide(scene.walk(row.path, row.follow_last), row.change) == 0);  // strict
+    CHECK(degraded.decide(scene.walk(row.path, row.follow_last), row.change) == row.degraded);
+    CHECK(scene.refused.size() == (row.degraded ? 1u : 0u));
+  }
+  scene.refused.clear();
+  CHECK(degraded.decide(scene.walk("/ws/.zshrc", true), Change::write) == EACCES);
+  REQUIRE(scene.refused.size() == 1);
+  CHECK(scene.refused[0].path == ".zshrc");
+}
