@@ -199,7 +199,7 @@ int WorkspaceJudge::decide_links(const WalkedPath& at, Change change) {
     auto relative = below(link, workspace_);
     if (!relative || relative->empty()) continue;
     if (auto why = rule_.refusal(*relative, NameChange::other))
-      return refuse(*relative, change, "a link to the name changed: " + *why);
+      return refuse(*relative, change, "reached through this link; " + *why);
   }
   return 0;
 }
@@ -221,7 +221,7 @@ int WorkspaceJudge::decide_mount(const WalkedPath& at, Change change) {
     if (!list)
       why = "the sandbox's mounts could not be read";
     else if (list->at_or_above(full))
-      why = "a mount of the sandbox lies below it";
+      why = "a mount of the sandbox is at or below it";
   }
   if (!why) return 0;
   auto relative = in_workspace(at);
