@@ -30,12 +30,16 @@ mode_t Umasks::of(pid_t tid) {
 }
 
 BrokerAnswer::BrokerAnswer(BrokerCall& call, const BrokerScene& scene, BrokerMemory& memory,
-                           std::atomic<uint64_t>& generation, WorkspaceJudge::Refuse refuse)
+                           std::atomic<uint64_t>& generation, const MountChanges& mount_changes,
+                           WorkspaceJudge::Refuse refuse)
     : call(call),
       scene(scene),
       memory(memory),
-      judge(scene.settings.rule, scene.workspace, scene.roots, scene.root, std::move(refuse)),
+      judge(
+          scene.settings.rule, scene.workspace, scene.roots, scene.root, std::move(refuse),
+          [this] { return current_mounts(); }, scene.settings.links_by_name),
       generation_(generation),
+      mount_changes_(mount_changes),
       seen_generation_(generation.load()),
       paths_(scene.root, &holds_python_environment, scene.workspace.size()) {}
 
@@ -87,6 +91,15 @@ int BrokerAnswer::resolve_text(int dirfd, const std::string& path, bool follow_l
   if (error == 0 && plain && absolute(out.where) == folder)
     located.remember(scene.root, out, folder, seen_generation_);
   return error;
+}
+
+const SandboxMounts* BrokerAnswer::current_mounts() {
+  auto stamp = mount_changes_.stamp();
+  SandboxMounts& mounts = memory.mounts;
+  if (mounts.current(stamp)) return &mounts;
+  // The caller's own view: the pid is the caller's while it waits, checked after the read.
+  if (!mounts.read(call.pid, stamp) || gone()) return nullptr;
+  return &mounts;
 }
 
 bool BrokerAnswer::name_of(int held, WalkedPath& at) const {

@@ -23,6 +23,7 @@
 
 #include "sandbox/jail/broker_call.hpp"
 #include "sandbox/jail/located_folders.hpp"
+#include "sandbox/jail/sandbox_mounts.hpp"
 #include "sandbox/jail/sandbox_paths.hpp"
 #include "sandbox/jail/workspace_broker.hpp"
 #include "sandbox/jail/workspace_judge.hpp"
@@ -53,7 +54,8 @@ class Umasks {
 struct BrokerMemory {
   LocatedFolders located;
   Umasks umasks;
-  uint64_t buried = 0;  // files moved to the morgue: each one's name there
+  uint64_t buried = 0;   // files moved to the morgue: each one's name there
+  SandboxMounts mounts;  // the sandbox's mount list, read when a survey may have changed it
 };
 
 // The sandbox as the broker sees it, fixed for its life: what a handler reads but never changes.
@@ -69,7 +71,8 @@ struct BrokerScene {
 class BrokerAnswer {
  public:
   BrokerAnswer(BrokerCall& call, const BrokerScene& scene, BrokerMemory& memory,
-               std::atomic<uint64_t>& generation, WorkspaceJudge::Refuse refuse);
+               std::atomic<uint64_t>& generation, const MountChanges& mount_changes,
+               WorkspaceJudge::Refuse refuse);
 
   BrokerCall& call;
   const BrokerScene& scene;
@@ -91,9 +94,13 @@ class BrokerAnswer {
   // text walked from the sandbox's root, only when that walk leads to the very same object (a
   // file since renamed or unlinked, or one outside this root, has none).
   bool name_of(int held, WalkedPath& at) const;
+  // The sandbox's mount list, read from the caller's /proc/PID/mountinfo when a survey may have
+  // changed it since; null when it cannot be read, or the caller went meanwhile.
+  const SandboxMounts* current_mounts();
 
  private:
   std::atomic<uint64_t>& generation_;
+  const MountChanges& mount_changes_;
   uint64_t seen_generation_;
   SandboxPaths paths_;
 };

@@ -73,6 +73,7 @@ int SandboxPaths::walk(const std::vector<std::string>& start, std::string_view p
 int SandboxPaths::walk(const WalkStart& start, std::string_view path, bool follow_last,
                        WalkedPath& out) const {
   out.seen = WalkedPath::Seen::unseen;
+  out.links.clear();
   if (path.empty()) return ENOENT;
   if (path.size() >= kMaxPathBytes) return ENAMETOOLONG;
   // One descriptor at a time, not one per level: a tree deeper than the warden's descriptor
@@ -148,6 +149,8 @@ int SandboxPaths::walk(const WalkStart& start, std::string_view path, bool follo
         return EXDEV;
       }
       if (++links > kMaxSymlinks) return ELOOP;
+      out.links.push_back(where);
+      out.links.back().push_back(part);
       std::string text;
       if (!link_text(next.get(), text)) return errno;
       if (text.empty()) return ENOENT;

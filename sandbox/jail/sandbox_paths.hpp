@@ -34,6 +34,9 @@ struct WalkedPath {
   // a link left as it is) and its lstat; `unseen` when the path ended at a folder ("a/..").
   enum class Seen { unseen, absent, there } seen = Seen::unseen;
   struct stat seen_stat {};
+  // Each symlink the walk followed on the way, as components from the root (the link's own
+  // name): a change reached through a link the rule closes by name is that name's too.
+  std::vector<std::vector<std::string>> links;
   // EXDEV: a symlink on procfs was met; `where` and `name` say which, this is what followed
   // it (/dev/stderr, /proc/self/fd/2: name "self", rest "fd", "2").
   std::vector<std::string> rest_after_magic;

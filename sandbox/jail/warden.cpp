@@ -369,8 +369,14 @@ class Warden {
                        (status > 0 ? errno_text(status) : std::string("none")) + ")");
     BrokerSettings settings;
     settings.workspace = spec_.workspace;
-    settings.rule =
-        WorkspaceRule(spec_.protect_patterns, spec_.writable_patterns, spec_.hide_patterns);
+    // Degraded mode mounts no guard: what strict's mounts hold, the rule holds by name.
+    bool landlocked = spec_.mode == JailSpec::Mode::landlock;
+    std::vector<std::string> protect = spec_.protect_patterns;
+    if (landlocked)
+      for (auto& pattern : read_only_patterns(spec_.binds, spec_.workspace))
+        protect.push_back(std::move(pattern));
+    settings.links_by_name = landlocked;
+    settings.rule = WorkspaceRule(protect, spec_.writable_patterns, spec_.hide_patterns);
     settings.writable_roots = std::move(writable_roots);
     settings.switch_ids = spec_.host_root;
     settings.host_uid = spec_.host_uid;
@@ -501,6 +507,7 @@ class Warden {
       return;  // the supervisor is ours: a request it did not mean to send is dropped
     }
     SurveyReport reply;
+    if (broker_) broker_->surveying();  // its guards are mounted as it goes
     if (watch_) reply = watch_->survey(request.baseline, request.measure);
     if (broker_) broker_->invalidate();  // new masks, new environments: located folders again
     report(reply);

@@ -42,6 +42,15 @@ const std::unordered_map<int, BrokerHandler>& handlers_by_number() {
 
 }  // namespace
 
+std::vector<std::string> read_only_patterns(const std::vector<JailBind>& binds,
+                                            const std::string& workspace) {
+  std::vector<std::string> patterns;
+  for (const auto& bind : binds)
+    if (bind.kind == JailBind::Kind::read_only)
+      if (auto relative = path_below(bind.target, workspace)) patterns.push_back("/" + *relative);
+  return patterns;
+}
+
 WorkspaceBroker::WorkspaceBroker(Fd listener, BrokerSettings settings, OnRefusal on_refusal)
     : listener_(std::move(listener)),
       settings_(std::move(settings)),
@@ -144,7 +153,7 @@ void WorkspaceBroker::answer(BrokerCall& call) {
   auto handler = handlers.find(call.nr);
   if (handler == handlers.end()) return call.reply(ENOSYS);
   BrokerScene scene{settings_, workspace_parts_, writable_roots_, root_.get(), own_umask_};
-  BrokerAnswer answer(call, scene, *memory_, generation_,
+  BrokerAnswer answer(call, scene, *memory_, generation_, mount_changes_,
                       [this](BrokerRefusal refusal) { refuse_once(std::move(refusal)); });
   handler->second(answer);
 }

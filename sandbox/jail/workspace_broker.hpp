@@ -38,8 +38,10 @@
 #include <vector>
 
 #include "sandbox/jail/broker_call.hpp"
+#include "sandbox/jail/sandbox_mounts.hpp"
 #include "sandbox/jail/workspace_judge.hpp"
 #include "sandbox/jail_protocol/jail_reports.hpp"
+#include "sandbox/jail_protocol/jail_spec.hpp"
 #include "sandbox/layers/workspace_rule.hpp"
 #include "sandbox/os/fd.hpp"
 
@@ -73,7 +75,16 @@ struct BrokerSettings {
   // no morgue (a workspace whose top the start could not write): a held file's is then refused
   // (EBUSY), never removed uncounted.
   bool guard_last_names = false;
+  // Degraded mode, where no guard is mounted over a link's target: a change reached through a
+  // link whose own name the rule closes is refused as that name's (workspace_judge.hpp).
+  bool links_by_name = false;
 };
+
+// Degraded mode, where no mount makes them read-only: the --ro parts inside the workspace
+// (`binds` of kind read_only below `workspace`) as anchored protect patterns ("/ref"), so the
+// rule closes them and everything below them.
+std::vector<std::string> read_only_patterns(const std::vector<JailBind>& binds,
+                                            const std::string& workspace);
 
 struct BrokerMemory;  // what answers keep between calls (broker_handlers.hpp)
 
@@ -89,9 +100,15 @@ class WorkspaceBroker {
   WorkspaceBroker(const WorkspaceBroker&) = delete;
   WorkspaceBroker& operator=(const WorkspaceBroker&) = delete;
 
-  // Folders located before may have moved under a mount, or become an environment: the warden
-  // says so after each survey (any thread).
-  void invalidate() { ++generation_; }
+  // A survey is about to mount guards: the broker reads the sandbox's mount list for each move
+  // it weighs until invalidate() (any thread).
+  void surveying() { mount_changes_.surveying(); }
+  // Folders located before may have moved under a mount, or become an environment, and the
+  // sandbox's mounts may be new: the warden says so after each survey (any thread).
+  void invalidate() {
+    ++generation_;
+    mount_changes_.surveyed();
+  }
 
  private:
   void serve();
@@ -107,6 +124,7 @@ class WorkspaceBroker {
   std::unique_ptr<BrokerMemory> memory_;  // the broker's thread's alone
   OnRefusal on_refusal_;
   std::atomic<uint64_t> generation_{0};
+  MountChanges mount_changes_;
   bool own_umask_ = false;  // the broker's thread has a umask of its own (unshare(CLONE_FS))
   std::set<std::string> reported_;  // paths said once (bounded); the broker's thread's alone
   std::thread thread_;

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -80,6 +81,19 @@ bool scan(int dir, std::vector<std::string> inner, size_t& seen, bool& unreadabl
   return stop || seen > kMaxScanned;
 }
 
+enum class MountRoot { no, yes, unknown };
+
+// Whether the name `name` in `dir` is a mount's root as the sandbox's tree shows it (the walk's
+// descriptors are the sandbox's, so its mounts are crossed): what cannot be looked at is
+// unknown, and refused.
+MountRoot mount_root(int dir, const std::string& name) {
+  struct statx stx {};
+  if (::statx(dir, name.c_str(), AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, 0, &stx) != 0)
+    return errno == ENOENT || errno == ENOTDIR ? MountRoot::no : MountRoot::unknown;
+  if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)) return MountRoot::no;  // the list's
+  return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) ? MountRoot::yes : MountRoot::no;
+}
+
 }  // namespace
 
 const char* change_name(Change change) {
@@ -124,6 +138,12 @@ int WorkspaceJudge::refuse(const std::vector<std::string>& relative, Change chan
 }
 
 int WorkspaceJudge::decide(const WalkedPath& at, Change change) {
+  if (int error = decide_name(at, change)) return error;
+  return change == Change::remove ? decide_mount(at, change) : 0;
+}
+
+int WorkspaceJudge::decide_name(const WalkedPath& at, Change change) {
+  if (int error = decide_links(at, change)) return error;
   auto relative = in_workspace(at);
   if (!relative) {
     std::vector<std::string> full = at.where;
@@ -166,7 +186,47 @@ int WorkspaceJudge::decide_rename(const WalkedPath& from, const WalkedPath& to, 
     // Exchanged, each goes where the other was (a bin holding python* for an empty one).
     if (int error = decide_environment_by_rename(to, from)) return error;
   }
+  if (int error = decide_mount(from, Change::rename)) return error;
+  return decide_mount(to, Change::rename);
+}
+
+// Degraded mode: a link in the workspace whose own name the rule closes, followed on the way
+// (the host's .bashrc -> dotfiles/bashrc): what is changed through it is changed under that name
+// for every host tool that reads it.
+int WorkspaceJudge::decide_links(const WalkedPath& at, Change change) {
+  if (!links_by_name_) return 0;
+  for (const auto& link : at.links) {
+    auto relative = below(link, workspace_);
+    if (!relative || relative->empty()) continue;
+    if (auto why = rule_.refusal(*relative, NameChange::other))
+      return refuse(*relative, change, "reached through this link; " + *why);
+  }
   return 0;
+}
+
+// A mount point of the sandbox, or a folder above one (the workspace's own path among them):
+// the broker's rename or unlink, made in the host's mount namespace, would move or remove it
+// and the mount with it (EBUSY, the kernel's answer in the sandbox's own namespace).
+int WorkspaceJudge::decide_mount(const WalkedPath& at, Change change) {
+  if (at.name.empty()) return 0;  // the root: the handlers answer it before the judge
+  std::vector<std::string> full = at.where;
+  full.push_back(at.name);
+  std::optional<std::string> why;
+  if (below(workspace_, full)) {
+    why = "the workspace lies below it";
+  } else if (MountRoot seen = mount_root(at.parent.get(), at.name); seen != MountRoot::no) {
+    why = seen == MountRoot::yes ? "a mount of the sandbox" : "it could not be looked at";
+  } else if (mounts_) {
+    const SandboxMounts* list = mounts_();
+    if (!list)
+      why = "the sandbox's mounts could not be read";
+    else if (list->at_or_above(full))
+      why = "a mount of the sandbox is at or below it";
+  }
+  if (!why) return 0;
+  auto relative = in_workspace(at);
+  refuse_({relative ? joined(*relative) : "/" + joined(full), change_name(change), *why});
+  return EBUSY;
 }
 
 int WorkspaceJudge::replacement_refusal(const struct stat& moved, const struct stat& replaced) {

@@ -15,6 +15,19 @@
 // be read is refused), a link leading out of the workspace, a mode that would hide a folder from
 // the quota's survey or set an id bit. Outside the workspace a change is allowed only below a
 // writable root, and the refusal there is the kernel's own (EROFS or EACCES).
+//
+// The broker makes its changes in the host's mount namespace, where the sandbox's mounts are
+// not busy: its rename would carry a guard, an --ro part or the workspace's own mount away with
+// the folder, and its unlink would take a guarded name away. So a rename (either end, and with
+// RENAME_EXCHANGE both) or a removal (unlink, rmdir, a file moved to the morgue, a name renamed
+// over) of a mount point of the sandbox, or of a folder above one, is refused with EBUSY, as the
+// kernel answers in the sandbox's own namespace, and recorded: the workspace's own path, the
+// object's own STATX_ATTR_MOUNT_ROOT (seen through the sandbox's root), and the sandbox's mount
+// list (sandbox_mounts.hpp) say which. The other refusals come first: what was refused for its
+// name keeps its errno. In degraded mode, where nothing is mounted, what strict's guards hold
+// is held by name: a change reached through a link whose own name the rule closes is refused
+// as a change of that name, and the --ro parts inside the workspace are protected names
+// (read_only_patterns, workspace_broker.hpp).
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -23,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/jail/sandbox_mounts.hpp"
 #include "sandbox/jail/sandbox_paths.hpp"
 #include "sandbox/layers/workspace_rule.hpp"
 
@@ -48,27 +62,38 @@ class WorkspaceJudge {
  public:
   // Told of each refusal before the call is answered (the broker says each path once).
   using Refuse = std::function<void(BrokerRefusal)>;
+  // The sandbox's mount list as it is now, asked for only when a move or removal is weighed;
+  // null when it could not be read (every move and removal is then refused).
+  using Mounts = std::function<const SandboxMounts*()>;
 
   // `workspace` and `roots` as components from the sandbox's root; `root`: the sandbox's root
-  // folder (a link's target is walked from it).
+  // folder (a link's target is walked from it). No `mounts`: only the workspace's own path and
+  // the objects' own mount roots are weighed. `links_by_name` (degraded mode, where no guard is
+  // mounted over a link's target): a change reached through a link in the workspace whose own
+  // name the rule closes (.bashrc -> dotfiles/bashrc) is refused as a change of that name.
   WorkspaceJudge(const WorkspaceRule& rule, const std::vector<std::string>& workspace,
-                 const std::vector<std::vector<std::string>>& roots, int root, Refuse refuse)
+                 const std::vector<std::vector<std::string>>& roots, int root, Refuse refuse,
+                 Mounts mounts = {}, bool links_by_name = false)
       : rule_(rule),
         workspace_(workspace),
         roots_(roots),
         root_(root),
-        refuse_(std::move(refuse)) {}
+        refuse_(std::move(refuse)),
+        mounts_(std::move(mounts)),
+        links_by_name_(links_by_name) {}
 
   // The target's components below the workspace, if it is in it.
   std::optional<std::vector<std::string>> in_workspace(const WalkedPath& at) const;
 
   // 0 when `change` may be made to the name `at`; the errno for the caller otherwise (EACCES;
-  // EPERM for a mode, an owner or times; outside the workspace the kernel's own), recorded.
+  // EPERM for a mode, an owner or times; outside the workspace the kernel's own; EBUSY for the
+  // removal of a mount point or a folder above one), recorded.
   int decide(const WalkedPath& at, Change change);
 
   // A rename of `from` to `to` with renameat2's `flags`: both names, everything below a folder
   // that moves (where it stands and where it goes), and a folder that would complete an
-  // environment's shape where it lands; with RENAME_EXCHANGE, each way.
+  // environment's shape where it lands; with RENAME_EXCHANGE, each way. Last, neither end may be
+  // a mount point or a folder above one (EBUSY).
   int decide_rename(const WalkedPath& from, const WalkedPath& to, unsigned flags);
 
   // What the kernel would refuse by two objects' kinds when `moved` replaces `replaced` (a
@@ -87,6 +112,9 @@ class WorkspaceJudge {
 
  private:
   int refuse(const std::vector<std::string>& relative, Change change, const std::string& why);
+  int decide_name(const WalkedPath& at, Change change);
+  int decide_mount(const WalkedPath& at, Change change);
+  int decide_links(const WalkedPath& at, Change change);
   int decide_subtree(const WalkedPath& from, const WalkedPath& to);
   int decide_environment_by_rename(const WalkedPath& from, const WalkedPath& to);
   bool makes_an_environment(const WalkedPath& at) const;
@@ -98,6 +126,8 @@ class WorkspaceJudge {
   const std::vector<std::vector<std::string>>& roots_;
   int root_;
   Refuse refuse_;
+  Mounts mounts_;
+  bool links_by_name_;
 };
 
 }  // namespace belljar

@@ -245,7 +245,8 @@ std::vector<std::string> apply_guards(int workspace, int mask_source,
                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
                      false, "the mask of " + guard.relative);
     } else {
-      // The path itself, read-only, mounted over itself (and busy: it can't be renamed away).
+      // The path itself, read-only, mounted over itself: busy to the sandbox's own calls; the
+      // broker, which renames in the host's namespace, refuses to move it (workspace_judge.hpp).
       tree = clone_tree(target.get(), "", true, guard.relative);
       set_attributes(tree.get(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true,
                      "read-only " + guard.relative);

@@ -1485,3 +1485,194 @@ def test_no_lease_is_taken_from_the_sandbox(mode):
                                + "print(json.dumps(results))"], capture_output=True, text=True,
                               check=True)
         assert json.loads(done.stdout)["lease"] == "done", done.stdout
+
+
+# --- the broker moves and removes no mount point of the sandbox, nor a folder above one ---
+# (the outside red team's fourth pass: the broker renames in the host's mount namespace, where
+# the sandbox's mounts are not busy, so the kernel carried them along with the folder)
+
+ERRNO_ATTEMPT = """
+import os, json, errno
+results = {}
+def attempt(name, action):
+    try:
+        action()
+        results[name] = 'done'
+    except OSError as e:
+        results[name] = errno.errorcode.get(e.errno, str(e.errno))
+"""
+
+
+def open_to_all_but_links(root):
+    """open_to_all without following a link: a venv's bin/python leads to the host's own."""
+    for dirpath, _, filenames in os.walk(root):
+        os.chmod(dirpath, 0o777)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o666)
+
+
+def errno_results_of(kc, code):
+    reply, out = execute(kc, ERRNO_ATTEMPT + code + "\nprint(json.dumps(results))\n")
+    assert reply["content"]["status"] == "ok", [m["content"].get("evalue") for m in out
+                                                if m["msg_type"] == "error"] or out
+    return json.loads(stdout_of(out).strip().splitlines()[-1]), stderr_of(out)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_folder_above_the_workspace_is_renamed_to_take_it_out_of_the_rule(mode):
+    # The workspace two levels under /tmp: renamed away, its venv's site-packages lay outside
+    # the workspace, below the writable /tmp, and took a .pth the host's venv then ran.
+    top = sandbox_writable_dir("belljar-broker-above-")
+    ws = top / "ws"
+    ws.mkdir()
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(ws / "venv")],
+                   check=True)
+    open_to_all_but_links(top)
+    site = next((ws / "venv" / "lib").glob("python3*/site-packages"))
+    moved = pathlib.Path(str(top) + "-moved")
+    try:
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+top, site, moved = {str(top)!r}, {str(site)!r}, {str(moved)!r}
+attempt('plant in place', lambda: open(site + '/evil.pth', 'w').close())
+attempt('rename the folder above', lambda: os.rename(top, moved))
+if results['rename the folder above'] == 'done':
+    attempt('plant moved', lambda: open(site.replace(top, moved, 1) + '/evil.pth', 'w').write('import os'))
+    attempt('put back', lambda: os.rename(moved, top))
+attempt('exchange it', lambda: (os.mkdir(top + '-other'), os.rename(top + '-other', top)))
+attempt('remove it', lambda: os.rmdir(top))
+"""
+            got, notices = errno_results_of(kc, code)
+        # Degraded, the host's /tmp is no writable root of the sandbox: refused as before.
+        held = "EBUSY" if mode == "strict" else "EACCES"
+        assert got == {"plant in place": "EACCES", "rename the folder above": held,
+                       "exchange it": held, "remove it": held}, got
+        if mode == "strict":
+            assert "the workspace lies below it" in notices, notices
+        assert not (site / "evil.pth").exists()
+        assert (ws / "venv").is_dir() and not moved.exists()
+    finally:
+        shutil.rmtree(moved, ignore_errors=True)
+        shutil.rmtree(str(top) + "-other", ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_guard_is_not_renamed_away_nor_replaced():
+    # A host link with a protected name to an ordinary place: the survey guards the target
+    # read-only, and the broker, renaming in the host's namespace, moved the guard away with
+    # it (the host's .bashrc then ran what the cell wrote in the new file).
+    with fresh_workspace("belljar-broker-guard-move-") as ws:
+        (ws / "dotfiles").mkdir()
+        (ws / "dotfiles" / "bashrc").write_text("# mine\n")
+        (ws / ".bashrc").symlink_to("dotfiles/bashrc")
+        (ws / "data").mkdir()
+        (ws / ".vscode").symlink_to("data")
+        (ws / "new.txt").write_text("new\n")
+        open_to_all_but_links(ws)
+        with kernel("strict", ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('write the guarded target', lambda: open('dotfiles/bashrc', 'a').write('x'))
+attempt('rename the guarded file', lambda: os.rename('dotfiles/bashrc', 'dotfiles/old'))
+attempt('rename over it', lambda: os.rename('new.txt', 'dotfiles/bashrc'))
+attempt('remove it', lambda: os.unlink('dotfiles/bashrc'))
+attempt('rename its folder', lambda: os.rename('dotfiles', 'dotfiles-old'))
+attempt('rename the guarded folder', lambda: os.rename('data', 'data_old'))
+attempt('a new file in its place', lambda: (os.mkdir('data'), open('.vscode/tasks.json', 'w').close()))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert got == {"write the guarded target": "EROFS", "rename the guarded file": "EBUSY",
+                       "rename over it": "EBUSY", "remove it": "EBUSY",
+                       "rename its folder": "EBUSY", "rename the guarded folder": "EBUSY",
+                       "a new file in its place": "EEXIST"}, got
+        assert "a mount of the sandbox" in notices, notices
+        assert (ws / "dotfiles" / "bashrc").read_text() == "# mine\n"
+        assert (ws / ".bashrc").read_text() == "# mine\n"
+        assert not (ws / "data" / "tasks.json").exists()
+
+
+def test_an_ro_part_of_the_workspace_is_not_renamed_away_nor_replaced():
+    with fresh_workspace("belljar-broker-ro-move-") as ws:
+        (ws / "config.yaml").write_text("mine: 1\n")
+        (ws / "ref").mkdir()
+        (ws / "ref" / "a.txt").write_text("mine\n")
+        (ws / "new.yaml").write_text("theirs: 1\n")
+        open_to_all_but_links(ws)
+        flags = ["--ro", str(ws / "config.yaml"), "--ro", str(ws / "ref")]
+        with kernel("strict", ws, flags) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('write config.yaml', lambda: open('config.yaml', 'a').write('x'))
+attempt('rename over config.yaml', lambda: os.rename('new.yaml', 'config.yaml'))
+attempt('rename config.yaml away', lambda: os.rename('config.yaml', 'old.yaml'))
+attempt('rename ref away', lambda: os.rename('ref', 'ref_old'))
+attempt('remove ref/a.txt', lambda: os.unlink('ref/a.txt'))
+attempt('a new ref/a.txt', lambda: (os.mkdir('ref'), open('ref/a.txt', 'w').write('x')))
+"""
+            got, notices = errno_results_of(kc, code)
+        # Removed inside the read-only part: refused by the mount (the morgue lies on another).
+        assert got.pop("remove ref/a.txt") != "done"
+        assert got == {"write config.yaml": "EROFS", "rename over config.yaml": "EBUSY",
+                       "rename config.yaml away": "EBUSY", "rename ref away": "EBUSY",
+                       "a new ref/a.txt": "EEXIST"}, got
+        assert (ws / "config.yaml").read_text() == "mine: 1\n"
+        assert (ws / "ref" / "a.txt").read_text() == "mine\n"
+        assert (ws / "new.yaml").exists()
+
+
+def test_degraded_a_change_through_a_link_with_a_closed_name_is_that_names():
+    # No namespaces, no guard over the link's target: a write through the host's .bashrc link
+    # went straight to dotfiles/bashrc, an ordinary name, with no notice.
+    with fresh_workspace("belljar-broker-link-name-") as ws:
+        (ws / "dotfiles").mkdir()
+        (ws / "dotfiles" / "bashrc").write_text("# mine\n")
+        (ws / ".bashrc").symlink_to("dotfiles/bashrc")
+        (ws / "data").mkdir()
+        (ws / ".vscode").symlink_to("data")
+        (ws / "plain").mkdir()
+        (ws / "also-plain").symlink_to("plain")
+        open_to_all_but_links(ws)
+        with kernel("degraded", ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('append to .bashrc', lambda: open('.bashrc', 'a').write('echo planted'))
+attempt('tasks through .vscode', lambda: open('.vscode/tasks.json', 'w').write('{{}}'))
+attempt('through an ordinary link', lambda: open('also-plain/x.txt', 'w').write('x'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert got == {"append to .bashrc": "EACCES", "tasks through .vscode": "EACCES",
+                       "through an ordinary link": "done"}, got
+        assert "the sandbox may not change .bashrc" in notices, notices
+        assert (ws / "dotfiles" / "bashrc").read_text() == "# mine\n"
+        assert not (ws / "data" / "tasks.json").exists()
+        assert (ws / "plain" / "x.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_ro_part_of_the_workspace_is_read_only_in_both_modes(mode):
+    # Degraded, --ro inside the workspace was not enforced at all: Landlock cannot take a part
+    # of a writable folder back. The broker's rule holds it there, strict's mount here.
+    with fresh_workspace("belljar-broker-ro-both-") as ws:
+        (ws / "config.yaml").write_text("mine: 1\n")
+        (ws / "ref").mkdir()
+        (ws / "ref" / "a.txt").write_text("mine\n")
+        (ws / "new.yaml").write_text("theirs: 1\n")
+        open_to_all(ws)
+        flags = ["--ro", str(ws / "config.yaml"), "--ro", str(ws / "ref")]
+        with kernel(mode, ws, flags) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('write config.yaml', lambda: open('config.yaml', 'a').write('x'))
+attempt('rename over config.yaml', lambda: os.rename('new.yaml', 'config.yaml'))
+attempt('write ref/a.txt', lambda: open('ref/a.txt', 'w').write('x'))
+attempt('a new file in ref', lambda: open('ref/b.txt', 'w').write('x'))
+attempt('rename ref away', lambda: os.rename('ref', 'ref_old'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert (ws / "config.yaml").read_text() == "mine: 1\n"
+        assert (ws / "ref" / "a.txt").read_text() == "mine\n"
+        assert not (ws / "ref" / "b.txt").exists()
+        assert (ws / "new.yaml").exists()

@@ -158,3 +158,21 @@ TEST_CASE("each brokered call reaches its handler and is answered as the kernel 
   CHECK(paths ==
         std::vector<std::string>{".git create", ".bashrc create", ".profile rename", "out link"});
 }
+
+TEST_CASE("degraded, the --ro parts inside the workspace are protected names",
+          "[workspace-broker]") {
+  std::vector<JailBind> binds = {
+      {"/w/ws/config.yaml", "/w/ws/config.yaml", JailBind::Kind::read_only},
+      {"/w/ws/ref", "/w/ws/ref", JailBind::Kind::read_only},
+      {"/opt/data", "/opt/data", JailBind::Kind::read_only},  // outside: Landlock's
+      {"/w/ws", "/w/ws", JailBind::Kind::workspace},
+      {"/w/ws/dev", "/w/ws/dev", JailBind::Kind::device},
+      {"/w/wsx/a", "/w/wsx/a", JailBind::Kind::read_only},
+  };
+  CHECK(read_only_patterns(binds, "/w/ws") == std::vector<std::string>{"/config.yaml", "/ref"});
+  WorkspaceRule rule(read_only_patterns(binds, "/w/ws"), {});
+  CHECK(rule.closed({"config.yaml"}));
+  CHECK(rule.closed({"ref", "a.txt"}));
+  CHECK_FALSE(rule.closed({"sub", "ref"}));  // anchored at the workspace's top
+  CHECK_FALSE(rule.closed({"data.csv"}));
+}

@@ -376,3 +376,165 @@ TEST_CASE("a replacement the objects' kinds forbid is refused as the kernel woul
   CHECK(WorkspaceJudge::replacement_refusal(file, file) == 0);
   CHECK(WorkspaceJudge::replacement_refusal(folder, folder) == 0);
 }
+
+namespace {
+
+// The sandbox's mounts as the warden's list gives them: an --ro folder, a guard over the file a
+// host's link with a protected name leads to (.bashrc -> dotfiles/bashrc), the private /tmp.
+struct MountedScene : Scene {
+  SandboxMounts mounts{
+      std::vector<Parts>{{}, {"ws", "ref"}, {"ws", "dotfiles", "bashrc"}, {"tmp"}}};
+  bool readable = true;
+  WorkspaceJudge mounted{rule,
+                         workspace,
+                         roots,
+                         root.get(),
+                         [this](BrokerRefusal r) { refused.push_back(r); },
+                         [this] { return readable ? &mounts : nullptr; }};
+
+  MountedScene() {
+    fs::create_directories(ws / "ref/inner");
+    fs::create_directories(ws / "dotfiles");
+    touch(ws / "dotfiles/bashrc");
+    touch(ws / "dotfiles/other");
+  }
+};
+
+struct MoveRow {
+  const char* from;
+  const char* to;  // none: a removal of `from`
+  unsigned flags;
+  int expected;
+};
+
+void check_moves(MountedScene& scene, std::initializer_list<MoveRow> rows) {
+  for (const auto& row : rows) {
+    INFO(row.from << " -> " << (row.to ? row.to : "(removed)") << " flags " << row.flags);
+    scene.refused.clear();
+    int got = row.to
+                  ? scene.mounted.decide_rename(scene.walk(row.from), scene.walk(row.to), row.flags)
+                  : scene.mounted.decide(scene.walk(row.from), Change::remove);
+    CHECK(got == row.expected);
+    if (row.expected == EBUSY) {
+      REQUIRE(scene.refused.size() == 1);
+      CHECK(scene.refused[0].change == (row.to ? "rename" : "remove"));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("no mount point of the sandbox, and no folder above one, is moved or removed",
+          "[workspace-judge]") {
+  MountedScene scene;
+  check_moves(scene, {
+                         // a rename, either end
+                         {"/ws/ref", "/ws/ref_old", 0, EBUSY},  // the mount point itself
+                         {"/ws/dotfiles", "/ws/df", 0, EBUSY},  // a folder above one
+                         {"/ws/dotfiles/bashrc", "/ws/dotfiles/old", 0, EBUSY},
+                         {"/ws/plain", "/ws/dotfiles/bashrc", 0, EBUSY},  // a replacement
+                         {"/ws/data.csv", "/ws/ref", 0, EBUSY},
+                         {"/ws/plain", "/ws/ref", RENAME_NOREPLACE, EBUSY},
+                         // an exchange, both ways
+                         {"/ws/plain", "/ws/ref", RENAME_EXCHANGE, EBUSY},
+                         {"/ws/ref", "/ws/plain", RENAME_EXCHANGE, EBUSY},
+                         // a removal (unlink, rmdir, the morgue's move: all decide a removal)
+                         {"/ws/dotfiles/bashrc", nullptr, 0, EBUSY},
+                         {"/ws/ref", nullptr, 0, EBUSY},
+                         {"/ws/dotfiles", nullptr, 0, EBUSY},
+                         // the controls: beside and below a mount, nothing is held
+                         {"/ws/dotfiles/other", "/ws/dotfiles/other2", 0, 0},
+                         {"/ws/plain", "/ws/plain2", 0, 0},
+                         {"/ws/plain", "/ws/course", RENAME_EXCHANGE, 0},
+                         {"/ws/data.csv", nullptr, 0, 0},
+                         {"/ws/dotfiles/other", nullptr, 0, 0},
+                     });
+  // A refusal for the name keeps its own errno, and is the only one recorded.
+  scene.mounts = SandboxMounts(std::vector<Parts>{{"ws", "carrier"}, {"ws", ".git"}});
+  check_moves(scene, {{"/ws/carrier", "/ws/carried", 0, EACCES},
+                      {"/ws/.git", "/ws/git", 0, EACCES},
+                      {"/ws/.git", nullptr, 0, EACCES}});
+  // What cannot be read may hold a mount: refused.
+  scene.readable = false;
+  check_moves(scene, {{"/ws/plain", "/ws/plain2", 0, EBUSY}, {"/ws/data.csv", nullptr, 0, EBUSY}});
+  CHECK(scene.refused.back().reason == "the sandbox's mounts could not be read");
+  // Changes that move nothing do not ask for the list.
+  scene.refused.clear();
+  CHECK(scene.mounted.decide(scene.walk("/ws/data.csv"), Change::write) == 0);
+  CHECK(scene.mounted.decide(scene.walk("/ws/new.txt"), Change::create) == 0);
+  CHECK(scene.refused.empty());
+}
+
+TEST_CASE("no folder above the workspace is moved, whatever the mount list says",
+          "[workspace-judge]") {
+  // The workspace two levels under the private /tmp, as the red team's /tmp/X/ws: its own path
+  // is held even with no list at all (degraded mode, where it is no mount).
+  TempDir dir{"belljar-judge-above"};
+  fs::create_directories(dir.path / "tmp/X/ws/venv");
+  fs::create_directories(dir.path / "tmp/other");
+  Fd root(::open(dir.path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  WorkspaceRule rule{{}, {}, {}};
+  Parts workspace{"tmp", "X", "ws"};
+  std::vector<Parts> roots{workspace, {"tmp"}};
+  std::vector<BrokerRefusal> refused;
+  WorkspaceJudge judge{rule, workspace, roots, root.get(),
+                       [&](BrokerRefusal r) { refused.push_back(r); }};
+  SandboxPaths paths(root.get(), &holds_python_environment, workspace.size());
+  auto walk = [&](const std::string& path) {
+    WalkedPath at;
+    REQUIRE(paths.walk(Parts{}, path, false, at) == 0);
+    return at;
+  };
+  CHECK(judge.decide_rename(walk("/tmp/X"), walk("/tmp/X-moved"), 0) == EBUSY);
+  CHECK(judge.decide_rename(walk("/tmp/other"), walk("/tmp/X"), RENAME_EXCHANGE) == EBUSY);
+  CHECK(judge.decide(walk("/tmp/X"), Change::remove) == EBUSY);
+  REQUIRE(refused.size() == 3);
+  CHECK(refused[0].path == "/tmp/X");
+  CHECK(refused[0].change == "rename");
+  CHECK(refused[0].reason == "the workspace lies below it");
+  CHECK(judge.decide_rename(walk("/tmp/other"), walk("/tmp/other2"), 0) == 0);
+  CHECK(judge.decide_rename(walk("/tmp/X/ws"), walk("/tmp/ws"), 0) == EACCES);  // its own
+}
+
+TEST_CASE("degraded, a change through a link with a closed name is that name's",
+          "[workspace-judge]") {
+  // The host's links with protected names to ordinary places: strict mounts a guard over the
+  // target; degraded mounts nothing, and the judge refuses by the link's own name.
+  Scene scene;
+  fs::create_directories(scene.ws / "dotfiles");
+  touch(scene.ws / "dotfiles/zrc");
+  fs::create_symlink("dotfiles/zrc", scene.ws / ".zshrc");
+  fs::create_directory_symlink("plain", scene.ws / ".vscode");
+  fs::create_directory_symlink("plain", scene.ws / "also-plain");
+  WorkspaceJudge degraded{scene.rule,
+                          scene.workspace,
+                          scene.roots,
+                          scene.root.get(),
+                          [&](BrokerRefusal r) { scene.refused.push_back(r); },
+                          {},
+                          true};
+  struct LinkRow {
+    const char* path;
+    bool follow_last;
+    Change change;
+    int degraded;
+  };
+  for (const auto& row : std::initializer_list<LinkRow>{
+           {"/ws/.zshrc", true, Change::write, EACCES},  // open('.zshrc', 'a')
+           {"/ws/.zshrc", true, Change::mode, EPERM},
+           {"/ws/.vscode/tasks.json", false, Change::create, EACCES},
+           {"/ws/.vscode/deeper", false, Change::remove, EACCES},
+           {"/ws/also-plain/x.txt", false, Change::create, 0},  // an ordinary link's name
+           {"/ws/dotfiles/zrc", false, Change::write, 0},       // by its own name
+       }) {
+    INFO(row.path << " " << spelled(row.change));
+    scene.refused.clear();
+    CHECK(scene.judge.decide(scene.walk(row.path, row.follow_last), row.change) == 0);  // strict
+    CHECK(degraded.decide(scene.walk(row.path, row.follow_last), row.change) == row.degraded);
+    CHECK(scene.refused.size() == (row.degraded ? 1u : 0u));
+  }
+  scene.refused.clear();
+  CHECK(degraded.decide(scene.walk("/ws/.zshrc", true), Change::write) == EACCES);
+  REQUIRE(scene.refused.size() == 1);
+  CHECK(scene.refused[0].path == ".zshrc");
+}
