@@ -27,7 +27,9 @@
 // name keeps its errno. In degraded mode, where nothing is mounted, what strict's guards hold
 // is held by name: a change reached through a link whose own name the rule closes is refused
 // as a change of that name, and the --ro parts inside the workspace are protected names
-// (read_only_patterns, workspace_broker.hpp).
+// (read_only_patterns, workspace_broker.hpp). In both modes the links inside the workspace on
+// the way to an --ro path, as given, are protected names (jail_plan.hpp,
+// read_only_link_patterns): no mount holds a link's own name.
 #include <sys/stat.h>
 #include <sys/types.h>
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 
 #include "sandbox/jail_client/environment.hpp"
 #include "sandbox/jail_client/python_layout.hpp"
@@ -76,7 +77,46 @@ std::string python_literal(const std::string& text) {
   return out + "'";
 }
 
+constexpr int kMaxLinkHops = 40;  // the kernel's own bound (ELOOP)
+
+// Every symlink met resolving `path`, each where it stands (its folder resolved, the link not).
+std::vector<fs::path> links_on_the_way(const fs::path& path) {
+  std::vector<fs::path> links;
+  std::deque<fs::path> ahead(path.begin(), path.end());
+  fs::path at = "/";
+  for (int hops = 0; !ahead.empty();) {
+    fs::path part = ahead.front();
+    ahead.pop_front();
+    if (part.empty() || part == "." || part == "/") continue;
+    if (part == "..") {
+      at = at.parent_path();
+      continue;
+    }
+    std::error_code ec;
+    if (!fs::is_symlink(at / part, ec)) {
+      at /= part;
+      continue;
+    }
+    links.push_back(at / part);
+    fs::path target = fs::read_symlink(at / part, ec);
+    if (ec || ++hops > kMaxLinkHops) break;  // canonical() refuses the path for it anyway
+    if (target.is_absolute()) at = "/";
+    ahead.insert(ahead.begin(), target.begin(), target.end());
+  }
+  return links;
+}
+
 }  // namespace
+
+std::vector<std::string> read_only_link_patterns(const fs::path& path, const fs::path& workspace) {
+  std::vector<std::string> patterns;
+  for (const auto& link : links_on_the_way(fs::absolute(path))) {
+    auto rel = link.lexically_relative(workspace);
+    if (!rel.empty() && *rel.begin() != ".." && rel != ".")
+      patterns.push_back("/" + rel.generic_string());
+  }
+  return patterns;
+}
 
 std::vector<std::string> worker_argv(const std::string& python, const std::string& package_dir) {
   return {python, "-s", "-E", "-c",
@@ -213,6 +253,7 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
                        ": no belljar_worker directory in it");
   bind_read_only(package, spec);
 
+  std::vector<std::string> read_only_links;
   for (const auto& path : policy.read_only) {
     fs::path real = fs::canonical(path, ec);
     if (ec) throw SandboxError("--ro " + path.string() + ": " + ec.message());
@@ -245,6 +286,13 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
   guard_kernel_files(policy, spec);
   if (mode == JailSpec::Mode::landlock) refuse_unmaskable_secrets(spec);
   spec.protect_patterns = protected_patterns(policy);
+  for (const auto& path : policy.read_only_given)
+    for (auto& link : read_only_link_patterns(path, workspace))
+      read_only_links.push_back(std::move(link));
+  // The links on the way to an --ro part are protected names in both modes (no mount can hold
+  // a link's own name): renamed away, the name could be made again as an ordinary folder.
+  spec.protect_patterns.insert(spec.protect_patterns.end(), read_only_links.begin(),
+                               read_only_links.end());
   spec.writable_patterns = policy.writable;
   // Off only by the policy's own flag, which the banner and kernel_info show: never by the
   // environment (issue 39, finding 11).

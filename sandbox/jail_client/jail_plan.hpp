@@ -4,6 +4,7 @@
 // environment built) into the JailSpec the warden receives.
 #include <sys/types.h>
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,5 +29,13 @@ std::pair<uid_t, gid_t> sandbox_host_ids(const Policy& policy);
 // `python -s -E -c "import sys; sys.path.insert(0, '<dir>'); from belljar_worker.main import
 // serve; serve()"`, with <dir> quoted as a Python string literal.
 std::vector<std::string> worker_argv(const std::string& python, const std::string& package_dir);
+
+// Every symlink inside `workspace` (canonical) met on the way to an --ro path (`path`, absolute
+// or from the current folder), as anchored protect patterns ("/lnk"): the read-only mount goes
+// on what the path resolves to, and a link's own name left free could be renamed away and made
+// again as an ordinary folder, which the host then reads under the name it gave (the outside
+// pass's B2). The links are found as the kernel would follow them, one component at a time.
+std::vector<std::string> read_only_link_patterns(const std::filesystem::path& path,
+                                                 const std::filesystem::path& workspace);
 
 }  // namespace belljar

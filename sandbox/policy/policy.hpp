@@ -47,6 +47,9 @@ struct SecretBinding {
 struct Policy {
   std::filesystem::path workspace;  // absolute; the one writable directory
   std::vector<std::filesystem::path> read_only;
+  // --ro as given (absolute, links kept): the links on its way are protected names
+  // (jail_plan.hpp, read_only_link_patterns).
+  std::vector<std::filesystem::path> read_only_given;
   std::vector<std::string> hide;  // extra globs, on top of the defaults
   // The kernel's own files (its connection file): never readable inside, masked where they lie
   // in the workspace. Set by the command line, not a flag.

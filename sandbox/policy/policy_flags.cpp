@@ -127,16 +127,18 @@ const std::array kFlags = {
                .file_key = "workspace",
                .apply = [](Policy& p, const std::string& f,
                            const std::string& v) { p.workspace = existing_path(f, v, true); }},
-    PolicyFlag{
-        .name = "--ro",
-        .placeholder = "PATH",
-        .kind = FlagValue::path,
-        .repeatable = true,
-        .fallback = "none",
-        .meaning = "extra read-only path (repeatable)",
-        .file_key = "ro",
-        .apply = [](Policy& p, const std::string& f,
-                    const std::string& v) { p.read_only.push_back(existing_path(f, v, false)); }},
+    PolicyFlag{.name = "--ro",
+               .placeholder = "PATH",
+               .kind = FlagValue::path,
+               .repeatable = true,
+               .fallback = "none",
+               .meaning = "extra read-only path (repeatable)",
+               .file_key = "ro",
+               .apply =
+                   [](Policy& p, const std::string& f, const std::string& v) {
+                     p.read_only.push_back(existing_path(f, v, false));
+                     p.read_only_given.push_back(fs::absolute(v));
+                   }},
     PolicyFlag{
         .name = "--hide",
         .placeholder = "GLOB",

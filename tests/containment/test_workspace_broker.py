@@ -1676,3 +1676,26 @@ attempt('rename ref away', lambda: os.rename('ref', 'ref_old'))
         assert (ws / "ref" / "a.txt").read_text() == "mine\n"
         assert not (ws / "ref" / "b.txt").exists()
         assert (ws / "new.yaml").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_ro_link_keeps_its_own_name(mode):
+    # --ro given a link: the mount went on its target, and the link's own name was free to be
+    # renamed away and made again as an ordinary folder the host then read (the outside pass,
+    # B2).
+    with fresh_workspace("belljar-broker-ro-link-") as ws:
+        (ws / "realdir").mkdir()
+        (ws / "realdir" / "a.txt").write_text("keep\n")
+        (ws / "lnk").symlink_to("realdir")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws, ["--ro", str(ws / "lnk")]) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('rename the link', lambda: os.rename('lnk', 'lnk_old'))
+attempt('remove the link', lambda: os.unlink('lnk'))
+attempt('write through it', lambda: open('lnk/a.txt', 'w').write('PWN'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert (ws / "lnk").is_symlink()
+        assert (ws / "lnk" / "a.txt").read_text() == "keep\n"

@@ -244,3 +244,38 @@ TEST_CASE("the policy's limits reach the spec the warden is sent", "[sandbox]") 
   CHECK(spec.file_size_bytes == 5ull << 20);
   CHECK(spec.tmp_size_bytes == 7ull << 20);
 }
+
+TEST_CASE("the links on the way to an --ro part are protected by their own names", "[sandbox]") {
+  TempDir ws;
+  std::filesystem::create_directories(ws.path / "real/deep");
+  write_file(ws.path / "real/deep/a.txt", "keep");
+  std::filesystem::create_directory_symlink("real", ws.path / "lnk");
+  std::filesystem::create_directory_symlink("lnk", ws.path / "chain");
+  std::filesystem::create_directory_symlink("../lnk/deep", ws.path / "real/up");
+  auto ws_real = std::filesystem::canonical(ws.path);
+  CHECK(read_only_link_patterns(ws.path / "real/deep", ws_real).empty());
+  CHECK(read_only_link_patterns(ws.path / "lnk", ws_real) == std::vector<std::string>{"/lnk"});
+  // A link in the middle, a chain of links, and a link reached through another.
+  CHECK(read_only_link_patterns(ws.path / "lnk/deep/a.txt", ws_real) ==
+        std::vector<std::string>{"/lnk"});
+  CHECK(read_only_link_patterns(ws.path / "chain", ws_real) ==
+        std::vector<std::string>{"/chain", "/lnk"});
+  CHECK(read_only_link_patterns(ws.path / "chain/up/a.txt", ws_real) ==
+        std::vector<std::string>{"/chain", "/lnk", "/real/up", "/lnk"});
+
+  // Through the spec: both names are protected, the target is bound.
+  TempDir pkg;
+  write_file(pkg / "belljar_worker/__init__.py", "");
+  Policy policy;
+  policy.workspace = ws.path;
+  policy.python = kTestPython;
+  policy.read_only = {ws_real / "real"};
+  policy.read_only_given = {ws.path / "chain"};
+  JailSpec spec =
+      make_jail_spec(policy, {kTestPython, pkg.path}, JailSpec::Mode::namespaces, nullptr);
+  for (const char* name : {"/chain", "/lnk"})
+    CHECK(std::count(spec.protect_patterns.begin(), spec.protect_patterns.end(), name) == 1);
+  CHECK(std::count(spec.binds.begin(), spec.binds.end(),
+                   JailBind{(ws_real / "real").string(), (ws_real / "real").string(),
+                            JailBind::Kind::read_only}) == 1);
+}
