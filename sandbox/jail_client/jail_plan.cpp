@@ -106,6 +106,14 @@ std::vector<fs::path> links_on_the_way(const fs::path& path) {
   return links;
 }
 
+// The links on the way to an --ro part are protected names in both modes (no mount can hold a
+// link's own name): renamed away, the name could be made again as an ordinary folder.
+void protect_read_only_links(const Policy& policy, const fs::path& workspace, JailSpec& spec) {
+  for (const auto& path : policy.read_only_given)
+    for (auto& link : read_only_link_patterns(path, workspace))
+      spec.protect_patterns.push_back(std::move(link));
+}
+
 }  // namespace
 
 std::vector<std::string> read_only_link_patterns(const fs::path& path, const fs::path& workspace) {
@@ -253,7 +261,6 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
                        ": no belljar_worker directory in it");
   bind_read_only(package, spec);
 
-  std::vector<std::string> read_only_links;
   for (const auto& path : policy.read_only) {
     fs::path real = fs::canonical(path, ec);
     if (ec) throw SandboxError("--ro " + path.string() + ": " + ec.message());
@@ -286,13 +293,7 @@ JailSpec make_jail_spec(const Policy& policy, const WorkerLaunch& launch, JailSp
   guard_kernel_files(policy, spec);
   if (mode == JailSpec::Mode::landlock) refuse_unmaskable_secrets(spec);
   spec.protect_patterns = protected_patterns(policy);
-  for (const auto& path : policy.read_only_given)
-    for (auto& link : read_only_link_patterns(path, workspace))
-      read_only_links.push_back(std::move(link));
-  // The links on the way to an --ro part are protected names in both modes (no mount can hold
-  // a link's own name): renamed away, the name could be made again as an ordinary folder.
-  spec.protect_patterns.insert(spec.protect_patterns.end(), read_only_links.begin(),
-                               read_only_links.end());
+  protect_read_only_links(policy, workspace, spec);
   spec.writable_patterns = policy.writable;
   // Off only by the policy's own flag, which the banner and kernel_info show: never by the
   // environment (issue 39, finding 11).
