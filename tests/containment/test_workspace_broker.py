@@ -1559,16 +1559,22 @@ attempt('remove it', lambda: os.rmdir(top))
         shutil.rmtree(top, ignore_errors=True)
 
 
+def host_dotfile_links(ws):
+    """Links with protected names to ordinary places, as a dotfile manager makes them:
+    .bashrc -> dotfiles/bashrc (a file), .vscode -> data (a folder)."""
+    (ws / "dotfiles").mkdir()
+    (ws / "dotfiles" / "bashrc").write_text("# mine\n")
+    (ws / ".bashrc").symlink_to("dotfiles/bashrc")
+    (ws / "data").mkdir()
+    (ws / ".vscode").symlink_to("data")
+
+
 def test_a_guard_is_not_renamed_away_nor_replaced():
     # A host link with a protected name to an ordinary place: the survey guards the target
     # read-only, and the broker, renaming in the host's namespace, moved the guard away with
     # it (the host's .bashrc then ran what the cell wrote in the new file).
     with fresh_workspace("belljar-broker-guard-move-") as ws:
-        (ws / "dotfiles").mkdir()
-        (ws / "dotfiles" / "bashrc").write_text("# mine\n")
-        (ws / ".bashrc").symlink_to("dotfiles/bashrc")
-        (ws / "data").mkdir()
-        (ws / ".vscode").symlink_to("data")
+        host_dotfile_links(ws)
         (ws / "new.txt").write_text("new\n")
         open_to_all_but_links(ws)
         with kernel("strict", ws) as (km, kc):
@@ -1626,11 +1632,7 @@ def test_degraded_a_change_through_a_link_with_a_closed_name_is_that_names():
     # No namespaces, no guard over the link's target: a write through the host's .bashrc link
     # went straight to dotfiles/bashrc, an ordinary name, with no notice.
     with fresh_workspace("belljar-broker-link-name-") as ws:
-        (ws / "dotfiles").mkdir()
-        (ws / "dotfiles" / "bashrc").write_text("# mine\n")
-        (ws / ".bashrc").symlink_to("dotfiles/bashrc")
-        (ws / "data").mkdir()
-        (ws / ".vscode").symlink_to("data")
+        host_dotfile_links(ws)
         (ws / "plain").mkdir()
         (ws / "also-plain").symlink_to("plain")
         open_to_all_but_links(ws)

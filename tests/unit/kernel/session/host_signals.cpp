@@ -12,7 +12,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "kernel/session/fd_probes.hpp"
+
 using namespace belljar;
+using namespace belljar::testing;
 
 namespace {
 
@@ -38,18 +41,6 @@ class BlockedSignals {
 
 void send_to_this_thread(int signo) {
   REQUIRE(::pthread_kill(::pthread_self(), signo) == 0);
-}
-
-bool readable(int fd) {
-  pollfd item{fd, POLLIN, 0};
-  return ::poll(&item, 1, 0) == 1 && (item.revents & POLLIN);
-}
-
-bool always(pid_t) {
-  return true;
-}
-bool never(pid_t) {
-  return false;
 }
 
 }  // namespace

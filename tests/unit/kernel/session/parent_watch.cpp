@@ -8,20 +8,10 @@
 
 #include <catch2/catch.hpp>
 
-using namespace belljar;
+#include "kernel/session/fd_probes.hpp"
 
-namespace {
-bool readable(int fd) {
-  pollfd item{fd, POLLIN, 0};
-  return ::poll(&item, 1, 0) == 1 && (item.revents & POLLIN);
-}
-bool always(pid_t) {
-  return true;
-}
-bool never(pid_t) {
-  return false;
-}
-}  // namespace
+using namespace belljar;
+using namespace belljar::testing;
 
 TEST_CASE("the parent's pidfd becomes readable when it exits", "[parent_watch]") {
   int gate[2];
