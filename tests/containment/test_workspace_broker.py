@@ -42,16 +42,23 @@ GIT = shutil.which("git") or "/usr/bin/git"
 MODES = {"strict": ([], ["--isolation", "strict"]),
          "degraded": ([NO_NAMESPACES], ["--isolation", "degraded"])}
 
-ATTEMPT = """
-import os, json, pathlib
-results = {}
+
+def attempt_prelude(outcome):
+    """Cell code defining attempt(name, action): records 'done', or the OSError as `outcome`
+    (an expression of e) says."""
+    return f"""
+import os, json, pathlib, errno
+results = {{}}
 def attempt(name, action):
     try:
         action()
         results[name] = 'done'
     except OSError as e:
-        results[name] = type(e).__name__
+        results[name] = {outcome}
 """
+
+
+ATTEMPT = attempt_prelude("type(e).__name__")
 
 
 @contextlib.contextmanager
@@ -1491,16 +1498,7 @@ def test_no_lease_is_taken_from_the_sandbox(mode):
 # (the outside red team's fourth pass: the broker renames in the host's mount namespace, where
 # the sandbox's mounts are not busy, so the kernel carried them along with the folder)
 
-ERRNO_ATTEMPT = """
-import os, json, errno
-results = {}
-def attempt(name, action):
-    try:
-        action()
-        results[name] = 'done'
-    except OSError as e:
-        results[name] = errno.errorcode.get(e.errno, str(e.errno))
-"""
+ERRNO_ATTEMPT = attempt_prelude("errno.errorcode.get(e.errno, str(e.errno))")
 
 
 def open_to_all_but_links(root):

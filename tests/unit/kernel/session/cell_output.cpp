@@ -17,8 +17,6 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::string kSecret = "sk-live-0123456789abcdef";
-
 class FakePrompt final : public CellOutput::Prompt {
  public:
   void request_input(const WireMessage& request, json content) override {

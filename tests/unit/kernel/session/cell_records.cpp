@@ -15,8 +15,6 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::string kSecret = "sk-live-0123456789abcdef";
-
 struct Rig {
   Policy policy;
   std::string session = "kernel-1";

@@ -21,7 +21,7 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr const char* kSecret = "sk-debug-0123456789abcdef";
+constexpr const char* kDebugSecret = "sk-debug-0123456789abcdef";
 
 class FakeCore final : public DebugCore {
  public:
@@ -101,7 +101,7 @@ struct Rig {
   FakeClient client;
   FakeAudit audit;
   FakeWorker worker;
-  Redactor redactor{{kSecret}};
+  Redactor redactor{{kDebugSecret}};
   OutputChecks checks{redactor, ActiveOutput::isolate};
   RateLimitedLog log{10};
   FakeCore core;
@@ -231,17 +231,18 @@ TEST_CASE("debug link: replies and events are redacted and charged to the output
   rig.start();
   rig.start_session();
   rig.link.serve(request("debug_request", "v", dap("variables", 2)));
-  rig.answer_last(response("variables", 2, {{"variables", {{{"value", kSecret}}}}}));
+  rig.answer_last(response("variables", 2, {{"variables", {{{"value", kDebugSecret}}}}}));
   REQUIRE(rig.replies().size() == 2);
-  CHECK(rig.replies()[1].content.dump().find(kSecret) == std::string::npos);
+  CHECK(rig.replies()[1].content.dump().find(kDebugSecret) == std::string::npos);
   CHECK(rig.core.budget.used() > 0);
   CHECK(rig.core.output_reads > 0);  // the pipes' text before each frame
 
-  rig.from_worker({{"type", "debug_event"}, {"content", event("output", {{"output", kSecret}})}});
+  rig.from_worker(
+      {{"type", "debug_event"}, {"content", event("output", {{"output", kDebugSecret}})}});
   auto events = rig.client.of("debug_event");
   REQUIRE(events.size() == 1);
   CHECK(events[0].parent == "v");  // under the last debug request
-  CHECK(events[0].content.dump().find(kSecret) == std::string::npos);
+  CHECK(events[0].content.dump().find(kDebugSecret) == std::string::npos);
 
   // Past the budget: a reply becomes a refusal, an event is dropped.
   rig.core.budget.reset(10);  // a fresh budget, too small for either

@@ -13,6 +13,9 @@
 
 namespace belljar::testing {
 
+// A secret the session tests give their Redactor: what they check never reaches a client.
+inline const std::string kSecret = "sk-live-0123456789abcdef";
+
 struct Sent {
   std::string type;
   nlohmann::json content;

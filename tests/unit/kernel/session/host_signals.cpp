@@ -84,28 +84,17 @@ TEST_CASE("SIGINT interrupts, SIGTERM and SIGHUP shut down, SIGCHLD only wakes",
 
 TEST_CASE("the launching client's exit is told once, then it is watched no more",
           "[host_signals]") {
-  int gate[2];
-  REQUIRE(::pipe(gate) == 0);
-  pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {  // stands for the client: lives until the gate closes
-    ::close(gate[1]);
-    char byte;
-    (void)::read(gate[0], &byte, 1);
-    ::_exit(0);
-  }
-  ::close(gate[0]);
-  HostSignals host{ParentWatch::of(child, always)};
+  LaunchingClient client;
+  HostSignals host{ParentWatch::of(client.pid(), always)};
   REQUIRE(host.parent_fd() >= 0);
   CHECK_FALSE(host.take_client_gone(false));
   CHECK(host.parent_fd() >= 0);
-  ::close(gate[1]);  // the client goes
+  client.go();
   pollfd item{host.parent_fd(), POLLIN, 0};
   REQUIRE(::poll(&item, 1, 10'000) == 1);
   CHECK(host.take_client_gone(true));
   CHECK(host.parent_fd() == -1);
   CHECK_FALSE(host.take_client_gone(false));
-  ::waitpid(child, nullptr, 0);
 }
 
 TEST_CASE("a launching client gone before it was watched is told once", "[host_signals]") {

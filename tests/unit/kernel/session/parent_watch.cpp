@@ -14,26 +14,15 @@ using namespace belljar;
 using namespace belljar::testing;
 
 TEST_CASE("the parent's pidfd becomes readable when it exits", "[parent_watch]") {
-  int gate[2];
-  REQUIRE(::pipe(gate) == 0);
-  pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {  // stands for the client: lives until the gate closes
-    ::close(gate[1]);
-    char byte;
-    (void)::read(gate[0], &byte, 1);
-    ::_exit(0);
-  }
-  ::close(gate[0]);
-  ParentWatch watch = ParentWatch::of(child, always);
+  LaunchingClient client;
+  ParentWatch watch = ParentWatch::of(client.pid(), always);
   REQUIRE(watch.fd() >= 0);
   CHECK_FALSE(watch.gone());
   CHECK_FALSE(readable(watch.fd()));
-  ::close(gate[1]);  // the client goes
+  client.go();
   pollfd item{watch.fd(), POLLIN, 0};
   REQUIRE(::poll(&item, 1, 10'000) == 1);
   CHECK(readable(watch.fd()));
-  ::waitpid(child, nullptr, 0);
 }
 
 TEST_CASE("no client asked, a parent that is init, or one already gone", "[parent_watch]") {
