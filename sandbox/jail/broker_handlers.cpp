@@ -37,7 +37,7 @@ BrokerAnswer::BrokerAnswer(BrokerCall& call, const BrokerScene& scene, BrokerMem
       memory(memory),
       judge(
           scene.settings.rule, scene.workspace, scene.roots, scene.root, std::move(refuse),
-          [this] { return current_mounts(); }, scene.settings.links_by_name),
+          [this] { return current_mounts(); }, scene.settings.links_by_name, scene.held),
       generation_(generation),
       mount_changes_(mount_changes),
       seen_generation_(generation.load()),

@@ -64,7 +64,8 @@ struct BrokerScene {
   const std::vector<std::string>& workspace;           // components from the sandbox's root
   const std::vector<std::vector<std::string>>& roots;  // where the worker may write at all
   int root;                                            // the sandbox's root folder
-  bool own_umask;  // the broker's thread has a umask of its own (unshare(CLONE_FS))
+  bool own_umask;         // the broker's thread has a umask of its own (unshare(CLONE_FS))
+  const HeldNames* held;  // the names on protected links' ways, as this call found them
 };
 
 // One call's answer in the making: everything a handler may touch.

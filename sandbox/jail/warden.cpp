@@ -377,6 +377,10 @@ class Warden {
         protect.push_back(std::move(pattern));
     settings.links_by_name = landlocked;
     settings.rule = WorkspaceRule(protect, spec_.writable_patterns, spec_.hide_patterns);
+    // Degraded mode's surveys find the held names alone: nothing is mounted, nothing measured.
+    names_only_.hide = spec_.hide_patterns;
+    names_only_.protect = protect;
+    settings.held = watch_ ? watch_->held() : survey_workspace(spec_.workspace, names_only_).held;
     settings.writable_roots = std::move(writable_roots);
     settings.switch_ids = spec_.host_root;
     settings.host_uid = spec_.host_uid;
@@ -508,9 +512,32 @@ class Warden {
     }
     SurveyReport reply;
     if (broker_) broker_->surveying();  // its guards are mounted as it goes
-    if (watch_) reply = watch_->survey(request.baseline, request.measure);
+    if (watch_) {
+      reply = watch_->survey(request.baseline, request.measure);
+      if (broker_) broker_->hold(watch_->held());  // the last walk that succeeded
+    } else if (broker_) {
+      reply = survey_names();
+    }
     if (broker_) broker_->invalidate();  // new masks, new environments: located folders again
     report(reply);
+  }
+
+  // Degraded mode's survey: the names on protected links' ways, for the broker to hold; a
+  // failure fails the waiting cell closed, as strict's does.
+  SurveyReport survey_names() {
+    auto started = std::chrono::steady_clock::now();
+    SurveyReport reply;
+    try {
+      WorkspaceSurvey now = survey_workspace(spec_.workspace, names_only_);
+      reply.entries = now.entries;
+      broker_->hold(std::move(now.held));
+    } catch (const std::exception& e) {
+      reply.error = e.what();
+    }
+    reply.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                             std::chrono::steady_clock::now() - started)
+                                             .count());
+    return reply;
   }
 
   int sample_timeout_ms() const {
@@ -604,6 +631,7 @@ class Warden {
   Fd from_init_;
   std::optional<FrameReader> reader_;
   std::optional<WorkspaceWatch> watch_;    // namespaces mode: the workspace's guards
+  WorkspaceRules names_only_;              // degraded mode's surveys: the held names alone
   std::optional<WorkspaceBroker> broker_;  // every change to a name, decided before it is made
   std::string session_dir_;              // landlock mode: the private home and temporary directory
   std::optional<SessionMemory> memory_;  // no memory cgroup: the session's total, sampled

@@ -57,6 +57,7 @@ WorkspaceBroker::WorkspaceBroker(Fd listener, BrokerSettings settings, OnRefusal
       memory_(std::make_unique<BrokerMemory>()),
       on_refusal_(std::move(on_refusal)) {
   workspace_parts_ = path_components(settings_.workspace);
+  held_ = std::make_shared<const HeldNames>(std::move(settings_.held));
   for (const auto& root : settings_.writable_roots)
     writable_roots_.push_back(path_components(root));
   // The lease the broker takes before removing a name (LastName, broker_handlers.cpp) signals
@@ -141,6 +142,12 @@ void WorkspaceBroker::serve() {
   }
 }
 
+void WorkspaceBroker::hold(HeldNames held) {
+  auto fresh = std::make_shared<const HeldNames>(std::move(held));
+  std::lock_guard<std::mutex> lock(held_mutex_);
+  held_ = std::move(fresh);
+}
+
 void WorkspaceBroker::answer(BrokerCall& call) {
   if (!root_) {
     root_.reset(::open(proc_path(call.pid, "root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -152,7 +159,13 @@ void WorkspaceBroker::answer(BrokerCall& call) {
   const auto& handlers = handlers_by_number();
   auto handler = handlers.find(call.nr);
   if (handler == handlers.end()) return call.reply(ENOSYS);
-  BrokerScene scene{settings_, workspace_parts_, writable_roots_, root_.get(), own_umask_};
+  std::shared_ptr<const HeldNames> held;
+  {
+    std::lock_guard<std::mutex> lock(held_mutex_);
+    held = held_;
+  }
+  BrokerScene scene{settings_,   workspace_parts_, writable_roots_,
+                    root_.get(), own_umask_,       held.get()};
   BrokerAnswer answer(call, scene, *memory_, generation_, mount_changes_,
                       [this](BrokerRefusal refusal) { refuse_once(std::move(refusal)); });
   handler->second(answer);

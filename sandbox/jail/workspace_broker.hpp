@@ -32,6 +32,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -42,6 +43,7 @@
 #include "sandbox/jail/workspace_judge.hpp"
 #include "sandbox/jail_protocol/jail_reports.hpp"
 #include "sandbox/jail_protocol/jail_spec.hpp"
+#include "sandbox/layers/held_names.hpp"
 #include "sandbox/layers/workspace_rule.hpp"
 #include "sandbox/os/fd.hpp"
 
@@ -78,6 +80,9 @@ struct BrokerSettings {
   // Degraded mode, where no guard is mounted over a link's target: a change reached through a
   // link whose own name the rule closes is refused as that name's (workspace_judge.hpp).
   bool links_by_name = false;
+  // The names on protected links' ways as the first survey found them (held_names.hpp); each
+  // later survey's replace them (WorkspaceBroker::hold).
+  HeldNames held;
 };
 
 // Degraded mode, where no mount makes them read-only: the --ro parts inside the workspace
@@ -109,6 +114,9 @@ class WorkspaceBroker {
     ++generation_;
     mount_changes_.surveyed();
   }
+  // The names on protected links' ways, as a survey found them (held_names.hpp): each call
+  // from now on is judged with them (any thread).
+  void hold(HeldNames held);
 
  private:
   void serve();
@@ -125,6 +133,8 @@ class WorkspaceBroker {
   OnRefusal on_refusal_;
   std::atomic<uint64_t> generation_{0};
   MountChanges mount_changes_;
+  std::mutex held_mutex_;
+  std::shared_ptr<const HeldNames> held_;  // replaced whole by hold(); each call keeps its own
   bool own_umask_ = false;  // the broker's thread has a umask of its own (unshare(CLONE_FS))
   std::set<std::string> reported_;  // paths said once (bounded); the broker's thread's alone
   std::thread thread_;

@@ -139,7 +139,9 @@ int WorkspaceJudge::refuse(const std::vector<std::string>& relative, Change chan
 
 int WorkspaceJudge::decide(const WalkedPath& at, Change change) {
   if (int error = decide_name(at, change)) return error;
-  return change == Change::remove ? decide_mount(at, change) : 0;
+  if (change == Change::remove)
+    if (int error = decide_mount(at, change)) return error;
+  return decide_held(at, change);
 }
 
 int WorkspaceJudge::decide_name(const WalkedPath& at, Change change) {
@@ -169,6 +171,12 @@ int WorkspaceJudge::decide_name(const WalkedPath& at, Change change) {
   else
     why = rule_.refusal(
         *relative, change == Change::make_folder ? NameChange::make_folder : NameChange::other);
+  bool changes_the_file = change == Change::write || change == Change::mode ||
+                          change == Change::owner || change == Change::times;
+  if (!why && changes_the_file && has_other_names(at))
+    why =
+        "the file has another name (a hard link made outside the sandbox), which may be a "
+        "protected file's";
   if (!why && in_a_homes_bin(at, *relative))
     why = "a home's bin (the folder holds a shell's start-up file), first on its PATH";
   if (!why && change != Change::remove && makes_an_environment(at)) why = kMakesAnEnvironment;
@@ -177,17 +185,92 @@ int WorkspaceJudge::decide_name(const WalkedPath& at, Change change) {
 }
 
 int WorkspaceJudge::decide_rename(const WalkedPath& from, const WalkedPath& to, unsigned flags) {
-  if (int error = decide(from, Change::rename)) return error;
-  if (int error = decide(to, Change::rename)) return error;
+  if (int error = decide_name(from, Change::rename)) return error;
+  if (int error = decide_name(to, Change::rename)) return error;
   if (int error = decide_subtree(from, to)) return error;
   if (int error = decide_environment_by_rename(from, to)) return error;
-  if (flags & RENAME_EXCHANGE) {
+  bool exchange = (flags & RENAME_EXCHANGE) != 0;
+  if (exchange) {
     if (int error = decide_subtree(to, from)) return error;
     // Exchanged, each goes where the other was (a bin holding python* for an empty one).
     if (int error = decide_environment_by_rename(to, from)) return error;
   }
   if (int error = decide_mount(from, Change::rename)) return error;
-  return decide_mount(to, Change::rename);
+  if (int error = decide_mount(to, Change::rename)) return error;
+  if (int error = decide_held(from, Change::rename, true)) return error;
+  if (int error = decide_held(to, Change::rename, exchange)) return error;
+  if (int error = decide_way(from, to)) return error;
+  return exchange ? decide_way(to, from) : 0;
+}
+
+std::optional<std::string> WorkspaceJudge::held_reason(
+    const std::vector<std::string>& relative) const {
+  const HeldName* held = held_ ? held_->holding(relative) : nullptr;
+  if (!held) return std::nullopt;
+  return "on the way of the protected link " + held->link +
+         (held->path.empty() ? " (it leads to the workspace itself)" : "");
+}
+
+// Whether a read-only mount holds `at` (strict mode's guards, the quota's switch): the kernel
+// then answers the change itself (EROFS), as it did before names were held.
+bool WorkspaceJudge::on_read_only_mount(const WalkedPath& at) {
+  struct statvfs vfs {};
+  Fd object(at.name.empty()
+                ? -1
+                : ::openat(at.parent.get(), at.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  int looked = object ? ::fstatvfs(object.get(), &vfs) : ::fstatvfs(at.parent.get(), &vfs);
+  return looked == 0 && (vfs.f_flag & ST_RDONLY);
+}
+
+// The names on protected links' ways, after the rule and the mounts answered: a held name and
+// what lies below it is not changed, and a folder on a way is not moved (what it holds on the
+// way would go with it: `moved`). What a read-only mount holds is the kernel's to refuse.
+int WorkspaceJudge::decide_held(const WalkedPath& at, Change change, bool moved) {
+  auto relative = in_workspace(at);
+  if (!held_ || !relative) return 0;
+  std::optional<std::string> why = held_reason(*relative);
+  if (!why && moved)
+    if (auto ways = held_->beyond(*relative); !ways.empty())
+      why = "a folder on the way of the protected link " + ways.front()->link;
+  if (!why || on_read_only_mount(at)) return 0;
+  return refuse(*relative, change, *why);
+}
+
+// A regular file with more than one name: the sandbox makes no hard link (EPERM), so the host
+// made it, and the other name may be a protected one.
+bool WorkspaceJudge::has_other_names(const WalkedPath& at) {
+  struct stat st {};
+  if (at.name.empty() || ::fstatat(at.parent.get(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return false;  // not there: a new name
+  return S_ISREG(st.st_mode) && st.st_nlink > 1;
+}
+
+// `from` moved to `to`, a folder on a held name's way: what lands there and on the rest of the
+// way may not be a link (the protected link's way would lead elsewhere: `.bashrc ->
+// d/bashrc`, and a link `x -> notes` renamed to `d`), nor bring the held name itself. Names
+// that are not there yet are judged when made.
+int WorkspaceJudge::decide_way(const WalkedPath& from, const WalkedPath& to) {
+  auto to_rel = in_workspace(to);
+  if (!held_ || !to_rel || from.name.empty()) return 0;
+  for (const HeldName* held : held_->beyond(*to_rel)) {
+    Fd dir(::fcntl(from.parent.get(), F_DUPFD_CLOEXEC, 0));
+    std::string name = from.name;
+    // The components of the way from where the moved object lands to the held name's folder.
+    for (size_t i = to_rel->size(); dir; ++i) {
+      struct stat st {};
+      if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) break;
+      if (S_ISLNK(st.st_mode))
+        return refuse(*to_rel, Change::rename,
+                      "a link would stand on the way of the protected link " + held->link);
+      if (i >= held->path.size())
+        return refuse(*to_rel, Change::rename,
+                      "it would bring a name on the way of the protected link " + held->link);
+      if (!S_ISDIR(st.st_mode)) break;
+      dir = Fd(::openat(dir.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      name = held->path[i];
+    }
+  }
+  return 0;
 }
 
 // Degraded mode: a link in the workspace whose own name the rule closes, followed on the way
@@ -244,6 +327,10 @@ int WorkspaceJudge::decide_link(const WalkedPath& at, const std::string& target)
   auto target_rel = error ? std::nullopt : in_workspace(points);
   if (!target_rel || target_rel->empty())
     return refuse(*relative, Change::link, "a link that leads out of the workspace");
+  auto ways = held_ ? held_->beyond(*relative) : std::vector<const HeldName*>{};
+  if (!ways.empty() && !on_read_only_mount(at))
+    return refuse(*relative, Change::link,
+                  "a link would stand on the way of the protected link " + ways.front()->link);
   return decide(points, Change::link);
 }
 

@@ -30,6 +30,17 @@
 // (read_only_patterns, workspace_broker.hpp). In both modes the links inside the workspace on
 // the way to an --ro path, as given, are protected names (jail_plan.hpp,
 // read_only_link_patterns): no mount holds a link's own name.
+//
+// Two more closures, in both modes. The names on a protected link's way (held_names.hpp: every
+// link it passes through, and where it ends, whether that exists or not, with all below it) are
+// closed as the protected name is, a folder on that way is not moved, and no link may be made
+// on, or moved onto, a folder on it: the survey finds them on the host, and the broker holds the
+// last survey's. They are weighed last, after the mounts: what a guard (a read-only mount)
+// already holds keeps the kernel's answer (EROFS, EBUSY). A regular file
+// with more than one name (a hard link the host made: the sandbox can make none) is not written,
+// re-moded, re-owned or re-timed through any of them: its other name may be a protected file's
+// (`ln W/.bashrc W/notes/bashrc.bak`), and which it is the broker cannot know without walking
+// the workspace.
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -40,6 +51,7 @@
 
 #include "sandbox/jail/sandbox_mounts.hpp"
 #include "sandbox/jail/sandbox_paths.hpp"
+#include "sandbox/layers/held_names.hpp"
 #include "sandbox/layers/workspace_rule.hpp"
 
 namespace belljar {
@@ -73,16 +85,18 @@ class WorkspaceJudge {
   // the objects' own mount roots are weighed. `links_by_name` (degraded mode, where no guard is
   // mounted over a link's target): a change reached through a link in the workspace whose own
   // name the rule closes (.bashrc -> dotfiles/bashrc) is refused as a change of that name.
+  // `held`: the names on protected links' ways, closed too (none: nothing held).
   WorkspaceJudge(const WorkspaceRule& rule, const std::vector<std::string>& workspace,
                  const std::vector<std::vector<std::string>>& roots, int root, Refuse refuse,
-                 Mounts mounts = {}, bool links_by_name = false)
+                 Mounts mounts = {}, bool links_by_name = false, const HeldNames* held = nullptr)
       : rule_(rule),
         workspace_(workspace),
         roots_(roots),
         root_(root),
         refuse_(std::move(refuse)),
         mounts_(std::move(mounts)),
-        links_by_name_(links_by_name) {}
+        links_by_name_(links_by_name),
+        held_(held) {}
 
   // The target's components below the workspace, if it is in it.
   std::optional<std::vector<std::string>> in_workspace(const WalkedPath& at) const;
@@ -93,9 +107,10 @@ class WorkspaceJudge {
   int decide(const WalkedPath& at, Change change);
 
   // A rename of `from` to `to` with renameat2's `flags`: both names, everything below a folder
-  // that moves (where it stands and where it goes), and a folder that would complete an
-  // environment's shape where it lands; with RENAME_EXCHANGE, each way. Last, neither end may be
-  // a mount point or a folder above one (EBUSY).
+  // that moves (where it stands and where it goes), a folder that would complete an
+  // environment's shape where it lands, and a link that would land on a held name's way; with
+  // RENAME_EXCHANGE, each way. Last, neither end may be a mount point or a folder above one
+  // (EBUSY).
   int decide_rename(const WalkedPath& from, const WalkedPath& to, unsigned flags);
 
   // What the kernel would refuse by two objects' kinds when `moved` replaces `replaced` (a
@@ -105,7 +120,8 @@ class WorkspaceJudge {
 
   // A symlink whose text is `target`, made at `at` (judged first as a new name, Change::create):
   // in the workspace it may only lead to an ordinary place in the workspace, resolved from where
-  // it stands (a host tool writes through it); elsewhere its text is not looked at.
+  // it stands (a host tool writes through it), and may not stand on a held name's way;
+  // elsewhere its text is not looked at.
   int decide_link(const WalkedPath& at, const std::string& target);
 
   // A mode set on `at` (a file or folder `st` describes): no set-id bit, and no folder in the
@@ -119,6 +135,11 @@ class WorkspaceJudge {
   int decide_links(const WalkedPath& at, Change change);
   int decide_subtree(const WalkedPath& from, const WalkedPath& to);
   int decide_environment_by_rename(const WalkedPath& from, const WalkedPath& to);
+  int decide_held(const WalkedPath& at, Change change, bool moved = false);
+  int decide_way(const WalkedPath& from, const WalkedPath& to);
+  std::optional<std::string> held_reason(const std::vector<std::string>& relative) const;
+  static bool has_other_names(const WalkedPath& at);
+  static bool on_read_only_mount(const WalkedPath& at);
   bool makes_an_environment(const WalkedPath& at) const;
   bool in_a_homes_bin(const WalkedPath& at, const std::vector<std::string>& relative) const;
   bool in_environment(const WalkedPath& at) const;
@@ -130,6 +151,7 @@ class WorkspaceJudge {
   Refuse refuse_;
   Mounts mounts_;
   bool links_by_name_;
+  const HeldNames* held_;
 };
 
 }  // namespace belljar

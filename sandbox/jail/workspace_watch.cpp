@@ -125,6 +125,7 @@ std::vector<GuardedPath> WorkspaceWatch::first_survey() {
   std::erase_if(first.guards,
                 [](const GuardedPath& guard) { return guard.relative == kMorgueName; });
   remember(first.guards);
+  held_ = std::move(first.held);
   return first.guards;
 }
 
@@ -213,6 +214,7 @@ SurveyReport WorkspaceWatch::survey(std::optional<uint64_t> baseline, bool measu
   try {
     sweep_morgue(false);  // what nobody holds any more is neither kept nor counted
     WorkspaceSurvey now = survey_workspace(spec_.workspace, rules(measure));
+    held_ = std::move(now.held);
     std::vector<GuardedPath> fresh;
     for (const auto& guard : now.guards) {
       auto known = guarded_.find(guard.relative);

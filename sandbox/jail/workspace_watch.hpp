@@ -54,6 +54,9 @@ class WorkspaceWatch {
   // `measure`: also sum the workspace's bytes (a stat per file; the quick survey before a cell
   // skips it, the timer's surveys do it).
   SurveyReport survey(std::optional<uint64_t> baseline, bool measure);
+  // The names on protected links' ways, as the last survey that succeeded found them (the
+  // broker holds them: held_names.hpp).
+  const HeldNames& held() const { return held_; }
 
  private:
   WorkspaceRules rules(bool measure) const;
@@ -66,8 +69,9 @@ class WorkspaceWatch {
   JailSpec spec_;
   Fd user_ns_, mnt_ns_;
   std::map<std::string, unsigned long> guarded_;  // relative path -> host inode it guards
-  bool over_ = false;                             // over the quota, as last measured
-  bool has_morgue_ = false;                       // first_survey made (or emptied) it
+  HeldNames held_;
+  bool over_ = false;        // over the quota, as last measured
+  bool has_morgue_ = false;  // first_survey made (or emptied) it
   std::string morgue_name_;  // this warden's folder of the morgue (morgue_folder)
   Fd morgue_lock_;           // that folder, flock'd while the warden lives (a start spares it)
   bool read_only_ = false;   // the workspace mount is read-only (EBUSY can hold it back)

@@ -442,7 +442,9 @@ void WorkerProcess::await_ready(Fd control, bool namespaces, std::string morgue_
         ::fcntl(control.get(), F_SETFL, O_NONBLOCK);
         status_ = std::move(control);
         status_reader_ = std::move(reader);  // holds whatever followed the ready report
-        guards_workspace_ = namespaces;
+        // Both modes survey: strict's surveys mount guards and measure the quota, degraded
+        // mode's find the names protected links lead through, for its broker to hold.
+        guards_workspace_ = true;
         morgue_workspace_ = std::move(morgue_workspace);
         landlocked_ = !namespaces;
         return;

@@ -112,8 +112,9 @@ class WorkerProcess final : public WorkspaceGuardChannel, public LimitedSandbox 
   // The caller hands it to the EgressProxy.
   Fd take_egress_channel() { return std::move(egress_channel_); }
 
-  // The workspace guard (workspace_watch.hpp), full jail only: ask the warden to survey the
-  // workspace again; its reply arrives on status_fd() and is taken with take_survey().
+  // The workspace guard: ask the warden to survey the workspace again (strict mode: its guards
+  // and the quota, workspace_watch.hpp; both modes: the names protected links lead through,
+  // held_names.hpp); its reply arrives on status_fd() and is taken with take_survey().
   bool guards_workspace() const override { return guards_workspace_; }
   void request_survey(std::optional<uint64_t> baseline, bool measure) override;
   std::optional<SurveyReport> take_survey() override;

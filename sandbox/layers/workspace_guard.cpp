@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "sandbox/layers/held_names.hpp"
 #include "sandbox/os/fd.hpp"
 #include "sandbox/os/path_parts.hpp"
 #include "sandbox/os/setup_error.hpp"
@@ -205,16 +206,13 @@ class Survey {
       GuardKind kind = secret ? GuardKind::mask : GuardKind::read_only;
       if (guarded) {
         if (type == DT_LNK) {
-          auto target = canonical_path(workspace_ + "/" + relative());
-          auto below = target ? path_below(*target, workspace_) : std::nullopt;
-          struct stat target_st {};
-          if (below)
-            add(*below, ::stat(target->c_str(), &target_st) == 0 && S_ISDIR(target_st.st_mode),
-                kind, guarded->text);
+          hold_way(kind, guarded->text);
         } else {
           add(relative(), type == DT_DIR, kind, guarded->text);  // a directory is guarded whole
+          // Not walked for the quota below: a masked directory is empty inside, a read-only one
+          // can't grow. Its links are followed all the same: a host tool follows them.
+          if (type == DT_DIR) links_below(dir, name, kind, guarded->text);
         }
-        // Not walked below: a masked directory is empty inside, a read-only one can't grow.
       } else if (type == DT_DIR) {
         descend(dir, name);
       } else if (have_stat) {
@@ -251,6 +249,59 @@ class Survey {
         result_.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
     }
     ::closedir(morgue);
+  }
+
+  // The link at relative() is protected (or hidden) as `kind`: every name on its way in the
+  // workspace is held (held_names.hpp), and an end there that exists is guarded as the link.
+  void hold_way(GuardKind kind, const std::string& reason) {
+    std::string link = relative();
+    LinkWay way = follow_link_way(workspace_ + "/" + link);
+    bool bounded = true;
+    for (const auto& passed : way.links)
+      bounded = result_.held.hold(workspace_, passed, link) && bounded;
+    if (way.end) {
+      bounded = result_.held.hold(workspace_, *way.end, link) && bounded;
+      auto below = path_below(*way.end, workspace_);
+      struct stat end_st {};
+      if (below && ::stat(way.end->c_str(), &end_st) == 0)
+        add(*below, S_ISDIR(end_st.st_mode), kind, reason);
+    }
+    if (!bounded)
+      throw SetupError("the workspace " + workspace_ + " holds more than " +
+                       std::to_string(kMaxHeldNames) +
+                       " names on the ways of protected links; remove some links");
+  }
+
+  // The links anywhere below the guarded folder `name` in `dir`, each held as a protected one
+  // (`.git/hooks/pre-commit -> ../../hooks/pre-commit`). Names only (the entries' types as
+  // readdir gives them); what cannot be read is left: the host's user could not follow it
+  // either.
+  void links_below(DIR* dir, const std::string& name, GuardKind kind, const std::string& reason) {
+    if (stack_.size() >= kMaxDepth) return;
+    int fd = ::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    DIR* inner = ::fdopendir(fd);
+    if (!inner) {
+      ::close(fd);
+      return;
+    }
+    while (dirent* entry = ::readdir(inner)) {
+      std::string child = entry->d_name;
+      if (child == "." || child == "..") continue;
+      unsigned char type = entry->d_type;
+      if (type == DT_UNKNOWN) {
+        struct stat st {};
+        if (::fstatat(::dirfd(inner), child.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+      }
+      stack_.push_back(child);
+      if (type == DT_LNK)
+        hold_way(kind, reason);
+      else if (type == DT_DIR)
+        links_below(inner, child, kind, reason);
+      stack_.pop_back();
+    }
+    ::closedir(inner);
   }
 
   void descend(DIR* dir, const std::string& name) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "sandbox/jail_protocol/jail_reports.hpp"
+#include "sandbox/layers/held_names.hpp"
 #include "sandbox/os/fd.hpp"
 
 namespace belljar {
@@ -54,14 +55,17 @@ struct WorkspaceRules {
 
 struct WorkspaceSurvey {
   std::vector<GuardedPath> guards;  // parents before children
+  HeldNames held;                   // the names on protected links' ways (held_names.hpp)
   uint64_t bytes = 0;               // allocated bytes of everything not masked
   uint64_t entries = 0;
 };
 
-// Walks the workspace (never following symlinks). A matching symlink is followed on the host:
-// when it points inside the workspace, its target is guarded (outside, it resolves inside the
-// jail's root, where host files do not exist). Throws SetupError only when the workspace
-// itself can't be read or the guards can't be bounded.
+// Walks the workspace (never following symlinks). A matching symlink, and each symlink below a
+// matching folder, is followed on the host: every name on its way inside the workspace is held
+// (held_names.hpp), and where it ends inside the workspace, if that exists, is guarded as the
+// link (outside, it resolves inside the jail's root, where host files do not exist). Throws
+// SetupError only when the workspace itself can't be read, or the guards or held names can't be
+// bounded.
 WorkspaceSurvey survey_workspace(const std::string& workspace, const WorkspaceRules& rules);
 
 // The write lease a last name's removal asks for (workspace_rule.hpp, removal_of) on the file

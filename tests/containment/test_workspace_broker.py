@@ -1699,3 +1699,168 @@ attempt('write through it', lambda: open('lnk/a.txt', 'w').write('PWN'))
         assert all(outcome != "done" for outcome in got.values()), got
         assert (ws / "lnk").is_symlink()
         assert (ws / "lnk" / "a.txt").read_text() == "keep\n"
+
+
+# --- the names on a protected link's way (held_names.hpp), and a file's second name ---
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_link_on_a_protected_links_way_is_held(mode):
+    # B1 of the outside pass: .bashrc -> dotfiles/bashrc -> ../real/bashrc. Only the last target
+    # was guarded; the middle link was renamed away and replaced, and the host's .bashrc ran it.
+    with fresh_workspace("belljar-broker-chain-") as ws:
+        (ws / "dotfiles").mkdir()
+        (ws / "real").mkdir()
+        (ws / "real" / "bashrc").write_text("orig\n")
+        (ws / "dotfiles" / "bashrc").symlink_to("../real/bashrc")
+        (ws / ".bashrc").symlink_to("dotfiles/bashrc")
+        (ws / "notes").mkdir()
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('rename the middle link', lambda: os.rename('dotfiles/bashrc', 'dotfiles/old'))
+attempt('remove the middle link', lambda: os.unlink('dotfiles/bashrc'))
+attempt('write the end by its name', lambda: open('real/bashrc', 'a').write('echo PWN\\n'))
+attempt('rename the end', lambda: os.rename('real/bashrc', 'real/old'))
+attempt('rename the folder of the link', lambda: os.rename('dotfiles', 'dotfiles_old'))
+attempt('rename the folder of the end', lambda: os.rename('real', 'real_old'))
+attempt('re-time the end', lambda: os.utime('real/bashrc', (0, 0)))
+"""
+            got, notices = errno_results_of(kc, code)
+            ordinary, _ = errno_results_of(kc, "attempt('ordinary', lambda: open('notes/a.txt', 'w').write('x'))")
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert ordinary == {"ordinary": "done"}
+        assert os.readlink(ws / "dotfiles" / "bashrc") == "../real/bashrc"
+        assert (ws / ".bashrc").read_text() == "orig\n"
+        assert "on the way of the protected link .bashrc" in notices, notices
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_protected_link_to_a_missing_name_holds_that_name(mode):
+    # B3: a protected name whose link leads nowhere yet. Its end was made by its ordinary name,
+    # and the host's shell or editor read it. No link may stand on the way either.
+    with fresh_workspace("belljar-broker-dangling-") as ws:
+        (ws / "d2").mkdir()
+        (ws / ".profile").symlink_to("d2/myprofile")
+        (ws / ".vscode").symlink_to("data")
+        (ws / ".zprofile").symlink_to("d4/zprofile")
+        (ws / "notes").mkdir()
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('make the end', lambda: open('d2/myprofile', 'w').write('echo PWN\\n'))
+attempt('make the folder end', lambda: os.mkdir('data'))
+attempt('a link on the way', lambda: os.symlink('notes', 'd4'))
+os.symlink('notes', 'lnk')
+attempt('a link moved onto the way', lambda: os.rename('lnk', 'd4'))
+os.mkdir('x'); os.symlink('../notes/z', 'x/zprofile')
+attempt('a folder with the end moved in', lambda: os.rename('x', 'd4'))
+os.mkdir('d4')
+attempt('make the end below a made folder', lambda: open('d4/zprofile', 'w').write('echo PWN\\n'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert not (ws / "d2" / "myprofile").exists()
+        assert not (ws / "data").exists()
+        assert (ws / "d4").is_dir() and not (ws / "d4").is_symlink()
+        assert not (ws / "d4" / "zprofile").exists() and not (ws / "notes" / "zprofile").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_protected_links_end_is_closed_by_its_own_name_and_from_inside(mode):
+    # Degraded mode held a change through the link by the link's name, but not the end's own
+    # name, nor a change made from inside it (chdir('.vscode'), then a relative name).
+    with fresh_workspace("belljar-broker-end-name-") as ws:
+        (ws / "data").mkdir()
+        (ws / "data" / "settings.json").write_text("{}\n")
+        (ws / ".vscode").symlink_to("data")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('write the end by its name', lambda: open('data/settings.json', 'w').write('PWN'))
+attempt('a new file in the end', lambda: open('data/tasks.json', 'w').write('PWN'))
+os.chdir('.vscode')
+attempt('a new file from inside', lambda: open('tasks.json', 'w').write('PWN'))
+attempt('write from inside', lambda: open('settings.json', 'a').write('PWN'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert (ws / "data" / "settings.json").read_text() == "{}\n"
+        assert not (ws / "data" / "tasks.json").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_link_inside_a_protected_folder_holds_its_way(mode):
+    # `ln -s ../../hooks/pre-commit .git/hooks/pre-commit`, git's usual way to share a hook: the
+    # host's git runs hooks/pre-commit, a plain name in the workspace.
+    with fresh_workspace("belljar-broker-hook-link-") as ws:
+        (ws / ".git" / "hooks").mkdir(parents=True)
+        (ws / "hooks").mkdir()
+        (ws / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+        (ws / ".git" / "hooks" / "pre-commit").symlink_to("../../hooks/pre-commit")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('write the hook', lambda: open('hooks/pre-commit', 'a').write('touch /tmp/PWN\\n'))
+attempt('replace the hook', lambda: os.rename('hooks', 'hooks_old'))
+attempt('remove the hook', lambda: os.unlink('hooks/pre-commit'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert (ws / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_link_the_host_makes_while_the_kernel_runs_is_held_at_the_next_cell(mode):
+    with fresh_workspace("belljar-broker-late-link-") as ws:
+        (ws / "dotfiles").mkdir()
+        (ws / "dotfiles" / "bashrc").write_text("orig\n")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            before, _ = errno_results_of(
+                kc, f"attempt('before', lambda: open({str(ws / 'dotfiles' / 'bashrc')!r}, 'a'))")
+            (ws / ".bashrc").symlink_to("dotfiles/bashrc")
+            after, _ = errno_results_of(kc, f"""
+attempt('after', lambda: open({str(ws / 'dotfiles' / 'bashrc')!r}, 'a').write('echo PWN'))
+""")
+        assert before == {"before": "done"}
+        assert after["after"] != "done", after
+        assert (ws / "dotfiles" / "bashrc").read_text() == "orig\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_file_with_a_second_name_is_not_changed_through_it(mode):
+    # B4: a hard link the host made is a second name for a guarded (or --ro) file. The sandbox
+    # makes none itself (EPERM); the broker cannot tell which other name a file has.
+    with fresh_workspace("belljar-broker-hard-link-") as ws:
+        (ws / ".bashrc").write_text("orig\n")
+        (ws / "notes").mkdir()
+        os.link(ws / ".bashrc", ws / "notes" / "bashrc.bak")
+        (ws / "config.yaml").write_text("cfg\n")
+        os.link(ws / "config.yaml", ws / "notes" / "copy.yaml")
+        (ws / "notes" / "plain.txt").write_text("plain\n")
+        open_to_all(ws)
+        mode_before = (ws / ".bashrc").stat().st_mode
+        with kernel(mode, ws, ["--ro", str(ws / "config.yaml")]) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('append to the dot-file', lambda: open('notes/bashrc.bak', 'a').write('echo PWN\\n'))
+attempt('truncate the dot-file', lambda: os.truncate('notes/bashrc.bak', 0))
+attempt('re-mode the dot-file', lambda: os.chmod('notes/bashrc.bak', 0o600))
+attempt('append to the --ro file', lambda: open('notes/copy.yaml', 'a').write('PWN\\n'))
+"""
+            got, notices = errno_results_of(kc, code)
+            ordinary, _ = errno_results_of(kc, f"""
+os.chdir({str(ws)!r})
+attempt('read the second name', lambda: open('notes/bashrc.bak').read())
+attempt('write a plain file', lambda: open('notes/plain.txt', 'a').write('more\\n'))
+""")
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert ordinary == {"read the second name": "done", "write a plain file": "done"}
+        assert (ws / ".bashrc").read_text() == "orig\n"
+        assert (ws / ".bashrc").stat().st_mode == mode_before
+        assert (ws / "config.yaml").read_text() == "cfg\n"
+        assert "another name (a hard link" in notices, notices

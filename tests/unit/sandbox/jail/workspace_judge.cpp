@@ -538,3 +538,107 @@ TEST_CASE("degraded, a change through a link with a closed name is that name's",
   REQUIRE(scene.refused.size() == 1);
   CHECK(scene.refused[0].path == ".zshrc");
 }
+
+TEST_CASE("the names on a protected link's way are closed, and no link stands on it",
+          "[workspace-judge]") {
+  // What the survey holds for .bashrc -> dotfiles/bashrc -> ../real/bashrc and .profile ->
+  // d2/myprofile (not there yet), as the warden hands it to the broker.
+  Scene scene;
+  fs::create_directories(scene.ws / "dotfiles");
+  fs::create_directories(scene.ws / "real");
+  touch(scene.ws / "real/bashrc");
+  fs::create_symlink("../real/bashrc", scene.ws / "dotfiles/bashrc");
+  fs::create_directories(scene.ws / "d2");
+  fs::create_directory_symlink("plain", scene.ws / "plainlink");
+  fs::create_directories(scene.ws / "carrier2");
+  fs::create_symlink("../plain", scene.ws / "carrier2/d3");
+  HeldNames held;
+  std::string ws = (scene.dir / "ws").string();
+  for (const char* name : {"dotfiles/bashrc", "real/bashrc", "d2/myprofile", "d3/sub/rc"})
+    REQUIRE(held.hold(ws, ws + "/" + name, ".bashrc"));
+  WorkspaceJudge judge{scene.rule,
+                       scene.workspace,
+                       scene.roots,
+                       scene.root.get(),
+                       [&](BrokerRefusal r) { scene.refused.push_back(r); },
+                       {},
+                       false,
+                       &held};
+  for (const auto& row : std::initializer_list<Row>{
+           {"/ws/real/bashrc", Change::write, EACCES},  // the end, by its own name
+           {"/ws/real/bashrc", Change::times, EPERM},
+           {"/ws/dotfiles/bashrc", Change::remove, EACCES},  // a link on the way
+           {"/ws/d2/myprofile", Change::create, EACCES},     // an end not there yet
+           {"/ws/d3", Change::make_folder, 0},               // a folder on the way
+           {"/ws/real/other", Change::create, 0},            // beside the end
+           {"/ws/data.csv", Change::write, 0},
+       }) {
+    INFO(row.path << " " << spelled(row.change));
+    scene.refused.clear();
+    CHECK(judge.decide(scene.walk(row.path), row.change) == row.expected);
+    CHECK(scene.refused.size() == (row.expected ? 1u : 0u));
+  }
+  scene.refused.clear();
+  CHECK(judge.decide(scene.walk("/ws/real/bashrc"), Change::write) == EACCES);
+  REQUIRE(scene.refused.size() == 1);
+  CHECK(scene.refused[0].reason == "on the way of the protected link .bashrc");
+
+  struct RenameRow {
+    const char* from;
+    const char* to;
+    unsigned flags;
+    int expected;
+  };
+  for (const auto& row : std::initializer_list<RenameRow>{
+           {"/ws/dotfiles/bashrc", "/ws/dotfiles/old", 0, EACCES},  // the middle link away
+           {"/ws/data.csv", "/ws/d2/myprofile", 0, EACCES},         // onto an end
+           {"/ws/real", "/ws/real2", 0, EACCES},                    // it carries the end away
+           {"/ws/plainlink", "/ws/d2", 0, EACCES},                  // a link onto the way
+           {"/ws/carrier2", "/ws/d3x", 0, 0},                       // a link off the way
+           {"/ws/plain", "/ws/d3", 0, 0},                           // a folder, no link in it
+           {"/ws/plain", "/ws/plain2", 0, 0},
+       }) {
+    INFO(row.from << " -> " << row.to);
+    CHECK(judge.decide_rename(scene.walk(row.from), scene.walk(row.to), row.flags) == row.expected);
+  }
+  // A folder moved to d3 whose `sub` is a link: the way d3/sub/rc would go through it.
+  fs::create_directories(scene.ws / "mover");
+  fs::create_directory_symlink("../plain", scene.ws / "mover/sub");
+  CHECK(judge.decide_rename(scene.walk("/ws/mover"), scene.walk("/ws/d3"), 0) == EACCES);
+  // A folder on a way is not moved, even where its held name is not there yet (d2/myprofile).
+  CHECK(judge.decide_rename(scene.walk("/ws/d2"), scene.walk("/ws/d2x"), 0) == EACCES);
+  // Exchanged, each lands where the other stood: a plain folder for the link, the link lands
+  // on d3's way.
+  fs::create_directories(scene.ws / "d3");
+  CHECK(judge.decide_rename(scene.walk("/ws/course"), scene.walk("/ws/plainlink"), 0) == 0);
+  CHECK(judge.decide_rename(scene.walk("/ws/d3"), scene.walk("/ws/plainlink"), 0) == EACCES);
+  CHECK(judge.decide_rename(scene.walk("/ws/plainlink"), scene.walk("/ws/course"),
+                            RENAME_EXCHANGE) == 0);
+  CHECK(judge.decide_rename(scene.walk("/ws/plainlink"), scene.walk("/ws/d3"), RENAME_EXCHANGE) ==
+        EACCES);
+  // A link made on the way, or at a held name; elsewhere as before.
+  CHECK(judge.decide_link(scene.walk("/ws/d3"), "plain") == EACCES);
+  CHECK(judge.decide_link(scene.walk("/ws/l1"), "proj") == 0);
+  // Without the held names (the judge of the scene), the same changes are ordinary.
+  CHECK(scene.judge.decide(scene.walk("/ws/real/bashrc"), Change::write) == 0);
+  CHECK(scene.judge.decide_link(scene.walk("/ws/d3"), "plain") == 0);
+}
+
+TEST_CASE("a file with a second name is not changed through either", "[workspace-judge]") {
+  // A hard link the host made: the other name may be a guarded one (.bashrc).
+  Scene scene;
+  REQUIRE(::link((scene.ws / ".bashrc").c_str(), (scene.ws / "proj/bashrc.bak").c_str()) == 0);
+  check_rows(scene, {
+                        {"/ws/proj/bashrc.bak", Change::write, EACCES},
+                        {"/ws/proj/bashrc.bak", Change::mode, EPERM},
+                        {"/ws/proj/bashrc.bak", Change::owner, EPERM},
+                        {"/ws/proj/bashrc.bak", Change::times, EPERM},
+                        {"/ws/proj/bashrc.bak", Change::remove, 0},  // a name goes, not the file
+                        {"/ws/proj/notes.md", Change::write, 0},
+                        {"/ws/proj", Change::mode, 0},  // a folder's links are its entries
+                    });
+  scene.refused.clear();
+  CHECK(scene.judge.decide(scene.walk("/ws/proj/bashrc.bak"), Change::write) == EACCES);
+  REQUIRE(scene.refused.size() == 1);
+  CHECK(scene.refused[0].reason.find("another name (a hard link") != std::string::npos);
+}
