@@ -15,10 +15,11 @@ cmake --build "$build" -j"$(nproc)"
 # (scripts/python-env.sh; seconds once pip's cache has them): ruff, for `style: ruff`; a
 # learner's venv of current PyPI releases the notebooks run in (tests/integration/test_notebooks);
 # and the Jupyter frontends and clients the tests drive (JupyterLab, Notebook 7, nbclient,
-# papermill, jupyter_kernel_test, ipykernel as the baseline). BELLJAR_VENVS=0 skips them (the
-# sanitizer build, whose tests are the unit tests and the fuzzers).
+# papermill, jupyter_kernel_test, ipykernel as the baseline); and the official MCP Python SDK, as
+# an agent's client. BELLJAR_VENVS=0 skips them (the sanitizer build, whose tests are the unit
+# tests and the fuzzers).
 if [ "${BELLJAR_VENVS:-1}" != 0 ]; then
-  for name in lint sandbox-python frontends; do
+  for name in lint sandbox-python frontends mcp-sdk; do
     "$root/scripts/python-env.sh" "$name" "$build" >/dev/null
   done
   # The peers' test suites, from their sdists (tests/peers/run_peer_suites.py runs them).

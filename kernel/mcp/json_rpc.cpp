@@ -77,10 +77,10 @@ json json_rpc_result(const json& id, json result) {
   return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
 }
 
-json json_rpc_error(const json& id, JsonRpcError code, const std::string& message) {
-  return {{"jsonrpc", "2.0"},
-          {"id", id},
-          {"error", {{"code", static_cast<int>(code)}, {"message", message}}}};
+json json_rpc_error(const json& id, JsonRpcError code, const std::string& message, json data) {
+  json error = {{"code", static_cast<int>(code)}, {"message", message}};
+  if (!data.is_null()) error["data"] = std::move(data);
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
 }
 
 json json_rpc_notification(const std::string& method, json params) {

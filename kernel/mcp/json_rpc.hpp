@@ -14,6 +14,7 @@ enum class JsonRpcError : int {
   method_not_found = -32601,
   invalid_params = -32602,
   internal_error = -32603,
+  unsupported_protocol_version = -32022,  // MCP 2026-07-28: data names the versions spoken
 };
 
 struct JsonRpcMessage {
@@ -31,7 +32,7 @@ JsonRpcMessage parse_json_rpc(std::string_view line);
 
 nlohmann::json json_rpc_result(const nlohmann::json& id, nlohmann::json result);
 nlohmann::json json_rpc_error(const nlohmann::json& id, JsonRpcError code,
-                              const std::string& message);
+                              const std::string& message, nlohmann::json data = nullptr);
 nlohmann::json json_rpc_notification(const std::string& method, nlohmann::json params);
 
 }  // namespace belljar

@@ -128,6 +128,16 @@ void McpFrontend::handle_line(std::string_view line) {
 void McpFrontend::handle_request(const JsonRpcMessage& message) {
   const std::string& method = message.method;
   const json& params = message.params;
+  std::optional<NamedRevision> named = revision_named_in(params);
+  if (named && !named->revision) {
+    send(json_rpc_error(message.id, JsonRpcError::unsupported_protocol_version,
+                        "unsupported protocol version: " + named->unsupported,
+                        {{"supported", mcp_versions()}, {"requested", named->unsupported}}));
+    return;
+  }
+  const McpRevision& revision = named       ? *named->revision
+                                : revision_ ? *revision_
+                                            : negotiate_mcp_revision(nullptr);
   if (method == "initialize") {
     auto requested = params.find("protocolVersion");
     if (requested == params.end() || !requested->is_string()) {
@@ -135,31 +145,40 @@ void McpFrontend::handle_request(const JsonRpcMessage& message) {
                           "invalid params: initialize needs protocolVersion"));
       return;
     }
-    protocol_version_ = negotiate_mcp_version(*requested);
-    json server_info = {{"name", "belljar"}, {"version", BELLJAR_VERSION}};
-    if (protocol_version_ >= "2025-06-18") server_info["title"] = "belljar: Python in a sandbox";
-    send(json_rpc_result(message.id, {{"protocolVersion", protocol_version_},
+    revision_ = &negotiate_mcp_revision(*requested);
+    send(json_rpc_result(message.id, {{"protocolVersion", revision_->version},
                                       {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                                      {"serverInfo", server_info},
+                                      {"serverInfo", mcp_server_info(*revision_)},
                                       {"instructions", mcp_server_instructions(policy_)}}));
+  } else if (method == "server/discover") {
+    json result = {{"supportedVersions", mcp_versions()},
+                   {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                   {"instructions", mcp_server_instructions(policy_)},
+                   {"_meta", {{"io.modelcontextprotocol/serverInfo", mcp_server_info(revision)}}}};
+    answer(message.id, std::move(result), *mcp_revision("2026-07-28"), true);
   } else if (method == "ping") {
-    send(json_rpc_result(message.id, json::object()));
+    answer(message.id, json::object(), revision);
   } else if (method == "tools/list") {
-    json tools = mcp_tool_list(policy_);
-    for (auto& tool : tools) {
-      // Fields of later revisions stay out of an older client's way.
-      if (!protocol_version_.empty() && protocol_version_ < "2025-06-18") {
-        tool.erase("outputSchema");
-        tool.erase("title");
-      }
-      if (!protocol_version_.empty() && protocol_version_ < "2025-03-26") tool.erase("annotations");
-    }
-    send(json_rpc_result(message.id, {{"tools", tools}}));
+    answer(message.id, {{"tools", mcp_tool_list(policy_, revision)}}, revision, true);
   } else if (method == "tools/call") {
-    queue_tool_call(message);
+    queue_tool_call(message, revision);
   } else {
     send(json_rpc_error(message.id, JsonRpcError::method_not_found, "method not found: " + method));
   }
+}
+
+// A result as `revision` shapes it: from 2026-07-28 each carries its resultType, and a result a
+// client may cache says for how long (not at all: tools and limits follow the policy) and for
+// whom.
+void McpFrontend::answer(const json& id, json result, const McpRevision& revision, bool cacheable) {
+  if (revision.tagged_results) {
+    result["resultType"] = "complete";
+    if (cacheable) {
+      result["ttlMs"] = 0;
+      result["cacheScope"] = "private";
+    }
+  }
+  send(json_rpc_result(id, std::move(result)));
 }
 
 void McpFrontend::handle_notification(const JsonRpcMessage& message) {
@@ -170,7 +189,7 @@ void McpFrontend::handle_notification(const JsonRpcMessage& message) {
   // notifications/initialized and anything else: nothing to do.
 }
 
-void McpFrontend::queue_tool_call(const JsonRpcMessage& message) {
+void McpFrontend::queue_tool_call(const JsonRpcMessage& message, const McpRevision& revision) {
   const json& params = message.params;
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
@@ -193,6 +212,7 @@ void McpFrontend::queue_tool_call(const JsonRpcMessage& message) {
   }
   ToolCall call;
   call.id = message.id;
+  call.revision = &revision;
   call.tool = *tool;
   call.arguments = std::move(arguments);
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
@@ -244,8 +264,9 @@ void McpFrontend::start_next() {
       ToolCall done = std::move(*running_);
       running_.reset();
       start_due_ = true;
-      send(json_rpc_result(done.id,
-                           for_client(file_tool_result(done.tool, done.arguments, policy_))));
+      answer(done.id,
+             for_client(file_tool_result(done.tool, done.arguments, policy_), *done.revision),
+             *done.revision);
       return;
     }
   }
@@ -299,12 +320,12 @@ void McpFrontend::finish_call(const json& reply_content, const json& reply_metad
     log_line("mcp: building the result of " + name + ": " + e.what());
     result = tool_error_result(name + " failed: internal error");
   }
-  send(json_rpc_result(call.id, for_client(std::move(result))));
+  answer(call.id, for_client(std::move(result), *call.revision), *call.revision);
 }
 
-json McpFrontend::for_client(json result) const {
+json McpFrontend::for_client(json result, const McpRevision& revision) {
   // structuredContent is 2025-06-18; an older client gets the run's facts as text instead.
-  if (protocol_version_.empty() || protocol_version_ >= "2025-06-18") return result;
+  if (revision.structured) return result;
   auto structured = result.find("structuredContent");
   if (structured == result.end()) return result;
   if (structured->is_object() && structured->contains("facts"))
@@ -332,7 +353,7 @@ void McpFrontend::send_progress(Clock::time_point now) {
   if (!tail.empty())
     message += "; output so far (last " + std::to_string(kProgressTail) + " bytes):\n" + tail;
   json params = {{"progressToken", *call.progress_token}, {"progress", elapsed}};
-  if (protocol_version_.empty() || protocol_version_ >= "2025-03-26") params["message"] = message;
+  if (call.revision->annotations) params["message"] = message;
   send(json_rpc_notification("notifications/progress", params));
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // The MCP front door: `belljar mcp` serves the Model Context Protocol on stdio (JSON-RPC 2.0,
-// one message per line). stdout carries protocol messages only; logs go to stderr.
+// one message per line). stdout carries protocol messages only; logs go to stderr. It speaks
+// the revisions of mcp_revision.hpp: by initialize through 2025-11-25, and 2026-07-28's
+// per-request revision (server/discover, resultType on every result).
 // Tool calls run one at a time, in the order they came, each as a request to the session
 // core; ping, tools/list and cancellations are answered at once, even while a cell runs.
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "kernel/mcp/json_rpc.hpp"
+#include "kernel/mcp/mcp_revision.hpp"
 #include "kernel/mcp/mcp_tools.hpp"
 #include "kernel/observability/diagnostics.hpp"
 #include "kernel/session/frontend.hpp"
@@ -38,7 +41,8 @@ class McpFrontend : public Frontend {
  private:
   using Clock = std::chrono::steady_clock;
   struct ToolCall {
-    nlohmann::json id;  // the JSON-RPC request's
+    nlohmann::json id;                      // the JSON-RPC request's
+    const McpRevision* revision = nullptr;  // the revision its answer is shaped for
     McpTool tool = McpTool::run_python;
     nlohmann::json arguments;
     std::optional<nlohmann::json> progress_token;
@@ -53,8 +57,10 @@ class McpFrontend : public Frontend {
   void read_input();
   void handle_line(std::string_view line);
   void handle_request(const JsonRpcMessage& message);
+  void answer(const nlohmann::json& id, nlohmann::json result, const McpRevision& revision,
+              bool cacheable = false);
   void handle_notification(const JsonRpcMessage& message);
-  void queue_tool_call(const JsonRpcMessage& message);
+  void queue_tool_call(const JsonRpcMessage& message, const McpRevision& revision);
   void cancel(const nlohmann::json& request_id);
   void start_next();
   void submit_execute(ToolCall& call, const std::string& code, bool silent,
@@ -64,7 +70,7 @@ class McpFrontend : public Frontend {
   void send(const nlohmann::json& message);
   void flush_output();
   void stop_if_done();
-  nlohmann::json for_client(nlohmann::json result) const;
+  static nlohmann::json for_client(nlohmann::json result, const McpRevision& revision);
 
   Kernel& kernel_;
   Policy policy_;
@@ -74,7 +80,9 @@ class McpFrontend : public Frontend {
   bool input_open_ = true;
   bool discarding_ = false;  // dropping the rest of an oversized line
   bool output_broken_ = false;
-  std::string protocol_version_;  // negotiated by initialize
+  // Negotiated by initialize; a request that names its revision in _meta (2026-07-28) is
+  // answered in that one.
+  const McpRevision* revision_ = nullptr;
   std::deque<ToolCall> waiting_;
   std::optional<ToolCall> running_;
   bool start_due_ = false;

@@ -119,18 +119,6 @@ json run_python_output_schema() {
 
 }  // namespace
 
-const std::vector<std::string>& mcp_protocol_versions() {
-  static const std::vector<std::string> versions = {"2025-06-18", "2025-03-26", "2024-11-05"};
-  return versions;
-}
-
-std::string negotiate_mcp_version(const json& requested) {
-  if (requested.is_string())
-    for (auto& version : mcp_protocol_versions())
-      if (version == requested.get<std::string>()) return version;
-  return mcp_protocol_versions().front();
-}
-
 std::optional<McpTool> mcp_tool(std::string_view name) {
   for (const auto& spec : tool_specs())
     if (spec.name == name) return spec.tool;
@@ -161,7 +149,49 @@ json mcp_server_instructions(const Policy& policy) {
   return text;
 }
 
-json mcp_tool_list(const Policy& policy) {
+namespace {
+
+// belljar's icon: a bell jar over a plus, as an SVG (2025-11-25's icons).
+json belljar_icons() {
+  static const std::string svg =
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 64 64\">"
+      "<path d=\"M14 54V30a18 18 0 0 1 36 0v24\" fill=\"#dbeafe\" stroke=\"#1e3a8a\" "
+      "stroke-width=\"4\"/><circle cx=\"32\" cy=\"9\" r=\"4\" fill=\"#1e3a8a\"/>"
+      "<rect x=\"8\" y=\"52\" width=\"48\" height=\"6\" rx=\"2\" fill=\"#1e3a8a\"/>"
+      "<path d=\"M26 40h12M32 34v12\" stroke=\"#2563eb\" stroke-width=\"4\"/></svg>";
+  return json::array({{{"src", "data:image/svg+xml;base64," + base64_encode(svg)},
+                       {"mimeType", "image/svg+xml"},
+                       {"sizes", {"any"}}}});
+}
+
+json tools_as_described(const Policy& policy);
+
+}  // namespace
+
+json mcp_server_info(const McpRevision& revision) {
+  json info = {{"name", "belljar"}, {"version", BELLJAR_VERSION}};
+  if (revision.structured) info["title"] = "belljar: Python in a sandbox";
+  if (revision.icons) info["icons"] = belljar_icons();
+  return info;
+}
+
+json mcp_tool_list(const Policy& policy, const McpRevision& revision) {
+  json tools = tools_as_described(policy);
+  for (auto& tool : tools) {
+    // Fields of later revisions stay out of an older client's way.
+    if (!revision.structured) {
+      tool.erase("outputSchema");
+      tool.erase("title");
+    }
+    if (!revision.annotations) tool.erase("annotations");
+    if (revision.icons) tool["icons"] = belljar_icons();
+  }
+  return tools;
+}
+
+namespace {
+
+json tools_as_described(const Policy& policy) {
   std::string limits = seconds_text(policy.timeout_seconds) +
                        " wall-clock per call (timeout_seconds can only shorten it), " +
                        format_size(policy.memory_bytes) + " of memory for the session";
@@ -271,6 +301,8 @@ json mcp_tool_list(const Policy& policy) {
         {"openWorldHint", false}}}};
   return json::array({run_python, reset_session, list_files, read_file, write_file});
 }
+
+}  // namespace
 
 std::optional<std::string> check_tool_arguments(McpTool tool, const json& arguments) {
   if (!arguments.is_object()) return "arguments must be an object";

@@ -11,22 +11,21 @@
 #include <string>
 #include <string_view>
 
+#include "kernel/mcp/mcp_revision.hpp"
 #include "kernel/session/run_record.hpp"
 #include "sandbox/policy/policy.hpp"
 
 namespace belljar {
-
-// MCP protocol revisions this server speaks, newest first.
-const std::vector<std::string>& mcp_protocol_versions();
-// The client's revision when supported, else the newest one.
-std::string negotiate_mcp_version(const nlohmann::json& requested);
 
 enum class McpTool { run_python, reset_session, list_files, read_file, write_file };
 // The tool a tools/call names, parsed once; nullopt for a name this server does not offer.
 std::optional<McpTool> mcp_tool(std::string_view name);
 std::string_view tool_name(McpTool tool);
 
-nlohmann::json mcp_tool_list(const Policy& policy);
+// The tools as `revision` describes them: fields of later revisions left out.
+nlohmann::json mcp_tool_list(const Policy& policy, const McpRevision& revision);
+// Who this server is, for initialize's serverInfo and server/discover's.
+nlohmann::json mcp_server_info(const McpRevision& revision);
 nlohmann::json mcp_server_instructions(const Policy& policy);
 
 // nullopt when `arguments` suit the tool, else the problem (a JSON-RPC invalid params).

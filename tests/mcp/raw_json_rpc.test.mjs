@@ -70,8 +70,9 @@ describe('belljar mcp on the wire', () => {
   });
 
   it('negotiates the protocol revision', async () => {
-    const cases = [['2025-06-18', '2025-06-18'], ['2025-03-26', '2025-03-26'], ['2024-11-05', '2024-11-05'],
-      ['2025-11-25', '2025-06-18'], ['1999-01-01', '2025-06-18']];
+    // 2026-07-28 has no handshake: initialize answers the newest revision that has one.
+    const cases = [['2025-11-25', '2025-11-25'], ['2025-06-18', '2025-06-18'], ['2025-03-26', '2025-03-26'],
+      ['2024-11-05', '2024-11-05'], ['2026-07-28', '2025-11-25'], ['1999-01-01', '2025-11-25']];
     let id = 100;
     for (const [asked, answered] of cases) {
       const reply = await server.request(++id, 'initialize', initializeParams(asked));

@@ -118,15 +118,18 @@ TEST_CASE("a tool is named once: parsed from its name and spelled back", "[mcp_t
   CHECK_FALSE(mcp_tool("run_pythonx"));
   CHECK_FALSE(mcp_tool(""));
   // what tools/list offers is exactly what a call may name
-  json listed = mcp_tool_list(Policy{});
+  json listed = mcp_tool_list(Policy{}, *mcp_revision("2025-11-25"));
   REQUIRE(listed.size() == 5);
   for (const auto& tool : listed) CHECK(mcp_tool(tool["name"].get<std::string>()));
 }
 
 TEST_CASE("protocol versions: the client's when known, else the newest", "[mcp_tools]") {
-  CHECK(negotiate_mcp_version("2024-11-05") == "2024-11-05");
-  CHECK(negotiate_mcp_version("2025-03-26") == "2025-03-26");
-  CHECK(negotiate_mcp_version("2025-06-18") == "2025-06-18");
-  CHECK(negotiate_mcp_version("2099-01-01") == "2025-06-18");
-  CHECK(negotiate_mcp_version(json(20250618)) == "2025-06-18");
+  CHECK(negotiate_mcp_revision("2024-11-05").version == "2024-11-05");
+  CHECK(negotiate_mcp_revision("2025-03-26").version == "2025-03-26");
+  CHECK(negotiate_mcp_revision("2025-06-18").version == "2025-06-18");
+  CHECK(negotiate_mcp_revision("2025-11-25").version == "2025-11-25");
+  CHECK(negotiate_mcp_revision("2099-01-01").version == "2025-11-25");
+  CHECK(negotiate_mcp_revision(json(20250618)).version == "2025-11-25");
+  // 2026-07-28 has no handshake: initialize never lands on it.
+  CHECK(negotiate_mcp_revision("2026-07-28").version == "2025-11-25");
 }

@@ -1,0 +1,58 @@
+#include "kernel/mcp/mcp_revision.hpp"
+
+namespace belljar {
+
+using json = nlohmann::json;
+
+const std::vector<McpRevision>& mcp_revisions() {
+  //                                   handshake annotations structured icons tagged_results
+  static const std::vector<McpRevision> revisions = {
+      {"2026-07-28", false, true, true, true, true},
+      {"2025-11-25", true, true, true, true, false},
+      {"2025-06-18", true, true, true, false, false},
+      {"2025-03-26", true, true, false, false, false},
+      {"2024-11-05", true, false, false, false, false},
+  };
+  return revisions;
+}
+
+const McpRevision* mcp_revision(std::string_view version) {
+  for (const auto& revision : mcp_revisions())
+    if (revision.version == version) return &revision;
+  return nullptr;
+}
+
+const McpRevision& negotiate_mcp_revision(const json& requested) {
+  const McpRevision* newest = nullptr;
+  for (const auto& revision : mcp_revisions()) {
+    if (!revision.handshake) continue;
+    if (!newest) newest = &revision;
+    if (requested.is_string() && revision.version == requested.get_ref<const std::string&>())
+      return revision;
+  }
+  return *newest;
+}
+
+std::vector<std::string> mcp_versions() {
+  std::vector<std::string> versions;
+  for (const auto& revision : mcp_revisions()) versions.emplace_back(revision.version);
+  return versions;
+}
+
+std::optional<NamedRevision> revision_named_in(const json& params) {
+  if (!params.is_object()) return std::nullopt;
+  auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return std::nullopt;
+  auto named = meta->find(kMcpVersionKey);
+  if (named == meta->end()) return std::nullopt;
+  NamedRevision out;
+  if (named->is_string()) {
+    out.revision = mcp_revision(named->get_ref<const std::string&>());
+    if (!out.revision) out.unsupported = named->get<std::string>();
+  } else {
+    out.unsupported = named->dump();
+  }
+  return out;
+}
+
+}  // namespace belljar
