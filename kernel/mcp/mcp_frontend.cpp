@@ -146,8 +146,13 @@ void McpFrontend::handle_request(const JsonRpcMessage& message) {
       return;
     }
     revision_ = &negotiate_mcp_revision(*requested);
+    json capabilities = {{"tools", {{"listChanged", false}}}};
+    if (revision_->tasks)
+      capabilities["tasks"] = {{"list", json::object()},
+                               {"cancel", json::object()},
+                               {"requests", {{"tools", {{"call", json::object()}}}}}};
     send(json_rpc_result(message.id, {{"protocolVersion", revision_->version},
-                                      {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                                      {"capabilities", std::move(capabilities)},
                                       {"serverInfo", mcp_server_info(*revision_)},
                                       {"instructions", mcp_server_instructions(policy_)}}));
   } else if (method == "server/discover") {
@@ -162,6 +167,8 @@ void McpFrontend::handle_request(const JsonRpcMessage& message) {
     answer(message.id, {{"tools", mcp_tool_list(policy_, revision)}}, revision, true);
   } else if (method == "tools/call") {
     queue_tool_call(message, revision);
+  } else if (revision.tasks && method.rfind("tasks/", 0) == 0) {
+    handle_task_request(message, revision);
   } else {
     send(json_rpc_error(message.id, JsonRpcError::method_not_found, "method not found: " + method));
   }
@@ -214,25 +221,126 @@ void McpFrontend::queue_tool_call(const JsonRpcMessage& message, const McpRevisi
   call.id = message.id;
   call.revision = &revision;
   call.tool = *tool;
+  if (auto task = params.find("task"); revision.tasks && task != params.end()) {
+    if (!task->is_object()) {
+      send(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                          "invalid params: task must be an object"));
+      return;
+    }
+    if (*tool != McpTool::run_python) {
+      send(json_rpc_error(message.id, JsonRpcError::method_not_found,
+                          std::string(tool_name(*tool)) +
+                              " does not run as a task (its taskSupport is forbidden)"));
+      return;
+    }
+    call.task = tasks_.create(task->value("ttl", json()), McpTasks::Clock::now());
+    if (!call.task) {
+      send(json_rpc_error(message.id, JsonRpcError::invalid_request,
+                          std::to_string(McpTasks::kMaxTasks) +
+                              " tasks are working: wait for one to end, or cancel one"));
+      return;
+    }
+  }
   call.arguments = std::move(arguments);
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     auto token = meta->find("progressToken");
     if (token != meta->end() && (token->is_string() || token->is_number_integer()))
       call.progress_token = *token;
   }
+  if (call.task) answer(call.id, {{"task", tasks_.describe(*call.task)}}, revision);
   waiting_.push_back(std::move(call));
   start_due_ = true;
 }
 
+void McpFrontend::handle_task_request(const JsonRpcMessage& message, const McpRevision& revision) {
+  const std::string& method = message.method;
+  if (method == "tasks/list") {
+    tasks_.expire(McpTasks::Clock::now());
+    answer(message.id, {{"tasks", tasks_.describe_all()}}, revision);
+    return;
+  }
+  auto id = message.params.find("taskId");
+  if (id == message.params.end() || !id->is_string()) {
+    send(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                        "invalid params: " + method + " needs a taskId"));
+    return;
+  }
+  const std::string& task = id->get_ref<const std::string&>();
+  if (!tasks_.known(task)) {
+    // An id never issued, a guess, or one past its ttl: all the same here.
+    send(json_rpc_error(message.id, JsonRpcError::invalid_params, "task not found: " + task));
+    return;
+  }
+  if (method == "tasks/get") {
+    if (running_ && running_->task == task)
+      tasks_.progress(task, progress_text(*running_, Clock::now()), McpTasks::Clock::now());
+    answer(message.id, tasks_.describe(task), revision);
+  } else if (method == "tasks/result") {
+    if (tasks_.status(task) == TaskStatus::working)
+      result_waits_.push_back({message.id, task, &revision});
+    else
+      answer_task_result(message.id, task, revision);
+  } else if (method == "tasks/cancel") {
+    cancel_task(message, revision, task);
+  } else {
+    send(json_rpc_error(message.id, JsonRpcError::method_not_found, "method not found: " + method));
+  }
+}
+
+void McpFrontend::cancel_task(const JsonRpcMessage& message, const McpRevision& revision,
+                              const std::string& task) {
+  TaskStatus status = *tasks_.status(task);
+  if (status != TaskStatus::working) {
+    send(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                        "task " + task + " has already ended (" + task_status_name(status) +
+                            "): nothing to cancel"));
+    return;
+  }
+  if (running_ && running_->task == task) {
+    // KeyboardInterrupt in the cell; the session lives on. Its reply is not the task's result.
+    running_->cancelled = true;
+    kernel_.interrupt_cell();
+  } else {
+    std::erase_if(waiting_, [&](const ToolCall& call) { return call.task == task; });
+  }
+  tasks_.finish(task, TaskStatus::cancelled, nullptr, McpTasks::Clock::now());
+  answer(message.id, tasks_.describe(task), revision);
+  answer_result_waits(task);
+}
+
+void McpFrontend::answer_task_result(const json& id, const std::string& task,
+                                     const McpRevision& revision) {
+  const json* result = tasks_.result(task);
+  if (!result) {
+    send(json_rpc_error(id, JsonRpcError::invalid_params,
+                        "task " + task + " was cancelled: it has no result"));
+    return;
+  }
+  json payload = *result;
+  payload["_meta"]["io.modelcontextprotocol/related-task"] = {{"taskId", task}};
+  answer(id, std::move(payload), revision);
+}
+
+void McpFrontend::answer_result_waits(const std::string& task) {
+  std::vector<ResultWait> ready;
+  std::erase_if(result_waits_, [&](ResultWait& wait) {
+    if (wait.task != task) return false;
+    ready.push_back(std::move(wait));
+    return true;
+  });
+  for (const auto& wait : ready) answer_task_result(wait.id, wait.task, *wait.revision);
+}
+
 void McpFrontend::cancel(const json& request_id) {
-  if (running_ && id_matches(running_->id, request_id)) {
+  // A task's tools/call was answered with the task: tasks/cancel is how it is cancelled.
+  if (running_ && !running_->task && id_matches(running_->id, request_id)) {
     if (running_->cancelled) return;
     running_->cancelled = true;  // no response is sent for it (MCP cancellation)
     if (running_->tool != McpTool::reset_session) kernel_.interrupt_cell();
     return;
   }
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
-    if (id_matches(it->id, request_id)) {
+    if (!it->task && id_matches(it->id, request_id)) {
       waiting_.erase(it);
       return;
     }
@@ -320,7 +428,13 @@ void McpFrontend::finish_call(const json& reply_content, const json& reply_metad
     log_line("mcp: building the result of " + name + ": " + e.what());
     result = tool_error_result(name + " failed: internal error");
   }
-  answer(call.id, for_client(std::move(result), *call.revision), *call.revision);
+  result = for_client(std::move(result), *call.revision);
+  if (call.task) {
+    tasks_.finish(*call.task, TaskStatus::completed, std::move(result), McpTasks::Clock::now());
+    answer_result_waits(*call.task);
+    return;
+  }
+  answer(call.id, std::move(result), *call.revision);
 }
 
 json McpFrontend::for_client(json result, const McpRevision& revision) {
@@ -345,6 +459,14 @@ void McpFrontend::send_progress(Clock::time_point now) {
   call.last_progress = elapsed;
   call.next_progress += kProgressEvery;
   if (call.next_progress <= now) call.next_progress = now + kProgressEvery;
+  json params = {{"progressToken", *call.progress_token}, {"progress", elapsed}};
+  if (call.revision->annotations) params["message"] = progress_text(call, now);
+  send(json_rpc_notification("notifications/progress", params));
+}
+
+// What a running call has done so far: for progress notifications and a task's status.
+std::string McpFrontend::progress_text(const ToolCall& call, Clock::time_point now) const {
+  double elapsed = std::chrono::duration<double>(now - call.started).count();
   char text[64];
   std::snprintf(text, sizeof text, "%s running for %.0f s",
                 std::string(tool_name(call.tool)).c_str(), elapsed);
@@ -352,9 +474,7 @@ void McpFrontend::send_progress(Clock::time_point now) {
   std::string tail = call.record.stream_tail(kProgressTail);
   if (!tail.empty())
     message += "; output so far (last " + std::to_string(kProgressTail) + " bytes):\n" + tail;
-  json params = {{"progressToken", *call.progress_token}, {"progress", elapsed}};
-  if (call.revision->annotations) params["message"] = message;
-  send(json_rpc_notification("notifications/progress", params));
+  return message;
 }
 
 // -- output --------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 // The MCP front door: `belljar mcp` serves the Model Context Protocol on stdio (JSON-RPC 2.0,
 // one message per line). stdout carries protocol messages only; logs go to stderr. It speaks
 // the revisions of mcp_revision.hpp: by initialize through 2025-11-25, and 2026-07-28's
-// per-request revision (server/discover, resultType on every result).
+// per-request revision (server/discover, resultType on every result). On 2025-11-25, a
+// run_python call may be a task (mcp_tasks.hpp): answered at once, run in its turn, its result
+// fetched later; tasks/cancel interrupts it.
 // Tool calls run one at a time, in the order they came, each as a request to the session
 // core; ping, tools/list and cancellations are answered at once, even while a cell runs.
 #include <unistd.h>
@@ -14,6 +16,7 @@
 
 #include "kernel/mcp/json_rpc.hpp"
 #include "kernel/mcp/mcp_revision.hpp"
+#include "kernel/mcp/mcp_tasks.hpp"
 #include "kernel/mcp/mcp_tools.hpp"
 #include "kernel/observability/diagnostics.hpp"
 #include "kernel/session/frontend.hpp"
@@ -43,6 +46,7 @@ class McpFrontend : public Frontend {
   struct ToolCall {
     nlohmann::json id;                      // the JSON-RPC request's
     const McpRevision* revision = nullptr;  // the revision its answer is shaped for
+    std::optional<std::string> task;        // run as this task: answered through tasks/result
     McpTool tool = McpTool::run_python;
     nlohmann::json arguments;
     std::optional<nlohmann::json> progress_token;
@@ -61,6 +65,14 @@ class McpFrontend : public Frontend {
               bool cacheable = false);
   void handle_notification(const JsonRpcMessage& message);
   void queue_tool_call(const JsonRpcMessage& message, const McpRevision& revision);
+  void handle_task_request(const JsonRpcMessage& message, const McpRevision& revision);
+  void cancel_task(const JsonRpcMessage& message, const McpRevision& revision,
+                   const std::string& task);
+  // Answers each tasks/result that waits for `task`, now that it has ended.
+  void answer_result_waits(const std::string& task);
+  void answer_task_result(const nlohmann::json& id, const std::string& task,
+                          const McpRevision& revision);
+  std::string progress_text(const ToolCall& call, Clock::time_point now) const;
   void cancel(const nlohmann::json& request_id);
   void start_next();
   void submit_execute(ToolCall& call, const std::string& code, bool silent,
@@ -85,6 +97,13 @@ class McpFrontend : public Frontend {
   const McpRevision* revision_ = nullptr;
   std::deque<ToolCall> waiting_;
   std::optional<ToolCall> running_;
+  McpTasks tasks_;
+  struct ResultWait {  // a tasks/result request, answered when its task ends
+    nlohmann::json id;
+    std::string task;
+    const McpRevision* revision;
+  };
+  std::vector<ResultWait> result_waits_;
   bool start_due_ = false;
   RateLimitedLog log_;
 };

@@ -5,13 +5,14 @@ namespace belljar {
 using json = nlohmann::json;
 
 const std::vector<McpRevision>& mcp_revisions() {
-  //                                   handshake annotations structured icons tagged_results
+  // Tasks came with 2025-11-25 and left the core protocol with 2026-07-28 (an extension since).
+  //                           handshake annotations structured icons tagged_results tasks
   static const std::vector<McpRevision> revisions = {
-      {"2026-07-28", false, true, true, true, true},
-      {"2025-11-25", true, true, true, true, false},
-      {"2025-06-18", true, true, true, false, false},
-      {"2025-03-26", true, true, false, false, false},
-      {"2024-11-05", true, false, false, false, false},
+      {"2026-07-28", false, true, true, true, true, false},
+      {"2025-11-25", true, true, true, true, false, true},
+      {"2025-06-18", true, true, true, false, false, false},
+      {"2025-03-26", true, true, false, false, false, false},
+      {"2024-11-05", true, false, false, false, false, false},
   };
   return revisions;
 }

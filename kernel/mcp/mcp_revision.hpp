@@ -23,6 +23,7 @@ struct McpRevision {
   bool structured;      // tool titles, outputSchema, structuredContent, serverInfo.title
   bool icons;           // icons on tools and on serverInfo
   bool tagged_results;  // resultType on every result; ttlMs and cacheScope where cacheable
+  bool tasks;           // task-augmented tools/call, tasks/get, result, list, cancel
 };
 
 // Every revision spoken, newest first.

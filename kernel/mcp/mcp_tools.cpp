@@ -185,6 +185,9 @@ json mcp_tool_list(const Policy& policy, const McpRevision& revision) {
     }
     if (!revision.annotations) tool.erase("annotations");
     if (revision.icons) tool["icons"] = belljar_icons();
+    // A cell may run long: an agent may run it as a task, and poll (mcp_tasks.hpp).
+    if (revision.tasks && tool["name"] == "run_python")
+      tool["execution"] = {{"taskSupport", "optional"}};
   }
   return tools;
 }

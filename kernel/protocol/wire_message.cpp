@@ -86,7 +86,10 @@ std::string new_uuid() {
 }
 
 std::string iso8601_now() {
-  auto now = std::chrono::system_clock::now();
+  return iso8601(std::chrono::system_clock::now());
+}
+
+std::string iso8601(std::chrono::system_clock::time_point now) {
   auto micros =
       std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
   std::time_t seconds = static_cast<std::time_t>(micros / 1000000);

@@ -1,6 +1,7 @@
 #pragma once
 // A Jupyter message as it travels on the ZMQ sockets:
 //   [routing ids...] "<IDS|MSG>" signature header parent_header metadata content [buffers...]
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -53,5 +54,6 @@ std::vector<std::string> serialize_wire_message(const WireMessage& message, cons
 nlohmann::json make_header(const std::string& msg_type, const std::string& session);
 std::string new_uuid();
 std::string iso8601_now();
+std::string iso8601(std::chrono::system_clock::time_point when);  // UTC, microseconds
 
 }  // namespace belljar
