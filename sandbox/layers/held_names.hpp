@@ -8,20 +8,28 @@
 // existing end holds that file alone; the middle link could be renamed and replaced (the outside
 // pass's B1), an end that did not exist yet could be made by its ordinary name (B3), and in
 // degraded mode, where nothing is mounted, the end could be written by its own name. So the
-// survey (workspace_guard.hpp) follows each link whose name the rule protects or hides, and each
-// link inside a protected or hidden folder (`.git/hooks/pre-commit -> ../../hooks/pre-commit`,
-// git's common way to share hooks), the way the host's kernel would, and holds:
+// survey (workspace_guard.hpp) follows, the way the host's kernel would (ProtectedLinks below):
+// each link whose path the rule closes by a dot-name or a pattern, each link inside such a
+// folder (`.git/hooks/pre-commit -> ../../hooks/pre-commit`, git's common way to share hooks)
+// or inside a folder a way ends at, and the paths git reads from a `.git` (gitdir, hooksPath,
+// include.path); and it holds:
 //   - every link it passes through inside the workspace (its own name: no change to it);
 //   - the name where the way ends inside the workspace, whether it exists or not, and
 //     everything below it;
-//   - the folders above those names: no link may stand there (made, or moved in), or the way
-//     would lead elsewhere.
+//   - the folders above those names, and those the way left by "..": no link may stand there
+//     (made, or moved in), or the way would lead elsewhere.
+// Folders are known by their identity (device and inode), so a bind mount or another spelling
+// of the workspace leads to the same held names.
 // A way that ends at the workspace itself holds all of it (fails closed). Held names are the
 // host's view, refreshed by every survey (before each cell and on a timer): a link the host makes
 // while a cell runs is held from the next survey on; what the sandbox wrote to its end before
 // then is what the host's user chose to link to.
+#include <sys/types.h>
+
 #include <cstddef>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,37 +37,96 @@ namespace belljar {
 
 // The links a path passes through on the host and where it ends, as the kernel would resolve
 // it (absolute host paths). A component that does not exist ends the walk: the rest is taken
-// as written (".." drops a component). More than kMaxLinkHops links (a loop): `loops`, no end.
+// as written. A folder the way enters and then leaves by ".." is `left`: the sandbox must not
+// turn it into a link (`.bashrc -> dir/../real`: a link at dir would send ".." elsewhere). More
+// than kMaxLinkHops links (a loop): `loops`, no end.
 struct LinkWay {
   std::vector<std::string> links;
+  std::vector<std::string> left;
   std::optional<std::string> end;
   bool loops = false;
 };
 inline constexpr int kMaxLinkHops = 40;  // the kernel's own bound (ELOOP)
 LinkWay follow_link_way(const std::string& path);
 
+using NameParts = std::vector<std::string>;
+
 struct HeldName {
-  std::vector<std::string> path;  // components below the workspace (empty: all of it)
-  std::string link;               // the protected name whose way holds it
+  NameParts path;    // components below the workspace (empty: all of it)
+  std::string link;  // the protected name whose way holds it
 };
 
 inline constexpr size_t kMaxHeldNames = 4096;
 
 class HeldNames {
  public:
-  // Adds `path` (a host path) when it lies in `workspace` or is it; false past kMaxHeldNames.
-  bool hold(const std::string& workspace, const std::string& path, const std::string& link);
+  // `relative` held (closed with all below it), or kept a folder on a way only (no link there,
+  // not moved); false past kMaxHeldNames.
+  bool hold(NameParts relative, const std::string& link);
+  bool keep_way(NameParts relative, const std::string& link);
 
   // The held name at or above `relative`, if any: what closes it.
-  const HeldName* holding(const std::vector<std::string>& relative) const;
-  // Each held name strictly below the folder `relative`: `relative` is on its way.
-  std::vector<const HeldName*> beyond(const std::vector<std::string>& relative) const;
+  const HeldName* holding(const NameParts& relative) const;
+  // The held names strictly below the folder `relative`, and the ways kept at or below it:
+  // `relative` is on their way.
+  std::vector<const HeldName*> beyond(const NameParts& relative) const;
 
-  size_t size() const { return names_.size(); }
+  size_t size() const { return names_.size() + ways_.size(); }
   const std::vector<HeldName>& names() const { return names_; }
+  const std::vector<HeldName>& ways() const { return ways_; }
 
  private:
-  std::vector<HeldName> names_;
+  std::vector<HeldName> names_, ways_;
+  std::set<NameParts> seen_names_, seen_ways_;
+};
+
+// What a survey finds of protected links, in two steps. While it walks, it says which folders
+// of the workspace it saw (each by its identity: a bind mount or another spelling of a folder is
+// the same folder) and which links a host tool would follow from a protected name: every link
+// whose name the rule closes (a dot-name anywhere on its path, a --protect or secret pattern),
+// every link below such a folder, and the paths git follows from a `.git` (a `.git` file's
+// gitdir, a config's core.hooksPath and include paths). Then resolve() follows each one's way,
+// holds what it finds, and scans each folder a way ends at for links of its own, recursively.
+class ProtectedLinks {
+ public:
+  explicit ProtectedLinks(std::string workspace) : workspace_(std::move(workspace)) {}
+
+  void folder(dev_t dev, ino_t ino, NameParts relative);
+  // A link at `relative`; `guard`: what the end gets (a pattern's kind), if anything.
+  void link(const NameParts& relative, std::optional<int> guard, const std::string& reason);
+  // A path (absolute, or relative to `base`, a host folder) a host tool follows from `from`.
+  void pointer(const std::string& base, const std::string& text, const NameParts& from);
+  // The `.git` at `relative` (a folder or a gitdir file): the pointers git follows from it.
+  void git(const NameParts& relative);
+  // The guarded folder at `relative`: every link below it.
+  void inside(const NameParts& relative, std::optional<int> guard, const std::string& reason);
+
+  // An end to guard (strict mode mounts it, as the link that leads there asked).
+  struct End {
+    NameParts relative;
+    bool directory;
+    int guard;
+    std::string reason;
+  };
+  // Follows every way; false when the held names pass their bound.
+  bool resolve(HeldNames& held, std::vector<End>& ends);
+
+ private:
+  struct Pending {
+    std::string path;  // absolute host path to follow
+    std::string link;  // the protected name, for the refusal's text
+    std::optional<int> guard;
+    std::string reason;
+  };
+  std::optional<NameParts> relative_of(const std::string& path) const;
+  void links_in(const std::string& folder, const NameParts& relative, const Pending& from,
+                size_t depth);
+  std::string host_path(const NameParts& relative) const;
+
+  std::string workspace_;
+  std::map<std::pair<dev_t, ino_t>, NameParts> folders_;
+  std::vector<Pending> pending_;
+  std::set<std::pair<dev_t, ino_t>> scanned_;  // ends already scanned for links
 };
 
 }  // namespace belljar

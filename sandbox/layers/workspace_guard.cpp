@@ -103,7 +103,19 @@ class Survey {
   WorkspaceSurvey run() {
     int fd = ::open(workspace_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) throw_errno("open(" + workspace_ + ") to survey it");
+    struct stat top {};
+    if (::fstat(fd, &top) == 0) links_.folder(top.st_dev, top.st_ino, {});
     walk(fd);
+    std::vector<ProtectedLinks::End> ends;
+    if (!links_.resolve(result_.held, ends))
+      throw SetupError("the workspace " + workspace_ + " holds more than " +
+                       std::to_string(kMaxHeldNames) +
+                       " names on the ways of protected links; remove some links");
+    for (const auto& end : ends) {
+      std::string rel;
+      for (const auto& part : end.relative) rel += (rel.empty() ? "" : "/") + part;
+      add(rel, end.directory, static_cast<GuardKind>(end.guard), end.reason);
+    }
     bound();
     // Parents before children: a read-only .git goes on before a mask inside it.
     std::stable_sort(result_.guards.begin(), result_.guards.end(),
@@ -124,6 +136,13 @@ class Survey {
       if (all) return &pattern;
     }
     return nullptr;
+  }
+
+  // Whether a component of the entry's path is a dot-name: the rule closes it (a host tool's
+  // configuration), so a link there is followed like a protected one.
+  bool dotted() const {
+    return std::any_of(stack_.begin(), stack_.end(),
+                       [](const std::string& part) { return part[0] == '.'; });
   }
 
   std::string relative() const {
@@ -204,15 +223,17 @@ class Survey {
       const CompiledPattern* secret = matching(hide_);
       const CompiledPattern* guarded = secret ? secret : matching(protect_);
       GuardKind kind = secret ? GuardKind::mask : GuardKind::read_only;
-      if (guarded) {
-        if (type == DT_LNK) {
-          hold_way(kind, guarded->text);
-        } else {
-          add(relative(), type == DT_DIR, kind, guarded->text);  // a directory is guarded whole
-          // Not walked for the quota below: a masked directory is empty inside, a read-only one
-          // can't grow. Its links are followed all the same: a host tool follows them.
-          if (type == DT_DIR) links_below(dir, name, kind, guarded->text);
-        }
+      if (name == ".git" && (type == DT_DIR || type == DT_REG)) links_.git(stack_);
+      if (type == DT_LNK && (guarded || dotted())) {
+        // A host tool follows it: its way is held (held_names.hpp); a pattern's end is
+        // guarded as the link asks.
+        links_.link(stack_, guarded ? std::optional<int>(static_cast<int>(kind)) : std::nullopt,
+                    guarded ? guarded->text : "a dot-name");
+      } else if (guarded) {
+        add(relative(), type == DT_DIR, kind, guarded->text);  // a directory is guarded whole
+        // Not walked for the quota below: a masked directory is empty inside, a read-only one
+        // can't grow. Its links are followed all the same: a host tool follows them.
+        if (type == DT_DIR) links_.inside(stack_, static_cast<int>(kind), guarded->text);
       } else if (type == DT_DIR) {
         descend(dir, name);
       } else if (have_stat) {
@@ -251,59 +272,6 @@ class Survey {
     ::closedir(morgue);
   }
 
-  // The link at relative() is protected (or hidden) as `kind`: every name on its way in the
-  // workspace is held (held_names.hpp), and an end there that exists is guarded as the link.
-  void hold_way(GuardKind kind, const std::string& reason) {
-    std::string link = relative();
-    LinkWay way = follow_link_way(workspace_ + "/" + link);
-    bool bounded = true;
-    for (const auto& passed : way.links)
-      bounded = result_.held.hold(workspace_, passed, link) && bounded;
-    if (way.end) {
-      bounded = result_.held.hold(workspace_, *way.end, link) && bounded;
-      auto below = path_below(*way.end, workspace_);
-      struct stat end_st {};
-      if (below && ::stat(way.end->c_str(), &end_st) == 0)
-        add(*below, S_ISDIR(end_st.st_mode), kind, reason);
-    }
-    if (!bounded)
-      throw SetupError("the workspace " + workspace_ + " holds more than " +
-                       std::to_string(kMaxHeldNames) +
-                       " names on the ways of protected links; remove some links");
-  }
-
-  // The links anywhere below the guarded folder `name` in `dir`, each held as a protected one
-  // (`.git/hooks/pre-commit -> ../../hooks/pre-commit`). Names only (the entries' types as
-  // readdir gives them); what cannot be read is left: the host's user could not follow it
-  // either.
-  void links_below(DIR* dir, const std::string& name, GuardKind kind, const std::string& reason) {
-    if (stack_.size() >= kMaxDepth) return;
-    int fd = ::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return;
-    DIR* inner = ::fdopendir(fd);
-    if (!inner) {
-      ::close(fd);
-      return;
-    }
-    while (dirent* entry = ::readdir(inner)) {
-      std::string child = entry->d_name;
-      if (child == "." || child == "..") continue;
-      unsigned char type = entry->d_type;
-      if (type == DT_UNKNOWN) {
-        struct stat st {};
-        if (::fstatat(::dirfd(inner), child.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
-      }
-      stack_.push_back(child);
-      if (type == DT_LNK)
-        hold_way(kind, reason);
-      else if (type == DT_DIR)
-        links_below(inner, child, kind, reason);
-      stack_.pop_back();
-    }
-    ::closedir(inner);
-  }
-
   void descend(DIR* dir, const std::string& name) {
     if (stack_.size() >= kMaxDepth) {
       add(relative(), true, GuardKind::mask, "nested deeper than " + std::to_string(kMaxDepth));
@@ -312,10 +280,13 @@ class Survey {
     int child =
         ::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (child >= 0) {
-      // A folder's own blocks grow with its entries (long names): counted too.
+      // A folder's own blocks grow with its entries (long names): counted too. Its identity
+      // names it for the ways of links (another spelling of it is the same folder).
       struct stat st {};
-      if (measure_ && ::fstat(child, &st) == 0)
-        result_.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+      if (::fstat(child, &st) == 0) {
+        links_.folder(st.st_dev, st.st_ino, stack_);
+        if (measure_) result_.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+      }
       walk(child);
     } else if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
       // Gone or replaced since readdir: the next survey sees what it became.
@@ -332,6 +303,7 @@ class Survey {
   std::vector<std::string> stack_;
   WorkspaceSurvey result_;
   std::map<std::string, size_t> seen_;
+  ProtectedLinks links_{workspace_};
 };
 
 }  // namespace

@@ -1864,3 +1864,132 @@ attempt('write a plain file', lambda: open('notes/plain.txt', 'a').write('more\\
         assert (ws / ".bashrc").stat().st_mode == mode_before
         assert (ws / "config.yaml").read_text() == "cfg\n"
         assert "another name (a hard link" in notices, notices
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_dot_names_link_is_held_though_no_pattern_names_it(mode):
+    # The second pass on the held names: only pattern-named links were followed, so a home's
+    # usual dotfile links (.gitconfig, .config/nvim, a stow-folded .local) led to plain names.
+    with fresh_workspace("belljar-broker-dot-links-") as ws:
+        (ws / "dotfiles" / "nvim").mkdir(parents=True)
+        (ws / "dotfiles" / "gitconfig").write_text("[user]\n")
+        (ws / "dotfiles" / "nvim" / "init.lua").write_text("-- mine\n")
+        (ws / "dotlocal" / "bin").mkdir(parents=True)
+        (ws / ".config").mkdir()
+        (ws / ".gitconfig").symlink_to("dotfiles/gitconfig")
+        (ws / ".config" / "nvim").symlink_to("../dotfiles/nvim")
+        (ws / ".local").symlink_to("dotlocal")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('git config', lambda: open('dotfiles/gitconfig', 'a').write('[core]\\n\\tfsmonitor = x\\n'))
+attempt('nvim init', lambda: open('dotfiles/nvim/init.lua', 'w').write('os.execute("x")'))
+attempt('a command first on PATH', lambda: open('dotlocal/bin/ls', 'w').write('#!/bin/sh\\n'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert (ws / "dotfiles" / "gitconfig").read_text() == "[user]\n"
+        assert not (ws / "dotlocal" / "bin" / "ls").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_links_inside_a_ways_end_are_followed(mode):
+    # .git/hooks -> ../githooks, and githooks/pre-commit -> ../scripts/pc.sh: the host's git
+    # runs scripts/pc.sh.
+    with fresh_workspace("belljar-broker-end-links-") as ws:
+        (ws / ".git").mkdir()
+        (ws / "githooks").mkdir()
+        (ws / "scripts").mkdir()
+        (ws / "scripts" / "pc.sh").write_text("#!/bin/sh\nexit 0\n")
+        (ws / ".git" / "hooks").symlink_to("../githooks")
+        (ws / "githooks" / "pre-commit").symlink_to("../scripts/pc.sh")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('write the hook', lambda: open('scripts/pc.sh', 'a').write('touch /tmp/PWN\\n'))
+attempt('a new hook', lambda: open('githooks/post-checkout', 'w').write('#!/bin/sh\\n'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert (ws / "scripts" / "pc.sh").read_text() == "#!/bin/sh\nexit 0\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_what_git_follows_from_a_git_file_and_its_config_is_held(mode):
+    # `git init --separate-git-dir` leaves sub/.git as a file naming the repository; its config
+    # names where hooks run (core.hooksPath) and more config to read (include.path).
+    with fresh_workspace("belljar-broker-gitfile-") as ws:
+        (ws / "sub").mkdir()
+        (ws / "sub" / ".git").write_text("gitdir: ../subgit\n")
+        (ws / "subgit").mkdir()
+        (ws / "subgit" / "config").write_text(
+            "[core]\n\thooksPath = githooks\n[include]\n\tpath = ../shared.gitconfig\n")
+        (ws / "shared.gitconfig").write_text("[user]\n")
+        (ws / "sub" / "githooks").mkdir()
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+attempt('the repository config', lambda: open('subgit/config', 'a').write('[core]\\n\\tfsmonitor = x\\n'))
+attempt('a hook where hooks run', lambda: open('sub/githooks/pre-commit', 'w').write('#!/bin/sh\\n'))
+attempt('an included config', lambda: open('shared.gitconfig', 'a').write('[core]\\n\\tpager = x\\n'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert all(outcome != "done" for outcome in got.values()), got
+        assert "fsmonitor" not in (ws / "subgit" / "config").read_text()
+        assert not (ws / "sub" / "githooks" / "pre-commit").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_folder_a_way_leaves_by_dotdot_stays_a_folder(mode):
+    # .bashrc -> dir/../real: `..` was taken by name, so `dir` was free to become a link and
+    # send the host's .bashrc to a file the sandbox wrote.
+    with fresh_workspace("belljar-broker-dotdot-") as ws:
+        (ws / "dir").mkdir()
+        (ws / "real").write_text("orig\n")
+        (ws / ".bashrc").symlink_to("dir/../real")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            code = f"""
+os.chdir({str(ws)!r})
+os.makedirs('sub/deeper')
+open('sub/real', 'w').write('touch PWN\\n')
+attempt('remove the folder', lambda: os.rmdir('dir'))
+attempt('a link in its place', lambda: os.symlink('sub/deeper', 'dir'))
+os.symlink('sub/deeper', 'lnk')
+attempt('a link moved in its place', lambda: os.rename('lnk', 'dir'))
+"""
+            got, notices = errno_results_of(kc, code)
+        assert got["remove the folder"] == "done"  # an empty folder is the learner's to remove
+        assert got["a link in its place"] != "done", got
+        assert got["a link moved in its place"] != "done", got
+        assert not (ws / "dir").is_symlink()
+        assert (ws / "real").read_text() == "orig\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a bind mount on the host needs root")
+@pytest.mark.parametrize("mode", MODES)
+def test_a_link_through_another_spelling_of_the_workspace_is_held(mode):
+    # W/.bashrc -> A/dotfiles/bashrc, where A is a bind mount of W: the same folder by another
+    # path, compared as text before.
+    with fresh_workspace("belljar-broker-alias-") as ws:
+        alias = sandbox_writable_dir("belljar-broker-alias-mnt-")
+        try:
+            subprocess.run(["mount", "--bind", str(ws), str(alias)], check=True)
+            try:
+                (ws / "dotfiles").mkdir()
+                (ws / "dotfiles" / "bashrc").write_text("orig\n")
+                (ws / ".bashrc").symlink_to(alias / "dotfiles" / "bashrc")
+                open_to_all_but_links(ws)
+                with kernel(mode, ws) as (km, kc):
+                    got, notices = errno_results_of(kc, f"""
+attempt('write the end', lambda: open({str(ws / 'dotfiles' / 'bashrc')!r}, 'a').write('x'))
+""")
+                assert got["write the end"] != "done", got
+                assert (ws / "dotfiles" / "bashrc").read_text() == "orig\n"
+            finally:
+                subprocess.run(["umount", str(alias)], check=True)
+        finally:
+            alias.rmdir()

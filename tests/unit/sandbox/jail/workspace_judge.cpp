@@ -15,6 +15,7 @@
 
 #include "sandbox/layers/syscall_table.hpp"
 #include "sandbox/layers/workspace_guard.hpp"
+#include "sandbox/os/path_parts.hpp"
 #include "sandbox_harness.hpp"
 
 using namespace belljar;
@@ -553,9 +554,10 @@ TEST_CASE("the names on a protected link's way are closed, and no link stands on
   fs::create_directories(scene.ws / "carrier2");
   fs::create_symlink("../plain", scene.ws / "carrier2/d3");
   HeldNames held;
-  std::string ws = (scene.dir / "ws").string();
   for (const char* name : {"dotfiles/bashrc", "real/bashrc", "d2/myprofile", "d3/sub/rc"})
-    REQUIRE(held.hold(ws, ws + "/" + name, ".bashrc"));
+    REQUIRE(held.hold(path_components(name), ".bashrc"));
+  // .zshrc -> way/../zrc: `way` must stay a folder (no link there), though nothing is below it.
+  REQUIRE(held.keep_way({"way"}, ".zshrc"));
   WorkspaceJudge judge{scene.rule,
                        scene.workspace,
                        scene.roots,
@@ -618,6 +620,8 @@ TEST_CASE("the names on a protected link's way are closed, and no link stands on
         EACCES);
   // A link made on the way, or at a held name; elsewhere as before.
   CHECK(judge.decide_link(scene.walk("/ws/d3"), "plain") == EACCES);
+  CHECK(judge.decide_link(scene.walk("/ws/way"), "plain") == EACCES);
+  CHECK(judge.decide(scene.walk("/ws/way"), Change::make_folder) == 0);
   CHECK(judge.decide_link(scene.walk("/ws/l1"), "proj") == 0);
   // Without the held names (the judge of the scene), the same changes are ordinary.
   CHECK(scene.judge.decide(scene.walk("/ws/real/bashrc"), Change::write) == 0);

@@ -39,11 +39,12 @@ TEST_CASE("a link's way is every link it passes and where it ends", "[held-names
     CHECK(*way.end == ws + "/real/bashrc");
     CHECK_FALSE(way.loops);
   }
-  SECTION("an end that does not exist is taken as written") {
+  SECTION("an end that does not exist is taken as written; a folder left by .. is kept") {
     fs::create_symlink("d2/missing/../myprofile", dir / ".profile");
     LinkWay way = follow_link_way(ws + "/.profile");
     REQUIRE(way.end);
     CHECK(*way.end == ws + "/d2/myprofile");
+    CHECK(way.left == std::vector<std::string>{ws + "/d2/missing"});
   }
   SECTION("a link to a folder, on the way to a name below it") {
     fs::create_directory_symlink("real", dir / "dlink");
@@ -69,11 +70,11 @@ TEST_CASE("a link's way is every link it passes and where it ends", "[held-names
 TEST_CASE("held names close themselves and what lies below; their folders are a way",
           "[held-names]") {
   HeldNames held;
-  REQUIRE(held.hold("/w", "/w/dotfiles/bashrc", ".bashrc"));
-  REQUIRE(held.hold("/w", "/w/data", ".vscode"));
-  REQUIRE(held.hold("/w", "/etc/passwd", ".x"));   // outside: not the sandbox's
-  REQUIRE(held.hold("/w", "/w/data", ".vscode"));  // once
-  CHECK(held.size() == 2);
+  REQUIRE(held.hold({"dotfiles", "bashrc"}, ".bashrc"));
+  REQUIRE(held.hold({"data"}, ".vscode"));
+  REQUIRE(held.hold({"data"}, ".vscode"));  // once
+  REQUIRE(held.keep_way({"dir"}, ".zshrc"));
+  CHECK(held.size() == 3);
 
   REQUIRE(held.holding({"dotfiles", "bashrc"}));
   CHECK(held.holding({"dotfiles", "bashrc"})->link == ".bashrc");
@@ -81,20 +82,24 @@ TEST_CASE("held names close themselves and what lies below; their folders are a 
   CHECK_FALSE(held.holding({"dotfiles"}));
   CHECK_FALSE(held.holding({"dotfiles", "other"}));
   CHECK_FALSE(held.holding({"datax"}));
+  CHECK_FALSE(held.holding({"dir"}));  // a way kept is not closed itself
+  CHECK_FALSE(held.holding({"dir", "x"}));
 
   CHECK(held.beyond({"dotfiles"}).size() == 1);
-  CHECK(held.beyond({}).size() == 2);
+  CHECK(held.beyond({"dir"}).size() == 1);
+  CHECK(held.beyond({}).size() == 3);
   CHECK(held.beyond({"dotfiles", "bashrc"}).empty());  // the name itself is held, not a way
 
   SECTION("a way that ends at the workspace itself holds all of it") {
-    REQUIRE(held.hold("/w", "/w", ".git/x"));
+    REQUIRE(held.hold({}, ".git/x"));
     CHECK(held.holding({"anything"}));
   }
   SECTION("bounded") {
     HeldNames many;
     for (size_t i = 0; i < kMaxHeldNames; ++i)
-      REQUIRE(many.hold("/w", "/w/f" + std::to_string(i), ".bashrc"));
-    CHECK_FALSE(many.hold("/w", "/w/one-more", ".bashrc"));
+      REQUIRE(many.hold({"f" + std::to_string(i)}, ".bashrc"));
+    CHECK_FALSE(many.hold({"one-more"}, ".bashrc"));
+    CHECK_FALSE(many.keep_way({"one-more"}, ".bashrc"));
     CHECK(many.size() == kMaxHeldNames);
   }
 }
@@ -131,4 +136,48 @@ TEST_CASE("a survey holds the ways of protected links and of links in protected 
   for (const auto& guard : survey.guards) guarded.push_back(guard.relative);
   std::sort(guarded.begin(), guarded.end());
   CHECK(guarded == std::vector<std::string>{".git", "hooks/pre-commit", "real/bashrc"});
+}
+
+TEST_CASE("a survey follows every dot-name's link, the links in a way's end, and git's pointers",
+          "[held-names]") {
+  TempDir dir{"belljar-held-survey2"};
+  std::string ws = dir.path.string();
+  auto link = [&](const char* target, const char* at) {
+    fs::create_directories((dir / at).parent_path());
+    fs::create_symlink(target, dir / at);
+  };
+  fs::create_directories(dir / "dotfiles");
+  link("dotfiles/gitconfig", ".gitconfig");  // no pattern names it: its dot does
+  fs::create_directories(dir / "dotlocal/bin");
+  link("dotlocal", ".local");  // a folded folder: all of dotlocal is the link's end
+  fs::create_directories(dir / "dotfish");
+  link("../dotfish", ".config/fish");
+  link("../fishcfg/config.fish", "dotfish/config.fish");  // a link inside the end
+  fs::create_directories(dir / "zdir");
+  link("zdir/../zrc", ".zshrc");  // zdir is left by "..": kept a folder
+  fs::create_directories(dir / "sub");
+  write_file(dir / "sub/.git", "gitdir: ../subgit\n");  // a worktree's .git file
+  fs::create_directories(dir / "subgit");
+  write_file(dir / "subgit/config",
+             "[core]\n\thooksPath = githooks\n[include]\n\tpath = ../extra.cfg\n");
+  write_file(dir / "extra.cfg", "[Core]\n  HooksPath = \"../morehooks\" ; a comment\n");
+  fs::create_directories(dir / "plain");
+  link("../dotfiles", "plain/ordinary-link");  // no dot-name: not followed
+
+  WorkspaceSurvey survey = survey_workspace(ws, WorkspaceRules{});
+  auto held = held_paths(survey.held);
+  auto has = [&](Parts path) { return std::find(held.begin(), held.end(), path) != held.end(); };
+  CHECK(has({"dotfiles", "gitconfig"}));
+  CHECK(has({"dotlocal"}));
+  CHECK(survey.held.holding({"dotlocal", "bin", "ls"}));
+  CHECK(has({"dotfish"}));
+  CHECK(has({"fishcfg", "config.fish"}));  // followed from inside dotfish
+  CHECK(has({"zrc"}));
+  CHECK(survey.held.beyond({"zdir"}).size() == 1);  // a way kept
+  CHECK(has({"subgit"}));                           // the gitdir
+  CHECK(has({"sub", "githooks"}));                  // hooksPath: from the worktree
+  CHECK(has({"extra.cfg"}));                        // include.path: from the config's folder
+  CHECK(has({"morehooks"}));                        // hooksPath in the included file
+  CHECK_FALSE(has({"plain", "ordinary-link"}));
+  CHECK_FALSE(survey.held.holding({"plain", "x"}));
 }
