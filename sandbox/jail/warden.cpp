@@ -380,7 +380,8 @@ class Warden {
     // Degraded mode's surveys find the held names alone: nothing is mounted, nothing measured.
     names_only_.hide = spec_.hide_patterns;
     names_only_.protect = protect;
-    settings.held = watch_ ? watch_->held() : survey_workspace(spec_.workspace, names_only_).held;
+    held_ = watch_ ? watch_->held() : survey_workspace(spec_.workspace, names_only_).held;
+    settings.held = held_;
     settings.writable_roots = std::move(writable_roots);
     settings.switch_ids = spec_.host_root;
     settings.host_uid = spec_.host_uid;
@@ -512,25 +513,47 @@ class Warden {
     }
     SurveyReport reply;
     if (broker_) broker_->surveying();  // its guards are mounted as it goes
+    std::optional<HeldNames> fresh;
     if (watch_) {
       reply = watch_->survey(request.baseline, request.measure);
-      if (broker_) broker_->hold(watch_->held());  // the last walk that succeeded
+      fresh = watch_->held();  // the last walk that succeeded
     } else if (broker_) {
-      reply = survey_names();
+      reply = survey_names(fresh);
     }
+    if (broker_ && fresh) hold(std::move(*fresh));
     if (broker_) broker_->invalidate();  // new masks, new environments: located folders again
     report(reply);
   }
 
+  // The broker holds what the survey found. A file newly held that something holds open for
+  // writing was most likely opened by the sandbox before the host made a link to it, and no
+  // descriptor can be taken back: the sandbox is stopped (the session starts again at the next
+  // cell), each such file said first.
+  void hold(HeldNames fresh) {
+    OpenWriters writers = newly_held_writers(held_, fresh, spec_.workspace);
+    held_ = fresh;
+    broker_->hold(std::move(fresh));
+    if (writers.paths.empty() && !writers.too_many) return;
+    for (const auto& path : writers.paths)
+      report(RefusalReport{path,
+                           "write: it was open for writing in the sandbox when the host "
+                           "made it protected (a link to it): the sandbox was stopped"});
+    if (writers.too_many)
+      report(RefusalReport{"",
+                           "write: more newly protected files than could be checked for "
+                           "writers: the sandbox was stopped"});
+    stop_sandbox();
+  }
+
   // Degraded mode's survey: the names on protected links' ways, for the broker to hold; a
   // failure fails the waiting cell closed, as strict's does.
-  SurveyReport survey_names() {
+  SurveyReport survey_names(std::optional<HeldNames>& held) {
     auto started = std::chrono::steady_clock::now();
     SurveyReport reply;
     try {
       WorkspaceSurvey now = survey_workspace(spec_.workspace, names_only_);
       reply.entries = now.entries;
-      broker_->hold(std::move(now.held));
+      held = std::move(now.held);
     } catch (const std::exception& e) {
       reply.error = e.what();
     }
@@ -562,6 +585,11 @@ class Warden {
     if (!s.over) return;
     memory_over_ = true;
     memory_total_ = s.exact;
+    stop_sandbox();
+  }
+
+  // Every process of the sandbox killed.
+  void stop_sandbox() {
     if (spec_.mode == JailSpec::Mode::landlock) {
       // Killed, not reaped: the SIGCHLD of the worker itself is what ends serve().
       ::kill(-child_, SIGKILL);
@@ -632,6 +660,7 @@ class Warden {
   std::optional<FrameReader> reader_;
   std::optional<WorkspaceWatch> watch_;    // namespaces mode: the workspace's guards
   WorkspaceRules names_only_;              // degraded mode's surveys: the held names alone
+  HeldNames held_;                         // what the broker holds now
   std::optional<WorkspaceBroker> broker_;  // every change to a name, decided before it is made
   std::string session_dir_;              // landlock mode: the private home and temporary directory
   std::optional<SessionMemory> memory_;  // no memory cgroup: the session's total, sampled

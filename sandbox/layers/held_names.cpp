@@ -339,4 +339,72 @@ bool ProtectedLinks::resolve(HeldNames& held, std::vector<End>& ends) {
   return bounded;
 }
 
+namespace {
+
+// Whether something holds the file open for writing: a read lease is refused (EAGAIN) while
+// any writer exists, a shared writable mapping included. What cannot be asked is not known.
+bool open_for_writing(int dir, const std::string& name) {
+  Fd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (::fcntl(fd.get(), F_SETLEASE, F_RDLCK) == 0) {
+    ::fcntl(fd.get(), F_SETLEASE, F_UNLCK);
+    return false;
+  }
+  return errno == EAGAIN;
+}
+
+void writers_in(int dir, const NameParts& relative, OpenWriters& out, size_t& checked,
+                size_t depth) {
+  Fd copy(::fcntl(dir, F_DUPFD_CLOEXEC, 0));
+  DIR* stream = copy ? ::fdopendir(copy.get()) : nullptr;
+  if (!stream) return;
+  copy.release();
+  while (dirent* entry = ::readdir(stream)) {
+    std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    if (++checked > kMaxWriterChecks) {
+      out.too_many = true;
+      break;
+    }
+    NameParts inner = relative;
+    inner.push_back(name);
+    if (entry->d_type == DT_DIR && depth < kMaxScanDepth) {
+      Fd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sub) writers_in(sub.get(), inner, out, checked, depth + 1);
+    } else if (entry->d_type == DT_REG || entry->d_type == DT_UNKNOWN) {
+      if (open_for_writing(dir, name)) out.paths.push_back(joined(inner));
+    }
+  }
+  ::closedir(stream);
+}
+
+}  // namespace
+
+OpenWriters newly_held_writers(const HeldNames& before, const HeldNames& now,
+                               const std::string& workspace) {
+  OpenWriters out;
+  size_t checked = 0;
+  for (const auto& name : now.names()) {
+    if (name.path.empty() || before.holding(name.path)) continue;  // all of it, or held already
+    std::string parent = workspace;
+    for (size_t i = 0; i + 1 < name.path.size(); ++i) parent += "/" + name.path[i];
+    Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st {};
+    if (!dir || ::fstatat(dir.get(), name.path.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    if (S_ISDIR(st.st_mode)) {
+      Fd inside(::openat(dir.get(), name.path.back().c_str(),
+                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (inside) writers_in(inside.get(), name.path, out, checked, name.path.size());
+    } else if (++checked > kMaxWriterChecks) {
+      out.too_many = true;
+    } else if (open_for_writing(dir.get(), name.path.back())) {
+      out.paths.push_back(joined(name.path));
+    }
+    if (out.too_many) break;
+  }
+  return out;
+}
+
 }  // namespace belljar

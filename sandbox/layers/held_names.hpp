@@ -129,4 +129,17 @@ class ProtectedLinks {
   std::set<std::pair<dev_t, ino_t>> scanned_;  // ends already scanned for links
 };
 
+// The regular files `now` holds that `before` did not (a held folder's files among them), open
+// for writing by anyone: a read lease is refused while a writer exists (leases need the file's
+// owner, or CAP_LEASE: the warden is one or has it). What the sandbox opened before the host
+// made a link to it writes on whatever the survey holds. At most kMaxWriterChecks files are
+// looked at; past that, `too_many` (fails closed).
+inline constexpr size_t kMaxWriterChecks = 10000;
+struct OpenWriters {
+  std::vector<std::string> paths;  // relative to the workspace
+  bool too_many = false;
+};
+OpenWriters newly_held_writers(const HeldNames& before, const HeldNames& now,
+                               const std::string& workspace);
+
 }  // namespace belljar

@@ -1993,3 +1993,25 @@ attempt('write the end', lambda: open({str(ws / 'dotfiles' / 'bashrc')!r}, 'a').
                 subprocess.run(["umount", str(alias)], check=True)
         finally:
             alias.rmdir()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_file_open_for_writing_when_the_host_links_to_it_stops_the_sandbox(mode):
+    # The second pass: a descriptor opened before the host made .bash_logout -> later/bp wrote on
+    # after the survey held the name. No descriptor can be taken back: the sandbox is stopped.
+    with fresh_workspace("belljar-broker-open-writer-") as ws:
+        (ws / "later").mkdir()
+        (ws / "later" / "bp").write_text("orig\n")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            reply, out = execute(
+                kc, f"import os\nWFD = os.open({str(ws / 'later' / 'bp')!r}, os.O_WRONLY)")
+            assert reply["content"]["status"] == "ok", out
+            (ws / ".bash_logout").symlink_to("later/bp")
+            reply, out = execute(kc, "os.write(WFD, b'touch PWN\\n')")
+            assert reply["content"]["status"] == "error", out
+            assert "open for writing" in stderr_of(out), out
+            reply, out = execute(kc, "print(1 + 1)")
+            assert reply["content"]["status"] == "ok", out
+            assert stdout_of(out) == "2\n"
+        assert (ws / "later" / "bp").read_text() == "orig\n"

@@ -2,9 +2,12 @@
 // judge asks, and what one survey of a workspace holds.
 #include "sandbox/layers/held_names.hpp"
 
+#include <fcntl.h>
+
 #include <catch2/catch.hpp>
 
 #include "sandbox/layers/workspace_guard.hpp"
+#include "sandbox/os/fd.hpp"
 #include "sandbox_harness.hpp"
 
 using namespace belljar;
@@ -180,4 +183,30 @@ TEST_CASE("a survey follows every dot-name's link, the links in a way's end, and
   CHECK(has({"morehooks"}));                        // hooksPath in the included file
   CHECK_FALSE(has({"plain", "ordinary-link"}));
   CHECK_FALSE(survey.held.holding({"plain", "x"}));
+}
+
+TEST_CASE("a newly held file open for writing is found, by a read lease", "[held-names]") {
+  TempDir dir{"belljar-held-writers"};
+  std::string ws = dir.path.string();
+  write_file(dir / "later/bp", "x");
+  write_file(dir / "data/tasks.json", "{}");
+  write_file(dir / "quiet", "x");
+  Fd writer(::open((dir / "later/bp").c_str(), O_WRONLY | O_CLOEXEC));
+  Fd inner(::open((dir / "data/tasks.json").c_str(), O_RDWR | O_CLOEXEC));
+  Fd reader(::open((dir / "quiet").c_str(), O_RDONLY | O_CLOEXEC));
+  REQUIRE((writer && inner && reader));
+  HeldNames before, now;
+  REQUIRE(now.hold({"later", "bp"}, ".bash_logout"));
+  REQUIRE(now.hold({"data"}, ".vscode"));
+  REQUIRE(now.hold({"quiet"}, ".profile"));
+  REQUIRE(now.hold({"missing"}, ".zshrc"));
+  OpenWriters found = newly_held_writers(before, now, ws);
+  std::sort(found.paths.begin(), found.paths.end());
+  CHECK(found.paths == std::vector<std::string>{"data/tasks.json", "later/bp"});
+  CHECK_FALSE(found.too_many);
+  // Held already: not asked again (the sandbox could not have opened it since).
+  CHECK(newly_held_writers(now, now, ws).paths.empty());
+  writer.reset();
+  inner.reset();
+  CHECK(newly_held_writers(before, now, ws).paths.empty());
 }
