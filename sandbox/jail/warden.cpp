@@ -518,7 +518,7 @@ class Warden {
       reply = watch_->survey(request.baseline, request.measure);
       fresh = watch_->held();  // the last walk that succeeded
     } else if (broker_) {
-      reply = survey_names(fresh);
+      reply = survey_names_only(spec_.workspace, names_only_, fresh);
     }
     if (broker_ && fresh) hold(std::move(*fresh));
     if (broker_) broker_->invalidate();  // new masks, new environments: located folders again
@@ -543,24 +543,6 @@ class Warden {
                            "write: more newly protected files than could be checked for "
                            "writers: the sandbox was stopped"});
     stop_sandbox();
-  }
-
-  // Degraded mode's survey: the names on protected links' ways, for the broker to hold; a
-  // failure fails the waiting cell closed, as strict's does.
-  SurveyReport survey_names(std::optional<HeldNames>& held) {
-    auto started = std::chrono::steady_clock::now();
-    SurveyReport reply;
-    try {
-      WorkspaceSurvey now = survey_workspace(spec_.workspace, names_only_);
-      reply.entries = now.entries;
-      held = std::move(now.held);
-    } catch (const std::exception& e) {
-      reply.error = e.what();
-    }
-    reply.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                             std::chrono::steady_clock::now() - started)
-                                             .count());
-    return reply;
   }
 
   int sample_timeout_ms() const {

@@ -22,6 +22,12 @@
 namespace belljar {
 
 namespace {
+
+uint64_t micros_since(std::chrono::steady_clock::time_point started) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now() - started)
+                                   .count());
+}
 // mkdirat(dir, name, 0700), owned by the workspace's owner when a root warden made it; the
 // errno when it could not be made, 0 when it was made or was there.
 int make_owned_folder(int dir, const char* name, bool host_root, int workspace) {
@@ -251,9 +257,22 @@ SurveyReport WorkspaceWatch::survey(std::optional<uint64_t> baseline, bool measu
   } catch (const std::exception& e) {
     reply.error = e.what();
   }
-  reply.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                           std::chrono::steady_clock::now() - started)
-                                           .count());
+  reply.micros = micros_since(started);
+  return reply;
+}
+
+SurveyReport survey_names_only(const std::string& workspace, const WorkspaceRules& rules,
+                               std::optional<HeldNames>& held) {
+  auto started = std::chrono::steady_clock::now();
+  SurveyReport reply;
+  try {
+    WorkspaceSurvey now = survey_workspace(workspace, rules);
+    reply.entries = now.entries;
+    held = std::move(now.held);
+  } catch (const std::exception& e) {
+    reply.error = e.what();
+  }
+  reply.micros = micros_since(started);
   return reply;
 }
 

@@ -23,6 +23,12 @@
 
 namespace belljar {
 
+// Degraded mode's survey, where nothing is mounted nor measured: the names on protected links'
+// ways alone, in `held`, for the broker to hold. A failure is the reply's error (the waiting cell
+// fails closed, as strict's does) and leaves `held` empty.
+SurveyReport survey_names_only(const std::string& workspace, const WorkspaceRules& rules,
+                               std::optional<HeldNames>& held);
+
 class WorkspaceWatch {
  public:
   explicit WorkspaceWatch(const JailSpec& spec);

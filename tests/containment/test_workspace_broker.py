@@ -1703,6 +1703,12 @@ attempt('write through it', lambda: open('lnk/a.txt', 'w').write('PWN'))
 
 # --- the names on a protected link's way (held_names.hpp), and a file's second name ---
 
+def all_refused(kc, code):
+    """Runs the attempts in `code`; each must be refused. The notices on stderr."""
+    got, notices = errno_results_of(kc, code)
+    assert all(outcome != "done" for outcome in got.values()), got
+    return notices
+
 @pytest.mark.parametrize("mode", MODES)
 def test_every_link_on_a_protected_links_way_is_held(mode):
     # B1 of the outside pass: .bashrc -> dotfiles/bashrc -> ../real/bashrc. Only the last target
@@ -1759,8 +1765,7 @@ attempt('a folder with the end moved in', lambda: os.rename('x', 'd4'))
 os.mkdir('d4')
 attempt('make the end below a made folder', lambda: open('d4/zprofile', 'w').write('echo PWN\\n'))
 """
-            got, notices = errno_results_of(kc, code)
-        assert all(outcome != "done" for outcome in got.values()), got
+            all_refused(kc, code)
         assert not (ws / "d2" / "myprofile").exists()
         assert not (ws / "data").exists()
         assert (ws / "d4").is_dir() and not (ws / "d4").is_symlink()
@@ -1785,8 +1790,7 @@ os.chdir('.vscode')
 attempt('a new file from inside', lambda: open('tasks.json', 'w').write('PWN'))
 attempt('write from inside', lambda: open('settings.json', 'a').write('PWN'))
 """
-            got, notices = errno_results_of(kc, code)
-        assert all(outcome != "done" for outcome in got.values()), got
+            all_refused(kc, code)
         assert (ws / "data" / "settings.json").read_text() == "{}\n"
         assert not (ws / "data" / "tasks.json").exists()
 
@@ -1808,8 +1812,7 @@ attempt('write the hook', lambda: open('hooks/pre-commit', 'a').write('touch /tm
 attempt('replace the hook', lambda: os.rename('hooks', 'hooks_old'))
 attempt('remove the hook', lambda: os.unlink('hooks/pre-commit'))
 """
-            got, notices = errno_results_of(kc, code)
-        assert all(outcome != "done" for outcome in got.values()), got
+            all_refused(kc, code)
         assert (ws / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
 
 
@@ -1887,8 +1890,7 @@ attempt('git config', lambda: open('dotfiles/gitconfig', 'a').write('[core]\\n\\
 attempt('nvim init', lambda: open('dotfiles/nvim/init.lua', 'w').write('os.execute("x")'))
 attempt('a command first on PATH', lambda: open('dotlocal/bin/ls', 'w').write('#!/bin/sh\\n'))
 """
-            got, notices = errno_results_of(kc, code)
-        assert all(outcome != "done" for outcome in got.values()), got
+            all_refused(kc, code)
         assert (ws / "dotfiles" / "gitconfig").read_text() == "[user]\n"
         assert not (ws / "dotlocal" / "bin" / "ls").exists()
 
@@ -1911,8 +1913,7 @@ os.chdir({str(ws)!r})
 attempt('write the hook', lambda: open('scripts/pc.sh', 'a').write('touch /tmp/PWN\\n'))
 attempt('a new hook', lambda: open('githooks/post-checkout', 'w').write('#!/bin/sh\\n'))
 """
-            got, notices = errno_results_of(kc, code)
-        assert all(outcome != "done" for outcome in got.values()), got
+            all_refused(kc, code)
         assert (ws / "scripts" / "pc.sh").read_text() == "#!/bin/sh\nexit 0\n"
 
 
@@ -1936,8 +1937,7 @@ attempt('the repository config', lambda: open('subgit/config', 'a').write('[core
 attempt('a hook where hooks run', lambda: open('sub/githooks/pre-commit', 'w').write('#!/bin/sh\\n'))
 attempt('an included config', lambda: open('shared.gitconfig', 'a').write('[core]\\n\\tpager = x\\n'))
 """
-            got, notices = errno_results_of(kc, code)
-        assert all(outcome != "done" for outcome in got.values()), got
+            all_refused(kc, code)
         assert "fsmonitor" not in (ws / "subgit" / "config").read_text()
         assert not (ws / "sub" / "githooks" / "pre-commit").exists()
 

@@ -79,6 +79,13 @@ struct Scene {
     REQUIRE(root);
   }
 
+  // Another judge of this scene's: degraded mode's (`links_by_name`), or holding `held`.
+  WorkspaceJudge judge_with(bool links_by_name, const HeldNames* held) {
+    return WorkspaceJudge{
+        rule, workspace,     roots, root.get(), [this](BrokerRefusal r) { refused.push_back(r); },
+        {},   links_by_name, held};
+  }
+
   // The path walked as the broker walks it: components from the root, environments marked from
   // the workspace down.
   WalkedPath walk(const std::string& path, bool follow_last = false) const {
@@ -97,6 +104,13 @@ struct Scene {
 struct Row {
   const char* path;
   Change change;
+  int expected;
+};
+
+struct RenameRow {
+  const char* from;
+  const char* to;
+  unsigned flags;
   int expected;
 };
 
@@ -317,12 +331,6 @@ TEST_CASE("a mode sets no id bit and hides no folder from the survey", "[workspa
 TEST_CASE("a rename carries nothing closed away, and completes no environment",
           "[workspace-judge]") {
   Scene scene;
-  struct RenameRow {
-    const char* from;
-    const char* to;
-    unsigned flags;
-    int expected;
-  };
   for (const auto& row : std::initializer_list<RenameRow>{
            {"/ws/plain", "/ws/plain2", 0, 0},
            {"/ws/data.csv", "/ws/proj/data.csv", 0, 0},
@@ -507,13 +515,7 @@ TEST_CASE("degraded, a change through a link with a closed name is that name's",
   fs::create_symlink("dotfiles/zrc", scene.ws / ".zshrc");
   fs::create_directory_symlink("plain", scene.ws / ".vscode");
   fs::create_directory_symlink("plain", scene.ws / "also-plain");
-  WorkspaceJudge degraded{scene.rule,
-                          scene.workspace,
-                          scene.roots,
-                          scene.root.get(),
-                          [&](BrokerRefusal r) { scene.refused.push_back(r); },
-                          {},
-                          true};
+  WorkspaceJudge degraded = scene.judge_with(true, nullptr);
   struct LinkRow {
     const char* path;
     bool follow_last;
@@ -558,14 +560,7 @@ TEST_CASE("the names on a protected link's way are closed, and no link stands on
     REQUIRE(held.hold(path_components(name), ".bashrc"));
   // .zshrc -> way/../zrc: `way` must stay a folder (no link there), though nothing is below it.
   REQUIRE(held.keep_way({"way"}, ".zshrc"));
-  WorkspaceJudge judge{scene.rule,
-                       scene.workspace,
-                       scene.roots,
-                       scene.root.get(),
-                       [&](BrokerRefusal r) { scene.refused.push_back(r); },
-                       {},
-                       false,
-                       &held};
+  WorkspaceJudge judge = scene.judge_with(false, &held);
   for (const auto& row : std::initializer_list<Row>{
            {"/ws/real/bashrc", Change::write, EACCES},  // the end, by its own name
            {"/ws/real/bashrc", Change::times, EPERM},
@@ -585,12 +580,6 @@ TEST_CASE("the names on a protected link's way are closed, and no link stands on
   REQUIRE(scene.refused.size() == 1);
   CHECK(scene.refused[0].reason == "on the way of the protected link .bashrc");
 
-  struct RenameRow {
-    const char* from;
-    const char* to;
-    unsigned flags;
-    int expected;
-  };
   for (const auto& row : std::initializer_list<RenameRow>{
            {"/ws/dotfiles/bashrc", "/ws/dotfiles/old", 0, EACCES},  // the middle link away
            {"/ws/data.csv", "/ws/d2/myprofile", 0, EACCES},         // onto an end

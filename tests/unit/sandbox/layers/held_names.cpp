@@ -24,16 +24,21 @@ std::vector<Parts> held_paths(const HeldNames& held) {
   return paths;
 }
 
-}  // namespace
-
-TEST_CASE("a link's way is every link it passes and where it ends", "[held-names]") {
-  TempDir dir{"belljar-held"};
-  std::string ws = dir.path.string();
+// .bashrc -> dotfiles/bashrc -> ../real/bashrc, the end there.
+void make_chain(const TempDir& dir) {
   fs::create_directories(dir / "real");
   write_file(dir / "real/bashrc", "x");
   fs::create_directories(dir / "dotfiles");
   fs::create_symlink("../real/bashrc", dir / "dotfiles/bashrc");
   fs::create_symlink("dotfiles/bashrc", dir / ".bashrc");
+}
+
+}  // namespace
+
+TEST_CASE("a link's way is every link it passes and where it ends", "[held-names]") {
+  TempDir dir{"belljar-held"};
+  std::string ws = dir.path.string();
+  make_chain(dir);
 
   SECTION("a chain: both links, and the end") {
     LinkWay way = follow_link_way(ws + "/.bashrc");
@@ -111,11 +116,7 @@ TEST_CASE("a survey holds the ways of protected links and of links in protected 
           "[held-names]") {
   TempDir dir{"belljar-held-survey"};
   std::string ws = dir.path.string();
-  fs::create_directories(dir / "real");
-  write_file(dir / "real/bashrc", "x");
-  fs::create_directories(dir / "dotfiles");
-  fs::create_symlink("../real/bashrc", dir / "dotfiles/bashrc");
-  fs::create_symlink("dotfiles/bashrc", dir / ".bashrc");
+  make_chain(dir);
   fs::create_symlink("d2/myprofile", dir / ".profile");  // its end is not there
   fs::create_directories(dir / ".git/hooks");
   fs::create_directories(dir / "hooks");
