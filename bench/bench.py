@@ -298,10 +298,12 @@ class Bench:
         self.names["belljar-egress"] = "bench-belljar-egress"
         self.logs["belljar-egress"] = self.tmp / "belljar-egress.stderr"
 
-    def install_secret(self, port):
-        """belljar (strict) with a secret bound to the HTTPS stand-in (figure 11)."""
+    def install_secret(self, port, ca):
+        """belljar (strict) with a secret bound to the HTTPS stand-in (figure 11), whose CA the
+        proxy trusts (--upstream-ca: the kernel's environment never names one)."""
         cmd = [BELLJAR, "install", "--prefix", str(self.prefix), "--name", "bench-belljar-secret",
-               "--python", PYTHON, "--output-limit", OUTPUT_LIMIT, *brokered.kernel_flags(port)]
+               "--python", PYTHON, "--output-limit", OUTPUT_LIMIT, *brokered.kernel_flags(port),
+               "--upstream-ca", str(ca)]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if done.returncode != 0:
             raise RuntimeError("%s: %s" % (" ".join(cmd), done.stderr.strip()))
@@ -797,9 +799,8 @@ def brokered_figure(bench, record, count):
     shutil.copy(ca, inside_ca)
     session = None
     try:
-        bench.install_secret(port)
-        # The proxy verifies the stand-in against the kernel's trust store: SSL_CERT_FILE.
-        env = dict(bench.env, SSL_CERT_FILE=str(ca))
+        bench.install_secret(port, ca)
+        env = dict(bench.env)
         env[brokered.SECRET_NAME] = brokered.SECRET_VALUE
         session = bench.session("belljar-secret", env)
         client = session[1]

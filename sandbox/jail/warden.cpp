@@ -380,6 +380,7 @@ class Warden {
     // Degraded mode's surveys find the held names alone: nothing is mounted, nothing measured.
     names_only_.hide = spec_.hide_patterns;
     names_only_.protect = protect;
+    names_only_.writable = spec_.writable_patterns;
     held_ = watch_ ? watch_->held() : survey_workspace(spec_.workspace, names_only_).held;
     settings.held = held_;
     settings.writable_roots = std::move(writable_roots);

@@ -100,6 +100,7 @@ WorkspaceRules WorkspaceWatch::rules(bool measure) const {
   WorkspaceRules rules;
   rules.hide = spec_.hide_patterns;
   rules.protect = spec_.protect_patterns;
+  rules.writable = spec_.writable_patterns;
   rules.measure = measure && spec_.workspace_quota_bytes > 0;
   return rules;
 }

@@ -120,7 +120,7 @@ std::vector<const HeldName*> HeldNames::beyond(const NameParts& relative) const 
 
 namespace {
 
-constexpr size_t kMaxFollowed = 4 * kMaxHeldNames;  // ways followed in one survey
+constexpr size_t kMaxFollowed = 8 * kMaxHeldNames;  // ways followed in one survey
 constexpr size_t kMaxScanDepth = 128;
 constexpr size_t kMaxGitFile = 64 << 10;  // a .git file or a git config, read this far
 constexpr int kMaxIncludes = 10;          // git's own include depth
@@ -319,14 +319,15 @@ bool ProtectedLinks::resolve(HeldNames& held, std::vector<End>& ends) {
     Pending item = pending_[next];  // links_in may grow the list
     LinkWay way = follow_link_way(item.path);
     for (const auto& passed : way.links)
-      if (auto relative = relative_of(passed)) bounded = held.hold(*relative, item.link) && bounded;
+      if (auto relative = relative_of(passed); relative && worth_holding(*relative))
+        bounded = held.hold(*relative, item.link) && bounded;
     for (const auto& left : way.left)
-      if (auto relative = relative_of(left))
+      if (auto relative = relative_of(left); relative && worth_holding(*relative))
         bounded = held.keep_way(*relative, item.link) && bounded;
     if (!way.end) continue;
     auto relative = relative_of(*way.end);
     if (!relative) continue;
-    bounded = held.hold(*relative, item.link) && bounded;
+    if (worth_holding(*relative)) bounded = held.hold(*relative, item.link) && bounded;
     struct stat st {};
     if (::stat(way.end->c_str(), &st) != 0) continue;
     if (item.guard && !relative->empty())

@@ -33,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/layers/workspace_rule.hpp"
+
 namespace belljar {
 
 // The links a path passes through on the host and where it ends, as the kernel would resolve
@@ -89,7 +91,9 @@ class HeldNames {
 // holds what it finds, and scans each folder a way ends at for links of its own, recursively.
 class ProtectedLinks {
  public:
-  explicit ProtectedLinks(std::string workspace) : workspace_(std::move(workspace)) {}
+  // `closed`: the broker's rule; a name it closes is not held again (none: every name is).
+  explicit ProtectedLinks(std::string workspace, const WorkspaceRule* closed = nullptr)
+      : workspace_(std::move(workspace)), closed_(closed) {}
 
   void folder(dev_t dev, ino_t ino, NameParts relative);
   // A link at `relative`; `guard`: what the end gets (a pattern's kind), if anything.
@@ -123,7 +127,13 @@ class ProtectedLinks {
                 size_t depth);
   std::string host_path(const NameParts& relative) const;
 
+  // Whether holding `relative` adds anything to what the rule closes.
+  bool worth_holding(const NameParts& relative) const {
+    return !closed_ || relative.empty() || !closed_->closed(relative);
+  }
+
   std::string workspace_;
+  const WorkspaceRule* closed_;
   std::map<std::pair<dev_t, ino_t>, NameParts> folders_;
   std::vector<Pending> pending_;
   std::set<std::pair<dev_t, ino_t>> scanned_;  // ends already scanned for links

@@ -98,7 +98,8 @@ class Survey {
       : workspace_(workspace),
         hide_(compile(rules.hide)),
         protect_(compile(rules.protect)),
-        measure_(rules.measure) {}
+        measure_(rules.measure),
+        closed_(rules.protect, rules.writable, rules.hide) {}
 
   WorkspaceSurvey run() {
     int fd = ::open(workspace_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -303,7 +304,8 @@ class Survey {
   std::vector<std::string> stack_;
   WorkspaceSurvey result_;
   std::map<std::string, size_t> seen_;
-  ProtectedLinks links_{workspace_};
+  WorkspaceRule closed_;  // what the broker's rule closes by name: held already
+  ProtectedLinks links_{workspace_, &closed_};
 };
 
 }  // namespace

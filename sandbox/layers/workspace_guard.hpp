@@ -50,7 +50,10 @@ struct GuardedPath {
 struct WorkspaceRules {
   std::vector<std::string> hide;     // masked: defaults + --hide
   std::vector<std::string> protect;  // read-only: defaults + --protect, less --writable
-  bool measure = false;              // also sum the bytes (one stat per file)
+  // --writable: what the broker's rule opens. A name the rule closes anyway (a dot-path) is not
+  // held again, so a home's thousands of links inside its dot-folders cost no held names.
+  std::vector<std::string> writable;
+  bool measure = false;  // also sum the bytes (one stat per file)
 };
 
 struct WorkspaceSurvey {

@@ -128,10 +128,8 @@ TEST_CASE("a survey holds the ways of protected links and of links in protected 
   rules.protect = {".bashrc", ".profile", ".git"};
 
   WorkspaceSurvey survey = survey_workspace(ws, rules);
-  CHECK(held_paths(survey.held) == std::vector<Parts>{{".bashrc"},
-                                                      {".git", "hooks", "pre-commit"},
-                                                      {".profile"},
-                                                      {"d2", "myprofile"},
+  // The links' own dot-names are closed by the rule already: not held again.
+  CHECK(held_paths(survey.held) == std::vector<Parts>{{"d2", "myprofile"},
                                                       {"dotfiles", "bashrc"},
                                                       {"hooks", "pre-commit"},
                                                       {"real", "bashrc"}});
@@ -167,8 +165,16 @@ TEST_CASE("a survey follows every dot-name's link, the links in a way's end, and
   write_file(dir / "extra.cfg", "[Core]\n  HooksPath = \"../morehooks\" ; a comment\n");
   fs::create_directories(dir / "plain");
   link("../dotfiles", "plain/ordinary-link");  // no dot-name: not followed
+  // A home's tools: thousands of links inside dot-folders, leading inside them. The rule closes
+  // those names already: nothing held for them.
+  fs::create_directories(dir / ".vscode-server/ext/node_modules/tool");
+  link("../tool/cli.js", ".vscode-server/ext/node_modules/.bin/tool");
+  // What --writable opens inside a dot-folder is held when a way leads there.
+  link(".cache/myproject/rc", ".kshrc");
 
-  WorkspaceSurvey survey = survey_workspace(ws, WorkspaceRules{});
+  WorkspaceRules rules;
+  rules.writable = {".cache/myproject"};
+  WorkspaceSurvey survey = survey_workspace(ws, rules);
   auto held = held_paths(survey.held);
   auto has = [&](Parts path) { return std::find(held.begin(), held.end(), path) != held.end(); };
   CHECK(has({"dotfiles", "gitconfig"}));
@@ -183,6 +189,8 @@ TEST_CASE("a survey follows every dot-name's link, the links in a way's end, and
   CHECK(has({"extra.cfg"}));                        // include.path: from the config's folder
   CHECK(has({"morehooks"}));                        // hooksPath in the included file
   CHECK_FALSE(has({"plain", "ordinary-link"}));
+  for (const auto& name : held) CHECK(name.front().rfind(".vscode-server", 0) != 0);
+  CHECK(has({".cache", "myproject", "rc"}));
   CHECK_FALSE(survey.held.holding({"plain", "x"}));
 }
 
