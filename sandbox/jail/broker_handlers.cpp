@@ -41,7 +41,7 @@ BrokerAnswer::BrokerAnswer(BrokerCall& call, const BrokerScene& scene, BrokerMem
       generation_(generation),
       mount_changes_(mount_changes),
       seen_generation_(generation.load()),
-      paths_(scene.root, &holds_python_environment, scene.workspace.size()) {}
+      paths_(scene.root, &holds_host_run_folder, scene.workspace.size()) {}
 
 namespace {
 

@@ -531,9 +531,11 @@ class Warden {
   // descriptor can be taken back: the sandbox is stopped (the session starts again at the next
   // cell), each such file said first.
   void hold(HeldNames fresh) {
-    OpenWriters writers = newly_held_writers(held_, fresh, spec_.workspace);
-    held_ = fresh;
+    // Held first: from now on nothing opens them for writing, so a writer found below is one
+    // that opened before and holds on (the second pass raced a check made before the hold).
+    HeldNames before = std::exchange(held_, fresh);
     broker_->hold(std::move(fresh));
+    OpenWriters writers = newly_held_writers(before, held_, spec_.workspace);
     if (writers.paths.empty() && !writers.too_many) return;
     for (const auto& path : writers.paths)
       report(RefusalReport{path,

@@ -165,10 +165,8 @@ int WorkspaceJudge::decide_name(const WalkedPath& at, Change change) {
   }
   // An environment found on disk first: its reason is the more telling one (a sitecustomize.py
   // there is also a module of the host's by name), and no --writable opens it.
-  std::optional<std::string> why;
-  if (in_environment(at))
-    why = "inside a Python environment";
-  else
+  std::optional<std::string> why = host_run_folder(at);
+  if (!why)
     why = rule_.refusal(
         *relative, change == Change::make_folder ? NameChange::make_folder : NameChange::other);
   bool changes_the_file = change == Change::write || change == Change::mode ||
@@ -230,8 +228,8 @@ int WorkspaceJudge::decide_held(const WalkedPath& at, Change change, bool moved)
   if (!held_ || !relative) return 0;
   std::optional<std::string> why = held_reason(*relative);
   if (!why && moved)
-    if (auto ways = held_->beyond(*relative); !ways.empty())
-      why = "a folder on the way of the protected link " + ways.front()->link;
+    if (const HeldName* way = held_->first_beyond(*relative))
+      why = "a folder on the way of the protected link " + way->link;
   if (!why || on_read_only_mount(at)) return 0;
   return refuse(*relative, change, *why);
 }
@@ -327,10 +325,10 @@ int WorkspaceJudge::decide_link(const WalkedPath& at, const std::string& target)
   auto target_rel = error ? std::nullopt : in_workspace(points);
   if (!target_rel || target_rel->empty())
     return refuse(*relative, Change::link, "a link that leads out of the workspace");
-  auto ways = held_ ? held_->beyond(*relative) : std::vector<const HeldName*>{};
-  if (!ways.empty() && !on_read_only_mount(at))
+  const HeldName* way = held_ ? held_->first_beyond(*relative) : nullptr;
+  if (way && !on_read_only_mount(at))
     return refuse(*relative, Change::link,
-                  "a link would stand on the way of the protected link " + ways.front()->link);
+                  "a link would stand on the way of the protected link " + way->link);
   return decide(points, Change::link);
 }
 
@@ -419,12 +417,22 @@ bool WorkspaceJudge::in_a_homes_bin(const WalkedPath& at,
   return false;
 }
 
-// Whether a folder from the workspace's root down to the target's is a Python environment's
-// root by its shape (workspace_rule.hpp's table).
-bool WorkspaceJudge::in_environment(const WalkedPath& at) const {
-  for (size_t i = workspace_.size(); i < at.marked.size(); ++i)
-    if (at.marked[i]) return true;
-  return false;
+// Why a folder from the workspace's root down to the target's (the walk marked them,
+// holds_host_run_folder) closes it: a Python environment's root (workspace_rule.hpp's table; no
+// --writable opens it), or a git repository by its shape whose name is no dot-name (a `.git` is
+// the dot rule's, which --writable .git opens). Nothing when none does.
+std::optional<std::string> WorkspaceJudge::host_run_folder(const WalkedPath& at) const {
+  // marked[i]: the folder of the first i components of `where` (marked[0]: the root).
+  for (size_t i = workspace_.size(); i < at.marked.size() && i <= at.where.size(); ++i) {
+    if (!at.marked[i]) continue;
+    Fd dir(::fcntl(at.parent.get(), F_DUPFD_CLOEXEC, 0));
+    for (size_t up = at.where.size() - i; dir && up > 0; --up)
+      dir = Fd(::openat(dir.get(), "..", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir || holds_python_environment(dir.get())) return "inside a Python environment";
+    if (i > 0 && at.where[i - 1][0] != '.')
+      return "inside a git repository (the host's git runs its hooks)";
+  }
+  return std::nullopt;
 }
 
 }  // namespace belljar

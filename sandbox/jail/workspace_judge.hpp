@@ -142,7 +142,7 @@ class WorkspaceJudge {
   static bool on_read_only_mount(const WalkedPath& at);
   bool makes_an_environment(const WalkedPath& at) const;
   bool in_a_homes_bin(const WalkedPath& at, const std::vector<std::string>& relative) const;
-  bool in_environment(const WalkedPath& at) const;
+  std::optional<std::string> host_run_folder(const WalkedPath& at) const;
 
   const WorkspaceRule& rule_;
   const std::vector<std::string>& workspace_;

@@ -58,16 +58,20 @@ LinkWay follow_link_way(const std::string& path) {
     }
     if (!S_ISLNK(st.st_mode)) continue;
     way.links.push_back(here);
+    if (done.front() == "proc") {
+      way.unknown = true;  // /proc/self/cwd, /proc/self/root: the follower's, not ours
+      return way;
+    }
     if (++hops > kMaxLinkHops) {
       way.loops = true;
       return way;
     }
-    std::string text(static_cast<size_t>(st.st_size > 0 ? st.st_size : 0) + 1, '\0');
+    // PATH_MAX, whatever st_size says (0 for some filesystems' links).
+    std::string text(4096, '\0');
     ssize_t n = ::readlink(here.c_str(), text.data(), text.size());
     done.pop_back();
     if (n <= 0 || static_cast<size_t>(n) >= text.size()) {
-      // Changed or unreadable since the lstat: the way is not known past here.
-      way.loops = true;
+      way.unknown = true;  // changed or unreadable since the lstat: not known past here
       return way;
     }
     text.resize(static_cast<size_t>(n));
@@ -79,35 +83,47 @@ LinkWay follow_link_way(const std::string& path) {
   return way;
 }
 
-namespace {
-
-bool add_once(std::vector<HeldName>& list, std::set<NameParts>& seen, NameParts relative,
-              const std::string& link, size_t total) {
-  if (seen.count(relative)) return true;
-  if (total >= kMaxHeldNames) return false;
-  seen.insert(relative);
+bool HeldNames::add(std::deque<HeldName>& list, NameParts relative, const std::string& link,
+                    bool is_way) {
+  auto& index = is_way ? way_at_ : held_at_;
+  if (index.count(relative)) return true;
+  if (size() >= kMaxHeldNames) return false;
   list.push_back({std::move(relative), link});
+  const HeldName* added = &list.back();
+  index.emplace(added->path, added);
+  // The folders it stands below (a way kept: and itself) are on its way.
+  size_t depth = added->path.size() + (is_way ? 1 : 0);
+  for (size_t k = 0; k < depth && k <= added->path.size(); ++k)
+    through_.emplace(NameParts(added->path.begin(), added->path.begin() + static_cast<long>(k)),
+                     added);
   return true;
 }
 
-}  // namespace
-
 bool HeldNames::hold(NameParts relative, const std::string& link) {
-  return add_once(names_, seen_names_, std::move(relative), link, size());
+  return add(names_, std::move(relative), link, false);
 }
 
 bool HeldNames::keep_way(NameParts relative, const std::string& link) {
-  return add_once(ways_, seen_ways_, std::move(relative), link, size());
+  return add(ways_, std::move(relative), link, true);
 }
 
 const HeldName* HeldNames::holding(const NameParts& relative) const {
-  for (const auto& name : names_)
-    if (starts_with(relative, name.path)) return &name;
-  return nullptr;
+  NameParts prefix;
+  for (size_t k = 0;; ++k) {
+    if (auto found = held_at_.find(prefix); found != held_at_.end()) return found->second;
+    if (k == relative.size()) return nullptr;
+    prefix.push_back(relative[k]);
+  }
+}
+
+const HeldName* HeldNames::first_beyond(const NameParts& relative) const {
+  auto found = through_.find(relative);
+  return found == through_.end() ? nullptr : found->second;
 }
 
 std::vector<const HeldName*> HeldNames::beyond(const NameParts& relative) const {
   std::vector<const HeldName*> found;
+  if (!first_beyond(relative)) return found;
   for (const auto& name : names_)
     if (name.path.size() > relative.size() && starts_with(name.path, relative))
       found.push_back(&name);
@@ -120,7 +136,7 @@ std::vector<const HeldName*> HeldNames::beyond(const NameParts& relative) const 
 
 namespace {
 
-constexpr size_t kMaxFollowed = 8 * kMaxHeldNames;  // ways followed in one survey
+constexpr size_t kMaxFollowed = 32768;  // ways followed in one survey
 constexpr size_t kMaxScanDepth = 128;
 constexpr size_t kMaxGitFile = 64 << 10;  // a .git file or a git config, read this far
 constexpr int kMaxIncludes = 10;          // git's own include depth
@@ -164,7 +180,32 @@ std::optional<std::string> read_small(const std::string& path) {
 // case-insensitive; a value may be quoted; comments start with # or ;.
 struct GitConfigPaths {
   std::vector<std::string> hooks, includes;
+  std::vector<std::string> commands;  // values git runs as commands (core.fsmonitor, ...)
 };
+
+// The keys whose values git runs as a command line, by section (and, for a `section.NAME.key`
+// one, its last part): a word of it that names a path names a file git runs.
+bool runs_a_command(const std::string& section, const std::string& key) {
+  static const std::set<std::pair<std::string, std::string>> keys = {
+      {"core", "fsmonitor"},
+      {"core", "pager"},
+      {"core", "editor"},
+      {"core", "sshcommand"},
+      {"core", "askpass"},
+      {"sequence", "editor"},
+      {"diff", "external"},
+      {"diff", "command"},
+      {"diff", "textconv"},
+      {"merge", "driver"},
+      {"filter", "clean"},
+      {"filter", "smudge"},
+      {"filter", "process"},
+      {"gpg", "program"},
+      {"credential", "helper"},
+      {"interactive", "difffilter"},
+      {"uploadpack", "packobjectshook"}};
+  return keys.count({section, key}) > 0 || section == "alias" || section == "pager";
+}
 GitConfigPaths git_config_paths(const std::string& text) {
   GitConfigPaths paths;
   std::string section;
@@ -194,10 +235,31 @@ GitConfigPaths git_config_paths(const std::string& text) {
     }
     if (value.empty()) continue;
     if (section == "core" && key == "hookspath") paths.hooks.push_back(value);
+    if (runs_a_command(section, key)) paths.commands.push_back(value);
     if ((section == "include" || section == "includeif") && key == "path")
       paths.includes.push_back(value);
   }
   return paths;
+}
+
+// The words of a command line that name a path (hold a "/"), quotes and an alias's "!" dropped:
+// what a shell would run or read by that name from the command's folder.
+std::vector<std::string> command_paths(const std::string& command) {
+  std::vector<std::string> words;
+  std::string word;
+  auto flush = [&] {
+    if (word.find('/') != std::string::npos) words.push_back(word);
+    word.clear();
+  };
+  for (char c : command) {
+    if (c == ' ' || c == '\t' || c == ';' || c == '&' || c == '|') {
+      flush();
+    } else if (c != '"' && c != '\'' && !(c == '!' && word.empty())) {
+      word += c;
+    }
+  }
+  flush();
+  return words;
 }
 
 }  // namespace
@@ -217,8 +279,7 @@ void ProtectedLinks::link(const NameParts& relative, std::optional<int> guard,
 
 void ProtectedLinks::pointer(const std::string& base, const std::string& text,
                              const NameParts& from) {
-  // "~" is the host user's home, outside what the sandbox may change unless the workspace is
-  // that home: left to the dot-name rule there.
+  // A "~" still there (expand_home) is a home elsewhere, outside what the sandbox may change.
   if (text.empty() || text[0] == '~') return;
   std::string path = text[0] == '/' ? text : base + "/" + text;
   pending_.push_back({path, joined(from), std::nullopt, "git follows it"});
@@ -240,23 +301,62 @@ void ProtectedLinks::git(const NameParts& relative) {
   } else if (!S_ISDIR(st.st_mode)) {
     return;
   }
-  // The config, and what it includes (git's own depth), each file held where it lies.
-  std::vector<std::string> configs = {git_dir + "/config"};
+  std::vector<std::string> configs = {git_dir + "/config", git_dir + "/config.worktree"};
+  // A worktree's gitdir names the repository it shares (hooks, config) in `commondir`.
+  if (auto common = read_small(git_dir + "/commondir")) {
+    std::string path = trimmed(common->substr(0, common->find('\n')));
+    if (!path.empty()) {
+      pointer(git_dir, path, relative);
+      configs.push_back((path[0] == '/' ? path : git_dir + "/" + path) + "/config");
+    }
+  }
+  config_pointers(configs, worktree, relative);
+}
+
+void ProtectedLinks::git_config(const NameParts& relative) {
+  // The user's own config (the workspace is their home): relative hooks and commands name a
+  // path in each repository, left to the repositories' own survey.
+  config_pointers({host_path(relative)}, "", relative);
+}
+
+void ProtectedLinks::config_pointers(std::vector<std::string> configs, const std::string& worktree,
+                                     const NameParts& from) {
+  // Each config, and what it includes (git's own depth), each file held where it lies.
   for (int depth = 0; depth < kMaxIncludes && !configs.empty(); ++depth) {
     std::vector<std::string> next;
     for (const auto& config : configs) {
       auto text = read_small(config);
       if (!text) continue;
       GitConfigPaths paths = git_config_paths(*text);
-      for (const auto& hooks : paths.hooks) pointer(worktree, hooks, relative);
+      auto named = [&](const std::string& path, const std::string& base) {
+        std::string full = expand_home(path);
+        if (full[0] == '/' || !base.empty()) pointer(base, full, from);
+      };
+      for (const auto& hooks : paths.hooks) named(hooks, worktree);
+      // A command runs in the worktree's top: each of its words that names a path.
+      for (const auto& command : paths.commands)
+        for (const auto& word : command_paths(command)) named(word, worktree);
       for (const auto& include : paths.includes) {
-        pointer(parent_of(config), include, relative);
-        if (include[0] != '~')
-          next.push_back(include[0] == '/' ? include : parent_of(config) + "/" + include);
+        std::string full = expand_home(include);
+        named(full, parent_of(config));
+        if (full[0] != '~') next.push_back(full[0] == '/' ? full : parent_of(config) + "/" + full);
       }
     }
     configs = std::move(next);
   }
+}
+
+std::string ProtectedLinks::expand_home(const std::string& path) const {
+  // "~" is the host user's home: the workspace when the workspace is a home by its shape (a
+  // shell's start-up file or a .gitconfig at its top); else somewhere the sandbox cannot write.
+  if (path.empty() || path[0] != '~' || (path.size() > 1 && path[1] != '/')) return path;
+  if (!home_) {
+    Fd top(::open(workspace_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    struct stat st {};
+    home_ = top && (holds_shell_start_up(top.get()) ||
+                    ::fstatat(top.get(), ".gitconfig", &st, AT_SYMLINK_NOFOLLOW) == 0);
+  }
+  return *home_ ? workspace_ + path.substr(1) : path;
 }
 
 std::optional<NameParts> ProtectedLinks::relative_of(const std::string& path) const {
@@ -318,6 +418,10 @@ bool ProtectedLinks::resolve(HeldNames& held, std::vector<End>& ends) {
     if (next >= kMaxFollowed) return false;
     Pending item = pending_[next];  // links_in may grow the list
     LinkWay way = follow_link_way(item.path);
+    if (way.unknown) {
+      bounded = held.hold({}, item.link) && bounded;
+      continue;
+    }
     for (const auto& passed : way.links)
       if (auto relative = relative_of(passed); relative && worth_holding(*relative))
         bounded = held.hold(*relative, item.link) && bounded;

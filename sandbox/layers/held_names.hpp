@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,11 +43,15 @@ namespace belljar {
 // as written. A folder the way enters and then leaves by ".." is `left`: the sandbox must not
 // turn it into a link (`.bashrc -> dir/../real`: a link at dir would send ".." elsewhere). More
 // than kMaxLinkHops links (a loop): `loops`, no end.
+// A way through /proc (or /dev/fd, a link into it), or a link that changed while it was read,
+// leads where nobody can say for the host tool that follows it (its own cwd, its own root):
+// `unknown`, and the survey holds the whole workspace for it (fails closed).
 struct LinkWay {
   std::vector<std::string> links;
   std::vector<std::string> left;
   std::optional<std::string> end;
   bool loops = false;
+  bool unknown = false;
 };
 inline constexpr int kMaxLinkHops = 40;  // the kernel's own bound (ELOOP)
 LinkWay follow_link_way(const std::string& path);
@@ -58,7 +63,7 @@ struct HeldName {
   std::string link;  // the protected name whose way holds it
 };
 
-inline constexpr size_t kMaxHeldNames = 4096;
+inline constexpr size_t kMaxHeldNames = 16384;
 
 class HeldNames {
  public:
@@ -67,19 +72,25 @@ class HeldNames {
   bool hold(NameParts relative, const std::string& link);
   bool keep_way(NameParts relative, const std::string& link);
 
-  // The held name at or above `relative`, if any: what closes it.
+  // The held name at or above `relative`, if any: what closes it. One lookup per component:
+  // the broker asks it of every name it judges.
   const HeldName* holding(const NameParts& relative) const;
-  // The held names strictly below the folder `relative`, and the ways kept at or below it:
-  // `relative` is on their way.
+  // One of the held names strictly below the folder `relative`, or the ways kept at or below
+  // it (`relative` is on its way), if any; beyond() lists them all.
+  const HeldName* first_beyond(const NameParts& relative) const;
   std::vector<const HeldName*> beyond(const NameParts& relative) const;
 
   size_t size() const { return names_.size() + ways_.size(); }
-  const std::vector<HeldName>& names() const { return names_; }
-  const std::vector<HeldName>& ways() const { return ways_; }
+  const std::deque<HeldName>& names() const { return names_; }
+  const std::deque<HeldName>& ways() const { return ways_; }
 
  private:
-  std::vector<HeldName> names_, ways_;
-  std::set<NameParts> seen_names_, seen_ways_;
+  bool add(std::deque<HeldName>& list, NameParts relative, const std::string& link, bool is_way);
+
+  std::deque<HeldName> names_, ways_;  // a deque: the indexes below point into it
+  std::map<NameParts, const HeldName*> held_at_, way_at_;
+  // Each folder some held name lies strictly below, or some kept way at or below: one of them.
+  std::map<NameParts, const HeldName*> through_;
 };
 
 // What a survey finds of protected links, in two steps. While it walks, it says which folders
@@ -100,8 +111,11 @@ class ProtectedLinks {
   void link(const NameParts& relative, std::optional<int> guard, const std::string& reason);
   // A path (absolute, or relative to `base`, a host folder) a host tool follows from `from`.
   void pointer(const std::string& base, const std::string& text, const NameParts& from);
-  // The `.git` at `relative` (a folder or a gitdir file): the pointers git follows from it.
+  // The `.git` at `relative` (a folder or a gitdir file): the pointers git follows from it
+  // (gitdir, commondir, the config's hooksPath, include paths and commands' paths).
   void git(const NameParts& relative);
+  // The user's own git config at `relative` (.gitconfig, .config/git/config at the top).
+  void git_config(const NameParts& relative);
   // The guarded folder at `relative`: every link below it.
   void inside(const NameParts& relative, std::optional<int> guard, const std::string& reason);
 
@@ -123,6 +137,9 @@ class ProtectedLinks {
     std::string reason;
   };
   std::optional<NameParts> relative_of(const std::string& path) const;
+  void config_pointers(std::vector<std::string> configs, const std::string& worktree,
+                       const NameParts& from);
+  std::string expand_home(const std::string& path) const;
   void links_in(const std::string& folder, const NameParts& relative, const Pending& from,
                 size_t depth);
   std::string host_path(const NameParts& relative) const;
@@ -137,6 +154,7 @@ class ProtectedLinks {
   std::map<std::pair<dev_t, ino_t>, NameParts> folders_;
   std::vector<Pending> pending_;
   std::set<std::pair<dev_t, ino_t>> scanned_;  // ends already scanned for links
+  mutable std::optional<bool> home_;           // the workspace is a home (expand_home)
 };
 
 // The regular files `now` holds that `before` did not (a held folder's files among them), open

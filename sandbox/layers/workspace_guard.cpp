@@ -225,6 +225,9 @@ class Survey {
       const CompiledPattern* guarded = secret ? secret : matching(protect_);
       GuardKind kind = secret ? GuardKind::mask : GuardKind::read_only;
       if (name == ".git" && (type == DT_DIR || type == DT_REG)) links_.git(stack_);
+      if (type == DT_REG && (stack_ == std::vector<std::string>{".gitconfig"} ||
+                             stack_ == std::vector<std::string>{".config", "git", "config"}))
+        links_.git_config(stack_);
       if (type == DT_LNK && (guarded || dotted())) {
         // A host tool follows it: its way is held (held_names.hpp); a pattern's end is
         // guarded as the link asks.

@@ -143,6 +143,19 @@ bool holds_python_environment(int dir) {
          holds_matching(dir, "lib", "python3.*", true);
 }
 
+bool holds_git_repository(int dir) {
+  struct stat head {
+  }, objects{}, refs{};
+  return ::fstatat(dir, "HEAD", &head, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(head.st_mode) &&
+         ::fstatat(dir, "objects", &objects, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISDIR(objects.st_mode) && ::fstatat(dir, "refs", &refs, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISDIR(refs.st_mode);
+}
+
+bool holds_host_run_folder(int dir) {
+  return holds_python_environment(dir) || holds_git_repository(dir);
+}
+
 bool completes_environment(const std::string& parent_name, const std::string& name, int above) {
   if (name == "pyvenv.cfg" || name == "conda-meta") return true;
   if (above < 0) return false;

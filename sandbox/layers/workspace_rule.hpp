@@ -77,6 +77,14 @@ bool completes_environment(const std::string& parent_name, const std::string& na
 bool folder_completes_environment(int from_dir, const std::string& from_name,
                                   const std::string& to_name, int to_dir);
 
+// Whether the folder `dir` (a descriptor) is a git repository by its shape: it holds HEAD,
+// objects/ and refs/, as a bare repository does (`git init --bare`: the host's `git push` to it
+// runs its hooks/ and obeys its config; a worktree's is `.git`, closed by its dot).
+bool holds_git_repository(int dir);
+// What the broker marks on every walk: a folder whose content a host tool runs by its shape, a
+// Python environment's root or a git repository.
+bool holds_host_run_folder(int dir);
+
 // Whether the folder `dir` (a descriptor) is a home by its shape: it holds a login shell's
 // start-up file (.profile, .bash_profile, .bash_login, .zprofile, .zlogin, .bashrc, .zshrc,
 // .cshrc, .tcshrc), so a `bin` in it is first on that shell's PATH (Debian's ~/.profile puts

@@ -2015,3 +2015,68 @@ def test_a_file_open_for_writing_when_the_host_links_to_it_stops_the_sandbox(mod
             assert reply["content"]["status"] == "ok", out
             assert stdout_of(out) == "2\n"
         assert (ws / "later" / "bp").read_text() == "orig\n"
+
+
+def bare_repository(path):
+    """A bare git repository's shape, as `git init --bare` leaves it."""
+    for folder in ("objects", "refs/heads", "hooks"):
+        (path / folder).mkdir(parents=True)
+    (path / "HEAD").write_text("ref: refs/heads/master\n")
+    (path / "config").write_text("[core]\n\tbare = true\n")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_what_git_runs_from_a_repository_is_held(mode):
+    # The third pass: a bare repository's hooks (the host's `git push` runs them), a worktree
+    # whose shared repository (`commondir`) has an ordinary name, a command the repository's
+    # config runs (core.fsmonitor), and the home's own .gitconfig naming hooks and includes.
+    with fresh_workspace("belljar-broker-git-runs-") as ws:
+        bare_repository(ws / "remote.git")
+        (ws / "remote.git" / "worktrees" / "wt").mkdir(parents=True)
+        (ws / "remote.git" / "worktrees" / "wt" / "commondir").write_text("../..\n")
+        (ws / "wt").mkdir()
+        (ws / "wt" / ".git").write_text(f"gitdir: {ws / 'remote.git' / 'worktrees' / 'wt'}\n")
+        (ws / "proj" / ".git").mkdir(parents=True)
+        (ws / "proj" / ".git" / "config").write_text("[core]\n\tfsmonitor = tools/fsmon.sh\n")
+        (ws / "proj" / "tools").mkdir()
+        (ws / "proj" / "tools" / "fsmon.sh").write_text("#!/bin/sh\n")
+        (ws / ".bashrc").write_text("# a home\n")
+        (ws / ".gitconfig").write_text(
+            f"[core]\n\thooksPath = {ws / 'githooks'}\n"
+            "[includeIf \"gitdir:~/proj/\"]\n\tpath = ~/gitconfig-work\n")
+        (ws / "githooks").mkdir()
+        (ws / "gitconfig-work").write_text("[user]\n")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            all_refused(kc, f"""
+os.chdir({str(ws)!r})
+attempt('the hook of a bare repository', lambda: open('remote.git/hooks/post-receive', 'w').write('x'))
+attempt('the config of a bare repository', lambda: open('remote.git/config', 'a').write('x'))
+attempt('the shared repository of a worktree', lambda: open('remote.git/hooks/pre-commit', 'w'))
+attempt('a command the config runs', lambda: open('proj/tools/fsmon.sh', 'a').write('x'))
+attempt('the hooksPath of the home', lambda: open('githooks/pre-commit', 'w').write('x'))
+attempt('the config the home includes', lambda: open('gitconfig-work', 'a').write('x'))
+""")
+            ordinary, _ = errno_results_of(kc, f"""
+attempt('ordinary', lambda: open({str(ws / 'proj' / 'main.py')!r}, 'w').write('x'))
+""")
+        assert ordinary == {"ordinary": "done"}
+        assert not (ws / "remote.git" / "hooks" / "post-receive").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_protected_link_through_proc_holds_the_whole_workspace(mode):
+    # `.profile -> /proc/self/root/W/preal`: where /proc leads is the follower's own (its cwd, its
+    # root), so nothing can be held by name: the whole workspace is (fails closed).
+    with fresh_workspace("belljar-broker-proc-link-") as ws:
+        (ws / "preal").write_text("orig\n")
+        (ws / ".profile").symlink_to(f"/proc/self/root{ws}/preal")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            notices = all_refused(kc, f"""
+os.chdir({str(ws)!r})
+attempt('the end', lambda: open('preal', 'a').write('echo PWN\\n'))
+attempt('any file', lambda: open('other.txt', 'w').write('x'))
+""")
+        assert "leads to the workspace itself" in notices, notices
+        assert (ws / "preal").read_text() == "orig\n"

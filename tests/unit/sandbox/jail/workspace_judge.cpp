@@ -89,7 +89,7 @@ struct Scene {
   // The path walked as the broker walks it: components from the root, environments marked from
   // the workspace down.
   WalkedPath walk(const std::string& path, bool follow_last = false) const {
-    SandboxPaths paths(root.get(), &holds_python_environment, workspace.size());
+    SandboxPaths paths(root.get(), &holds_host_run_folder, workspace.size());  // as the broker
     WalkedPath at;
     REQUIRE(paths.walk(Parts{}, path, follow_last, at) == 0);
     return at;
@@ -488,7 +488,7 @@ TEST_CASE("no folder above the workspace is moved, whatever the mount list says"
   std::vector<BrokerRefusal> refused;
   WorkspaceJudge judge{rule, workspace, roots, root.get(),
                        [&](BrokerRefusal r) { refused.push_back(r); }};
-  SandboxPaths paths(root.get(), &holds_python_environment, workspace.size());
+  SandboxPaths paths(root.get(), &holds_host_run_folder, workspace.size());  // as the broker
   auto walk = [&](const std::string& path) {
     WalkedPath at;
     REQUIRE(paths.walk(Parts{}, path, false, at) == 0);
@@ -634,4 +634,23 @@ TEST_CASE("a file with a second name is not changed through either", "[workspace
   CHECK(scene.judge.decide(scene.walk("/ws/proj/bashrc.bak"), Change::write) == EACCES);
   REQUIRE(scene.refused.size() == 1);
   CHECK(scene.refused[0].reason.find("another name (a hard link") != std::string::npos);
+}
+
+TEST_CASE("nothing inside a git repository by its shape (a bare one)", "[workspace-judge]") {
+  Scene scene;
+  for (const char* folder : {"remote.git/objects", "remote.git/refs/heads", "remote.git/hooks"})
+    fs::create_directories(scene.ws / folder);
+  touch(scene.ws / "remote.git/HEAD");
+  check_rows(scene, {
+                        {"/ws/remote.git/hooks/post-receive", Change::create, EACCES},
+                        {"/ws/remote.git/config", Change::create, EACCES},
+                        {"/ws/remote.gitx", Change::make_folder, 0},
+                    });
+  scene.refused.clear();
+  CHECK(scene.judge.decide(scene.walk("/ws/remote.git/hooks/x"), Change::create) == EACCES);
+  REQUIRE(scene.refused.size() == 1);
+  CHECK(scene.refused[0].reason == "inside a git repository (the host's git runs its hooks)");
+  // Without HEAD it is an ordinary folder.
+  fs::remove(scene.ws / "remote.git/HEAD");
+  CHECK(scene.judge.decide(scene.walk("/ws/remote.git/hooks/x"), Change::create) == 0);
 }

@@ -219,3 +219,36 @@ TEST_CASE("a newly held file open for writing is found, by a read lease", "[held
   inner.reset();
   CHECK(newly_held_writers(before, now, ws).paths.empty());
 }
+
+TEST_CASE("a way through /proc, or a link read as it changed, is unknown", "[held-names]") {
+  TempDir dir{"belljar-held-proc"};
+  std::string ws = dir.path.string();
+  fs::create_symlink("/proc/self/cwd/x", dir / ".profile");
+  LinkWay way = follow_link_way(ws + "/.profile");
+  CHECK(way.unknown);
+  CHECK_FALSE(way.end);
+  WorkspaceSurvey survey = survey_workspace(ws, WorkspaceRules{});
+  REQUIRE(survey.held.holding({"anything"}));
+  CHECK(survey.held.holding({"anything"})->path.empty());  // the whole workspace
+}
+
+TEST_CASE("git's commands, a worktree's commondir, and the home's own config are followed",
+          "[held-names]") {
+  TempDir dir{"belljar-held-git"};
+  std::string ws = dir.path.string();
+  write_file(
+      dir / "proj/.git/config",
+      "[core]\n\tfsmonitor = \"sh tools/fsmon.sh --quiet\"\n[alias]\n\tlg = !scripts/lg.sh\n");
+  write_file(dir / "remote.git/worktrees/wt/commondir", "../..\n");
+  write_file(dir / "wt/.git", "gitdir: ../remote.git/worktrees/wt\n");
+  write_file(dir / ".bashrc", "");  // a home: "~" is the workspace
+  write_file(dir / ".gitconfig", "[core]\n\thooksPath = ~/githooks\n");
+  WorkspaceSurvey survey = survey_workspace(ws, WorkspaceRules{});
+  auto held = held_paths(survey.held);
+  auto has = [&](Parts path) { return std::find(held.begin(), held.end(), path) != held.end(); };
+  CHECK(has({"proj", "tools", "fsmon.sh"}));
+  CHECK(has({"proj", "scripts", "lg.sh"}));
+  CHECK_FALSE(has({"proj", "--quiet"}));
+  CHECK(has({"remote.git"}));  // the shared repository
+  CHECK(has({"githooks"}));
+}
