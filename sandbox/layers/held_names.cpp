@@ -175,91 +175,110 @@ std::optional<std::string> read_small(const std::string& path) {
   return text;
 }
 
-// The values git reads as paths in a config file's text: core.hooksPath (where hooks run
-// from) and include.path / includeIf.*.path (more config). Sections and keys are
-// case-insensitive; a value may be quoted; comments start with # or ;.
+// The values git reads as paths in a config file's text: core.hooksPath (where hooks run from)
+// and include.path / includeIf.*.path (more config). Read as git reads it: sections and keys
+// case-insensitive; `[section] key = value` on one line; a value's quoted parts joined with what
+// follows them, `\` escapes, a `\` at the line's end continuing it, `#` and `;` starting a
+// comment outside quotes. The commands a config runs by a path (core.fsmonitor, aliases, diff and
+// merge tools...) are not followed: that is the user's own project code, as `make` would run it.
 struct GitConfigPaths {
   std::vector<std::string> hooks, includes;
-  std::vector<std::string> commands;  // values git runs as commands (core.fsmonitor, ...)
 };
-
-// The keys whose values git runs as a command line, by section (and, for a `section.NAME.key`
-// one, its last part): a word of it that names a path names a file git runs.
-bool runs_a_command(const std::string& section, const std::string& key) {
-  static const std::set<std::pair<std::string, std::string>> keys = {
-      {"core", "fsmonitor"},
-      {"core", "pager"},
-      {"core", "editor"},
-      {"core", "sshcommand"},
-      {"core", "askpass"},
-      {"sequence", "editor"},
-      {"diff", "external"},
-      {"diff", "command"},
-      {"diff", "textconv"},
-      {"merge", "driver"},
-      {"filter", "clean"},
-      {"filter", "smudge"},
-      {"filter", "process"},
-      {"gpg", "program"},
-      {"credential", "helper"},
-      {"interactive", "difffilter"},
-      {"uploadpack", "packobjectshook"}};
-  return keys.count({section, key}) > 0 || section == "alias" || section == "pager";
-}
 GitConfigPaths git_config_paths(const std::string& text) {
   GitConfigPaths paths;
   std::string section;
   size_t at = 0;
+  auto skip_blanks = [&] {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r')) ++at;
+  };
+  auto skip_line = [&] {
+    while (at < text.size() && text[at] != '\n') ++at;
+  };
   while (at < text.size()) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    std::string line = trimmed(text.substr(at, end - at));
-    at = end + 1;
-    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
-    if (line[0] == '[') {
-      auto close = line.find(']');
-      std::string head =
-          lower(trimmed(line.substr(1, (close == std::string::npos ? line.size() : close) - 1)));
-      section = head.substr(0, head.find_first_of(" \t\"."));
+    skip_blanks();
+    if (at >= text.size()) break;
+    char c = text[at];
+    if (c == '\n') {
+      ++at;
       continue;
     }
-    auto equals = line.find('=');
-    if (equals == std::string::npos) continue;
-    std::string key = lower(trimmed(line.substr(0, equals)));
-    std::string value = trimmed(line.substr(equals + 1));
-    if (value.size() >= 2 && value.front() == '"') {
-      auto quote = value.find('"', 1);
-      value = value.substr(1, quote == std::string::npos ? std::string::npos : quote - 1);
-    } else {
-      value = trimmed(value.substr(0, value.find_first_of("#;")));
+    if (c == '#' || c == ';') {
+      skip_line();
+      continue;
+    }
+    if (c == '[') {
+      size_t close = text.find_first_of("]\n", at);
+      std::string head =
+          lower(text.substr(at + 1, (close == std::string::npos ? text.size() : close) - at - 1));
+      head = trimmed(head);
+      section = head.substr(0, head.find_first_of(" \t\"."));
+      at = close == std::string::npos ? text.size() : close + (text[close] == ']' ? 1 : 0);
+      continue;  // a key may follow on the same line
+    }
+    // A key: letters, digits, '-'; then '=' and a value, or nothing (a boolean).
+    size_t key_start = at;
+    while (at < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[at])) || text[at] == '-'))
+      ++at;
+    std::string key = lower(text.substr(key_start, at - key_start));
+    skip_blanks();
+    if (key.empty() || at >= text.size() || text[at] != '=') {
+      skip_line();
+      continue;
+    }
+    ++at;
+    skip_blanks();
+    std::string value, pending_blanks;
+    bool quoted = false;
+    while (at < text.size()) {
+      char v = text[at];
+      if (v == '\n' && !quoted) break;
+      if (!quoted && (v == '#' || v == ';')) {
+        skip_line();
+        break;
+      }
+      ++at;
+      if (v == '\\' && at < text.size()) {
+        char e = text[at++];
+        if (e == '\n') continue;  // the value goes on on the next line
+        value += pending_blanks + (e == 'n' ? '\n' : e == 't' ? '\t' : e);
+        pending_blanks.clear();
+      } else if (v == '"') {
+        quoted = !quoted;
+      } else if (!quoted && (v == ' ' || v == '\t' || v == '\r')) {
+        pending_blanks += v;  // kept only if more of the value follows
+      } else {
+        value += pending_blanks + v;
+        pending_blanks.clear();
+      }
     }
     if (value.empty()) continue;
     if (section == "core" && key == "hookspath") paths.hooks.push_back(value);
-    if (runs_a_command(section, key)) paths.commands.push_back(value);
     if ((section == "include" || section == "includeif") && key == "path")
       paths.includes.push_back(value);
   }
   return paths;
 }
 
-// The words of a command line that name a path (hold a "/"), quotes and an alias's "!" dropped:
-// what a shell would run or read by that name from the command's folder.
-std::vector<std::string> command_paths(const std::string& command) {
-  std::vector<std::string> words;
-  std::string word;
-  auto flush = [&] {
-    if (word.find('/') != std::string::npos) words.push_back(word);
-    word.clear();
-  };
-  for (char c : command) {
-    if (c == ' ' || c == '\t' || c == ';' || c == '&' || c == '|') {
-      flush();
-    } else if (c != '"' && c != '\'' && !(c == '!' && word.empty())) {
-      word += c;
-    }
+// The home of the workspace's owner, from the host's password file: what "~" means in the git
+// config of the user who works there. Empty when it cannot be said.
+std::string owners_home(const std::string& workspace) {
+  struct stat st {};
+  auto passwd = read_small("/etc/passwd");
+  if (::stat(workspace.c_str(), &st) != 0 || !passwd) return "";
+  size_t at = 0;
+  while (at < passwd->size()) {
+    size_t end = passwd->find('\n', at);
+    if (end == std::string::npos) end = passwd->size();
+    std::vector<std::string> fields;
+    size_t from = at;
+    for (size_t colon; (colon = passwd->find(':', from)) < end; from = colon + 1)
+      fields.push_back(passwd->substr(from, colon - from));
+    fields.push_back(passwd->substr(from, end - from));
+    if (fields.size() >= 6 && fields[2] == std::to_string(st.st_uid)) return fields[5];
+    at = end + 1;
   }
-  flush();
-  return words;
+  return "";
 }
 
 }  // namespace
@@ -287,9 +306,9 @@ void ProtectedLinks::pointer(const std::string& base, const std::string& text,
 
 void ProtectedLinks::git(const NameParts& relative) {
   std::string at = host_path(relative);
-  std::string worktree = parent_of(at);
   struct stat st {};
   if (::lstat(at.c_str(), &st) != 0) return;
+  std::string worktree = parent_of(at);
   std::string git_dir = at;
   if (S_ISREG(st.st_mode)) {
     // A worktree's or a submodule's `.git` file: "gitdir: PATH", relative to its folder.
@@ -301,21 +320,33 @@ void ProtectedLinks::git(const NameParts& relative) {
   } else if (!S_ISDIR(st.st_mode)) {
     return;
   }
+  repository(git_dir, worktree, relative);
+}
+
+void ProtectedLinks::bare_repository(const NameParts& relative) {
+  // A bare repository is its own git dir; hooks run with it as their folder.
+  std::string at = host_path(relative);
+  repository(at, at, relative);
+}
+
+void ProtectedLinks::repository(const std::string& git_dir, const std::string& worktree,
+                                const NameParts& from) {
+  worktrees_.push_back({worktree, joined(from)});
   std::vector<std::string> configs = {git_dir + "/config", git_dir + "/config.worktree"};
   // A worktree's gitdir names the repository it shares (hooks, config) in `commondir`.
   if (auto common = read_small(git_dir + "/commondir")) {
     std::string path = trimmed(common->substr(0, common->find('\n')));
     if (!path.empty()) {
-      pointer(git_dir, path, relative);
+      pointer(git_dir, path, from);
       configs.push_back((path[0] == '/' ? path : git_dir + "/" + path) + "/config");
     }
   }
-  config_pointers(configs, worktree, relative);
+  config_pointers(configs, worktree, from);
 }
 
 void ProtectedLinks::git_config(const NameParts& relative) {
-  // The user's own config (the workspace is their home): relative hooks and commands name a
-  // path in each repository, left to the repositories' own survey.
+  // The user's own config: a relative hooksPath names a folder in each repository, applied to
+  // every repository the survey finds (resolve()).
   config_pointers({host_path(relative)}, "", relative);
 }
 
@@ -328,17 +359,16 @@ void ProtectedLinks::config_pointers(std::vector<std::string> configs, const std
       auto text = read_small(config);
       if (!text) continue;
       GitConfigPaths paths = git_config_paths(*text);
-      auto named = [&](const std::string& path, const std::string& base) {
-        std::string full = expand_home(path);
-        if (full[0] == '/' || !base.empty()) pointer(base, full, from);
-      };
-      for (const auto& hooks : paths.hooks) named(hooks, worktree);
-      // A command runs in the worktree's top: each of its words that names a path.
-      for (const auto& command : paths.commands)
-        for (const auto& word : command_paths(command)) named(word, worktree);
+      for (const auto& hooks : paths.hooks) {
+        std::string full = expand_home(hooks);
+        if (full[0] == '/' || full[0] == '~' || !worktree.empty())
+          pointer(worktree, full, from);
+        else
+          global_hooks_.push_back({full, joined(from)});
+      }
       for (const auto& include : paths.includes) {
         std::string full = expand_home(include);
-        named(full, parent_of(config));
+        pointer(parent_of(config), full, from);
         if (full[0] != '~') next.push_back(full[0] == '/' ? full : parent_of(config) + "/" + full);
       }
     }
@@ -347,16 +377,11 @@ void ProtectedLinks::config_pointers(std::vector<std::string> configs, const std
 }
 
 std::string ProtectedLinks::expand_home(const std::string& path) const {
-  // "~" is the host user's home: the workspace when the workspace is a home by its shape (a
-  // shell's start-up file or a .gitconfig at its top); else somewhere the sandbox cannot write.
+  // "~" is the home of the user git runs for: the workspace's owner's, from the password file
+  // (none known: left as it is, and not followed).
   if (path.empty() || path[0] != '~' || (path.size() > 1 && path[1] != '/')) return path;
-  if (!home_) {
-    Fd top(::open(workspace_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    struct stat st {};
-    home_ = top && (holds_shell_start_up(top.get()) ||
-                    ::fstatat(top.get(), ".gitconfig", &st, AT_SYMLINK_NOFOLLOW) == 0);
-  }
-  return *home_ ? workspace_ + path.substr(1) : path;
+  if (!home_) home_ = owners_home(workspace_);
+  return home_->empty() ? path : *home_ + path.substr(1);
 }
 
 std::optional<NameParts> ProtectedLinks::relative_of(const std::string& path) const {
@@ -413,6 +438,9 @@ void ProtectedLinks::inside(const NameParts& relative, std::optional<int> guard,
 }
 
 bool ProtectedLinks::resolve(HeldNames& held, std::vector<End>& ends) {
+  for (const auto& [hooks, config] : global_hooks_)
+    for (const auto& [worktree, repository] : worktrees_)
+      pending_.push_back({worktree + "/" + hooks, config, std::nullopt, "git follows it"});
   bool bounded = true;
   for (size_t next = 0; next < pending_.size(); ++next) {
     if (next >= kMaxFollowed) return false;

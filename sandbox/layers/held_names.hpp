@@ -112,8 +112,10 @@ class ProtectedLinks {
   // A path (absolute, or relative to `base`, a host folder) a host tool follows from `from`.
   void pointer(const std::string& base, const std::string& text, const NameParts& from);
   // The `.git` at `relative` (a folder or a gitdir file): the pointers git follows from it
-  // (gitdir, commondir, the config's hooksPath, include paths and commands' paths).
+  // (gitdir, commondir, the config's hooksPath and include paths).
   void git(const NameParts& relative);
+  // A bare repository (holds_git_repository's shape) at `relative`: the same, itself its git dir.
+  void bare_repository(const NameParts& relative);
   // The user's own git config at `relative` (.gitconfig, .config/git/config at the top).
   void git_config(const NameParts& relative);
   // The guarded folder at `relative`: every link below it.
@@ -137,6 +139,7 @@ class ProtectedLinks {
     std::string reason;
   };
   std::optional<NameParts> relative_of(const std::string& path) const;
+  void repository(const std::string& git_dir, const std::string& worktree, const NameParts& from);
   void config_pointers(std::vector<std::string> configs, const std::string& worktree,
                        const NameParts& from);
   std::string expand_home(const std::string& path) const;
@@ -154,7 +157,10 @@ class ProtectedLinks {
   std::map<std::pair<dev_t, ino_t>, NameParts> folders_;
   std::vector<Pending> pending_;
   std::set<std::pair<dev_t, ino_t>> scanned_;  // ends already scanned for links
-  mutable std::optional<bool> home_;           // the workspace is a home (expand_home)
+  mutable std::optional<std::string> home_;    // "~": the workspace owner's home (expand_home)
+  // Every repository found (its worktree, the name it was found by), and the relative
+  // hooksPaths of the user's own config, which name a folder in each.
+  std::vector<std::pair<std::string, std::string>> worktrees_, global_hooks_;
 };
 
 // The regular files `now` holds that `before` did not (a held folder's files among them), open

@@ -193,9 +193,11 @@ class Survey {
       ::close(fd);
       throw_errno("fdopendir(" + workspace_ + "/" + relative() + ")");
     }
+    int git_marks = 0;  // HEAD, objects, refs seen: a bare repository by its shape
     while (dirent* entry = ::readdir(dir)) {
       std::string name = entry->d_name;
       if (name == "." || name == "..") continue;
+      git_marks += name == "HEAD" || name == "objects" || name == "refs";
       unsigned char type = entry->d_type;
       struct stat st {};
       bool have_stat = false;
@@ -247,6 +249,8 @@ class Survey {
       }
       stack_.pop_back();
     }
+    // Its hooks run at every push, and its config may name more (held_names.hpp).
+    if (git_marks == 3) links_.bare_repository(stack_);
     ::closedir(dir);
   }
 

@@ -146,10 +146,11 @@ bool holds_python_environment(int dir) {
 bool holds_git_repository(int dir) {
   struct stat head {
   }, objects{}, refs{};
-  return ::fstatat(dir, "HEAD", &head, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(head.st_mode) &&
-         ::fstatat(dir, "objects", &objects, AT_SYMLINK_NOFOLLOW) == 0 &&
-         S_ISDIR(objects.st_mode) && ::fstatat(dir, "refs", &refs, AT_SYMLINK_NOFOLLOW) == 0 &&
-         S_ISDIR(refs.st_mode);
+  // Followed, as git follows them: a shared object store is a link, HEAD may be one
+  // (core.preferSymlinkRefs).
+  return ::fstatat(dir, "HEAD", &head, 0) == 0 && S_ISREG(head.st_mode) &&
+         ::fstatat(dir, "objects", &objects, 0) == 0 && S_ISDIR(objects.st_mode) &&
+         ::fstatat(dir, "refs", &refs, 0) == 0 && S_ISDIR(refs.st_mode);
 }
 
 bool holds_host_run_folder(int dir) {

@@ -2027,34 +2027,42 @@ def bare_repository(path):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_what_git_runs_from_a_repository_is_held(mode):
-    # The third pass: a bare repository's hooks (the host's `git push` runs them), a worktree
-    # whose shared repository (`commondir`) has an ordinary name, a command the repository's
-    # config runs (core.fsmonitor), and the home's own .gitconfig naming hooks and includes.
+    # The third and fourth passes: a bare repository's hooks (the host's `git push` runs them),
+    # also with its objects a link (a shared store) or its own config naming hooks; a worktree
+    # whose shared repository (`commondir`) has an ordinary name; a config read as git reads it
+    # (`[core] hooksPath = x` on one line); and the home's own .gitconfig, whose relative
+    # hooksPath names a folder in every repository.
     with fresh_workspace("belljar-broker-git-runs-") as ws:
         bare_repository(ws / "remote.git")
         (ws / "remote.git" / "worktrees" / "wt").mkdir(parents=True)
         (ws / "remote.git" / "worktrees" / "wt" / "commondir").write_text("../..\n")
         (ws / "wt").mkdir()
         (ws / "wt" / ".git").write_text(f"gitdir: {ws / 'remote.git' / 'worktrees' / 'wt'}\n")
+        bare_repository(ws / "shared.git")
+        (ws / "shared.git" / "objects").rename(ws / "store")
+        (ws / "shared.git" / "objects").symlink_to(ws / "store")
+        bare_repository(ws / "app.git")
+        (ws / "app.git" / "config").write_text(f"[core]\n\thooksPath = {ws / 'server-hooks'}\n")
+        (ws / "server-hooks").mkdir()
         (ws / "proj" / ".git").mkdir(parents=True)
-        (ws / "proj" / ".git" / "config").write_text("[core]\n\tfsmonitor = tools/fsmon.sh\n")
-        (ws / "proj" / "tools").mkdir()
-        (ws / "proj" / "tools" / "fsmon.sh").write_text("#!/bin/sh\n")
+        (ws / "proj" / ".git" / "config").write_text("[core] hooksPath = one-line-hooks\n")
+        (ws / "proj" / "one-line-hooks").mkdir()
         (ws / ".bashrc").write_text("# a home\n")
         (ws / ".gitconfig").write_text(
-            f"[core]\n\thooksPath = {ws / 'githooks'}\n"
-            "[includeIf \"gitdir:~/proj/\"]\n\tpath = ~/gitconfig-work\n")
-        (ws / "githooks").mkdir()
+            "[core]\n\thooksPath = each-repo-hooks\n"
+            f"[includeIf \"gitdir:{ws}/proj/\"]\n\tpath = {ws / 'gitconfig-work'}\n")
         (ws / "gitconfig-work").write_text("[user]\n")
         open_to_all_but_links(ws)
         with kernel(mode, ws) as (km, kc):
             all_refused(kc, f"""
 os.chdir({str(ws)!r})
-attempt('the hook of a bare repository', lambda: open('remote.git/hooks/post-receive', 'w').write('x'))
+attempt('the hook of a bare repository', lambda: open('remote.git/hooks/post-receive', 'w'))
 attempt('the config of a bare repository', lambda: open('remote.git/config', 'a').write('x'))
 attempt('the shared repository of a worktree', lambda: open('remote.git/hooks/pre-commit', 'w'))
-attempt('a command the config runs', lambda: open('proj/tools/fsmon.sh', 'a').write('x'))
-attempt('the hooksPath of the home', lambda: open('githooks/pre-commit', 'w').write('x'))
+attempt('a bare repository with linked objects', lambda: open('shared.git/hooks/post-receive', 'w'))
+attempt('the hooks a bare repository names', lambda: open('server-hooks/post-receive', 'w'))
+attempt('a one-line hooksPath', lambda: open('proj/one-line-hooks/pre-commit', 'w'))
+attempt('the home config: hooks in each repository', lambda: os.mkdir('proj/each-repo-hooks'))
 attempt('the config the home includes', lambda: open('gitconfig-work', 'a').write('x'))
 """)
             ordinary, _ = errno_results_of(kc, f"""

@@ -232,23 +232,38 @@ TEST_CASE("a way through /proc, or a link read as it changed, is unknown", "[hel
   CHECK(survey.held.holding({"anything"})->path.empty());  // the whole workspace
 }
 
-TEST_CASE("git's commands, a worktree's commondir, and the home's own config are followed",
-          "[held-names]") {
+TEST_CASE(
+    "git's config is read as git reads it; a worktree's commondir, bare repositories and "
+    "the home's own config are followed",
+    "[held-names]") {
   TempDir dir{"belljar-held-git"};
   std::string ws = dir.path.string();
-  write_file(
-      dir / "proj/.git/config",
-      "[core]\n\tfsmonitor = \"sh tools/fsmon.sh --quiet\"\n[alias]\n\tlg = !scripts/lg.sh\n");
+  write_file(dir / "proj/.git/config",
+             "[core] hooksPath = one-line-hooks ; a key on the section's line\n"
+             "[include]\n\tpath = \"../extra\"-cfg\n"    // a quoted part and more: ../extra-cfg
+             "[core]\n\tfsmonitor = tools/fsmon.sh\n");  // a command: the user's own code
+  write_file(dir / "proj/extra-cfg", "[core]\n\thooksPath = cont\\\ninued\n");
   write_file(dir / "remote.git/worktrees/wt/commondir", "../..\n");
   write_file(dir / "wt/.git", "gitdir: ../remote.git/worktrees/wt\n");
-  write_file(dir / ".bashrc", "");  // a home: "~" is the workspace
-  write_file(dir / ".gitconfig", "[core]\n\thooksPath = ~/githooks\n");
+  write_file(dir / "srv/app.git/HEAD", "ref: refs/heads/master\n");  // bare, by its shape
+  fs::create_directories(dir / "srv/app.git/objects");
+  fs::create_directories(dir / "srv/app.git/refs");
+  write_file(dir / "srv/app.git/config", "[core]\n\thooksPath = " + ws + "/server-hooks\n");
+  // The user's own config: an absolute path, and a relative one, which names a folder in each
+  // repository.
+  write_file(dir / ".gitconfig", "[core]\n\thooksPath = each-repo-hooks\n[include]\n\tpath = " +
+                                     ws + "/shared.gitconfig\n");
   WorkspaceSurvey survey = survey_workspace(ws, WorkspaceRules{});
   auto held = held_paths(survey.held);
   auto has = [&](Parts path) { return std::find(held.begin(), held.end(), path) != held.end(); };
-  CHECK(has({"proj", "tools", "fsmon.sh"}));
-  CHECK(has({"proj", "scripts", "lg.sh"}));
-  CHECK_FALSE(has({"proj", "--quiet"}));
+  CHECK(has({"proj", "one-line-hooks"}));
+  CHECK(has({"proj", "extra-cfg"}));
+  CHECK(has({"proj", "continued"}));  // from the included file, its value continued
+  CHECK_FALSE(has({"proj", "tools", "fsmon.sh"}));
   CHECK(has({"remote.git"}));  // the shared repository
-  CHECK(has({"githooks"}));
+  CHECK(has({"server-hooks"}));
+  CHECK(has({"shared.gitconfig"}));
+  CHECK(has({"proj", "each-repo-hooks"}));
+  CHECK(has({"wt", "each-repo-hooks"}));
+  CHECK(has({"srv", "app.git", "each-repo-hooks"}));
 }
