@@ -42,8 +42,10 @@ inline WorkerLaunch test_launch(const std::string& python, const fs::path& packa
 
 struct TempDir {
   fs::path path;
-  explicit TempDir(const std::string& prefix = "belljar-test") {
-    std::string tmpl = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  // `parent`: where it is made (the temporary directory unless said).
+  explicit TempDir(const std::string& prefix = "belljar-test",
+                   const fs::path& parent = fs::temp_directory_path()) {
+    std::string tmpl = (parent / (prefix + "-XXXXXX")).string();
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     path = tmpl;
     fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |

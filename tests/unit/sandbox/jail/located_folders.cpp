@@ -21,7 +21,10 @@ namespace {
 // The host's own root stands in for the sandbox's: a folder's text as /proc/self/fd shows it
 // is then its path from that root, as it is for the broker.
 struct Tree {
-  TempDir dir{"belljar-located"};
+  // Not in /tmp: the kept folders' watches cover every folder above them, and tests run beside
+  // this one remove their own folders in /tmp all the time (each removal fires the watch, as it
+  // should). /var/tmp sees none of theirs.
+  TempDir dir{"belljar-located", "/var/tmp"};
   Fd root{::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)};
   SandboxPaths paths{root.get()};
   LocatedFolders located;
