@@ -86,7 +86,7 @@ bool CellLimits::check_between_cells(const LimitedSandbox& sandbox, Clock::time_
                                      int last_execution_count, const WireMessage* last_parent) {
   // Code a cell left running (a daemon thread) is bounded by --cpu too.
   if (now < next_cpu_sample_) return false;
-  next_cpu_sample_ = now + std::chrono::seconds(1);
+  next_cpu_sample_ = now + kBackgroundSample;
   double spent = background_.spent(sandbox.cpu_seconds());
   double limit = policy_.cpu_limit();
   if (spent < limit) return false;

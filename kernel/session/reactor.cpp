@@ -159,6 +159,9 @@ Clock::time_point Kernel::next_deadline() const {
       next = std::min(next, Clock::now() + std::chrono::milliseconds(100));
     }
   }
+  // The same condition as the sample in poll_once: code a cell left running is sampled on time.
+  if (!current_.active() && worker_ && life_.ready())
+    next = std::min(next, limits_.background_sample_due());
   if (auto due = debug_.next_deadline()) next = std::min(next, *due);
   if (auto due = life_.restart_due()) next = std::min(next, *due);
   if (auto trim = client_.trim_due()) next = std::min(next, *trim);

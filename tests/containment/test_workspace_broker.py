@@ -870,7 +870,9 @@ def test_the_brokers_cpu_is_charged_to_the_session(mode):
             assert notice is not None, f"not stopped: the broker spent {used:.1f} s of CPU"
             assert "--cpu" in notice and "restarted" in notice, notice
             # The control: the thread did keep the broker busy (most of what was charged);
-            # the bound: the broker stopped within a sample (a second) of --cpu.
+            # the bound: the broker stopped within a sample (half a second) of --cpu, with room
+            # for a loaded machine. It overran by 1.8 s when the sample waited for whatever
+            # woke the kernel next (CellLimits::background_sample_due).
             assert 1.0 <= used < limit + 1.5, used
             reply, _ = execute(kc, "print('served')")
             assert reply["content"]["status"] == "error", reply["content"]
