@@ -1,5 +1,6 @@
 #include "kernel/command_line/command_line.hpp"
 
+#include <cstdlib>
 #include <sstream>
 
 namespace belljar {
@@ -76,6 +77,9 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
       return cl;
     }
     if (int used = cl.policy.take(args, i)) {
+      if (cl.command == "mcp")
+        cl.session_args.insert(cl.session_args.end(), args.begin() + static_cast<long>(i),
+                               args.begin() + static_cast<long>(i) + used);
       i += static_cast<size_t>(used) - 1;
       continue;
     }
@@ -125,6 +129,26 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
       // jupyter_client takes a kernelspec named python3 for ipykernel, and nbclient then adds
       // ipykernel's option for an in-memory history file. belljar's history is the
       // supervisor's, in memory, never a file: the option asks for nothing belljar would do.
+    } else if (cl.command == "mcp" && arg == "--max-sessions") {
+      std::string value = value_of(args, i, arg);
+      size_t n = 0;
+      if (value.empty() || value.size() > 4 ||
+          value.find_first_not_of("0123456789") != std::string::npos ||
+          (n = std::stoul(value)) < 1 || n > 1024)
+        throw UsageError("--max-sessions " + value + ": a whole number from 1 to 1024");
+      cl.max_sessions = n;
+    } else if (cl.command == "mcp" && arg == "--idle-timeout") {
+      std::string value = value_of(args, i, arg);
+      char* end = nullptr;
+      double seconds = value.empty() ? -1 : std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(seconds >= 0) || seconds > 7 * 86400)
+        throw UsageError("--idle-timeout " + value + ": seconds from 0 (never) to 604800 (a week)");
+      cl.idle_timeout_seconds = seconds;
+    } else if (cl.command == "mcp" && arg == "--one-session") {
+      std::string id = value_of(args, i, arg);
+      if (id.size() != 36 || id.find_first_not_of("0123456789abcdef-") != std::string::npos)
+        throw UsageError("--one-session " + id + ": the router's kernel id (a uuid)");
+      cl.one_session = id;
     } else if (cl.command == "run" && arg == "-c") {
       if (cl.run_file || cl.run_code)
         throw UsageError("belljar run takes one of FILE.py, -c CODE or -");
@@ -160,7 +184,9 @@ std::string usage_text() {
          "enterprise-gateway|gateway-provisioners]\n"
       << "                   [--launcher-scripts DIR]]     a kernelspec whose kernels run in pods\n"
       << "  belljar run [policy flags] [--json] (FILE.py | -c CODE | -)\n"
-      << "  belljar mcp [policy flags]                          MCP server on stdio\n"
+      << "  belljar mcp [--max-sessions N] [--idle-timeout SECONDS] [policy flags]\n"
+      << "                                                      MCP server on stdio: sessions\n"
+      << "                                                      as handles, each its own sandbox\n"
       << "  belljar check [policy flags]                        what this host can enforce\n"
       << "  belljar launch [policy flags] --kernel-id ID --port-range LO..HI\n"
       << "                 --response-address IP:PORT --public-key KEY [--ip ADDR]\n"

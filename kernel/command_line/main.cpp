@@ -16,6 +16,7 @@
 #include "kernel/launch/gateway_frontend.hpp"
 #include "kernel/launch/gateway_launch.hpp"
 #include "kernel/mcp/mcp_frontend.hpp"
+#include "kernel/mcp_router/router_loop.hpp"
 #include "kernel/observability/audit_destination.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/connection_file.hpp"
@@ -114,9 +115,23 @@ int run_launch(const CommandLine& cl) {
   return kernel.run(frontend);
 }
 
-// `belljar mcp`: a Model Context Protocol server on stdio; stdout carries protocol only.
+// `belljar mcp`: a Model Context Protocol server on stdio; stdout carries protocol only. The
+// router (kernel/mcp_router) in front of one process per session, each `--one-session`: the
+// single-session server, its kernel id the router's to give.
 int run_mcp(const CommandLine& cl) {
+  if (!cl.one_session) {
+    RouterOptions router;
+    router.policy = cl.policy.build();  // refused flags are said once, here, before any session
+    router.session_args = {"mcp"};
+    router.session_args.insert(router.session_args.end(), cl.session_args.begin(),
+                               cl.session_args.end());
+    router.limits.max_sessions = cl.max_sessions;
+    router.limits.idle_timeout =
+        std::chrono::milliseconds(static_cast<long long>(cl.idle_timeout_seconds * 1000));
+    return serve_mcp_sessions(router);
+  }
   KernelOptions options = session_options(cl);
+  options.session_id = *cl.one_session;
   Kernel kernel(options);
   McpFrontend frontend(kernel, options.policy);
   return kernel.run(frontend);

@@ -16,7 +16,6 @@ namespace belljar {
 using json = nlohmann::json;
 
 namespace {
-constexpr size_t kMaxLine = 64u << 20;  // one JSON-RPC message (write_file's base64 fits)
 constexpr size_t kReadChunk = 1u << 20;
 constexpr size_t kProgressTail = 500;  // bytes of recent output in a progress message
 constexpr auto kProgressEvery = std::chrono::seconds(1);
@@ -29,7 +28,12 @@ bool id_matches(const json& a, const json& b) {
 }  // namespace
 
 McpFrontend::McpFrontend(Kernel& kernel, Policy policy, int in_fd, int out_fd)
-    : kernel_(kernel), policy_(std::move(policy)), in_fd_(in_fd), out_fd_(out_fd), log_(10) {
+    : kernel_(kernel),
+      policy_(std::move(policy)),
+      in_fd_(in_fd),
+      out_fd_(out_fd),
+      lines_(kMaxMcpLine),
+      log_(10) {
   // Non-blocking stdout: a client that stops reading must not stall the reactor (and with it
   // interrupts and limits). The flags are the open file's, shared with our parent: restored.
   out_flags_ = ::fcntl(out_fd_, F_GETFL);
@@ -69,32 +73,16 @@ void McpFrontend::read_input() {
   if (n <= 0) {
     // The client closed stdin: finish what it asked for, then exit (MCP's stdio shutdown).
     input_open_ = false;
-    if (!discarding_ && !inbox_.empty()) handle_line(inbox_);
-    inbox_.clear();
+    std::string last = lines_.finish();
+    if (!last.empty()) handle_line(last);
     return;
   }
-  size_t scan_from = inbox_.size();
-  inbox_.append(chunk.data(), static_cast<size_t>(n));
-  size_t line_start = 0;
-  for (size_t nl = inbox_.find('\n', scan_from); nl != std::string::npos;
-       nl = inbox_.find('\n', nl + 1)) {
-    if (discarding_)
-      discarding_ = false;  // the end of the oversized message
-    else
-      handle_line(std::string_view(inbox_).substr(line_start, nl - line_start));
-    line_start = nl + 1;
-  }
-  inbox_.erase(0, line_start);
-  if (discarding_) {
-    inbox_.clear();
-  } else if (inbox_.size() > kMaxLine) {
-    inbox_.clear();
-    discarding_ = true;
+  bool oversized = lines_.feed(std::string_view(chunk.data(), static_cast<size_t>(n)),
+                               [this](std::string_view line) { handle_line(line); });
+  if (oversized)
     send(json_rpc_error(
         nullptr, JsonRpcError::parse_error,
-        "parse error: message larger than " + std::to_string(kMaxLine >> 20) + " MiB"));
-  }
-  give_back_room(inbox_);  // a write_file call's megabytes are not kept for the session
+        "parse error: message larger than " + std::to_string(kMaxMcpLine >> 20) + " MiB"));
 }
 
 void McpFrontend::handle_line(std::string_view line) {
@@ -130,9 +118,7 @@ void McpFrontend::handle_request(const JsonRpcMessage& message) {
   const json& params = message.params;
   std::optional<NamedRevision> named = revision_named_in(params);
   if (named && !named->revision) {
-    send(json_rpc_error(message.id, JsonRpcError::unsupported_protocol_version,
-                        "unsupported protocol version: " + named->unsupported,
-                        {{"supported", mcp_versions()}, {"requested", named->unsupported}}));
+    send(unsupported_revision_error(message.id, named->unsupported));
     return;
   }
   const McpRevision& revision = named       ? *named->revision

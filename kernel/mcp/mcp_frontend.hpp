@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "kernel/mcp/json_lines.hpp"
 #include "kernel/mcp/json_rpc.hpp"
 #include "kernel/mcp/mcp_revision.hpp"
 #include "kernel/mcp/mcp_tasks.hpp"
@@ -88,9 +89,9 @@ class McpFrontend : public Frontend {
   Policy policy_;
   int in_fd_, out_fd_;
   int out_flags_ = -1;  // stdout's flags before O_NONBLOCK, restored at exit
-  std::string inbox_, outbox_;
+  JsonLines lines_;
+  std::string outbox_;
   bool input_open_ = true;
-  bool discarding_ = false;  // dropping the rest of an oversized line
   bool output_broken_ = false;
   // Negotiated by initialize; a request that names its revision in _meta (2026-07-28) is
   // answered in that one.

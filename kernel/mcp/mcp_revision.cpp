@@ -1,5 +1,7 @@
 #include "kernel/mcp/mcp_revision.hpp"
 
+#include "kernel/mcp/json_rpc.hpp"
+
 namespace belljar {
 
 using json = nlohmann::json;
@@ -54,6 +56,12 @@ std::optional<NamedRevision> revision_named_in(const json& params) {
     out.unsupported = named->dump();
   }
   return out;
+}
+
+json unsupported_revision_error(const json& id, const std::string& unsupported) {
+  return json_rpc_error(id, JsonRpcError::unsupported_protocol_version,
+                        "unsupported protocol version: " + unsupported,
+                        {{"supported", mcp_versions()}, {"requested", unsupported}});
 }
 
 }  // namespace belljar

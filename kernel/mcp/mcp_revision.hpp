@@ -45,5 +45,7 @@ struct NamedRevision {
   std::string unsupported;
 };
 std::optional<NamedRevision> revision_named_in(const nlohmann::json& params);
+// The -32022 answer to request `id` that named `unsupported`: every version spoken, in `data`.
+nlohmann::json unsupported_revision_error(const nlohmann::json& id, const std::string& unsupported);
 
 }  // namespace belljar

@@ -98,13 +98,6 @@ std::string image_mime_for(const std::string& path) {
   return {};
 }
 
-json object_schema(json properties, json required) {
-  json schema = {
-      {"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
-  if (!required.empty()) schema["required"] = std::move(required);
-  return schema;
-}
-
 json run_python_output_schema() {
   return {
       {"type", "object"},
@@ -118,6 +111,26 @@ json run_python_output_schema() {
 }
 
 }  // namespace
+
+json object_schema(json properties, json required) {
+  json schema = {
+      {"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
+  if (!required.empty()) schema["required"] = std::move(required);
+  return schema;
+}
+
+// belljar's icon: a bell jar over a plus, as an SVG (2025-11-25's icons).
+json belljar_icons() {
+  static const std::string svg =
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 64 64\">"
+      "<path d=\"M14 54V30a18 18 0 0 1 36 0v24\" fill=\"#dbeafe\" stroke=\"#1e3a8a\" "
+      "stroke-width=\"4\"/><circle cx=\"32\" cy=\"9\" r=\"4\" fill=\"#1e3a8a\"/>"
+      "<rect x=\"8\" y=\"52\" width=\"48\" height=\"6\" rx=\"2\" fill=\"#1e3a8a\"/>"
+      "<path d=\"M26 40h12M32 34v12\" stroke=\"#2563eb\" stroke-width=\"4\"/></svg>";
+  return json::array({{{"src", "data:image/svg+xml;base64," + base64_encode(svg)},
+                       {"mimeType", "image/svg+xml"},
+                       {"sizes", {"any"}}}});
+}
 
 std::optional<McpTool> mcp_tool(std::string_view name) {
   for (const auto& spec : tool_specs())
@@ -150,19 +163,6 @@ json mcp_server_instructions(const Policy& policy) {
 }
 
 namespace {
-
-// belljar's icon: a bell jar over a plus, as an SVG (2025-11-25's icons).
-json belljar_icons() {
-  static const std::string svg =
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 64 64\">"
-      "<path d=\"M14 54V30a18 18 0 0 1 36 0v24\" fill=\"#dbeafe\" stroke=\"#1e3a8a\" "
-      "stroke-width=\"4\"/><circle cx=\"32\" cy=\"9\" r=\"4\" fill=\"#1e3a8a\"/>"
-      "<rect x=\"8\" y=\"52\" width=\"48\" height=\"6\" rx=\"2\" fill=\"#1e3a8a\"/>"
-      "<path d=\"M26 40h12M32 34v12\" stroke=\"#2563eb\" stroke-width=\"4\"/></svg>";
-  return json::array({{{"src", "data:image/svg+xml;base64," + base64_encode(svg)},
-                       {"mimeType", "image/svg+xml"},
-                       {"sizes", {"any"}}}});
-}
 
 json tools_as_described(const Policy& policy);
 

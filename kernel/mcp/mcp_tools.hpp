@@ -24,6 +24,10 @@ std::string_view tool_name(McpTool tool);
 
 // The tools as `revision` describes them: fields of later revisions left out.
 nlohmann::json mcp_tool_list(const Policy& policy, const McpRevision& revision);
+// A tool's input or output schema: an object of these properties, no others.
+nlohmann::json object_schema(nlohmann::json properties, nlohmann::json required);
+// belljar's icon, as 2025-11-25's `icons` carry it (the server's and each tool's).
+nlohmann::json belljar_icons();
 // Who this server is, for initialize's serverInfo and server/discover's.
 nlohmann::json mcp_server_info(const McpRevision& revision);
 nlohmann::json mcp_server_instructions(const Policy& policy);

@@ -5,7 +5,7 @@
 namespace belljar {
 
 namespace {
-constexpr std::array<EnvironmentRead, 25> kReads = {{
+constexpr std::array<EnvironmentRead, 27> kReads = {{
     {"*", "kernel/session/reactor.cpp",
      "the values of the names --secret binds (read once at start, put into the proxy's "
      "requests) and of --pass-env/--set-env names, which output masks"},
@@ -22,6 +22,12 @@ constexpr std::array<EnvironmentRead, 25> kReads = {{
     {"*", "kernel/observability/observability.cpp",
      "handed to open_audit_destination, which reads XDG_STATE_HOME and HOME only (where the "
      "default audit log goes)"},
+    {"*", "kernel/mcp_router/router_loop.cpp",
+     "handed to open_audit_destination for the MCP router's own records (XDG_STATE_HOME and "
+     "HOME only, as above)"},
+    {"*", "kernel/mcp_router/session_processes.cpp",
+     "passed whole to each session's own `belljar mcp`, which reads it as this table says (the "
+     "environment `belljar mcp` was started with; the sandbox gets none of it)"},
     {"XDG_STATE_HOME", "kernel/observability/audit_destination.cpp",
      "where the default audit log goes; refused where the sandbox can write"},
     {"HOME", "kernel/observability/audit_destination.cpp",

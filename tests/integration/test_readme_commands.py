@@ -49,7 +49,8 @@ SKIPPED = {
         "synopsis with placeholders; `build/belljar install --user ...` below is its example",
     "belljar run [policy flags] [--json] (FILE.py | -c CODE | -)":
         "synopsis with placeholders; each of its forms is run below",
-    "belljar mcp [policy flags]": "synopsis; `belljar mcp` below",
+    "belljar mcp [--max-sessions N] [--idle-timeout SECONDS] [policy flags]":
+        "synopsis; `belljar mcp` below",
     "belljar check [policy flags]": "synopsis; `belljar check` below",
     "belljar run": "the command's name in prose; its forms (script.py, -c, -) are run below",
     "belljar launch [policy flags] --kernel-id ID --port-range LO..HI --response-address IP:PORT --public-key KEY":
@@ -275,7 +276,8 @@ def check_mcp(reader):
     replies = {m["id"]: m for m in map(json.loads, out.stdout.splitlines())}
     assert replies[1]["result"]["serverInfo"]["name"] == "belljar"
     assert {t["name"] for t in replies[2]["result"]["tools"]} == {
-        "run_python", "reset_session", "list_files", "read_file", "write_file"}
+        "run_python", "reset_session", "list_files", "read_file", "write_file", "open_session",
+        "close_session", "list_sessions"}
 
 
 def check_check(reader):

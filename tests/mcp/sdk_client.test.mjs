@@ -17,11 +17,14 @@ describe('belljar mcp through the MCP TypeScript SDK', () => {
     assert.match(session.client.getInstructions(), /sandbox/);
   });
 
-  it('lists the five tools with their schemas', async () => {
+  it('lists the eight tools with their schemas', async () => {
     const { tools } = await session.client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     assert.deepEqual(Object.keys(byName).sort(),
-      ['list_files', 'read_file', 'reset_session', 'run_python', 'write_file']);
+      ['close_session', 'list_files', 'list_sessions', 'open_session', 'read_file', 'reset_session',
+        'run_python', 'write_file']);
+    assert.equal(byName.run_python.inputSchema.properties.session.type, 'string');
+    assert.deepEqual(byName.close_session.inputSchema.required, ['session']);
     assert.deepEqual(byName.run_python.inputSchema.required, ['code']);
     assert.equal(byName.run_python.inputSchema.properties.timeout_seconds.type, 'number');
     assert.equal(byName.run_python.outputSchema.type, 'object');

@@ -32,7 +32,8 @@ describe('run_python as a task through the MCP TypeScript SDK', () => {
     const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport ?? 'forbidden']));
     assert.deepEqual(support, {
       run_python: 'optional', reset_session: 'forbidden', list_files: 'forbidden',
-      read_file: 'forbidden', write_file: 'forbidden',
+      read_file: 'forbidden', write_file: 'forbidden', open_session: 'forbidden',
+      close_session: 'forbidden', list_sessions: 'forbidden',
     });
   });
 

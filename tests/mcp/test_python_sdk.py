@@ -81,7 +81,8 @@ def test_each_connection_mode_runs_code_in_one_sandboxed_session(workspace, mode
         assert seen["server"].icons and seen["server"].icons[0].mime_type == "image/svg+xml"
     assert seen["tools"]["run_python"].icons[0].mime_type == "image/svg+xml"
     tools = seen["tools"]
-    assert set(tools) == {"run_python", "reset_session", "list_files", "read_file", "write_file"}
+    assert set(tools) == {"run_python", "reset_session", "list_files", "read_file", "write_file",
+                          "open_session", "close_session", "list_sessions"}
     assert tools["run_python"].title == "Run Python"
     assert tools["run_python"].output_schema["required"] == [
         "status", "execution_count", "outputs", "error", "facts"]
@@ -139,3 +140,143 @@ def test_a_revision_not_spoken_is_refused_with_those_that_are_and_the_server_ser
     assert ran["resultType"] == "complete" and ran["isError"] is False
     assert ran["structuredContent"]["outputs"] == [{"type": "stream", "name": "stdout",
                                                     "text": "42\n"}]
+
+
+# -- sessions as handles ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def audit_dir():
+    """Where the router and each session write their audit records (outside the workspace)."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix="belljar-mcp-audit-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def audit_records(audit_dir):
+    return [json.loads(line) for line in (audit_dir / "audit.jsonl").read_text().splitlines()]
+
+
+async def call_refused(client, name, arguments):
+    """The JSON-RPC error a call got (the SDK raises it), as its text."""
+    try:
+        result = await client.call_tool(name, arguments)
+    except Exception as error:  # noqa: BLE001 - the SDK's own error type varies by revision
+        return str(error)
+    raise AssertionError(f"{name} was not refused: {result}")
+
+
+async def sessions_as_handles(workspace, audit_dir, mode):
+    params = StdioServerParameters(
+        command=BELLJAR,
+        args=[*server_args(workspace), "--max-sessions", "3", "--audit-log",
+              str(audit_dir / "audit.jsonl")])
+    seen = {}
+    async with Client(params, mode=mode) as client:
+        seen["tools"] = {tool.name: tool for tool in (await client.list_tools()).tools}
+        opened = []
+        for _ in range(2):
+            result = await client.call_tool("open_session", {})
+            assert not result.is_error, text_of(result)
+            opened.append(result.structured_content["session"])
+        a, b = opened
+        # Three interpreters: each keeps its own state.
+        await client.call_tool("run_python", {"code": "x = 'own'"})
+        await client.call_tool("run_python", {"code": "x = 'a'", "session": a})
+        await client.call_tool("run_python", {"code": "x = 'b'", "session": b})
+        seen["values"] = [
+            (await client.call_tool("run_python", {"code": "print(x)", **named})).content[0].text
+            for named in ({}, {"session": a}, {"session": b})]
+        # Each its own sandbox: its own private temporary folder, the same workspace.
+        tmp = "import os, tempfile; mine = os.path.join(tempfile.gettempdir(), 'mine.txt')\n"
+        await client.call_tool("run_python", {"code": tmp + "open(mine, 'w').write('a')",
+                                              "session": a})
+        seen["tmp"] = [text_of(await client.call_tool(
+            "run_python", {"code": tmp + "print(os.path.exists(mine))", **named}))
+            for named in ({}, {"session": a}, {"session": b})]
+        await client.call_tool("write_file", {"path": "shared.txt", "content": "from a",
+                                              "session": a})
+        seen["shared"] = text_of(await client.call_tool(
+            "run_python", {"code": "print(open('shared.txt').read())", "session": b}))
+        listed = await client.call_tool("list_sessions", {})
+        seen["listed"] = listed.structured_content["sessions"]
+        seen["full"] = await call_refused(client, "open_session", {})
+        seen["guessed"] = await call_refused(client, "run_python",
+                                             {"code": "1", "session": a[:-1] + "0"})
+        seen["own_close"] = await call_refused(
+            client, "close_session",
+            {"session": next(s["session"] for s in seen["listed"] if s["own"])})
+        closed = await client.call_tool("close_session", {"session": a})
+        seen["closed"] = closed.structured_content["closed"]
+        seen["after_close"] = await call_refused(client, "run_python", {"code": "x", "session": a})
+        seen["b_after"] = text_of(await client.call_tool("run_python",
+                                                         {"code": "print(x)", "session": b}))
+        seen["listed_after"] = (await client.call_tool("list_sessions", {})
+                                ).structured_content["sessions"]
+        seen["a"], seen["b"] = a, b
+    return seen
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_sessions_are_handles_each_its_own_sandbox(workspace, audit_dir, mode):
+    seen = asyncio.run(sessions_as_handles(workspace, audit_dir, mode))
+    tools = seen["tools"]
+    assert {"open_session", "close_session", "list_sessions"} <= set(tools)
+    assert "session" in tools["run_python"].input_schema["properties"]
+    assert seen["values"] == ["own\n", "a\n", "b\n"]
+    assert seen["tmp"] == ["False\n", "True\n", "False\n"]
+    assert seen["shared"] == "from a\n"
+    assert len(seen["listed"]) == 3
+    assert sum(1 for s in seen["listed"] if s["own"]) == 1
+    assert {seen["a"], seen["b"]} <= {s["session"] for s in seen["listed"]}
+    assert "--max-sessions 3" in seen["full"]
+    assert "unknown session" in seen["guessed"]
+    assert "ends with the connection" in seen["own_close"]
+    assert seen["closed"] == seen["a"]
+    assert "unknown session" in seen["after_close"]
+    assert seen["b_after"] == "b\n"
+    assert {s["session"] for s in seen["listed_after"]} == (
+        {s["session"] for s in seen["listed"]} - {seen["a"]})
+    # The audit log: the router's records name each session's kernel, whose own records follow.
+    records = audit_records(audit_dir)
+    opened = [r["session_kernel"] for r in records if r["event"] == "mcp_session_open"]
+    assert len(opened) == 2
+    started = {r["kernel"] for r in records if r["event"] == "kernel_start"}
+    assert set(opened) <= started and len(started) == 3
+    closes = [r for r in records if r["event"] == "mcp_session_close"]
+    assert [r["reason"] for r in closes if r["session_kernel"] == opened[0]] == ["asked"]
+
+
+async def idle_session(workspace, audit_dir):
+    params = StdioServerParameters(
+        command=BELLJAR,
+        args=[*server_args(workspace), "--idle-timeout", "1", "--audit-log",
+              str(audit_dir / "audit.jsonl")])
+    async with Client(params, mode="legacy") as client:
+        handle = (await client.call_tool("open_session", {})).structured_content["session"]
+        busy = await client.call_tool("run_python", {"code": "import time; time.sleep(2); 'done'",
+                                                     "session": handle})
+        # Watched until it is gone: list_sessions itself is no activity of that session.
+        listed = [handle]
+        while handle in listed:
+            result = await client.call_tool("list_sessions", {})
+            listed = [s["session"] for s in result.structured_content["sessions"]]
+            if handle in listed:
+                await asyncio.sleep(0.2)  # a poll's pace, not a synchronisation
+        gone = await call_refused(client, "run_python", {"code": "1", "session": handle})
+    return busy, gone
+
+
+def test_an_opened_session_idle_past_the_timeout_ends_with_a_record(workspace, audit_dir):
+    busy, gone = asyncio.run(asyncio.wait_for(idle_session(workspace, audit_dir), 120))
+    # A call running longer than --idle-timeout is no idleness.
+    assert not busy.is_error and busy.structured_content["outputs"][0]["data"]["text/plain"] \
+        == "'done'"
+    assert "unknown session" in gone
+    records = audit_records(audit_dir)
+    closes = [r for r in records if r["event"] == "mcp_session_close"]
+    assert [r["reason"] for r in closes] == ["idle"]
+    ended = [r for r in records if r["event"] == "shutdown" and r["kernel"] == closes[0]["session_kernel"]]
+    assert len(ended) == 1

@@ -1,0 +1,214 @@
+// The MCP session router's routing: ids rewritten both ways, handles, the session tools, tasks
+// followed to their session, idle sessions ended, and what a session may not answer.
+#include "kernel/mcp_router/session_router.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace belljar;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+using Key = SessionRouter::SessionKey;
+
+namespace {
+
+struct Rig {
+  int minted = 0;
+  SessionRouter router{RouterLimits{3, 60s}, [this] { return "h" + std::to_string(++minted); }};
+  SessionRouter::Clock::time_point now = SessionRouter::Clock::now();
+  SessionRouter::Outbox out;
+
+  Rig() {
+    router.start(now);
+    take();
+  }
+  void take() { out = router.take(); }
+  void client(json message) {
+    message["jsonrpc"] = "2.0";
+    router.from_client(message.dump(), now);
+    take();
+  }
+  json request(json id, const std::string& method, json params) {
+    client({{"id", id}, {"method", method}, {"params", params}});
+    return out.to_sessions.empty() ? json() : json::parse(out.to_sessions.back().second);
+  }
+  void answer(Key key, json id, json result) {
+    router.from_session(key, json{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}}.dump(), now);
+    take();
+  }
+  json to_client() const {
+    REQUIRE(out.to_client.size() == 1);
+    return json::parse(out.to_client[0]);
+  }
+  // open_session, answered once the new session answered the router's initialize.
+  std::string open(json id) {
+    request(id, "tools/call", {{"name", "open_session"}, {"arguments", json::object()}});
+    REQUIRE(out.start.size() == 1);
+    Key key = out.start[0].key;
+    json init = json::parse(out.to_sessions.at(0).second);
+    CHECK(init["method"] == "initialize");
+    answer(key, init["id"], {{"protocolVersion", "2025-11-25"}});
+    return to_client()["result"]["structuredContent"]["session"];
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "a request reaches the default session under the router's id, and its answer the client's",
+    "[mcp_router]") {
+  Rig rig;
+  json sent =
+      rig.request("a", "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "1"}}}});
+  REQUIRE(rig.out.to_sessions.size() == 1);
+  CHECK(rig.out.to_sessions[0].first == SessionRouter::kDefaultSession);
+  CHECK(sent["id"].is_number_integer());
+  CHECK(sent["params"]["arguments"] == json{{"code", "1"}});
+  // An answer to an id the router did not send, or from a session it was not sent to: dropped.
+  rig.answer(SessionRouter::kDefaultSession, 999, json::object());
+  CHECK(rig.out.to_client.empty());
+  rig.answer(SessionRouter::kDefaultSession, sent["id"], {{"content", json::array()}});
+  CHECK(rig.to_client()["id"] == "a");
+  rig.answer(SessionRouter::kDefaultSession, sent["id"], json::object());  // only once
+  CHECK(rig.out.to_client.empty());
+  // What is not JSON-RPC is answered by the router itself.
+  rig.router.from_client("{not json", rig.now);
+  rig.take();
+  CHECK(rig.to_client()["error"]["code"] == -32700);
+}
+
+TEST_CASE("open_session gives a handle that routes tools to its own session", "[mcp_router]") {
+  Rig rig;
+  std::string handle = rig.open(7);
+  CHECK(handle == "h3");  // h1, h2: the default session's handle and kernel id
+  CHECK(rig.router.live_sessions() == 2);
+  json sent =
+      rig.request(8, "tools/call",
+                  {{"name", "run_python"}, {"arguments", {{"code", "x"}, {"session", handle}}}});
+  REQUIRE(rig.out.to_sessions.size() == 1);
+  CHECK(rig.out.to_sessions[0].first != SessionRouter::kDefaultSession);
+  CHECK_FALSE(sent["params"]["arguments"].contains("session"));  // the session's tools know none
+  rig.request(9, "tools/call",
+              {{"name", "run_python"}, {"arguments", {{"code", "x"}, {"session", "guess"}}}});
+  CHECK(rig.out.to_sessions.empty());
+  CHECK(rig.to_client()["error"]["code"] == -32602);
+  rig.request(10, "tools/call",
+              {{"name", "run_python"}, {"arguments", {{"code", "x"}, {"session", 5}}}});
+  CHECK(rig.to_client()["error"]["code"] == -32602);
+}
+
+TEST_CASE("--max-sessions: one past the bound is a clear error and starts nothing",
+          "[mcp_router]") {
+  Rig rig;
+  rig.open(1);
+  rig.open(2);
+  rig.request(3, "tools/call", {{"name", "open_session"}, {"arguments", json::object()}});
+  CHECK(rig.out.start.empty());
+  json refused = rig.to_client();
+  CHECK(refused["error"]["code"] == -32000);
+  CHECK(refused["error"]["message"].get<std::string>().find("--max-sessions 3") !=
+        std::string::npos);
+}
+
+TEST_CASE("tools/list names the session argument and the session tools", "[mcp_router]") {
+  Rig rig;
+  json sent = rig.request(1, "tools/list", json::object());
+  json schema = {{"type", "object"}, {"properties", {{"code", {{"type", "string"}}}}}};
+  rig.answer(SessionRouter::kDefaultSession, sent["id"],
+             {{"tools", json::array({{{"name", "run_python"}, {"inputSchema", schema}}})}});
+  json tools = rig.to_client()["result"]["tools"];
+  REQUIRE(tools.size() == 4);
+  CHECK(tools[0]["inputSchema"]["properties"].contains("session"));
+  CHECK(tools[1]["name"] == "open_session");
+  CHECK(tools[2]["name"] == "close_session");
+  CHECK(tools[3]["name"] == "list_sessions");
+}
+
+TEST_CASE("a task's later requests go to the session that made it; tasks/list gathers all",
+          "[mcp_router]") {
+  Rig rig;
+  std::string handle = rig.open(1);
+  json sent = rig.request(2, "tools/call",
+                          {{"name", "run_python"},
+                           {"arguments", {{"code", "x"}, {"session", handle}}},
+                           {"task", {{"ttl", 60000}}}});
+  Key session = rig.out.to_sessions[0].first;
+  rig.answer(session, sent["id"], {{"task", {{"taskId", "t-1"}, {"status", "working"}}}});
+  rig.request(3, "tasks/get", {{"taskId", "t-1"}});
+  CHECK(rig.out.to_sessions[0].first == session);
+  rig.request(4, "tasks/get", {{"taskId", "never-issued"}});
+  CHECK(rig.out.to_sessions[0].first == SessionRouter::kDefaultSession);
+  rig.request(5, "tasks/list", json::object());
+  REQUIRE(rig.out.to_sessions.size() == 2);
+  auto asked = rig.out.to_sessions;
+  rig.answer(asked[0].first, json::parse(asked[0].second)["id"], {{"tasks", json::array()}});
+  CHECK(rig.out.to_client.empty());  // still waiting for the other
+  rig.answer(asked[1].first, json::parse(asked[1].second)["id"],
+             {{"tasks", json::array({{{"taskId", "t-1"}}})}});
+  json listed = rig.to_client();
+  CHECK(listed["id"] == 5);
+  CHECK(listed["result"]["tasks"].size() == 1);
+}
+
+TEST_CASE("close_session ends an opened session; what waited on it is answered", "[mcp_router]") {
+  Rig rig;
+  std::string handle = rig.open(1);
+  rig.request(2, "tools/call", {{"name", "close_session"}, {"arguments", {{"session", "h1"}}}});
+  CHECK(rig.to_client()["error"]["code"] == -32602);  // the connection's own: not closed so
+  json sent = rig.request(
+      3, "tools/call",
+      {{"name", "run_python"}, {"arguments", {{"code", "while True: pass"}, {"session", handle}}}});
+  Key session = rig.out.to_sessions[0].first;
+  rig.request(4, "tools/call", {{"name", "close_session"}, {"arguments", {{"session", handle}}}});
+  REQUIRE(rig.out.stop.size() == 1);
+  CHECK(rig.out.stop[0].key == session);
+  CHECK(rig.out.stop[0].now);
+  CHECK(rig.to_client()["result"]["structuredContent"]["closed"] == handle);
+  rig.router.session_ended(session, "signal 15", rig.now);
+  rig.take();
+  json ended = rig.to_client();
+  CHECK(ended["id"] == 3);
+  CHECK(ended["error"]["code"] == -32000);
+  rig.request(5, "tools/call",
+              {{"name", "run_python"}, {"arguments", {{"code", "x"}, {"session", handle}}}});
+  CHECK(rig.to_client()["error"]["code"] == -32602);
+}
+
+TEST_CASE("an opened session idle past --idle-timeout is ended, unless a task still runs",
+          "[mcp_router]") {
+  Rig rig;
+  std::string handle = rig.open(1);
+  REQUIRE(rig.router.next_due());
+  CHECK(*rig.router.next_due() == rig.now + 60s);
+  rig.now += 61s;
+  rig.router.on_timers(rig.now);
+  rig.take();
+  REQUIRE(rig.out.to_sessions.size() == 1);  // first asked whether a task runs there
+  auto [session, probe] = rig.out.to_sessions[0];
+  rig.answer(session, json::parse(probe)["id"],
+             {{"tasks", json::array({{{"taskId", "t"}, {"status", "working"}}})}});
+  CHECK(rig.out.stop.empty());
+  rig.now += 61s;
+  rig.router.on_timers(rig.now);
+  rig.take();
+  rig.answer(session, json::parse(rig.out.to_sessions.at(0).second)["id"],
+             {{"tasks", json::array()}});
+  REQUIRE(rig.out.stop.size() == 1);
+  REQUIRE(rig.out.audit.size() == 1);
+  CHECK(rig.out.audit[0].first == "mcp_session_close");
+  CHECK(rig.out.audit[0].second["reason"] == "idle");
+  CHECK(rig.out.to_client.empty());  // the router's own question is never the client's
+}
+
+TEST_CASE("the default session ending before it said anything: the router says it failed",
+          "[mcp_router]") {
+  Rig rig;
+  rig.router.session_ended(SessionRouter::kDefaultSession, "exit status 2", rig.now);
+  CHECK(rig.router.default_failed_to_start());
+  Rig serving;
+  json sent = serving.request(1, "ping", json::object());
+  serving.answer(SessionRouter::kDefaultSession, sent["id"], json::object());
+  serving.router.session_ended(SessionRouter::kDefaultSession, "exit status 1", serving.now);
+  CHECK_FALSE(serving.router.default_failed_to_start());
+  serving.request(2, "ping", json::object());
+  CHECK(serving.to_client()["error"]["code"] == -32000);
+}
