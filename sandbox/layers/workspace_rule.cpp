@@ -36,6 +36,11 @@ const EnvironmentShape kEnvironmentShapes[] = {
      "scripts conda's shell hook sources on activation, wherever the environment's root is"},
 };
 
+bool is_git_head_name(const std::string& name) {
+  return name.size() == 4 && (name[0] | 0x20) == 'h' && (name[1] | 0x20) == 'e' &&
+         (name[2] | 0x20) == 'a' && (name[3] | 0x20) == 'd';
+}
+
 // A component that closes what lies below it: site-packages, dist-packages, and conda's
 // activation folders (etc/conda/activate.d) wherever they are.
 bool environment_part(const std::vector<std::string>& relative, size_t i) {
@@ -258,6 +263,14 @@ std::optional<std::string> WorkspaceRule::refusal(const std::vector<std::string>
     }
     if (environment_part(relative, i)) return "inside a Python environment";
   }
+  // A file named HEAD beside objects/ and refs/ makes any folder a git repository, which the
+  // host's git finds from every folder below it and then obeys: its config (fsmonitor, hooks)
+  // ran on the next `git status` in the workspace (the fifth outside pass). Each part may be
+  // made in any order, moved in or be a link, so the name that completes every shape is closed
+  // where it stands: HEAD, as a case-insensitive file system would spell it too.
+  if (is_git_head_name(relative.back()))
+    return "a git repository's HEAD by name, which makes its folder a repository the host's git "
+           "finds and obeys";
   if (shadows_host_module(relative, change))
     return "a module of the host's Python by name, which Python started in this folder imports "
            "(a stock Jupyter kernel, python -m, pip)";

@@ -8,9 +8,11 @@
 // table below: a venv, a conda environment, an interpreter's prefix; site-packages anywhere),
 // nor what a --protect pattern names, nor a secret's name (a --hide pattern or a default one:
 // *.pem, id_rsa*, jupyter/runtime; the survey would mask it, and 2049 top-level folders holding
-// one made every later start refuse), nor the morgue (kMorgueName), whatever --writable says. An
-// environment's start-up code (.pth files, sitecustomize, conda's activate.d) runs in the host's
-// next interpreter or shell there: a conda folder without pyvenv.cfg was the red team's way in.
+// one made every later start refuse), nor a name HEAD (it makes a folder a git repository the
+// host's git finds from below and obeys), nor the morgue (kMorgueName), whatever --writable
+// says. An environment's start-up code (.pth files, sitecustomize, conda's activate.d) runs in
+// the host's next interpreter or shell there: a conda folder without pyvenv.cfg was the red
+// team's way in.
 // --writable PATTERN opens a path and everything beneath it (e.g. .cache/myproject), and the
 // plain folders above it may be made.
 //

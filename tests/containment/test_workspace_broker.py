@@ -2090,3 +2090,34 @@ attempt('any file', lambda: open('other.txt', 'w').write('x'))
 """)
         assert "leads to the workspace itself" in notices, notices
         assert (ws / "preal").read_text() == "orig\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_sandbox_cannot_make_a_folder_a_git_repository(mode):
+    # The fifth outside pass: a config, objects/ and refs/, then HEAD, made `data` a repository
+    # the host's `git status` in data/raw found and obeyed (its fsmonitor ran on the host), in a
+    # learner's repository too (git looks at data before it reaches ../.git). HEAD is refused by
+    # name, made, linked, moved or written; the host's git then finds no repository there.
+    with fresh_workspace("belljar-broker-no-repo-") as ws:
+        (ws / "data" / "raw").mkdir(parents=True)
+        (ws / "head-text").write_text("ref: refs/heads/master\n")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            all_refused(kc, f"""
+os.chdir({str(ws)!r})
+open('data/config', 'w').write('[core]\\n\\tbare = false\\n\\tworktree = .\\n\\tfsmonitor = touch PWN\\n')
+os.makedirs('data/objects', exist_ok=True)
+os.makedirs('data/refs/heads', exist_ok=True)
+attempt('HEAD made', lambda: open('data/HEAD', 'w').write('ref: refs/heads/master\\n'))
+attempt('HEAD as a link', lambda: os.symlink('../head-text', 'data/HEAD'))
+attempt('HEAD moved in', lambda: os.rename('head-text', 'data/HEAD'))
+attempt('HEAD as a hard link', lambda: os.link('head-text', 'data/HEAD'))
+attempt('head in another case', lambda: open('data/head', 'w').write('x'))
+attempt('HEAD as a folder', lambda: os.mkdir('data/HEAD'))
+""")
+        found = subprocess.run(["git", "-C", str(ws / "data" / "raw"), "rev-parse", "--git-dir"],
+                               capture_output=True, text=True, check=False,
+                               env={"PATH": os.environ["PATH"], "HOME": str(ws),
+                                    "GIT_CEILING_DIRECTORIES": str(ws.parent)})
+        assert found.returncode != 0, found.stdout
+        assert not (ws / "data" / "raw" / "PWN").exists()

@@ -35,6 +35,16 @@ TEST_CASE("ordinary files and folders are the sandbox's to change", "[workspace_
     CHECK_FALSE(refused(rule, path));
 }
 
+// The fifth outside pass: data/config, data/objects/, data/refs/ and then data/HEAD made data a
+// repository the host's git found from data/raw and obeyed (its fsmonitor ran). HEAD completes
+// every shape git takes for a repository, so it is the name closed, in any case and at any depth.
+TEST_CASE("no name HEAD: a folder is never made a git repository", "[workspace_rule]") {
+  WorkspaceRule rule;
+  for (const char* path : {"HEAD", "data/HEAD", "a/b/Head", "x/head"}) CHECK(refused(rule, path));
+  for (const char* path : {"HEADER.txt", "data/heads", "refs/heads/main", "objects/ab/cd", "ahead"})
+    CHECK_FALSE(refused(rule, path));
+}
+
 // The outside red team's third pass: a file below 130 folders was masked by the quota's survey
 // and never counted (301 MiB under a 32M quota). No name is made deeper than the survey reads.
 TEST_CASE("nothing deeper than the quota's survey reads is the sandbox's", "[workspace_rule]") {
