@@ -34,6 +34,9 @@ const EnvironmentShape kEnvironmentShapes[] = {
      "`--target` folders on `PYTHONPATH`)"},
     {"`etc/conda/activate.d`, `etc/conda/deactivate.d` at any depth", false,
      "scripts conda's shell hook sources on activation, wherever the environment's root is"},
+    {"`node_modules` at any depth", false,
+     "packages the host's node runs: `npx jest` runs `node_modules/.bin/jest` and everything it "
+     "requires (the fifth outside pass found the links in `.bin` held and their packages open)"},
 };
 
 bool is_git_head_name(const std::string& name) {
@@ -41,11 +44,11 @@ bool is_git_head_name(const std::string& name) {
          (name[2] | 0x20) == 'a' && (name[3] | 0x20) == 'd';
 }
 
-// A component that closes what lies below it: site-packages, dist-packages, and conda's
-// activation folders (etc/conda/activate.d) wherever they are.
+// A component that closes what lies below it: site-packages, dist-packages, node_modules, and
+// conda's activation folders (etc/conda/activate.d) wherever they are.
 bool environment_part(const std::vector<std::string>& relative, size_t i) {
   const std::string& name = relative[i];
-  if (name == "site-packages" || name == "dist-packages") return true;
+  if (name == "site-packages" || name == "dist-packages" || name == "node_modules") return true;
   return (name == "activate.d" || name == "deactivate.d") && i >= 2 && relative[i - 1] == "conda" &&
          relative[i - 2] == "etc";
 }
@@ -261,7 +264,9 @@ std::optional<std::string> WorkspaceRule::refusal(const std::vector<std::string>
           if (pattern.below(relative)) return std::nullopt;
       return "a dot-path, which host tools read";
     }
-    if (environment_part(relative, i)) return "inside a Python environment";
+    if (environment_part(relative, i))
+      return part == "node_modules" ? "inside node_modules, whose packages the host's node runs"
+                                    : "inside a Python environment";
   }
   // A file named HEAD beside objects/ and refs/ makes any folder a git repository, which the
   // host's git finds from every folder below it and then obeys: its config (fsmonitor, hooks)

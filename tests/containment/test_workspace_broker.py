@@ -2121,3 +2121,31 @@ attempt('HEAD as a folder', lambda: os.mkdir('data/HEAD'))
                                     "GIT_CEILING_DIRECTORIES": str(ws.parent)})
         assert found.returncode != 0, found.stdout
         assert not (ws / "data" / "raw" / "PWN").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nodes_packages_are_closed(mode):
+    # The fifth outside pass: node_modules/.bin/jest -> ../jest/bin/cli.js held cli.js alone
+    # (an `rm -rf` of a package failed half way) while jest/lib/run.js, which cli.js requires and
+    # the host's `npx jest` runs, stayed writable. node_modules is closed whole, as site-packages.
+    with fresh_workspace("belljar-broker-node-") as ws:
+        (ws / "web" / "node_modules" / "jest" / "lib").mkdir(parents=True)
+        (ws / "web" / "node_modules" / "jest" / "lib" / "run.js").write_text("// jest\n")
+        (ws / "web" / "node_modules" / ".bin").mkdir()
+        (ws / "web" / "node_modules" / ".bin" / "jest").symlink_to("../jest/lib/run.js")
+        (ws / "web" / "src").mkdir()
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            all_refused(kc, f"""
+os.chdir({str(ws / 'web')!r})
+attempt('a package file', lambda: open('node_modules/jest/lib/run.js', 'a').write('x'))
+attempt('a new package', lambda: os.mkdir('node_modules/evil'))
+attempt('a package removed', lambda: os.unlink('node_modules/jest/lib/run.js'))
+attempt('node_modules moved', lambda: os.rename('node_modules', 'nm'))
+attempt('node_modules made', lambda: os.mkdir('src/node_modules'))
+""")
+            ordinary, _ = errno_results_of(kc, f"""
+attempt('the project', lambda: open({str(ws / 'web' / 'src' / 'index.js')!r}, 'w').write('x'))
+""")
+        assert ordinary == {"the project": "done"}
+        assert (ws / "web" / "node_modules" / "jest" / "lib" / "run.js").read_text() == "// jest\n"

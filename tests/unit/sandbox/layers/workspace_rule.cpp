@@ -38,6 +38,16 @@ TEST_CASE("ordinary files and folders are the sandbox's to change", "[workspace_
 // The fifth outside pass: data/config, data/objects/, data/refs/ and then data/HEAD made data a
 // repository the host's git found from data/raw and obeyed (its fsmonitor ran). HEAD completes
 // every shape git takes for a repository, so it is the name closed, in any case and at any depth.
+TEST_CASE("node's packages are closed wherever they are", "[workspace_rule]") {
+  WorkspaceRule rule;
+  for (const char* path : {"node_modules", "node_modules/jest/lib/run.js", "web/node_modules/x"})
+    CHECK(refused(rule, path));
+  CHECK(rule.refusal(path_components("app/node_modules/a.js"), NameChange::other)->find("node") !=
+        std::string::npos);
+  for (const char* path : {"node_modules.txt", "my_node_modules/x.js", "web/src/index.js"})
+    CHECK_FALSE(refused(rule, path));
+}
+
 TEST_CASE("no name HEAD: a folder is never made a git repository", "[workspace_rule]") {
   WorkspaceRule rule;
   for (const char* path : {"HEAD", "data/HEAD", "a/b/Head", "x/head"}) CHECK(refused(rule, path));
@@ -164,8 +174,9 @@ TEST_CASE("the environment table names every shape once, with its reason", "[wor
     CHECK(std::string(shape.reason).size() > 20);
     shapes += shape.shape;
   }
-  for (const char* marker : {"pyvenv.cfg", "conda-meta", "bin/python*", "lib/python3.*",
-                             "site-packages", "dist-packages", "etc/conda/activate.d"})
+  for (const char* marker :
+       {"pyvenv.cfg", "conda-meta", "bin/python*", "lib/python3.*", "site-packages",
+        "dist-packages", "etc/conda/activate.d", "node_modules"})
     CHECK(shapes.find(marker) != std::string::npos);
 }
 
