@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <deque>
+#include <functional>
 
 #include "sandbox/os/fd.hpp"
 #include "sandbox/os/path_parts.hpp"
@@ -138,8 +139,8 @@ namespace {
 
 constexpr size_t kMaxFollowed = 32768;  // ways followed in one survey
 constexpr size_t kMaxScanDepth = 128;
-constexpr size_t kMaxGitFile = 64 << 10;  // a .git file or a git config, read this far
-constexpr int kMaxIncludes = 10;          // git's own include depth
+constexpr size_t kMaxGitFile = 1 << 20;  // a .git file or a git config, read whole up to this
+constexpr int kMaxIncludes = 10;         // git's own include depth
 
 std::string joined(const NameParts& parts) {
   std::string text;
@@ -164,30 +165,41 @@ std::string lower(std::string text) {
   return text;
 }
 
-std::optional<std::string> read_small(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+// A file git reads (a config, a `.git` file, commondir), followed through links as git follows
+// them (a stow-linked .gitconfig, a `.git` that is a link). Bounded: past kMaxGitFile, nullopt
+// with `*too_large` set, and the caller fails closed (a config cut short was read as shorter:
+// an include at its end went unfollowed, the fifth outside pass).
+std::optional<std::string> read_small(const std::string& path, bool* too_large = nullptr) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  std::string text(kMaxGitFile, '\0');
-  ssize_t n = ::read(fd.get(), text.data(), text.size());
-  if (n < 0) return std::nullopt;
-  text.resize(static_cast<size_t>(n));
+  std::string text(kMaxGitFile + 1, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > kMaxGitFile) {
+    if (too_large) *too_large = true;
+    return std::nullopt;
+  }
+  text.resize(got);
   return text;
 }
 
-// The values git reads as paths in a config file's text: core.hooksPath (where hooks run from)
-// and include.path / includeIf.*.path (more config). Read as git reads it: sections and keys
-// case-insensitive; `[section] key = value` on one line; a value's quoted parts joined with what
-// follows them, `\` escapes, a `\` at the line's end continuing it, `#` and `;` starting a
-// comment outside quotes. The commands a config runs by a path (core.fsmonitor, aliases, diff and
-// merge tools...) are not followed: that is the user's own project code, as `make` would run it.
-struct GitConfigPaths {
-  std::vector<std::string> hooks, includes;
-};
+}  // namespace
+
+// Read as git reads it (config.c): a UTF-8 byte order mark skipped; sections and keys
+// case-insensitive; a section's quoted subsection may hold `]` and `\` escapes; `[section] key =
+// value` on one line; a value's quoted parts joined with what follows them, `\` escapes (\n \t
+// \b), a `\` at the line's end continuing it, `#` and `;` starting a comment outside quotes.
 GitConfigPaths git_config_paths(const std::string& text) {
   GitConfigPaths paths;
   std::string section;
-  size_t at = 0;
+  size_t at = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
   auto skip_blanks = [&] {
     while (at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r')) ++at;
   };
@@ -207,12 +219,25 @@ GitConfigPaths git_config_paths(const std::string& text) {
       continue;
     }
     if (c == '[') {
-      size_t close = text.find_first_of("]\n", at);
-      std::string head =
-          lower(text.substr(at + 1, (close == std::string::npos ? text.size() : close) - at - 1));
-      head = trimmed(head);
-      section = head.substr(0, head.find_first_of(" \t\"."));
-      at = close == std::string::npos ? text.size() : close + (text[close] == ']' ? 1 : 0);
+      // The section's name up to a blank, a quote, a dot or the `]`; a quoted subsection to its
+      // closing quote (escapes included), then the `]`.
+      ++at;
+      std::string name;
+      while (at < text.size() && text[at] != ']' && text[at] != '\n' && text[at] != '"' &&
+             text[at] != ' ' && text[at] != '\t' && text[at] != '.')
+        name += text[at++];
+      bool quoted = false;
+      while (at < text.size() && text[at] != '\n') {
+        char h = text[at++];
+        if (quoted && h == '\\' && at < text.size() && text[at] != '\n') {
+          ++at;
+        } else if (h == '"') {
+          quoted = !quoted;
+        } else if (!quoted && h == ']') {
+          break;
+        }
+      }
+      section = lower(name);
       continue;  // a key may follow on the same line
     }
     // A key: letters, digits, '-'; then '=' and a value, or nothing (a boolean).
@@ -241,7 +266,7 @@ GitConfigPaths git_config_paths(const std::string& text) {
       if (v == '\\' && at < text.size()) {
         char e = text[at++];
         if (e == '\n') continue;  // the value goes on on the next line
-        value += pending_blanks + (e == 'n' ? '\n' : e == 't' ? '\t' : e);
+        value += pending_blanks + (e == 'n' ? '\n' : e == 't' ? '\t' : e == 'b' ? '\b' : e);
         pending_blanks.clear();
       } else if (v == '"') {
         quoted = !quoted;
@@ -254,18 +279,21 @@ GitConfigPaths git_config_paths(const std::string& text) {
     }
     if (value.empty()) continue;
     if (section == "core" && key == "hookspath") paths.hooks.push_back(value);
+    // A template's hooks/ is copied into each repository `git init` or `git clone` makes, and
+    // post-checkout runs at once.
+    if (section == "init" && key == "templatedir") paths.templates.push_back(value);
     if ((section == "include" || section == "includeif") && key == "path")
       paths.includes.push_back(value);
   }
   return paths;
 }
 
-// The home of the workspace's owner, from the host's password file: what "~" means in the git
-// config of the user who works there. Empty when it cannot be said.
-std::string owners_home(const std::string& workspace) {
-  struct stat st {};
+namespace {
+
+// The home in the host's password file of the first entry `matches` (its fields), or "".
+std::string home_from_passwd(const std::function<bool(const std::vector<std::string>&)>& matches) {
   auto passwd = read_small("/etc/passwd");
-  if (::stat(workspace.c_str(), &st) != 0 || !passwd) return "";
+  if (!passwd) return "";
   size_t at = 0;
   while (at < passwd->size()) {
     size_t end = passwd->find('\n', at);
@@ -275,10 +303,19 @@ std::string owners_home(const std::string& workspace) {
     for (size_t colon; (colon = passwd->find(':', from)) < end; from = colon + 1)
       fields.push_back(passwd->substr(from, colon - from));
     fields.push_back(passwd->substr(from, end - from));
-    if (fields.size() >= 6 && fields[2] == std::to_string(st.st_uid)) return fields[5];
+    if (fields.size() >= 6 && matches(fields)) return fields[5];
     at = end + 1;
   }
   return "";
+}
+
+// The home of the workspace's owner, from the host's password file: what "~" means in the git
+// config of the user who works there. Empty when it cannot be said.
+std::string owners_home(const std::string& workspace) {
+  struct stat st {};
+  if (::stat(workspace.c_str(), &st) != 0) return "";
+  std::string uid = std::to_string(st.st_uid);
+  return home_from_passwd([&](const std::vector<std::string>& fields) { return fields[2] == uid; });
 }
 
 }  // namespace
@@ -307,7 +344,8 @@ void ProtectedLinks::pointer(const std::string& base, const std::string& text,
 void ProtectedLinks::git(const NameParts& relative) {
   std::string at = host_path(relative);
   struct stat st {};
-  if (::lstat(at.c_str(), &st) != 0) return;
+  // Followed as git follows it: a `.git` that is a link to a folder elsewhere is that folder.
+  if (::stat(at.c_str(), &st) != 0) return;
   std::string worktree = parent_of(at);
   std::string git_dir = at;
   if (S_ISREG(st.st_mode)) {
@@ -356,11 +394,22 @@ void ProtectedLinks::config_pointers(std::vector<std::string> configs, const std
   for (int depth = 0; depth < kMaxIncludes && !configs.empty(); ++depth) {
     std::vector<std::string> next;
     for (const auto& config : configs) {
-      auto text = read_small(config);
+      bool too_large = false;
+      auto text = read_small(config, &too_large);
+      if (too_large)  // what it names cannot all be said: fails closed
+        pending_.push_back(
+            {workspace_,
+             joined(from) + ", whose git config " +
+                 config.substr(workspace_.size() < config.size() ? workspace_.size() + 1 : 0) +
+                 " is larger than " + std::to_string(kMaxGitFile >> 20) +
+                 " MiB, which the survey does not read",
+             std::nullopt, "git follows it"});
       if (!text) continue;
       GitConfigPaths paths = git_config_paths(*text);
-      for (const auto& hooks : paths.hooks) {
-        std::string full = expand_home(hooks);
+      std::vector<std::string> folders = paths.hooks;
+      folders.insert(folders.end(), paths.templates.begin(), paths.templates.end());
+      for (const auto& folder : folders) {
+        std::string full = expand_home(folder);
         if (full[0] == '/' || full[0] == '~' || !worktree.empty())
           pointer(worktree, full, from);
         else
@@ -379,9 +428,17 @@ void ProtectedLinks::config_pointers(std::vector<std::string> configs, const std
 std::string ProtectedLinks::expand_home(const std::string& path) const {
   // "~" is the home of the user git runs for: the workspace's owner's, from the password file
   // (none known: left as it is, and not followed).
-  if (path.empty() || path[0] != '~' || (path.size() > 1 && path[1] != '/')) return path;
+  if (path.empty() || path[0] != '~') return path;
+  size_t slash = path.find('/');
+  std::string user = path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
+  std::string rest = slash == std::string::npos ? "" : path.substr(slash);
+  if (!user.empty()) {  // ~alice/hooks: alice's home, as git expands it
+    std::string home =
+        home_from_passwd([&](const std::vector<std::string>& fields) { return fields[0] == user; });
+    return home.empty() ? path : home + rest;
+  }
   if (!home_) home_ = owners_home(workspace_);
-  return home_->empty() ? path : *home_ + path.substr(1);
+  return home_->empty() ? path : *home_ + rest;
 }
 
 std::optional<NameParts> ProtectedLinks::relative_of(const std::string& path) const {

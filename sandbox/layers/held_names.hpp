@@ -58,6 +58,15 @@ LinkWay follow_link_way(const std::string& path);
 
 using NameParts = std::vector<std::string>;
 
+// The values git reads as paths in a config file's text: core.hooksPath (where hooks run from),
+// init.templateDir (whose hooks/ new repositories get) and include.path / includeIf.*.path (more
+// config). The commands a config runs by a path (core.fsmonitor, aliases, diff and merge
+// tools...) are not followed: that is the user's own project code, as `make` would run it.
+struct GitConfigPaths {
+  std::vector<std::string> hooks, templates, includes;
+};
+GitConfigPaths git_config_paths(const std::string& text);
+
 struct HeldName {
   NameParts path;    // components below the workspace (empty: all of it)
   std::string link;  // the protected name whose way holds it

@@ -146,6 +146,25 @@ class Survey {
                        [](const std::string& part) { return part[0] == '.'; });
   }
 
+  // The git config this entry is, or leads to, when it is a user's: `.gitconfig`, or
+  // `.config/git/config` (this entry being that file, or a link at `.config/git` or `.config`).
+  std::optional<std::vector<std::string>> user_git_config(unsigned char type) const {
+    auto ends_with = [&](std::initializer_list<const char*> tail) {
+      if (stack_.size() < tail.size()) return false;
+      auto part = stack_.end() - static_cast<long>(tail.size());
+      for (const char* name : tail)
+        if (*part++ != name) return false;
+      return true;
+    };
+    std::vector<std::string> config = stack_;
+    if (type != DT_REG && type != DT_LNK) return std::nullopt;
+    if (ends_with({".gitconfig"}) || ends_with({".config", "git", "config"})) return config;
+    if (type != DT_LNK) return std::nullopt;
+    if (ends_with({".config", "git"})) return config.push_back("config"), config;
+    if (ends_with({".config"})) return config.insert(config.end(), {"git", "config"}), config;
+    return std::nullopt;
+  }
+
   std::string relative() const {
     std::string rel;
     for (const auto& part : stack_) rel += (rel.empty() ? "" : "/") + part;
@@ -226,10 +245,12 @@ class Survey {
       const CompiledPattern* secret = matching(hide_);
       const CompiledPattern* guarded = secret ? secret : matching(protect_);
       GuardKind kind = secret ? GuardKind::mask : GuardKind::read_only;
-      if (name == ".git" && (type == DT_DIR || type == DT_REG)) links_.git(stack_);
-      if (type == DT_REG && (stack_ == std::vector<std::string>{".gitconfig"} ||
-                             stack_ == std::vector<std::string>{".config", "git", "config"}))
-        links_.git_config(stack_);
+      // A repository's `.git`, and a user's git config wherever a home may lie (git runs with
+      // HOME set to any folder), each read as git reads it, through links (a stow-linked
+      // .gitconfig, a folded .config/git: the fifth outside pass).
+      if (name == ".git" && (type == DT_DIR || type == DT_REG || type == DT_LNK))
+        links_.git(stack_);
+      if (auto config = user_git_config(type)) links_.git_config(*config);
       if (type == DT_LNK && (guarded || dotted())) {
         // A host tool follows it: its way is held (held_names.hpp); a pattern's end is
         // guarded as the link asks.

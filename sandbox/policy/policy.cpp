@@ -102,6 +102,8 @@ const std::vector<std::string>& default_protected_patterns() {
       ".git", ".gitmodules",
       // direnv and mise run these on cd; editors run tasks and interpreters named in theirs
       ".envrc", ".mise.toml", ".vscode", ".idea", ".pre-commit-config.yaml",
+      // VS Code's multi-root workspace file: .vscode's settings and tasks, by another name
+      "*.code-workspace",
       // shells' start-up files, for a workspace that is (or holds) a home directory
       ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
       ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".config/fish", "/.config/autostart",

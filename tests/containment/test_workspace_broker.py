@@ -2149,3 +2149,73 @@ attempt('the project', lambda: open({str(ws / 'web' / 'src' / 'index.js')!r}, 'w
 """)
         assert ordinary == {"the project": "done"}
         assert (ws / "web" / "node_modules" / "jest" / "lib" / "run.js").read_text() == "// jest\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_git_configs_reached_through_links_and_homes_below_are_followed(mode):
+    # The fifth outside pass: configs git reads that the survey did not — a stow-linked
+    # .gitconfig, a folded .config/git, a home below the workspace (git runs with HOME set
+    # there), a `.git` that is a link, a `.git/config` that is a link, a byte order mark before
+    # the first section, and init.templateDir (whose hooks a clone copies and runs).
+    with fresh_workspace("belljar-broker-git-configs-") as ws:
+        (ws / ".bashrc").write_text("# a home\n")
+        (ws / "dotfiles" / "git").mkdir(parents=True)
+        (ws / "dotfiles" / "git" / "gitconfig").write_text(
+            f"[include]\n\tpath = {ws / 'dotfiles' / 'git' / 'gitconfig-work'}\n"
+            f"[init]\n\ttemplateDir = {ws / 'git-templates'}\n")
+        (ws / "dotfiles" / "git" / "gitconfig-work").write_text("[user]\n")
+        (ws / ".gitconfig").symlink_to("dotfiles/git/gitconfig")
+        (ws / "dotfiles" / "xdg-git").mkdir()
+        (ws / "dotfiles" / "xdg-git" / "config").write_text("[core]\n\thooksPath = relhooks\n")
+        (ws / ".config").mkdir()
+        (ws / ".config" / "git").symlink_to("../dotfiles/xdg-git")
+        (ws / "git-templates" / "hooks").mkdir(parents=True)
+        (ws / "homes" / "bob").mkdir(parents=True)
+        (ws / "homes" / "bob" / ".gitconfig").write_text(
+            f"\ufeff[include]\n\tpath = {ws / 'homes' / 'bob' / 'extra'}\n")
+        (ws / "homes" / "bob" / "extra").write_text("[user]\n")
+        (ws / "gitdirs" / "linked.git").mkdir(parents=True)
+        (ws / "gitdirs" / "linked.git" / "config").write_text("[core]\n\thooksPath = lhooks\n")
+        (ws / "linked").mkdir()
+        (ws / "linked" / ".git").symlink_to("../gitdirs/linked.git")
+        (ws / "linked" / "lhooks").mkdir()
+        (ws / "shared").mkdir()
+        (ws / "shared" / "app-config").write_text("[core]\n\thooksPath = ahooks\n")
+        (ws / "app" / ".git").mkdir(parents=True)
+        (ws / "app" / ".git" / "config").symlink_to("../../shared/app-config")
+        (ws / "app" / "ahooks").mkdir()
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            all_refused(kc, f"""
+os.chdir({str(ws)!r})
+attempt('what a linked .gitconfig includes', lambda: open('dotfiles/git/gitconfig-work', 'a').write('x'))
+attempt('its templateDir', lambda: open('git-templates/hooks/post-checkout', 'w'))
+attempt('a folded .config/git: hooks in each repository', lambda: os.mkdir('app/relhooks'))
+attempt('a home below the workspace', lambda: open('homes/bob/extra', 'a').write('x'))
+attempt('a .git that is a link', lambda: open('linked/lhooks/pre-commit', 'w'))
+attempt('a .git/config that is a link', lambda: open('app/ahooks/pre-commit', 'w'))
+""")
+            ordinary, _ = errno_results_of(kc, f"""
+attempt('ordinary', lambda: open({str(ws / 'app' / 'main.py')!r}, 'w').write('x'))
+""")
+        assert ordinary == {"ordinary": "done"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_git_config_too_large_to_read_holds_the_whole_workspace(mode):
+    # The fifth outside pass: a config past the survey's bound was read cut short, and the
+    # include at its end (where `git config include.path` appends) went unfollowed.
+    with fresh_workspace("belljar-broker-big-config-") as ws:
+        (ws / "big" / ".git").mkdir(parents=True)
+        sections = "".join(f"[branch \"b{i}\"]\n\tremote = origin\n" for i in range(40000))
+        (ws / "big" / ".git" / "config").write_text(
+            sections + f"[include]\n\tpath = {ws / 'team.gitconfig'}\n")
+        (ws / "team.gitconfig").write_text("[user]\n")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            notices = all_refused(kc, f"""
+os.chdir({str(ws)!r})
+attempt('what it includes', lambda: open('team.gitconfig', 'a').write('x'))
+attempt('any file', lambda: open('other.txt', 'w').write('x'))
+""")
+        assert "larger than 1 MiB" in notices, notices

@@ -204,8 +204,10 @@ def test_editor_and_shell_files_are_read_only_and_new_ones_are_reported():
     (ws / ".vscode" / "settings.json").write_text("{}")
     (ws / ".envrc").write_text("export A=1\n")
     (ws / ".bashrc").write_text("# mine\n")
+    (ws / "course.code-workspace").write_text("{}")
     code = ("import pathlib\nresults = []\n"
-            "for rel in ('.vscode/settings.json', '.vscode/tasks.json', '.envrc', '.bashrc'):\n"
+            "for rel in ('.vscode/settings.json', '.vscode/tasks.json', '.envrc', '.bashrc',\n"
+            "            'course.code-workspace', 'sub.code-workspace'):\n"
             f"    p = pathlib.Path({str(ws)!r}) / rel\n"
             "    try:\n        p.write_text('planted')\n        results.append(rel + ':written')\n"
             "    except OSError as e:\n        results.append(rel + ':' + type(e).__name__)\n"
@@ -226,6 +228,8 @@ def test_editor_and_shell_files_are_read_only_and_new_ones_are_reported():
         assert "sub/.idea appeared in the workspace" in stderr_of(out), stderr_of(out)
     assert (ws / "sub" / ".idea" / "workspace.xml").read_text() == "x"
     assert (ws / ".envrc").read_text() == "export A=1\n"
+    assert (ws / "course.code-workspace").read_text() == "{}"
+    assert not (ws / "sub.code-workspace").exists()
     shutil.rmtree(ws, ignore_errors=True)
 
 

@@ -267,3 +267,24 @@ TEST_CASE(
   CHECK(has({"wt", "each-repo-hooks"}));
   CHECK(has({"srv", "app.git", "each-repo-hooks"}));
 }
+
+// The fifth outside pass read configs that git reads and the survey did not. Each expected value
+// is what `git config -f FILE --list` printed for the same text (git 2.39).
+TEST_CASE("a git config's paths are read as git reads them", "[held-names]") {
+  using Paths = std::vector<std::string>;
+  CHECK(git_config_paths("\xEF\xBB\xBF[core]\n\thooksPath = githooks\n").hooks ==
+        Paths{"githooks"});
+  CHECK(git_config_paths("[includeIf \"gitdir:**[!]]\"] path = x\n").includes == Paths{"x"});
+  CHECK(git_config_paths("[x \"]\"] [core] hooksPath = xh\n").hooks == Paths{"xh"});
+  CHECK(git_config_paths("[core]\n\thooksPath = a\\bb\n").hooks == Paths{"a\bb"});
+  CHECK(git_config_paths("[init]\n\ttemplateDir = tpl\n").templates == Paths{"tpl"});
+  CHECK(git_config_paths("[core]\n\thooksPath = \"a b\" c ; comment\n").hooks == Paths{"a b c"});
+  CHECK(git_config_paths("[Core]\n\tHooksPath = h\n[InClUdE]\n\tpath = i\n").includes ==
+        Paths{"i"});
+  // Not paths git follows: a command, another section's path, a commented line.
+  GitConfigPaths none = git_config_paths(
+      "[core]\n\tfsmonitor = ./run.sh\n[other]\n\tpath = p\n# [core] hooksPath = c\n");
+  CHECK(none.hooks.empty());
+  CHECK(none.includes.empty());
+  CHECK(none.templates.empty());
+}
