@@ -334,6 +334,17 @@ void SessionRouter::finish_gathering(uint64_t id) {
   gatherings_.erase(it);
 }
 
+void SessionRouter::remember_task(const std::string& id, SessionKey key) {
+  // A session keeps at most 64 tasks (mcp_tasks.hpp); its oldest ids past kMaxTasksRemembered
+  // are forgotten, so a client making task after task does not grow the router.
+  if (!task_sessions_.emplace(id, key).second) return;
+  task_order_.push_back(id);
+  while (task_order_.size() > kMaxTasksRemembered) {
+    task_sessions_.erase(task_order_.front());
+    task_order_.pop_front();
+  }
+}
+
 // -- the sessions --------------------------------------------------------------------------
 
 void SessionRouter::from_session(SessionKey key, std::string_view line, Clock::time_point now) {
@@ -390,7 +401,7 @@ void SessionRouter::answer_response(SessionKey key, const json& response, Clock:
         if (auto task = response["result"].find("task"); task != response["result"].end() &&
                                                          task->is_object() &&
                                                          task->value("taskId", json()).is_string())
-          task_sessions_[(*task)["taskId"].get<std::string>()] = key;
+          remember_task((*task)["taskId"].get<std::string>(), key);
       break;
     case Purpose::tasks_list: {
       auto gathering = gatherings_.find(pending.gathering);

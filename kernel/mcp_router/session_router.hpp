@@ -19,6 +19,7 @@
 // its outbox (session_processes.hpp does the processes, router_loop.hpp the polling).
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -43,6 +44,8 @@ class SessionRouter {
   using Clock = std::chrono::steady_clock;
   using SessionKey = uint64_t;
   static constexpr SessionKey kDefaultSession = 0;
+  // Task ids routed to their session: at most this many (each session keeps 64 tasks).
+  static constexpr size_t kMaxTasksRemembered = 4096;
 
   struct Start {
     SessionKey key;
@@ -136,6 +139,7 @@ class SessionRouter {
   void send_request(SessionKey key, int64_t id, const std::string& method, nlohmann::json params);
   void answer_response(SessionKey key, const nlohmann::json& response, Clock::time_point now);
   void stop_session(SessionKey key, const std::string& reason, bool now);
+  void remember_task(const std::string& id, SessionKey key);
   // The session `message`'s `session` argument names (the default one without it), or the
   // JSON-RPC error that says why not.
   std::optional<SessionKey> session_named(const nlohmann::json& arguments,
@@ -151,6 +155,7 @@ class SessionRouter {
   std::map<std::string, SessionKey> by_handle_;
   std::map<int64_t, Pending> pending_;
   std::map<std::string, SessionKey> task_sessions_;
+  std::deque<std::string> task_order_;  // task_sessions_' ids, oldest first
   std::map<uint64_t, Gathering> gatherings_;
   std::optional<nlohmann::json> client_initialize_;  // the client's initialize params
   bool client_initialized_ = false;                  // it said notifications/initialized

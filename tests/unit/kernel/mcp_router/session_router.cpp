@@ -212,3 +212,21 @@ TEST_CASE("the default session ending before it said anything: the router says i
   serving.request(2, "ping", json::object());
   CHECK(serving.to_client()["error"]["code"] == -32000);
 }
+
+TEST_CASE("the router remembers a bounded number of task ids", "[mcp_router]") {
+  Rig rig;
+  std::string handle = rig.open(1);
+  Key session = 0;
+  for (size_t i = 0; i <= SessionRouter::kMaxTasksRemembered; ++i) {
+    json sent = rig.request(static_cast<int>(i) + 10, "tools/call",
+                            {{"name", "run_python"},
+                             {"arguments", {{"code", "x"}, {"session", handle}}},
+                             {"task", json::object()}});
+    session = rig.out.to_sessions[0].first;
+    rig.answer(session, sent["id"], {{"task", {{"taskId", "t" + std::to_string(i)}}}});
+  }
+  rig.request(1, "tasks/get", {{"taskId", "t0"}});  // the oldest, forgotten
+  CHECK(rig.out.to_sessions[0].first == SessionRouter::kDefaultSession);
+  rig.request(2, "tasks/get", {{"taskId", "t1"}});
+  CHECK(rig.out.to_sessions[0].first == session);
+}
