@@ -462,8 +462,7 @@ std::optional<NameParts> ProtectedLinks::relative_of(const std::string& path) co
   return NameParts(parts.begin() + static_cast<long>(workspace.size()), parts.end());
 }
 
-void ProtectedLinks::links_in(const std::string& folder, const NameParts& relative,
-                              const Pending& from, size_t depth) {
+void ProtectedLinks::links_in(const std::string& folder, const Pending& from, size_t depth) {
   if (depth >= kMaxScanDepth) return;
   Fd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   DIR* dir = fd ? ::fdopendir(fd.get()) : nullptr;
@@ -478,12 +477,10 @@ void ProtectedLinks::links_in(const std::string& folder, const NameParts& relati
       if (::fstatat(::dirfd(dir), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
     }
-    NameParts inner = relative;
-    inner.push_back(name);
     if (type == DT_LNK)
       pending_.push_back({folder + "/" + name, from.link, from.guard, from.reason});
     else if (type == DT_DIR)
-      links_in(folder + "/" + name, inner, from, depth + 1);
+      links_in(folder + "/" + name, from, depth + 1);
   }
   ::closedir(dir);
 }
@@ -491,7 +488,7 @@ void ProtectedLinks::links_in(const std::string& folder, const NameParts& relati
 void ProtectedLinks::inside(const NameParts& relative, std::optional<int> guard,
                             const std::string& reason) {
   Pending from{host_path(relative), joined(relative), guard, reason};
-  links_in(from.path, relative, from, relative.size());
+  links_in(from.path, from, relative.size());
 }
 
 bool ProtectedLinks::resolve(HeldNames& held, std::vector<End>& ends) {
@@ -523,7 +520,7 @@ bool ProtectedLinks::resolve(HeldNames& held, std::vector<End>& ends) {
       ends.push_back({*relative, S_ISDIR(st.st_mode), *item.guard, item.reason});
     // A folder the way ends at: a host tool reads what is in it, and follows its links too.
     if (S_ISDIR(st.st_mode) && scanned_.insert({st.st_dev, st.st_ino}).second)
-      links_in(*way.end, *relative, item, relative->size());
+      links_in(*way.end, item, relative->size());
     if (!bounded) return false;
   }
   return bounded;

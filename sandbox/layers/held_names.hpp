@@ -91,7 +91,6 @@ class HeldNames {
 
   size_t size() const { return names_.size() + ways_.size(); }
   const std::deque<HeldName>& names() const { return names_; }
-  const std::deque<HeldName>& ways() const { return ways_; }
 
  private:
   bool add(std::deque<HeldName>& list, NameParts relative, const std::string& link, bool is_way);
@@ -152,8 +151,8 @@ class ProtectedLinks {
   void config_pointers(std::vector<std::string> configs, const std::string& worktree,
                        const NameParts& from);
   std::string expand_home(const std::string& path) const;
-  void links_in(const std::string& folder, const NameParts& relative, const Pending& from,
-                size_t depth);
+  // The links below `folder` (its depth in the workspace: `depth`), each followed as `from`.
+  void links_in(const std::string& folder, const Pending& from, size_t depth);
   std::string host_path(const NameParts& relative) const;
 
   // Whether holding `relative` adds anything to what the rule closes.
