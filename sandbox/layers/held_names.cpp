@@ -265,6 +265,7 @@ GitConfigPaths git_config_paths(const std::string& text) {
       ++at;
       if (v == '\\' && at < text.size()) {
         char e = text[at++];
+        if (e == '\r' && at < text.size() && text[at] == '\n') e = text[at++];  // CRLF
         if (e == '\n') continue;  // the value goes on on the next line
         value += pending_blanks + (e == 'n' ? '\n' : e == 't' ? '\t' : e == 'b' ? '\b' : e);
         pending_blanks.clear();

@@ -212,11 +212,11 @@ class Survey {
       ::close(fd);
       throw_errno("fdopendir(" + workspace_ + "/" + relative() + ")");
     }
-    int git_marks = 0;  // HEAD, objects, refs seen: a bare repository by its shape
+    bool git_head = false;  // a HEAD: a repository, or one in the making (holds_git_repository)
     while (dirent* entry = ::readdir(dir)) {
       std::string name = entry->d_name;
       if (name == "." || name == "..") continue;
-      git_marks += name == "HEAD" || name == "objects" || name == "refs";
+      git_head = git_head || name == "HEAD";
       unsigned char type = entry->d_type;
       struct stat st {};
       bool have_stat = false;
@@ -271,7 +271,7 @@ class Survey {
       stack_.pop_back();
     }
     // Its hooks run at every push, and its config may name more (held_names.hpp).
-    if (git_marks == 3) links_.bare_repository(stack_);
+    if (git_head) links_.bare_repository(stack_);
     ::closedir(dir);
   }
 

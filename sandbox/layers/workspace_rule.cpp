@@ -39,9 +39,10 @@ const EnvironmentShape kEnvironmentShapes[] = {
      "requires (the fifth outside pass found the links in `.bin` held and their packages open)"},
 };
 
+// git spells it HEAD alone on a case-sensitive file system (a case-insensitive one is an open
+// item of docs/security.md), and `head` is a common word in datasets and models.
 bool is_git_head_name(const std::string& name) {
-  return name.size() == 4 && (name[0] | 0x20) == 'h' && (name[1] | 0x20) == 'e' &&
-         (name[2] | 0x20) == 'a' && (name[3] | 0x20) == 'd';
+  return name == "HEAD";
 }
 
 // A component that closes what lies below it: site-packages, dist-packages, node_modules, and
@@ -152,13 +153,14 @@ bool holds_python_environment(int dir) {
 }
 
 bool holds_git_repository(int dir) {
-  struct stat head {
-  }, objects{}, refs{};
-  // Followed, as git follows them: a shared object store is a link, HEAD may be one
-  // (core.preferSymlinkRefs).
-  return ::fstatat(dir, "HEAD", &head, 0) == 0 && S_ISREG(head.st_mode) &&
-         ::fstatat(dir, "objects", &objects, 0) == 0 && S_ISDIR(objects.st_mode) &&
-         ::fstatat(dir, "refs", &refs, 0) == 0 && S_ISDIR(refs.st_mode);
+  // A HEAD of any kind, a dangling link included (core.preferSymlinkRefs leaves one that git
+  // takes): the sandbox can make no HEAD, so one there is the host's, and with it what git
+  // reads beside it (objects/ and refs/, or what `commondir` names) is closed before it is
+  // there. The exact shape (HEAD, objects/, refs/) was walked around three ways by the sixth
+  // outside pass: refs/ added beside a fixture's HEAD, a dangling HEAD link, objects/ a link
+  // whose target was moved away for a moment.
+  struct stat head {};
+  return ::fstatat(dir, "HEAD", &head, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 bool holds_host_run_folder(int dir) {
@@ -272,7 +274,7 @@ std::optional<std::string> WorkspaceRule::refusal(const std::vector<std::string>
   // host's git finds from every folder below it and then obeys: its config (fsmonitor, hooks)
   // ran on the next `git status` in the workspace (the fifth outside pass). Each part may be
   // made in any order, moved in or be a link, so the name that completes every shape is closed
-  // where it stands: HEAD, as a case-insensitive file system would spell it too.
+  // where it stands: HEAD (and a folder holding one is closed whole: holds_git_repository).
   if (is_git_head_name(relative.back()))
     return "a git repository's HEAD by name, which makes its folder a repository the host's git "
            "finds and obeys";

@@ -79,9 +79,10 @@ bool completes_environment(const std::string& parent_name, const std::string& na
 bool folder_completes_environment(int from_dir, const std::string& from_name,
                                   const std::string& to_name, int to_dir);
 
-// Whether the folder `dir` (a descriptor) is a git repository by its shape: it holds HEAD,
-// objects/ and refs/, as a bare repository does (`git init --bare`: the host's `git push` to it
-// runs its hooks/ and obeys its config; a worktree's is `.git`, closed by its dot).
+// Whether the folder `dir` (a descriptor) is, or may become, a git repository: it holds an
+// entry named HEAD, of any kind (a bare repository, a fixture missing refs/ that git drops from
+// clones: the host's `git push` or `git branch` there runs its hooks and obeys its config; a
+// worktree's is `.git`, closed by its dot). The sandbox can make no HEAD: one there is the host's.
 bool holds_git_repository(int dir);
 // What the broker marks on every walk: a folder whose content a host tool runs by its shape, a
 // Python environment's root or a git repository.

@@ -2097,7 +2097,8 @@ def test_the_sandbox_cannot_make_a_folder_a_git_repository(mode):
     # The fifth outside pass: a config, objects/ and refs/, then HEAD, made `data` a repository
     # the host's `git status` in data/raw found and obeyed (its fsmonitor ran on the host), in a
     # learner's repository too (git looks at data before it reaches ../.git). HEAD is refused by
-    # name, made, linked, moved or written; the host's git then finds no repository there.
+    # name, made, linked, moved or written (git's spelling: `head` is a dataset's word); the
+    # host's git then finds no repository there.
     with fresh_workspace("belljar-broker-no-repo-") as ws:
         (ws / "data" / "raw").mkdir(parents=True)
         (ws / "head-text").write_text("ref: refs/heads/master\n")
@@ -2112,7 +2113,6 @@ attempt('HEAD made', lambda: open('data/HEAD', 'w').write('ref: refs/heads/maste
 attempt('HEAD as a link', lambda: os.symlink('../head-text', 'data/HEAD'))
 attempt('HEAD moved in', lambda: os.rename('head-text', 'data/HEAD'))
 attempt('HEAD as a hard link', lambda: os.link('head-text', 'data/HEAD'))
-attempt('head in another case', lambda: open('data/head', 'w').write('x'))
 attempt('HEAD as a folder', lambda: os.mkdir('data/HEAD'))
 """)
         found = subprocess.run(["git", "-C", str(ws / "data" / "raw"), "rev-parse", "--git-dir"],
@@ -2219,3 +2219,36 @@ attempt('what it includes', lambda: open('team.gitconfig', 'a').write('x'))
 attempt('any file', lambda: open('other.txt', 'w').write('x'))
 """)
         assert "larger than 1 MiB" in notices, notices
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_folder_holding_head_is_closed_whole(mode):
+    # The sixth outside pass walked around the exact shape (HEAD, objects/, refs/) three ways:
+    # refs/ made beside a fixture's HEAD (git drops empty folders from clones), a dangling HEAD
+    # link (core.preferSymlinkRefs), objects/ a link whose target was moved away for a moment;
+    # and `commondir` written beside a HEAD. A HEAD is the host's: its folder is closed whole.
+    with fresh_workspace("belljar-broker-head-") as ws:
+        (ws / "fixture.git" / "objects" / "pack").mkdir(parents=True)
+        (ws / "fixture.git" / "HEAD").write_text("ref: refs/heads/main\n")
+        (ws / "fixture.git" / "config").write_text("[core]\n\tbare = true\n")
+        (ws / "sym.git" / "objects").mkdir(parents=True)
+        (ws / "sym.git" / "refs").mkdir()
+        (ws / "sym.git" / "HEAD").symlink_to("refs/heads/unborn")
+        bare_repository(ws / "norm.git")
+        (ws / "store").mkdir()
+        (ws / "norm.git" / "objects").rename(ws / "store" / "objects")
+        (ws / "norm.git" / "objects").symlink_to("../store/objects")
+        open_to_all_but_links(ws)
+        with kernel(mode, ws) as (km, kc):
+            all_refused(kc, f"""
+os.chdir({str(ws)!r})
+attempt('refs/ beside a HEAD', lambda: os.mkdir('fixture.git/refs'))
+attempt('its config', lambda: open('fixture.git/config', 'a').write('x'))
+attempt('commondir beside a HEAD', lambda: open('fixture.git/commondir', 'w').write('../store'))
+attempt('a dangling HEAD link', lambda: open('sym.git/config', 'w').write('x'))
+attempt('hooks beside a dangling HEAD', lambda: os.mkdir('sym.git/hooks'))
+os.rename('store', 'store2')
+attempt('objects/ moved away', lambda: open('norm.git/config', 'a').write('x'))
+os.rename('store2', 'store')
+""")
+        assert (ws / "fixture.git" / "config").read_text() == "[core]\n\tbare = true\n"

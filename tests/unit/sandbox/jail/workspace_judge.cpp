@@ -653,4 +653,13 @@ TEST_CASE("nothing inside a git repository by its shape (a bare one)", "[workspa
   // Without HEAD it is an ordinary folder.
   fs::remove(scene.ws / "remote.git/HEAD");
   CHECK(scene.judge.decide(scene.walk("/ws/remote.git/hooks/x"), Change::create) == 0);
+  // A HEAD alone closes its folder: refs/ added beside a fixture's HEAD (git drops empty folders
+  // from clones), a dangling HEAD link (core.preferSymlinkRefs) — the sixth outside pass.
+  fs::create_directories(scene.ws / "fixture.git/objects");
+  touch(scene.ws / "fixture.git/HEAD");
+  CHECK(scene.judge.decide(scene.walk("/ws/fixture.git/refs"), Change::make_folder) == EACCES);
+  CHECK(scene.judge.decide(scene.walk("/ws/fixture.git/config"), Change::create) == EACCES);
+  fs::create_directories(scene.ws / "sym.git/objects");
+  fs::create_symlink("refs/heads/unborn", scene.ws / "sym.git/HEAD");
+  CHECK(scene.judge.decide(scene.walk("/ws/sym.git/config"), Change::create) == EACCES);
 }

@@ -278,6 +278,7 @@ TEST_CASE("a git config's paths are read as git reads them", "[held-names]") {
   CHECK(git_config_paths("[x \"]\"] [core] hooksPath = xh\n").hooks == Paths{"xh"});
   CHECK(git_config_paths("[core]\n\thooksPath = a\\bb\n").hooks == Paths{"a\bb"});
   CHECK(git_config_paths("[init]\n\ttemplateDir = tpl\n").templates == Paths{"tpl"});
+  CHECK(git_config_paths("[core]\r\n\thooksPath = a\\\r\nb\r\n").hooks == Paths{"ab"});
   CHECK(git_config_paths("[core]\n\thooksPath = \"a b\" c ; comment\n").hooks == Paths{"a b c"});
   CHECK(git_config_paths("[Core]\n\tHooksPath = h\n[InClUdE]\n\tpath = i\n").includes ==
         Paths{"i"});
