@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "kernel/mcp/mcp_frontend.hpp"
 #include "kernel/mcp_router/router_loop.hpp"
 #include "kernel/observability/audit_destination.hpp"
+#include "kernel/observability/host_files.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/connection_file.hpp"
 #include "kernel/run/run_frontend.hpp"
@@ -121,7 +123,10 @@ int run_launch(const CommandLine& cl) {
 int run_mcp(const CommandLine& cl) {
   if (!cl.one_session) {
     RouterOptions router;
-    router.policy = cl.policy.build();  // refused flags are said once, here, before any session
+    // Refused flags are said once, here, before any session; each session's process reads the
+    // policy file again, so it must lie where no session can rewrite it.
+    router.policy = cl.policy.build();
+    refuse_untrusted_sources(router.policy);
     router.session_args = {"mcp"};
     router.session_args.insert(router.session_args.end(), cl.session_args.begin(),
                                cl.session_args.end());
@@ -130,6 +135,9 @@ int run_mcp(const CommandLine& cl) {
         std::chrono::milliseconds(static_cast<long long>(cl.idle_timeout_seconds * 1000));
     return serve_mcp_sessions(router);
   }
+  // The router's child: it ends with the router, even one killed outright (its sandbox would
+  // otherwise run on, orphaned, to the end of its cell).
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   KernelOptions options = session_options(cl);
   options.session_id = *cl.one_session;
   Kernel kernel(options);

@@ -104,6 +104,7 @@ int RouterLoop::run() {
       return status != 0 ? status : 1;
     }
   }
+  audit_.record("mcp_router_stop", nlohmann::json::object());
   return 0;
 }
 
@@ -141,7 +142,7 @@ void RouterLoop::read_client() {
     input_open_ = false;
     std::string last = lines_.finish();
     if (!last.empty()) router_.from_client(last, now);
-    router_.client_closed();
+    router_.client_closed("the client closed its input");
     return;
   }
   bool oversized = lines_.feed(std::string_view(chunk.data(), static_cast<size_t>(n)),
@@ -164,7 +165,7 @@ void RouterLoop::write_client() {
       outbox_.clear();
       if (input_open_) {
         input_open_ = false;
-        router_.client_closed();
+        router_.client_closed("the client stopped reading");
       }
       return;
     }
@@ -180,7 +181,8 @@ void RouterLoop::take_signal() {
     // Stopped at once: each session's kernel ends its sandbox.
     if (input_open_) {
       input_open_ = false;
-      router_.client_closed();
+      router_.client_closed(std::string("the router was stopped (") +
+                            strsignal(static_cast<int>(info.ssi_signo)) + ")");
     }
     processes_.terminate_all();
   }

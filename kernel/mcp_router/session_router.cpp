@@ -37,13 +37,19 @@ SessionRouter::SessionRouter(RouterLimits limits, std::function<std::string()> m
     : limits_(limits), mint_(std::move(mint)) {}
 
 void SessionRouter::start(Clock::time_point now) {
+  start_default(mint_(), now);
+}
+
+void SessionRouter::start_default(const std::string& handle, Clock::time_point now) {
   Session& session = sessions_[kDefaultSession];
-  session.handle = mint_();
+  session.handle = handle;
   session.kernel_id = mint_();
   session.last_active = now;
   session.ready = true;  // the client's own initialize reaches it
   by_handle_[session.handle] = kDefaultSession;
   outbox_.start.push_back({kDefaultSession, session.kernel_id});
+  outbox_.audit.emplace_back("mcp_session_open",
+                             json{{"session_kernel", session.kernel_id}, {"own", true}});
 }
 
 size_t SessionRouter::live_sessions() const {
@@ -119,16 +125,26 @@ void SessionRouter::handle_request(const JsonRpcMessage& message, Clock::time_po
       sent.params["arguments"].erase(std::string(kSessionArgument));
     bool task = message.params.contains("task");
     forward(*key, sent, task ? Purpose::task_call : Purpose::forward, revision, now);
-  } else if (method == "tasks/list") {
+  } else if (method == "ping") {
+    answer(message.id, json::object(), revision);  // the router's own liveness
+  } else if (method == "server/discover") {
+    forward(kDefaultSession, message, Purpose::initialize, revision, now);
+  } else if (method == "tasks/list" && revision.tasks) {
     gather_tasks(message, revision, now);
-  } else if (method.rfind("tasks/", 0) == 0) {
+  } else if (method.rfind("tasks/", 0) == 0 && method != "tasks/list") {
     // A task is its session's: an id the router never saw goes to the default session, which
-    // says it knows no such task.
+    // says it knows no such task; one of a session that ended is answered here.
     SessionKey key = kDefaultSession;
     auto task = message.params.find("taskId");
-    if (task != message.params.end() && task->is_string())
-      if (auto known = task_sessions_.find(task->get<std::string>()); known != task_sessions_.end())
-        key = known->second;
+    if (task != message.params.end() && task->is_string()) {
+      const std::string& id = task->get_ref<const std::string&>();
+      if (auto ended = ended_tasks_.find(id); ended != ended_tasks_.end()) {
+        to_client(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                                 "task not found: its session ended (" + ended->second + ")"));
+        return;
+      }
+      if (auto known = task_sessions_.find(id); known != task_sessions_.end()) key = known->second;
+    }
     forward(key, message, Purpose::forward, revision, now);
   } else {
     // ping, server/discover, and what no session speaks (it answers "method not found").
@@ -149,12 +165,21 @@ void SessionRouter::handle_notification(const JsonRpcMessage& message) {
     // The client names its own id: the session knows the router's.
     auto id = message.params.find("requestId");
     if (id == message.params.end()) return;
-    for (const auto& [ours, pending] : pending_) {
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      const Pending& pending = it->second;
       if (pending.client_id != *id || pending.client_id.is_null()) continue;
+      if (pending.purpose == Purpose::tasks_list) return;  // answered from what is gathered
       json params = message.params;
-      params["requestId"] = ours;
+      params["requestId"] = it->first;
       outbox_.to_sessions.emplace_back(pending.session,
                                        json_rpc_notification(message.method, params).dump());
+      // A cancelled call is never answered: it is no longer in flight, and its id may be used
+      // again (the outside review: a reused id's cancel reached the stale call, and a session
+      // with cancelled calls never idled out).
+      if (auto session = sessions_.find(pending.session);
+          session != sessions_.end() && session->second.in_flight > 0)
+        session->second.in_flight--;
+      pending_.erase(it);
       return;
     }
     return;
@@ -169,7 +194,8 @@ std::optional<SessionRouter::SessionKey> SessionRouter::session_named(const json
                                                                       const json& id) {
   auto named =
       arguments.is_object() ? arguments.find(std::string(kSessionArgument)) : arguments.end();
-  if (!arguments.is_object() || named == arguments.end()) return kDefaultSession;
+  if (!arguments.is_object() || named == arguments.end() || named->is_null())
+    return kDefaultSession;
   if (!named->is_string()) {
     to_client(json_rpc_error(id, JsonRpcError::invalid_params,
                              "invalid params: session is a handle (a string) open_session "
@@ -215,9 +241,20 @@ void SessionRouter::send_request(SessionKey key, int64_t id, const std::string& 
 void SessionRouter::handle_session_tool(const std::string& name, const JsonRpcMessage& message,
                                         const McpRevision& revision, Clock::time_point now) {
   json arguments = message.params.value("arguments", json::object());
+  if (arguments.is_null()) arguments = json::object();
   if (!arguments.is_object()) {
     to_client(json_rpc_error(message.id, JsonRpcError::invalid_params,
                              "invalid params: arguments must be an object"));
+    return;
+  }
+  if (message.params.contains("task")) {  // as the session's own tools that are no task say it
+    to_client(json_rpc_error(message.id, JsonRpcError::method_not_found,
+                             name + " does not run as a task (its taskSupport is forbidden)"));
+    return;
+  }
+  if (name != "close_session" && !arguments.empty()) {
+    to_client(json_rpc_error(message.id, JsonRpcError::invalid_params,
+                             "invalid params: " + name + " takes no arguments"));
     return;
   }
   if (name == "open_session") {
@@ -341,6 +378,7 @@ void SessionRouter::remember_task(const std::string& id, SessionKey key) {
   task_order_.push_back(id);
   while (task_order_.size() > kMaxTasksRemembered) {
     task_sessions_.erase(task_order_.front());
+    ended_tasks_.erase(task_order_.front());
     task_order_.pop_front();
   }
 }
@@ -384,7 +422,7 @@ void SessionRouter::answer_response(SessionKey key, const json& response, Clock:
             version != response["result"].end() && version->is_string())
           if (const McpRevision* settled = mcp_revision(version->get<std::string>()))
             revision_ = settled;
-      if (ok && answered["result"].value("instructions", json()).is_string())
+      if (ok && answered["result"].value("instructions", json()).is_string())  // and discover's
         answered["result"]["instructions"] =
             answered["result"]["instructions"].get<std::string>() +
             " Each session is its own sandbox: open_session starts another and returns its "
@@ -414,6 +452,7 @@ void SessionRouter::answer_response(SessionKey key, const json& response, Clock:
       return;
     }
     case Purpose::session_init:
+      if (key == kDefaultSession) return;  // a restarted default session's handshake
       if (ok) {
         session.ready = true;
         if (client_initialized_)
@@ -427,13 +466,12 @@ void SessionRouter::answer_response(SessionKey key, const json& response, Clock:
       return;
     case Purpose::idle_probe: {
       session.probing = false;
-      bool working = false;
-      if (ok && response["result"].value("tasks", json()).is_array())
-        for (const auto& task : response["result"]["tasks"])
-          working = working || task.value("status", "") == "working";
-      // A cell runs as a task, or the client asked something meanwhile: not idle (the answer
-      // moved last_active).
-      if (working || session.in_flight > 0) return;
+      // A task running, or finished with a result kept for its ttl (the outside review: an
+      // idle-out lost a result the client could still fetch), or a call the client made
+      // meanwhile: not idle (the answer moved last_active).
+      bool holds_tasks = ok && response["result"].value("tasks", json()).is_array() &&
+                         !response["result"]["tasks"].empty();
+      if (holds_tasks || session.in_flight > 0) return;
       stop_session(key, "idle", true);
       return;
     }
@@ -441,7 +479,7 @@ void SessionRouter::answer_response(SessionKey key, const json& response, Clock:
   to_client(answered);
 }
 
-void SessionRouter::session_ended(SessionKey key, const std::string& how, Clock::time_point) {
+void SessionRouter::session_ended(SessionKey key, const std::string& how, Clock::time_point now) {
   auto it = sessions_.find(key);
   if (it == sessions_.end()) return;
   Session& session = it->second;
@@ -465,30 +503,60 @@ void SessionRouter::session_ended(SessionKey key, const std::string& how, Clock:
                                "the session ended before it answered (" + how + ")"));
     }
   }
-  for (auto t = task_sessions_.begin(); t != task_sessions_.end();)
-    t = t->second == key ? task_sessions_.erase(t) : std::next(t);
+  std::string why = session.stopping ? session.stop_reason : how;
+  for (auto t = task_sessions_.begin(); t != task_sessions_.end();) {
+    if (t->second != key) {
+      ++t;
+      continue;
+    }
+    ended_tasks_[t->first] = why;
+    t = task_sessions_.erase(t);
+  }
   if (!session.stopping)
     outbox_.audit.emplace_back("mcp_session_end",
                                json{{"session_kernel", session.kernel_id}, {"how", how}});
-  by_handle_.erase(session.handle);
+  std::string handle = session.handle;
+  by_handle_.erase(handle);
   sessions_.erase(it);
+  // The connection's own session ended by itself (its kernel crashed, or was killed): it starts
+  // again, as a Jupyter kernel restarts, so the connection keeps its session (the outside
+  // review: every call without a handle failed from then on). Three in a minute are a loop.
+  if (key == kDefaultSession && client_open_ && !default_failed_to_start_) {
+    while (!default_restarts_.empty() && now - default_restarts_.front() > std::chrono::minutes(1))
+      default_restarts_.pop_front();
+    if (default_restarts_.size() < 3) {
+      default_restarts_.push_back(now);
+      start_default(handle, now);
+      if (client_initialize_) {
+        int64_t ours = next_id_++;
+        pending_[ours] = {Purpose::session_init, kDefaultSession, nullptr,
+                          revision_ ? revision_ : &negotiate_mcp_revision(nullptr), 0};
+        sessions_[kDefaultSession].in_flight++;
+        send_request(kDefaultSession, ours, "initialize", *client_initialize_);
+      }
+    }
+  }
 }
 
 void SessionRouter::stop_session(SessionKey key, const std::string& reason, bool now) {
   auto it = sessions_.find(key);
   if (it == sessions_.end() || it->second.stopping) return;
   it->second.stopping = true;
+  it->second.stop_reason = reason;
   outbox_.stop.push_back({key, now});
   outbox_.audit.emplace_back("mcp_session_close",
                              json{{"session_kernel", it->second.kernel_id}, {"reason", reason}});
 }
 
-void SessionRouter::client_closed() {
+void SessionRouter::client_closed(const std::string& reason) {
   client_open_ = false;
   for (auto& [key, session] : sessions_)
     if (!session.stopping) {
       session.stopping = true;
+      session.stop_reason = reason;
       outbox_.stop.push_back({key, false});
+      outbox_.audit.emplace_back("mcp_session_close",
+                                 json{{"session_kernel", session.kernel_id}, {"reason", reason}});
     }
 }
 

@@ -71,8 +71,8 @@ class SessionRouter {
   void from_client(std::string_view line, Clock::time_point now);
   // A message past `max` bytes, dropped whole: the client is told (a parse error, no id).
   void client_message_too_long(size_t max);
-  // The client's input ended: every session's input closes.
-  void client_closed();
+  // The client left (`reason`, for the audit log): every session's input closes.
+  void client_closed(const std::string& reason);
   void from_session(SessionKey key, std::string_view line, Clock::time_point now);
   // Its process ended (`how`: "exit status 1", "signal 9"): what waited on it is answered.
   void session_ended(SessionKey key, const std::string& how, Clock::time_point now);
@@ -95,13 +95,14 @@ class SessionRouter {
     bool answered = false;  // said anything at all (the default session: it started)
     bool ready = false;     // answered the router's initialize (opened sessions)
     bool stopping = false;
+    std::string stop_reason;               // asked, idle, the client left...
     bool probing = false;                  // asked for its tasks before idling out
     std::optional<nlohmann::json> opener;  // the open_session call answered once ready
     const McpRevision* opener_revision = nullptr;
   };
   enum class Purpose {
     forward,       // the answer goes back as it is
-    initialize,    // the client's own: the revision is noted, instructions say sessions
+    initialize,    // the client's initialize or server/discover: instructions say sessions
     tools_list,    // the session tools added, `session` in each tool's arguments
     task_call,     // a tools/call run as a task: its id is routed to this session
     tasks_list,    // one of a tasks/list's several: gathered
@@ -139,6 +140,7 @@ class SessionRouter {
   void send_request(SessionKey key, int64_t id, const std::string& method, nlohmann::json params);
   void answer_response(SessionKey key, const nlohmann::json& response, Clock::time_point now);
   void stop_session(SessionKey key, const std::string& reason, bool now);
+  void start_default(const std::string& handle, Clock::time_point now);
   void remember_task(const std::string& id, SessionKey key);
   // The session `message`'s `session` argument names (the default one without it), or the
   // JSON-RPC error that says why not.
@@ -155,7 +157,9 @@ class SessionRouter {
   std::map<std::string, SessionKey> by_handle_;
   std::map<int64_t, Pending> pending_;
   std::map<std::string, SessionKey> task_sessions_;
-  std::deque<std::string> task_order_;  // task_sessions_' ids, oldest first
+  std::map<std::string, std::string> ended_tasks_;  // a task of an ended session: how it ended
+  std::deque<std::string> task_order_;              // the ids of both maps, oldest first
+  std::deque<Clock::time_point> default_restarts_;  // in the last minute
   std::map<uint64_t, Gathering> gatherings_;
   std::optional<nlohmann::json> client_initialize_;  // the client's initialize params
   bool client_initialized_ = false;                  // it said notifications/initialized

@@ -146,4 +146,20 @@ bool ReplacedFile::replace(const std::string& content, std::string* why) const {
   return false;
 }
 
+void refuse_untrusted_source(const Policy& policy, const std::string& flag,
+                             const std::filesystem::path& path) {
+  refuse_sandbox_writable(policy, flag, path.string());
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
+    throw UsageError(flag + " " + path.string() +
+                     ": the file has another name (a hard link), which could lie where the "
+                     "sandbox can write: give a file of one name");
+}
+
+void refuse_untrusted_sources(const Policy& policy) {
+  if (!policy.policy_file.empty()) refuse_untrusted_source(policy, "--policy", policy.policy_file);
+  for (const auto& file : policy.upstream_ca)
+    refuse_untrusted_source(policy, "--upstream-ca", file);
+}
+
 }  // namespace belljar

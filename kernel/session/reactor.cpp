@@ -43,19 +43,11 @@ KernelOptions with_bound_secrets(KernelOptions options) {
   return options;
 }
 
-// --upstream-ca's files, read now. Never where the sandbox can write: a CA it could replace
-// would decide whom the next session's secrets are sent to.
+// --upstream-ca's files, read now (checked at start, refuse_untrusted_sources: a CA the sandbox
+// could replace would decide whom the next session's secrets are sent to).
 std::string upstream_ca_pem(const Policy& policy) {
   std::string pem;
   for (const auto& file : policy.upstream_ca) {
-    refuse_sandbox_writable(policy, "--upstream-ca", file.string());
-    // A second name may lie where the sandbox can write (the outside attack on round three:
-    // a hard link from the workspace rewrote the file in place).
-    struct stat st {};
-    if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
-      throw UsageError("--upstream-ca " + file.string() +
-                       ": the file has another name (a hard link), which could lie where the "
-                       "sandbox can write: give a file of one name");
     std::ifstream in(file, std::ios::binary);
     std::ostringstream text;
     if (!in || !(text << in.rdbuf()))
@@ -91,6 +83,8 @@ Kernel::Kernel(KernelOptions options)
   // (audit_log.hpp), not the end of the kernel; children reset it (worker_process.cpp).
   ::signal(SIGXFSZ, SIG_IGN);
   host_.listen();
+  // What the policy came from is read again by every restart: never where the sandbox can write.
+  refuse_untrusted_sources(options_.policy);
   // The egress proxy runs on its own thread (all signals blocked there); with no allowlist, or
   // no sandbox, there is nothing for it to do, and its module (and OpenSSL) is never loaded.
   // With bound secrets it terminates their TLS with a CA the sandbox is given to trust.

@@ -358,8 +358,10 @@ Policy PolicyBuilder::build() const {
   std::error_code ec;
   policy.workspace = fs::current_path(ec);
   if (ec) throw UsageError("cannot read the working directory: " + ec.message());
-  if (policy_file_)
+  if (policy_file_) {
+    policy.policy_file = fs::absolute(*policy_file_, ec);
     for (auto& [flag, value] : read_policy_file(*policy_file_)) apply(policy, flag, value);
+  }
   for (size_t i = 0; i + 1 < given_.size(); i += 2)
     if (given_[i] != "--policy") apply(policy, given_[i], given_[i + 1]);
   if (policy.python.empty()) apply(policy, "--python", "python3");

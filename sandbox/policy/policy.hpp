@@ -64,6 +64,9 @@ struct Policy {
   // certificate. The host's trust store is read by its path, never through SSL_CERT_FILE or
   // SSL_CERT_DIR: no variable of the kernel's environment decides where a secret may go.
   std::vector<std::filesystem::path> upstream_ca;
+  // --policy FILE, absolute (empty: none). Read again by every process the policy starts (a
+  // Jupyter restart, each MCP session): never where the sandbox can write (host_files.hpp).
+  std::filesystem::path policy_file;
   double timeout_seconds = 60;
   std::optional<double> cpu_seconds;  // per cell; the timeout when unset
   // Time a cell may spend paused in the debugger without it counting toward the timeout.

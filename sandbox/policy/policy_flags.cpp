@@ -118,7 +118,8 @@ const std::array kFlags = {
         .kind = FlagValue::policy_file,
         .fallback = "none",
         .meaning =
-            "JSON file with the same settings, named without the dashes (flags override it)"},
+            "JSON file with the same settings, named without the dashes (flags override it); "
+            "refused where the sandbox can write, or with a second name (a hard link)"},
     PolicyFlag{.name = "--workspace",
                .placeholder = "DIR",
                .kind = FlagValue::directory,

@@ -299,6 +299,14 @@ def test_mcp_writes_its_log_in_the_state_directory(place, workspace):
     replies = {m["id"]: m for m in map(json.loads, server.stdout.splitlines())}
     assert replies[2]["result"]["isError"] is False
     assert server.stderr == ""
-    (log,) = (home / ".local" / "state" / "belljar").iterdir()
-    records = [json.loads(line) for line in log.read_text().splitlines()]
+    # Two files: the router's (the sessions it opened and closed) and its one session's kernel,
+    # each a file of its own, joined by the session's kernel id.
+    logs = [[json.loads(line) for line in log.read_text().splitlines()]
+            for log in (home / ".local" / "state" / "belljar").iterdir()]
+    assert len(logs) == 2, logs
+    (router,) = [records for records in logs if records[0]["event"] == "mcp_router_start"]
+    (records,) = [records for records in logs if records is not router]
     assert whole_session(records, 1), events(records)
+    opened = [r for r in router if r["event"] == "mcp_session_open"]
+    assert [r["session_kernel"] for r in opened] == [records[0]["kernel"]]
+    assert router[-1]["event"] == "mcp_router_stop"

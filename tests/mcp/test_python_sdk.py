@@ -105,10 +105,11 @@ def test_each_connection_mode_runs_code_in_one_sandboxed_session(workspace, mode
     assert (workspace / "notes.txt").read_text() == "from sdk\n"
 
 
-def raw_exchange(workspace, messages):
+def raw_exchange(workspace, messages, flags=()):
     """Each message sent on one line, stdin then closed; the server's replies by id."""
     lines = "".join(json.dumps(message) + "\n" for message in messages)
-    done = subprocess.run([BELLJAR, *server_args(workspace)], input=lines, capture_output=True,
+    done = subprocess.run([BELLJAR, *server_args(workspace), *flags], input=lines,
+                          capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
@@ -203,8 +204,8 @@ async def sessions_as_handles(workspace, audit_dir, mode):
         listed = await client.call_tool("list_sessions", {})
         seen["listed"] = listed.structured_content["sessions"]
         seen["full"] = await call_refused(client, "open_session", {})
-        seen["guessed"] = await call_refused(client, "run_python",
-                                             {"code": "1", "session": a[:-1] + "0"})
+        guess = a[:-1] + ("1" if a.endswith("0") else "0")  # one digit off a real handle
+        seen["guessed"] = await call_refused(client, "run_python", {"code": "1", "session": guess})
         seen["own_close"] = await call_refused(
             client, "close_session",
             {"session": next(s["session"] for s in seen["listed"] if s["own"])})
@@ -241,12 +242,18 @@ def test_sessions_are_handles_each_its_own_sandbox(workspace, audit_dir, mode):
         {s["session"] for s in seen["listed"]} - {seen["a"]})
     # The audit log: the router's records name each session's kernel, whose own records follow.
     records = audit_records(audit_dir)
-    opened = [r["session_kernel"] for r in records if r["event"] == "mcp_session_open"]
-    assert len(opened) == 2
+    own = [r["session_kernel"] for r in records
+           if r["event"] == "mcp_session_open" and r.get("own")]
+    opened = [r["session_kernel"] for r in records
+              if r["event"] == "mcp_session_open" and not r.get("own")]
+    assert len(own) == 1 and len(opened) == 2
     started = {r["kernel"] for r in records if r["event"] == "kernel_start"}
-    assert set(opened) <= started and len(started) == 3
+    assert set(own + opened) == started
     closes = [r for r in records if r["event"] == "mcp_session_close"]
     assert [r["reason"] for r in closes if r["session_kernel"] == opened[0]] == ["asked"]
+    # The others closed when the client left.
+    assert {r["reason"] for r in closes if r["session_kernel"] != opened[0]} == {
+        "the client closed its input"}
 
 
 async def idle_session(workspace, audit_dir):
@@ -276,7 +283,30 @@ def test_an_opened_session_idle_past_the_timeout_ends_with_a_record(workspace, a
         == "'done'"
     assert "unknown session" in gone
     records = audit_records(audit_dir)
-    closes = [r for r in records if r["event"] == "mcp_session_close"]
-    assert [r["reason"] for r in closes] == ["idle"]
+    closes = [r for r in records if r["event"] == "mcp_session_close" and r["reason"] == "idle"]
+    assert len(closes) == 1
     ended = [r for r in records if r["event"] == "shutdown" and r["kernel"] == closes[0]["session_kernel"]]
     assert len(ended) == 1
+
+
+def test_a_policy_file_the_sandbox_could_rewrite_is_refused(workspace, audit_dir):
+    # The outside review of the router: each session's process read --policy again, so a cell
+    # that rewrote a policy file in the workspace gave the next open_session --isolation none.
+    # A policy file is read again by every restart: never where the sandbox can write, nor
+    # with another name (a hard link) that could lie there.
+    inside = workspace / "policy.json"
+    inside.write_text(json.dumps({"timeout": "30s"}))
+    outside = audit_dir / "policy.json"
+    outside.write_text(json.dumps({"timeout": "30s"}))
+    for policy, why in ((inside, "the workspace"), (outside, "hard link")):
+        if policy == outside:
+            os.link(outside, workspace / "linked-policy.json")
+        done = subprocess.run([BELLJAR, *server_args(workspace), "--policy", str(policy)],
+                              input="", capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2, done.stderr
+        assert f"--policy {policy}" in done.stderr and why in done.stderr, done.stderr
+        assert done.stdout == ""
+    (workspace / "linked-policy.json").unlink()
+    served = raw_exchange(workspace, [{"jsonrpc": "2.0", "id": 1, "method": "ping"}],
+                          ["--policy", str(outside)])
+    assert served[1]["result"] == {}

@@ -185,8 +185,8 @@ TEST_CASE("an opened session idle past --idle-timeout is ended, unless a task st
   REQUIRE(rig.out.to_sessions.size() == 1);  // first asked whether a task runs there
   auto [session, probe] = rig.out.to_sessions[0];
   rig.answer(session, json::parse(probe)["id"],
-             {{"tasks", json::array({{{"taskId", "t"}, {"status", "working"}}})}});
-  CHECK(rig.out.stop.empty());
+             {{"tasks", json::array({{{"taskId", "t"}, {"status", "completed"}}})}});
+  CHECK(rig.out.stop.empty());  // a result kept for its ttl is no idleness
   rig.now += 61s;
   rig.router.on_timers(rig.now);
   rig.take();
@@ -204,13 +204,85 @@ TEST_CASE("the default session ending before it said anything: the router says i
   Rig rig;
   rig.router.session_ended(SessionRouter::kDefaultSession, "exit status 2", rig.now);
   CHECK(rig.router.default_failed_to_start());
-  Rig serving;
-  json sent = serving.request(1, "ping", json::object());
-  serving.answer(SessionRouter::kDefaultSession, sent["id"], json::object());
-  serving.router.session_ended(SessionRouter::kDefaultSession, "exit status 1", serving.now);
-  CHECK_FALSE(serving.router.default_failed_to_start());
-  serving.request(2, "ping", json::object());
-  CHECK(serving.to_client()["error"]["code"] == -32000);
+}
+
+TEST_CASE("the connection's own session starts again when it dies; ping is the router's",
+          "[mcp_router]") {
+  Rig rig;
+  json init = rig.request(1, "initialize", {{"protocolVersion", "2025-11-25"}});
+  rig.answer(SessionRouter::kDefaultSession, init["id"], {{"protocolVersion", "2025-11-25"}});
+  json sent =
+      rig.request(2, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "1"}}}});
+  rig.router.session_ended(SessionRouter::kDefaultSession, "signal 9", rig.now);
+  rig.take();
+  CHECK_FALSE(rig.router.default_failed_to_start());
+  REQUIRE(rig.out.start.size() == 1);  // a new process for it, given the client's handshake
+  CHECK(rig.out.start[0].key == SessionRouter::kDefaultSession);
+  REQUIRE(rig.out.to_sessions.size() == 1);
+  CHECK(json::parse(rig.out.to_sessions[0].second)["method"] == "initialize");
+  REQUIRE(rig.out.to_client.size() == 1);  // the call it died under: answered
+  CHECK(json::parse(rig.out.to_client[0])["id"] == 2);
+  rig.request(3, "ping", json::object());
+  CHECK(rig.out.to_sessions.empty());
+  CHECK(rig.to_client()["result"] == json::object());
+  // Three deaths in a minute are a loop: no fourth start.
+  for (int i = 0; i < 3; ++i) {
+    rig.router.session_ended(SessionRouter::kDefaultSession, "signal 9", rig.now);
+    rig.take();
+  }
+  CHECK(rig.out.start.empty());
+  rig.request(4, "tools/list", json::object());
+  CHECK(rig.to_client()["error"]["code"] == -32000);
+}
+
+TEST_CASE("a cancelled call leaves the router: its id may be used again", "[mcp_router]") {
+  Rig rig;
+  std::string handle = rig.open(1);
+  auto call = [&](const char* code) {
+    return rig.request(
+        "x", "tools/call",
+        {{"name", "run_python"}, {"arguments", {{"code", code}, {"session", handle}}}});
+  };
+  json first = call("slow()");
+  rig.client({{"method", "notifications/cancelled"}, {"params", {{"requestId", "x"}}}});
+  REQUIRE(rig.out.to_sessions.size() == 1);
+  CHECK(json::parse(rig.out.to_sessions[0].second)["params"]["requestId"] == first["id"]);
+  json second = call("slower()");
+  rig.client({{"method", "notifications/cancelled"}, {"params", {{"requestId", "x"}}}});
+  REQUIRE(rig.out.to_sessions.size() == 1);
+  CHECK(json::parse(rig.out.to_sessions[0].second)["params"]["requestId"] == second["id"]);
+  // Nothing is in flight: the session idles out.
+  rig.now += 61s;
+  rig.router.on_timers(rig.now);
+  rig.take();
+  CHECK(rig.out.to_sessions.size() == 1);  // the idle probe
+}
+
+TEST_CASE("a task of a session that ended is answered for, and the session tools are no tasks",
+          "[mcp_router]") {
+  Rig rig;
+  std::string handle = rig.open(1);
+  json sent = rig.request(2, "tools/call",
+                          {{"name", "run_python"},
+                           {"arguments", {{"code", "x"}, {"session", handle}}},
+                           {"task", json::object()}});
+  Key session = rig.out.to_sessions[0].first;
+  rig.answer(session, sent["id"], {{"task", {{"taskId", "t-9"}}}});
+  rig.request(3, "tools/call", {{"name", "close_session"}, {"arguments", {{"session", handle}}}});
+  rig.router.session_ended(session, "signal 15", rig.now);
+  rig.take();
+  rig.request(4, "tasks/result", {{"taskId", "t-9"}});
+  CHECK(rig.out.to_sessions.empty());
+  CHECK(rig.to_client()["error"]["message"] == "task not found: its session ended (asked)");
+  rig.request(5, "tools/call", {{"name", "list_sessions"}, {"task", json::object()}});
+  CHECK(rig.to_client()["error"]["code"] == -32601);
+  rig.request(6, "tools/call", {{"name", "list_sessions"}, {"arguments", {{"session", "h1"}}}});
+  CHECK(rig.to_client()["error"]["code"] == -32602);
+  // A null session is no session: the connection's own.
+  rig.request(7, "tools/call",
+              {{"name", "run_python"}, {"arguments", {{"code", "x"}, {"session", nullptr}}}});
+  REQUIRE(rig.out.to_sessions.size() == 1);
+  CHECK(rig.out.to_sessions[0].first == SessionRouter::kDefaultSession);
 }
 
 TEST_CASE("the router remembers a bounded number of task ids", "[mcp_router]") {
