@@ -101,7 +101,7 @@ TEST_CASE("the sealed connection info opens with the gateway's private key", "[l
   }
 }
 
-TEST_CASE("the gateway's public key: base64 DER, or a PEM block; RSA only", "[launch]") {
+TEST_CASE("the gateway's public key: base64 DER, or a PEM block, RSA only", "[launch]") {
   GatewayKey key = make_rsa_key();
   CHECK(parse_gateway_public_key(key.public_text));
   std::string pem = "-----BEGIN PUBLIC KEY-----\n";

@@ -42,7 +42,7 @@ TEST_CASE("a task is working, then done with its result, then gone after its ttl
   CHECK(tasks.describe(*id).is_null());
 }
 
-TEST_CASE("a cancelled task has no result; a working task never expires", "[mcp_tasks]") {
+TEST_CASE("a cancelled task has no result, a working task never expires", "[mcp_tasks]") {
   McpTasks tasks;
   auto now = McpTasks::Clock::now();
   auto cancelled = *tasks.create(nullptr, now);

@@ -96,7 +96,7 @@ TEST_CASE("open_session gives a handle that routes tools to its own session", "[
   CHECK(rig.to_client()["error"]["code"] == -32602);
 }
 
-TEST_CASE("--max-sessions: one past the bound is a clear error and starts nothing",
+TEST_CASE("past --max-sessions, one more session is a clear error and starts nothing",
           "[mcp_router]") {
   Rig rig;
   rig.open(1);
@@ -123,7 +123,7 @@ TEST_CASE("tools/list names the session argument and the session tools", "[mcp_r
   CHECK(tools[3]["name"] == "list_sessions");
 }
 
-TEST_CASE("a task's later requests go to the session that made it; tasks/list gathers all",
+TEST_CASE("a task's later requests go to the session that made it, tasks/list gathers all",
           "[mcp_router]") {
   Rig rig;
   std::string handle = rig.open(1);
@@ -149,7 +149,7 @@ TEST_CASE("a task's later requests go to the session that made it; tasks/list ga
   CHECK(listed["result"]["tasks"].size() == 1);
 }
 
-TEST_CASE("close_session ends an opened session; what waited on it is answered", "[mcp_router]") {
+TEST_CASE("close_session ends an opened session, what waited on it is answered", "[mcp_router]") {
   Rig rig;
   std::string handle = rig.open(1);
   rig.request(2, "tools/call", {{"name", "close_session"}, {"arguments", {{"session", "h1"}}}});
@@ -206,7 +206,7 @@ TEST_CASE("the default session ending before it said anything: the router says i
   CHECK(rig.router.default_failed_to_start());
 }
 
-TEST_CASE("the connection's own session starts again when it dies; ping is the router's",
+TEST_CASE("the connection's own session starts again when it dies, ping is the router's",
           "[mcp_router]") {
   Rig rig;
   json init = rig.request(1, "initialize", {{"protocolVersion", "2025-11-25"}});

@@ -172,7 +172,7 @@ TEST_CASE("without a usable home the records go to stderr, saying why", "[audit_
         "without this warning");
 }
 
-TEST_CASE("a dash is stderr; a named file is opened as named", "[audit_destination]") {
+TEST_CASE("a dash is stderr, a named file is opened as named", "[audit_destination]") {
   TempDir home("belljar-audit-home"), workspace("belljar-audit-ws");
   auto env = environment({{"HOME", home.path.string()}});
   Policy policy = policy_for(workspace.path);

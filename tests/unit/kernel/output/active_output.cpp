@@ -293,7 +293,7 @@ TEST_CASE("markdown with raw HTML or an unsafe link is active", "[active_output]
   }
 }
 
-TEST_CASE("markdown fences name a plain language; images are data: images (round two)",
+TEST_CASE("markdown fences name a plain language, images are data: images (round two)",
           "[active_output]") {
   for (const char* md : {
            "```evil.js?x\ncode\n```",  // Notebook 6 requirejs'd the mode as a URL

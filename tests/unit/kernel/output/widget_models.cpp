@@ -63,7 +63,7 @@ TEST_CASE("a widget of another module or with a strange class name is withheld",
   CHECK_FALSE(models.admit("comm_msg", later).empty());
 }
 
-TEST_CASE("an update that names another module is withheld; the widget stays", "[widgets]") {
+TEST_CASE("an update that names another module is withheld, the widget stays", "[widgets]") {
   WidgetModels models(ActiveOutput::strip);
   json open = open_message("s", slider_state());
   REQUIRE(models.admit("comm_open", open).empty());
@@ -98,7 +98,7 @@ TEST_CASE("descriptions and HTML values are re-serialized without their active p
   CHECK(renamed["data"]["state"]["value"].get<std::string>().find("onerror") == std::string::npos);
 }
 
-TEST_CASE("text values stay exactly as sent; typeset ones lose active TeX", "[widgets]") {
+TEST_CASE("text values stay exactly as sent, typeset ones lose active TeX", "[widgets]") {
   WidgetModels models(ActiveOutput::isolate);
   json text = open_message("t", {{"_model_module", "jupyter-js-widgets"},
                                  {"_model_name", "TextModel"},
@@ -157,7 +157,7 @@ TEST_CASE("newer ipywidgets: Output outputs are outputs, a url image is not fetc
   CHECK_FALSE(image["data"]["state"].contains("format"));
 }
 
-TEST_CASE("the page learns only of comms it was told of; views only of checked models",
+TEST_CASE("the page learns only of comms it was told of, views only of checked models",
           "[widgets]") {
   WidgetModels models(ActiveOutput::isolate);
   json open = open_message("s", slider_state());

@@ -119,7 +119,7 @@ TEST_CASE("cell limits: %%limits only tightens, and says what it refused", "[cel
   CHECK(cell.memory_limit == 0);
 }
 
-TEST_CASE("cell limits: a pause while idle is not counted; one while busy is forfeited",
+TEST_CASE("cell limits: a pause while idle is not counted, one while busy is forfeited",
           "[cell_limits]") {
   Rig rig;
   auto t0 = Clock::now();

@@ -90,7 +90,7 @@ TEST_CASE("cell output: a display is shown under its request, its mime types aud
   CHECK(rig.client.of("update_display_data").size() == 1);
 }
 
-TEST_CASE("cell output: a result carries the count; a silent cell's is not published",
+TEST_CASE("cell output: a result carries the count, a silent cell's is not published",
           "[cell_output]") {
   Rig rig;
   Cell& cell = rig.run(RequestKind::execute);
@@ -171,7 +171,7 @@ TEST_CASE("cell output: a flood of errors shown and caught ends once the cap is 
   CHECK(raw.client.of("error").size() <= 4096 / 257 + 1);
 }
 
-TEST_CASE("cell output: an error shown and caught is output only; a silent cell's is kept",
+TEST_CASE("cell output: an error shown and caught is output only, a silent cell's is kept",
           "[cell_output]") {
   Rig rig;
   Cell& cell = rig.run(RequestKind::execute);

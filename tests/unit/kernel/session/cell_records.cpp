@@ -39,7 +39,7 @@ struct Rig {
 
 }  // namespace
 
-TEST_CASE("cell records: the reply carries the count and the facts; the record the hash",
+TEST_CASE("cell records: the reply carries the count and the facts, the record the hash",
           "[cell_records]") {
   Rig rig;
   Cell cell = rig.cell(3, "x = 1");
@@ -93,7 +93,7 @@ TEST_CASE("cell records: output past the limit is told, and the record says so",
   CHECK(rig.audit.of("cell")[0]["truncated"] == true);
 }
 
-TEST_CASE("cell records: with --audit-code the code is recorded, redacted; an error names it",
+TEST_CASE("cell records: with --audit-code the code is recorded, redacted, an error names it",
           "[cell_records]") {
   Rig rig;
   rig.policy.audit_code = true;

@@ -151,7 +151,7 @@ TEST_CASE("comm link: a handler's output goes under its message, charged to the 
   CHECK(rig.budget.used() > 0);
 }
 
-TEST_CASE("comm link: what a cell leaves goes back in order; a begun handler is not served again",
+TEST_CASE("comm link: what a cell leaves goes back in order, a begun handler is not served again",
           "[comm_link]") {
   SECTION("not begun: first, ahead of those not handed") {
     Rig rig;

@@ -40,7 +40,7 @@ TEST_CASE("output publisher: a display goes under the parent given, charged to i
   CHECK(rig.client.of("update_display_data").size() == 1);
 }
 
-TEST_CASE("output publisher: a clear_output is output, charged; past the budget it is not sent",
+TEST_CASE("output publisher: a clear_output is output, charged, past the budget it is not sent",
           "[output_publisher]") {
   Rig rig;
   OutputBudget budget = budget_of(1 << 20);

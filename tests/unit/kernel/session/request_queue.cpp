@@ -14,7 +14,7 @@ WireMessage message(const std::string& type, const std::string& id) {
 }
 }  // namespace
 
-TEST_CASE("requests wait in the order they came; a control request waiting for hello first",
+TEST_CASE("requests wait in the order they came, a control request waiting for hello first",
           "[request_queue]") {
   RequestQueue queue;
   CHECK(queue.empty());

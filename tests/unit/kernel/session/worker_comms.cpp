@@ -96,7 +96,7 @@ TEST_CASE("comm_info lists usable entries, and only what the page knows unless a
   CHECK(checked_comm_list(json::object()) == json::object());
 }
 
-TEST_CASE("comm handlers share one budget a window at a time; a cell refills it",
+TEST_CASE("comm handlers share one budget a window at a time, a cell refills it",
           "[worker_comms]") {
   CommBudgetWindow window;
   CommBudgetWindow::Clock::time_point now{};

@@ -67,7 +67,7 @@ TEST_CASE("a survey that failed fails the held cell closed, and nothing else",
   CHECK_FALSE(again.fail_held);
 }
 
-TEST_CASE("the timer: idle every 3 s; running, 50 ms while growing, backing off to 1 s",
+TEST_CASE("the timer: idle every 3 s, running, 50 ms while growing, backing off to 1 s",
           "[workspace_surveys]") {
   WorkspaceSurveys surveys;
   Clock::time_point now{};

@@ -59,7 +59,7 @@ std::string unchunk(const std::string& message) {
 
 }  // namespace
 
-TEST_CASE("a placeholder in any header value becomes the value; the target keeps it") {
+TEST_CASE("a placeholder in any header value becomes the value, the target keeps it") {
   Broker b;
   std::string out = b.request("POST /v1/chat?key=" + b.placeholder() + " HTTP/1.1\r\n" +
                               "Host: elsewhere.example.net\r\n"

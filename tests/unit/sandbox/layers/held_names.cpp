@@ -75,7 +75,7 @@ TEST_CASE("a link's way is every link it passes and where it ends", "[held-names
   }
 }
 
-TEST_CASE("held names close themselves and what lies below; their folders are a way",
+TEST_CASE("held names close themselves and what lies below, their folders are a way",
           "[held-names]") {
   HeldNames held;
   REQUIRE(held.hold({"dotfiles", "bashrc"}, ".bashrc"));
@@ -233,7 +233,7 @@ TEST_CASE("a way through /proc, or a link read as it changed, is unknown", "[hel
 }
 
 TEST_CASE(
-    "git's config is read as git reads it; a worktree's commondir, bare repositories and "
+    "git's config is read as git reads it, a worktree's commondir, bare repositories and "
     "the home's own config are followed",
     "[held-names]") {
   TempDir dir{"belljar-held-git"};

@@ -225,7 +225,7 @@ TEST_CASE("a dash for the audit log means stderr: on the command line, in kernel
   CHECK(collect({"--python", "/usr/bin/python3"}).build().audit_log.empty());  // the default
 }
 
-TEST_CASE("--help lists every flag with its default", "[policy][flags]") {
+TEST_CASE("the help lists every flag with its default", "[policy][flags]") {
   auto& help = policy_flag_help();
   REQUIRE(help.size() == policy_flags().size());
   for (size_t i = 0; i < help.size(); ++i) {
