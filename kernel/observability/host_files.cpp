@@ -149,7 +149,12 @@ bool ReplacedFile::replace(const std::string& content, std::string* why) const {
 void refuse_untrusted_source(const Policy& policy, const std::string& flag,
                              const std::filesystem::path& path) {
   refuse_sandbox_writable(policy, flag, path.string());
+  // Its directory decides only for the name: a link there may lead where the sandbox writes.
   struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+    throw UsageError(flag + " " + path.string() +
+                     ": the file is a symbolic link, which could lead where the sandbox can "
+                     "write: name the file itself");
   if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
     throw UsageError(flag + " " + path.string() +
                      ": the file has another name (a hard link), which could lie where the "

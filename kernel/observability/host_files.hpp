@@ -28,10 +28,11 @@ const std::string& refuse_sandbox_writable(const Policy& policy, const std::stri
                                            const std::string& path);
 
 // A file the kernel reads its policy from (`--policy`, `--upstream-ca`), checked before it is
-// trusted: not where the sandbox can write (refuse_sandbox_writable), and of one name (a hard
-// link from the workspace rewrote an --upstream-ca file in place, the outside attack on round
-// three). A policy file the sandbox could rewrite gave the next MCP session --isolation none
-// (the outside review of the session router). Throws UsageError naming `flag`.
+// trusted: not where the sandbox can write (refuse_sandbox_writable), not a symbolic link (which
+// may lead there), and of one name (a hard link from the workspace rewrote an --upstream-ca file
+// in place, the outside attack on round three). A policy file the sandbox could rewrite gave the
+// next MCP session --isolation none (the outside review of the session router). Throws UsageError
+// naming `flag`.
 void refuse_untrusted_source(const Policy& policy, const std::string& flag,
                              const std::filesystem::path& path);
 // Every such file of `policy`.

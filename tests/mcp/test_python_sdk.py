@@ -298,7 +298,10 @@ def test_a_policy_file_the_sandbox_could_rewrite_is_refused(workspace, audit_dir
     inside.write_text(json.dumps({"timeout": "30s"}))
     outside = audit_dir / "policy.json"
     outside.write_text(json.dumps({"timeout": "30s"}))
-    for policy, why in ((inside, "the workspace"), (outside, "hard link")):
+    linked = audit_dir / "linked.json"
+    linked.symlink_to(inside)  # its name outside, the file it leads to inside
+    for policy, why in ((inside, "the workspace"), (linked, "symbolic link"),
+                        (outside, "hard link")):
         if policy == outside:
             os.link(outside, workspace / "linked-policy.json")
         done = subprocess.run([BELLJAR, *server_args(workspace), "--policy", str(policy)],
