@@ -77,9 +77,6 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
       return cl;
     }
     if (int used = cl.policy.take(args, i)) {
-      if (cl.command == "mcp")
-        cl.session_args.insert(cl.session_args.end(), args.begin() + static_cast<long>(i),
-                               args.begin() + static_cast<long>(i) + used);
       i += static_cast<size_t>(used) - 1;
       continue;
     }

@@ -29,13 +29,11 @@ struct CommandLine {
   bool json_output = false;
   // launch: what the gateway passed (its environment fills the gaps: resolve_gateway_launch)
   GatewayLaunchArgs launch;
-  // mcp: the router's bounds (kernel/mcp_router), and the policy flags as given, which each
-  // session's process is started with. --one-session KERNEL_ID (hidden) is such a process: one
-  // session, today's single-session server, its kernel id minted by the router.
+  // mcp: the router's bounds (kernel/mcp_router). --one-session KERNEL_ID (hidden) is one of
+  // its sessions' processes: today's single-session server, its kernel id minted by the router.
   std::optional<std::string> one_session;
   size_t max_sessions = 8;
   double idle_timeout_seconds = 1800;  // 0: sessions never idle out
-  std::vector<std::string> session_args;
   PolicyBuilder policy;
 };
 

@@ -127,9 +127,12 @@ int run_mcp(const CommandLine& cl) {
     // policy file again, so it must lie where no session can rewrite it.
     router.policy = cl.policy.build();
     refuse_untrusted_sources(router.policy);
+    // Each session's flags are the router's policy as it stands now: absolute paths, the policy
+    // file inlined (the outside pass renamed the router's working folder inside the workspace,
+    // and a relative --policy then named a file the sandbox wrote: --isolation none).
     router.session_args = {"mcp"};
-    router.session_args.insert(router.session_args.end(), cl.session_args.begin(),
-                               cl.session_args.end());
+    for (auto& arg : cl.policy.kernel_argv(router.policy, true))
+      router.session_args.push_back(std::move(arg));
     router.limits.max_sessions = cl.max_sessions;
     router.limits.idle_timeout =
         std::chrono::milliseconds(static_cast<long long>(cl.idle_timeout_seconds * 1000));

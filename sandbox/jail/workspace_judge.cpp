@@ -429,8 +429,13 @@ std::optional<std::string> WorkspaceJudge::host_run_folder(const WalkedPath& at)
     for (size_t up = at.where.size() - i; dir && up > 0; --up)
       dir = Fd(::openat(dir.get(), "..", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir || holds_python_environment(dir.get())) return "inside a Python environment";
-    if (i > 0 && at.where[i - 1][0] != '.')
-      return "inside a git repository (the host's git runs its hooks)";
+    // A repository inside a dot-path is the dot rule's, which --writable opens: `.git` itself,
+    // and its own folders that hold a HEAD (logs/ for the reflog, worktrees/*, modules/*; the
+    // outside pass found `--writable .git` unable to commit once logs/ was taken as one).
+    bool dotted = false;
+    for (size_t part = workspace_.size(); part < i; ++part)  // below the workspace's root only
+      dotted = dotted || at.where[part][0] == '.';
+    if (i > 0 && !dotted) return "inside a git repository (the host's git runs its hooks)";
   }
   return std::nullopt;
 }

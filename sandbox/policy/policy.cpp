@@ -369,30 +369,40 @@ Policy PolicyBuilder::build() const {
   return policy;
 }
 
-std::vector<std::string> PolicyBuilder::kernel_argv(const Policy& policy) const {
+std::vector<std::string> PolicyBuilder::kernel_argv(const Policy& policy,
+                                                    bool inline_policy_file) const {
   std::vector<std::string> argv;
-  for (size_t i = 0; i + 1 < given_.size(); i += 2) {
+  auto emit = [&](const std::string& name, const std::string& value) {
     // A toggle takes no separate value: "--audit-code true" would leave "true" as a stray word.
-    FlagValue kind = find_policy_flag(given_[i])->kind;
+    FlagValue kind = find_policy_flag(name)->kind;
     if (kind == FlagValue::toggle) {
-      argv.push_back(given_[i] + "=" + given_[i + 1]);
+      argv.push_back(name + "=" + value);
     } else if (kind == FlagValue::secret_file) {
-      argv.push_back(given_[i]);  // NAME=PATH@HOST with PATH made absolute
-      argv.push_back(parse_secret_binding(given_[i], given_[i + 1], true).text());
-    } else if (kind == FlagValue::log_file && given_[i + 1] == kAuditLogStderr) {
-      argv.push_back(given_[i]);  // stderr wherever the kernel starts
-      argv.push_back(given_[i + 1]);
+      argv.push_back(name);  // NAME=PATH@HOST with PATH made absolute
+      argv.push_back(parse_secret_binding(name, value, true).text());
+    } else if (kind == FlagValue::log_file && value == kAuditLogStderr) {
+      argv.push_back(name);  // stderr wherever the kernel starts
+      argv.push_back(value);
     } else if (kind == FlagValue::directory || kind == FlagValue::path || kind == FlagValue::file ||
-               kind == FlagValue::log_file) {
+               kind == FlagValue::log_file || kind == FlagValue::policy_file) {
       // Paths mean what they meant where install ran, not wherever Jupyter starts the kernel.
-      fs::path path = fs::absolute(given_[i + 1]).lexically_normal();
+      fs::path path = fs::absolute(value).lexically_normal();
       if (!path.has_filename() && path != path.root_path()) path = path.parent_path();  // "./"
-      argv.push_back(given_[i]);
+      argv.push_back(name);
       argv.push_back(path.string());
     } else {
-      argv.push_back(given_[i]);
-      argv.push_back(given_[i + 1]);
+      argv.push_back(name);
+      argv.push_back(value);
     }
+  };
+  for (size_t i = 0; i + 1 < given_.size(); i += 2) {
+    // Inlined: the file's settings as flags, read once now, in the place the file had (before
+    // the command line's, which win): what the sandbox writes later is read by no one.
+    if (inline_policy_file && given_[i] == "--policy") {
+      for (const auto& [flag, value] : read_policy_file(given_[i + 1])) emit(flag, value);
+      continue;
+    }
+    emit(given_[i], given_[i + 1]);
   }
   auto given = [&](std::string_view name) {
     for (size_t i = 0; i < given_.size(); i += 2)

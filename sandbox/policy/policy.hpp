@@ -128,9 +128,12 @@ class PolicyBuilder {
   Policy build() const;
   // The flags as given (--policy FILE made absolute), in pairs of flag and value.
   const std::vector<std::string>& given() const { return given_; }
-  // The flags for kernel.json's argv: as given, then each default that is resolved at install
-  // time (the python on PATH) and was not given, from POLICY (what build() returned).
-  std::vector<std::string> kernel_argv(const Policy& policy) const;
+  // The flags for kernel.json's argv: as given, paths made absolute, then each default that is
+  // resolved at install time (the python on PATH) and was not given, from POLICY (what build()
+  // returned). `inline_policy_file`: the policy file's settings in its place, read once now (the
+  // MCP router's sessions: a session started later reads no file the sandbox could have moved
+  // or rewritten meanwhile, and no path relative to a folder it could have renamed).
+  std::vector<std::string> kernel_argv(const Policy& policy, bool inline_policy_file = false) const;
 
  private:
   std::vector<std::string> given_;

@@ -313,3 +313,41 @@ def test_a_policy_file_the_sandbox_could_rewrite_is_refused(workspace, audit_dir
     served = raw_exchange(workspace, [{"jsonrpc": "2.0", "id": 1, "method": "ping"}],
                           ["--policy", str(outside)])
     assert served[1]["result"] == {}
+
+
+async def renamed_working_folder(workspace, policy):
+    run = workspace / "run"
+    run.mkdir()
+    os.chmod(run, 0o777)
+    relative = os.path.relpath(policy, run)  # ../../<its folder>/policy.json
+    params = StdioServerParameters(
+        command=BELLJAR, cwd=str(run),
+        args=["mcp", "--workspace", "..", "--python", SANDBOX_PYTHON, "--isolation", ISOLATION,
+              "--policy", relative])
+    # Moved to a/b/run, the same relative path names a/<its folder>/policy.json: the cell's.
+    planted = os.path.normpath(os.path.join("a/b/run", relative))
+    async with Client(params, mode="legacy") as client:
+        moved = await client.call_tool("run_python", {"code": (
+            "import os, json\n"
+            f"os.makedirs(os.path.dirname({planted!r})); os.makedirs('a/b')\n"
+            f"open({planted!r}, 'w').write(json.dumps({{'timeout': '600s'}}))\n"
+            "os.rename('run', 'a/b/run')\n")})
+        handle = (await client.call_tool("open_session", {})).structured_content["session"]
+        ran = await client.call_tool("run_python", {"code": "import os\nos.getcwd()",
+                                                    "session": handle})
+    return moved, ran
+
+
+def test_a_session_reads_no_policy_the_sandbox_moved_or_wrote(workspace, audit_dir):
+    # The seventh outside pass: the router's working folder lay inside the workspace and its
+    # --policy was relative. A cell renamed that folder, so the relative path named a file the
+    # cell wrote, and the next open_session ran with it (--isolation none). Each session now
+    # gets the router's policy as it stood at start: absolute paths, the policy file inlined.
+    policy = audit_dir / "policy.json"
+    policy.write_text(json.dumps({"timeout": "30s"}))
+    moved, ran = asyncio.run(renamed_working_folder(workspace, policy))
+    assert not moved.is_error, text_of(moved)
+    assert (workspace / "a" / "b" / "run").is_dir()
+    assert not ran.is_error, text_of(ran)
+    assert ran.structured_content["facts"]["limits"]["timeout_seconds"] == 30
+    assert f"'{workspace}'" in text_of(ran)

@@ -662,4 +662,12 @@ TEST_CASE("nothing inside a git repository by its shape (a bare one)", "[workspa
   fs::create_directories(scene.ws / "sym.git/objects");
   fs::create_symlink("refs/heads/unborn", scene.ws / "sym.git/HEAD");
   CHECK(scene.judge.decide(scene.walk("/ws/sym.git/config"), Change::create) == EACCES);
+  // Inside a dot-path it is the dot rule's, which --writable opens: .git/logs holds the reflog's
+  // HEAD, and `--writable .git` must let a commit append to it (the seventh outside pass found
+  // it refused). Here the opened dot-path is .cache/myproject.
+  fs::create_directories(scene.ws / ".cache/myproject/logs/refs/heads");
+  touch(scene.ws / ".cache/myproject/logs/HEAD");
+  CHECK(scene.judge.decide(scene.walk("/ws/.cache/myproject/logs/HEAD"), Change::write) == 0);
+  CHECK(scene.judge.decide(scene.walk("/ws/.cache/myproject/logs/refs/heads/main"),
+                           Change::create) == 0);
 }
