@@ -2252,3 +2252,32 @@ attempt('objects/ moved away', lambda: open('norm.git/config', 'a').write('x'))
 os.rename('store2', 'store')
 """)
         assert (ws / "fixture.git" / "config").read_text() == "[core]\n\tbare = true\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_writable_git_lets_the_sandbox_commit(mode):
+    # The seventh outside pass: .git/logs holds the reflog's HEAD, and was taken for a repository
+    # under a plain name, so `--writable .git` could not commit. Inside a dot-path a repository
+    # is the dot rule's, which --writable opens.
+    with fresh_workspace("belljar-broker-commit-") as ws:
+        git = ["git", "-C", str(ws), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+        subprocess.run(["git", "init", "-q", str(ws)], check=True)
+        (ws / "a.txt").write_text("a\n")
+        subprocess.run([*git, "add", "a.txt"], check=True)
+        subprocess.run([*git, "commit", "-qm", "host"], check=True)
+        open_to_all_but_links(ws)
+        with kernel(mode, ws, ["--writable", ".git"]) as (km, kc):
+            reply, outputs = execute(kc, f"""
+import os, subprocess
+open({str(ws / 'b.txt')!r}, 'w').write('b')
+done = subprocess.run(['git', '-C', {str(ws)!r}, '-c', 'user.name=s', '-c',
+                       'user.email=s@example.org', '-c', 'safe.directory=*', 'commit', '-qam',
+                       'sandbox', '--allow-empty'], capture_output=True, text=True,
+                      env=dict(os.environ, GIT_CONFIG_NOSYSTEM='1'))
+print(done.returncode, done.stderr)
+""")
+            assert reply["content"]["status"] == "ok", outputs
+            assert stdout_of(outputs).startswith("0 "), stdout_of(outputs)
+        log = subprocess.run(["git", "-C", str(ws), "-c", "safe.directory=*", "log", "--format=%s"],
+                             capture_output=True, text=True, check=True).stdout
+        assert log.split() == ["sandbox", "host"]
