@@ -39,6 +39,16 @@ struct Rig {
     REQUIRE(out.to_client.size() == 1);
     return json::parse(out.to_client[0]);
   }
+  // run_python in `handle`'s session as a task, which that session names `task_id`: the key.
+  Key task(const std::string& handle, json id, const std::string& task_id) {
+    json sent = request(id, "tools/call",
+                        {{"name", "run_python"},
+                         {"arguments", {{"code", "x"}, {"session", handle}}},
+                         {"task", {{"ttl", 60000}}}});
+    Key session = out.to_sessions.at(0).first;
+    answer(session, sent["id"], {{"task", {{"taskId", task_id}, {"status", "working"}}}});
+    return session;
+  }
   // open_session, answered once the new session answered the router's initialize.
   std::string open(json id) {
     request(id, "tools/call", {{"name", "open_session"}, {"arguments", json::object()}});
@@ -127,12 +137,7 @@ TEST_CASE("a task's later requests go to the session that made it, tasks/list ga
           "[mcp_router]") {
   Rig rig;
   std::string handle = rig.open(1);
-  json sent = rig.request(2, "tools/call",
-                          {{"name", "run_python"},
-                           {"arguments", {{"code", "x"}, {"session", handle}}},
-                           {"task", {{"ttl", 60000}}}});
-  Key session = rig.out.to_sessions[0].first;
-  rig.answer(session, sent["id"], {{"task", {{"taskId", "t-1"}, {"status", "working"}}}});
+  Key session = rig.task(handle, 2, "t-1");
   rig.request(3, "tasks/get", {{"taskId", "t-1"}});
   CHECK(rig.out.to_sessions[0].first == session);
   rig.request(4, "tasks/get", {{"taskId", "never-issued"}});
@@ -262,12 +267,7 @@ TEST_CASE("a task of a session that ended is answered for, and the session tools
           "[mcp_router]") {
   Rig rig;
   std::string handle = rig.open(1);
-  json sent = rig.request(2, "tools/call",
-                          {{"name", "run_python"},
-                           {"arguments", {{"code", "x"}, {"session", handle}}},
-                           {"task", json::object()}});
-  Key session = rig.out.to_sessions[0].first;
-  rig.answer(session, sent["id"], {{"task", {{"taskId", "t-9"}}}});
+  Key session = rig.task(handle, 2, "t-9");
   rig.request(3, "tools/call", {{"name", "close_session"}, {"arguments", {{"session", handle}}}});
   rig.router.session_ended(session, "signal 15", rig.now);
   rig.take();
@@ -290,12 +290,7 @@ TEST_CASE("the router remembers a bounded number of task ids", "[mcp_router]") {
   std::string handle = rig.open(1);
   Key session = 0;
   for (size_t i = 0; i <= SessionRouter::kMaxTasksRemembered; ++i) {
-    json sent = rig.request(static_cast<int>(i) + 10, "tools/call",
-                            {{"name", "run_python"},
-                             {"arguments", {{"code", "x"}, {"session", handle}}},
-                             {"task", json::object()}});
-    session = rig.out.to_sessions[0].first;
-    rig.answer(session, sent["id"], {{"task", {{"taskId", "t" + std::to_string(i)}}}});
+    session = rig.task(handle, static_cast<int>(i) + 10, "t" + std::to_string(i));
   }
   rig.request(1, "tasks/get", {{"taskId", "t0"}});  // the oldest, forgotten
   CHECK(rig.out.to_sessions[0].first == SessionRouter::kDefaultSession);
