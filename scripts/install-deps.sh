@@ -10,6 +10,8 @@ packages=(
   # compiled objects kept between runs on one machine (scripts/test.sh, scripts/build.sh)
   ccache
   libzmq3-dev cppzmq-dev nlohmann-json3-dev libssl-dev libsodium-dev libseccomp-dev catch2
+  # the MCP server's Streamable HTTP (Boost.Beast, header-only)
+  libboost-dev
   # the worker's Python and what notebooks expect of it
   python3 python3-venv python3-ipython python3-numpy python3-matplotlib python3-pandas
   python3-requests python3-httpx

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "kernel/mcp_http/http_rules.hpp"
+
 namespace belljar {
 
 namespace {
@@ -141,6 +143,11 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
       if (value.empty() || *end != '\0' || !(seconds >= 0) || seconds > 7 * 86400)
         throw UsageError("--idle-timeout " + value + ": seconds from 0 (never) to 604800 (a week)");
       cl.idle_timeout_seconds = seconds;
+    } else if (cl.command == "mcp" && arg == "--http") {
+      std::string value = value_of(args, i, arg);
+      std::string why;
+      if (!parse_http_address(value, &why)) throw UsageError("--http " + value + ": " + why);
+      cl.http = value;
     } else if (cl.command == "mcp" && arg == "--one-session") {
       std::string id = value_of(args, i, arg);
       if (id.size() != 36 || id.find_first_not_of("0123456789abcdef-") != std::string::npos)
@@ -162,6 +169,8 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   }
   if (!cl.kubernetes_image && (cl.launcher_scripts || cl.gateway))
     throw UsageError("--gateway and --launcher-scripts go with --kubernetes IMAGE");
+  if (cl.http && cl.one_session)
+    throw UsageError("--one-session is the router's own: it speaks stdio, never --http");
   if (cl.command == "kernel" && cl.connection_file.empty())
     throw UsageError("belljar kernel needs -f CONNECTION_FILE");
   if (cl.command == "run" && !cl.run_file && !cl.run_code)
@@ -181,9 +190,10 @@ std::string usage_text() {
          "enterprise-gateway|gateway-provisioners]\n"
       << "                   [--launcher-scripts DIR]]     a kernelspec whose kernels run in pods\n"
       << "  belljar run [policy flags] [--json] (FILE.py | -c CODE | -)\n"
-      << "  belljar mcp [--max-sessions N] [--idle-timeout SECONDS] [policy flags]\n"
-      << "                                                      MCP server on stdio: sessions\n"
-      << "                                                      as handles, each its own sandbox\n"
+      << "  belljar mcp [--http HOST:PORT] [--max-sessions N] [--idle-timeout SECONDS]\n"
+      << "              [policy flags]                          MCP server on stdio, or on\n"
+      << "                                                      HTTP at /mcp: sessions as\n"
+      << "                                                      handles, each its own sandbox\n"
       << "  belljar check [policy flags]                        what this host can enforce\n"
       << "  belljar launch [policy flags] --kernel-id ID --port-range LO..HI\n"
       << "                 --response-address IP:PORT --public-key KEY [--ip ADDR]\n"

@@ -32,6 +32,7 @@ struct CommandLine {
   // mcp: the router's bounds (kernel/mcp_router). --one-session KERNEL_ID (hidden) is one of
   // its sessions' processes: today's single-session server, its kernel id minted by the router.
   std::optional<std::string> one_session;
+  std::optional<std::string> http;  // mcp --http HOST:PORT, checked
   size_t max_sessions = 8;
   double idle_timeout_seconds = 1800;  // 0: sessions never idle out
   PolicyBuilder policy;

@@ -17,7 +17,9 @@
 #include "kernel/launch/gateway_frontend.hpp"
 #include "kernel/launch/gateway_launch.hpp"
 #include "kernel/mcp/mcp_frontend.hpp"
+#include "kernel/mcp_http/http_server.hpp"
 #include "kernel/mcp_router/router_loop.hpp"
+#include "kernel/mcp_router/stdio_client.hpp"
 #include "kernel/observability/audit_destination.hpp"
 #include "kernel/observability/host_files.hpp"
 #include "kernel/protocol/bounded_json.hpp"
@@ -117,6 +119,31 @@ int run_launch(const CommandLine& cl) {
   return kernel.run(frontend);
 }
 
+// `belljar mcp --http`: the router behind MCP's Streamable HTTP. The token comes from the
+// environment, which is then rid of it, so no session's process (nor its sandbox) inherits it.
+int serve_mcp_http(const RouterOptions& router, const std::string& address_text) {
+  std::string why;
+  McpHttpOptions http;
+  http.address = *parse_http_address(address_text, &why);
+  const char* configured = std::getenv("BELLJAR_MCP_TOKEN");
+  http.token = mcp_token_from(configured, &why);
+  if (http.token.empty()) throw UsageError(why);
+  ::unsetenv("BELLJAR_MCP_TOKEN");
+  McpHttpServer server(http);
+  const HttpAddress& bound = server.address();
+  std::string url = "http://" + bound.url_host() + ":" + std::to_string(bound.port) + "/mcp";
+  std::string said = "belljar mcp: serving MCP (Streamable HTTP) at " + url + "\n";
+  if (!configured)
+    said += "belljar mcp: every request carries the header\n    Authorization: Bearer " +
+            http.token + "\n  (set BELLJAR_MCP_TOKEN to choose the token)\n";
+  if (!bound.loopback())
+    said += "belljar mcp: warning: " + bound.host +
+            " is reachable beyond this machine; the token travels in clear text unless TLS is "
+            "put in front\n";
+  say(stderr, said);
+  return serve_mcp_sessions(router, server, {{"http", url}});
+}
+
 // `belljar mcp`: a Model Context Protocol server on stdio; stdout carries protocol only. The
 // router (kernel/mcp_router) in front of one process per session, each `--one-session`: the
 // single-session server, its kernel id the router's to give.
@@ -136,7 +163,11 @@ int run_mcp(const CommandLine& cl) {
     router.limits.max_sessions = cl.max_sessions;
     router.limits.idle_timeout =
         std::chrono::milliseconds(static_cast<long long>(cl.idle_timeout_seconds * 1000));
-    return serve_mcp_sessions(router);
+    if (!cl.http) {
+      StdioClient stdio;
+      return serve_mcp_sessions(router, stdio);
+    }
+    return serve_mcp_http(router, *cl.http);
   }
   // The router's child: it ends with the router, even one killed outright (its sandbox would
   // otherwise run on, orphaned, to the end of its cell).

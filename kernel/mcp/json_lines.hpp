@@ -12,6 +12,10 @@ namespace belljar {
 
 // One JSON-RPC message from a client (write_file's base64 fits).
 inline constexpr size_t kMaxMcpLine = 64u << 20;
+// Queued for a client that does not read: past this much, a server stops making more (the
+// single-session server starts no next call; the router leaves its sessions' output in their
+// pipes). At least one whole answer is always queued, however large.
+inline constexpr size_t kMaxUnreadOutput = 16u << 20;
 
 class JsonLines {
  public:

@@ -337,6 +337,9 @@ void McpFrontend::cancel(const json& request_id) {
 void McpFrontend::start_next() {
   start_due_ = false;
   if (running_ || waiting_.empty() || kernel_.shutting_down()) return;
+  // A client that does not read: the next call waits until what is queued for it drains, so
+  // asking for one large file after another does not pile the answers up here.
+  if (outbox_.size() > kMaxUnreadOutput) return;
   running_ = std::move(waiting_.front());
   waiting_.pop_front();
   ToolCall& call = *running_;
@@ -490,6 +493,7 @@ void McpFrontend::flush_output() {
   }
   outbox_.erase(0, sent);
   give_back_room(outbox_);
+  if (!running_ && !waiting_.empty() && outbox_.size() <= kMaxUnreadOutput) start_due_ = true;
 }
 
 void McpFrontend::stop_if_done() {

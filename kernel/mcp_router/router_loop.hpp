@@ -1,12 +1,13 @@
 #pragma once
-// `belljar mcp` on stdio: the session router (session_router.hpp) and its sessions' processes
-// (session_processes.hpp), in one poll loop with stdin, stdout and the signals. The client
-// closing stdin closes every session's input (each finishes what it was asked, as the
-// single-session server always did); SIGTERM, SIGINT or SIGHUP stop them at once. The router's
-// own records (a session opened, closed, idled out) go to the audit log its policy names.
+// `belljar mcp`: the session router (session_router.hpp) and its sessions' processes
+// (session_processes.hpp), in one poll loop with the clients (stdio_client.hpp, or the HTTP
+// server in kernel/mcp_http) and the signals. SIGTERM, SIGINT or SIGHUP stop every session at
+// once. The router's own records (a session opened, closed, idled out) go to the audit log
+// its policy names.
 #include <string>
 #include <vector>
 
+#include "kernel/mcp_router/client_side.hpp"
 #include "kernel/mcp_router/session_router.hpp"
 #include "sandbox/policy/policy.hpp"
 
@@ -19,6 +20,8 @@ struct RouterOptions {
 };
 
 // The exit status: 0, or the default session's when it could not start (refused flags, say).
-int serve_mcp_sessions(const RouterOptions& options);
+// `start_fields`: what the mcp_router_start record adds (the HTTP server's address).
+int serve_mcp_sessions(const RouterOptions& options, ClientSide& clients,
+                       const nlohmann::json& start_fields = nlohmann::json::object());
 
 }  // namespace belljar

@@ -141,10 +141,10 @@ void SessionProcesses::write_some(Child& child) {
   if (child.outbox.empty() && child.close_after_outbox) child.input.reset();
 }
 
-void SessionProcesses::add_poll_items(std::vector<pollfd>& items) {
+void SessionProcesses::add_poll_items(std::vector<pollfd>& items, bool read_output) {
   polled_.clear();
   for (auto& [key, child] : children_) {
-    if (child.output) {
+    if (child.output && read_output) {
       items.push_back({child.output.get(), POLLIN, 0});
       polled_.emplace_back(key, true);
     }

@@ -41,7 +41,9 @@ class SessionProcesses {
   void terminate(Key key);
   void terminate_all();
 
-  void add_poll_items(std::vector<pollfd>& items);
+  // `read_output` false: their output is left in their pipes (the client reads too slowly, and
+  // a session blocked on a full pipe waits for it: backpressure, not memory).
+  void add_poll_items(std::vector<pollfd>& items, bool read_output = true);
   struct Events {
     std::vector<std::pair<Key, std::string>> lines;
     std::vector<std::pair<Key, std::string>> ended;  // how: "exit status 0", "signal 9"

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "sandbox/egress/http_head.hpp"
+#include "sandbox/os/ascii.hpp"
 
 namespace belljar {
 
@@ -12,15 +13,8 @@ static_assert(BrokeredHttp::kMaxHead == 64 * 1024, "broker_refusal.cpp spells th
 
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 bool has_token(std::string_view list, std::string_view token) {
-  std::string text = lower(list);
+  std::string text = ascii_lower(list);
   size_t from = 0;
   while (from <= text.size()) {
     size_t comma = text.find(',', from);
@@ -124,7 +118,7 @@ std::optional<BrokerRefusal> BrokeredHttp::start_request(std::string& in, size_t
   }
   if (head.version != "HTTP/1.1") return BrokerRefusal(BrokerReason::not_http11);
   for (const auto& h : head.headers) {
-    std::string name = lower(h.name);
+    std::string name = ascii_lower(h.name);
     if (name == "upgrade") return BrokerRefusal(BrokerReason::upgrade);
     if (name == "range" || name == "if-range") return BrokerRefusal(BrokerReason::range_request);
   }
@@ -141,7 +135,7 @@ std::optional<BrokerRefusal> BrokeredHttp::start_request(std::string& in, size_t
   std::string rewritten = head.method + " " + head.path + " HTTP/1.1\r\n";
   rewritten += "Host: " + host_header_ + "\r\n";
   for (const auto& h : head.headers) {
-    std::string name = lower(h.name);
+    std::string name = ascii_lower(h.name);
     // The host is the tunnel's; the encoding is one the proxy can read back; Proxy-* were for
     // the proxy, never for upstream.
     if (name == "host" || name == "accept-encoding" || name.rfind("proxy-", 0) == 0) continue;
@@ -244,9 +238,9 @@ std::optional<BrokerRefusal> BrokeredHttp::start_response(std::string& in, size_
   std::string content_type, coding;
   bool close_asked = false, keep_alive_asked = false;
   for (const auto& h : head.headers) {
-    std::string name = lower(h.name);
+    std::string name = ascii_lower(h.name);
     if (name == "transfer-encoding") {
-      if (lower(h.value) != "chunked") return BrokerRefusal(BrokerReason::transfer_coding);
+      if (ascii_lower(h.value) != "chunked") return BrokerRefusal(BrokerReason::transfer_coding);
       body = Body::chunked;
     } else if (name == "content-length" && body != Body::chunked) {
       if (h.value.empty() || h.value.size() > 18 ||
@@ -255,7 +249,7 @@ std::optional<BrokerRefusal> BrokeredHttp::start_response(std::string& in, size_
       body = Body::length;
       response_left_ = std::stoull(h.value);
     } else if (name == "content-encoding") {
-      coding = lower(h.value);
+      coding = ascii_lower(h.value);
     } else if (name == "content-type") {
       content_type = h.value;
     } else if (name == "connection") {
@@ -271,7 +265,7 @@ std::optional<BrokerRefusal> BrokeredHttp::start_response(std::string& in, size_
 
   std::string rewritten = "HTTP/1.1 " + std::to_string(head.status) + " " + head.reason + "\r\n";
   for (const auto& h : head.headers) {
-    std::string name = lower(h.name);
+    std::string name = ascii_lower(h.name);
     if (name == "trailer" || name == "transfer-encoding") continue;
     if (measures_upstream_bytes(name)) continue;
     if (name == "connection" && upstream_closes) continue;

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "sandbox/os/ascii.hpp"
+
 namespace belljar {
 
 namespace {
@@ -49,17 +51,10 @@ void usage_from_fragment(std::string_view text, TokenUsage& usage) {
   }
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 }  // namespace
 
 UsageReader::UsageReader(std::string_view content_type) {
-  std::string type = lower(content_type.substr(0, content_type.find(';')));
+  std::string type = ascii_lower(content_type.substr(0, content_type.find(';')));
   if (type.find("text/event-stream") != std::string::npos)
     kind_ = Kind::events;
   else if (type.find("json") != std::string::npos)

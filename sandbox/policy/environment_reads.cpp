@@ -5,7 +5,7 @@
 namespace belljar {
 
 namespace {
-constexpr std::array<EnvironmentRead, 27> kReads = {{
+constexpr std::array<EnvironmentRead, 28> kReads = {{
     {"*", "kernel/session/reactor.cpp",
      "the values of the names --secret binds (read once at start, put into the proxy's "
      "requests) and of --pass-env/--set-env names, which output masks"},
@@ -51,6 +51,10 @@ constexpr std::array<EnvironmentRead, 27> kReads = {{
      "`belljar launch` only: the policy flags of a pod's kernelspec (install --kubernetes writes "
      "them into its env; the command line's own win)",
      true},
+    {"BELLJAR_MCP_TOKEN", "kernel/command_line/main.cpp",
+     "`belljar mcp --http` only: the bearer token every HTTP request must carry (else one is "
+     "generated and printed); removed from the environment before any session starts, so no "
+     "session's process and no sandbox holds it"},
     {"KERNEL_ID", "kernel/launch/gateway_launch.cpp",
      "`belljar launch` only: the kernel's id the gateway gave (--kernel-id wins)"},
     {"PORT_RANGE", "kernel/launch/gateway_launch.cpp",

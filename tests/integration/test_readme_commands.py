@@ -22,6 +22,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 import nbformat
 import pytest
@@ -49,8 +51,8 @@ SKIPPED = {
         "synopsis with placeholders; `build/belljar install --user ...` below is its example",
     "belljar run [policy flags] [--json] (FILE.py | -c CODE | -)":
         "synopsis with placeholders; each of its forms is run below",
-    "belljar mcp [--max-sessions N] [--idle-timeout SECONDS] [policy flags]":
-        "synopsis; `belljar mcp` below",
+    "belljar mcp [--http HOST:PORT] [--max-sessions N] [--idle-timeout SECONDS] [policy flags]":
+        "synopsis; `belljar mcp` and `belljar mcp --http 127.0.0.1:8765` below",
     "belljar check [policy flags]": "synopsis; `belljar check` below",
     "belljar run": "the command's name in prose; its forms (script.py, -c, -) are run below",
     "belljar launch [policy flags] --kernel-id ID --port-range LO..HI --response-address IP:PORT --public-key KEY":
@@ -280,6 +282,44 @@ def check_mcp(reader):
         "close_session", "list_sessions"}
 
 
+def check_mcp_http(reader):
+    # Port 0 for 8765 (a free one; the server prints where). The token it generated is printed
+    # for the reader, and a request without it is refused.
+    env, cwd, _ = reader
+    server = subprocess.Popen(["bash", "-c", f"exec belljar mcp --http 127.0.0.1:0 {POLICY}"],
+                              cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        said, url, token = [], None, None
+        for line in server.stderr:
+            said.append(line)
+            url = url or (re.findall(r"at (http://127\.0\.0\.1:\d+/mcp)$", line.strip()) or [None])[0]
+            token = token or (re.findall(r"Authorization: Bearer (\S+)$", line.strip()) or [None])[0]
+            if url and token:
+                break
+        assert url and token, "".join(said)
+        initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "reader", "version": "0"}}}).encode()
+
+        def post(headers):
+            request = urllib.request.Request(url, data=initialize, method="POST", headers={
+                "Content-Type": "application/json", "Accept": "application/json", **headers})
+            try:
+                with urllib.request.urlopen(request, timeout=60) as response:
+                    return response.status, response.headers, json.loads(response.read())
+            except urllib.error.HTTPError as refused:
+                return refused.code, refused.headers, None
+
+        assert post({})[0] == 401
+        status, headers, answer = post({"Authorization": f"Bearer {token}"})
+        assert status == 200 and headers["Mcp-Session-Id"], answer
+        assert answer["result"]["serverInfo"]["name"] == "belljar"
+    finally:
+        server.terminate()
+        assert server.wait(60) == 0
+
+
 def check_check(reader):
     out = run(reader, "belljar check").stdout
     assert "host layers:" in out and "policy (isolation strict): enforceable" in out, out
@@ -321,6 +361,7 @@ COMMANDS = {
     "build/belljar run --workspace . -c 'import sys; print(sys.version)'": [check_run_code],
     "echo 'print(6 * 7)' | build/belljar run --json - | python3 -m json.tool": [check_run_json],
     "belljar mcp": [check_mcp],
+    "belljar mcp --http 127.0.0.1:8765": [check_mcp_http],
     "belljar check": [check_check],
     "belljar --help | --version": [check_help, check_version],
     "belljar help --flags-markdown": [check_flags_markdown],

@@ -8,40 +8,23 @@ import asyncio
 import json
 import os
 import pathlib
-import shutil
+import re
 import subprocess
-import tempfile
+import time
 
 import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-SOURCE = pathlib.Path(os.environ.get("BELLJAR_SOURCE", pathlib.Path(__file__).parents[2]))
-BELLJAR = os.environ.get("BELLJAR", str(SOURCE / "build" / "belljar"))
-SANDBOX_PYTHON = os.environ["BELLJAR_SANDBOX_VENV_PYTHON"]
-ISOLATION = os.environ.get("BELLJAR_TEST_ISOLATION", "strict")
-
-
-@pytest.fixture
-def workspace():
-    """A fresh workspace the sandbox's user may write (it is nobody when the tests run as root),
-    with a secret the agent must never read."""
-    path = pathlib.Path(tempfile.mkdtemp(prefix="belljar-mcp-sdk-"))
-    os.chmod(path, 0o777)
-    (path / ".env").write_text("API_TOKEN=hunter2-not-for-the-agent\n")
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def server_args(workspace):
-    return ["mcp", "--workspace", str(workspace), "--python", SANDBOX_PYTHON, "--isolation",
-            ISOLATION, "--timeout", "30"]
-
-
-def text_of(result):
-    return "".join(block.text for block in result.content if block.type == "text")
+from conftest import (
+    BELLJAR,
+    ISOLATION,
+    SANDBOX_PYTHON,
+    audit_records,
+    call_refused,
+    server_args,
+    text_of,
+)
 
 
 async def drive(workspace, mode):
@@ -143,30 +126,46 @@ def test_a_revision_not_spoken_is_refused_with_those_that_are_and_the_server_ser
                                                     "text": "42\n"}]
 
 
-# -- sessions as handles ----------------------------------------------------------------------
+def high_water_mb(pid):
+    status = pathlib.Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024
 
 
-@pytest.fixture
-def audit_dir():
-    """Where the router and each session write their audit records (outside the workspace)."""
-    path = pathlib.Path(tempfile.mkdtemp(prefix="belljar-mcp-audit-"))
+def test_a_client_that_reads_slowly_holds_the_server_to_a_bound(workspace):
+    """20 answers of 11 MB each, asked for at once by a client that stops reading for five
+    seconds after the first: neither the router nor the session piles them up (16 MiB queued at
+    most, beside the answer at hand). Before, the router read them all and held them."""
+    (workspace / "big.bin").write_bytes(os.urandom(8 << 20))
+    server = subprocess.Popen([BELLJAR, *server_args(workspace)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
-        yield path
+        asks = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "slow", "version": "0"}}}]
+        asks += [{"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call",
+                  "params": {"name": "read_file",
+                             "arguments": {"path": "big.bin", "max_bytes": 8 << 20}}}
+                 for i in range(20)]
+        server.stdin.write("".join(json.dumps(a) + "\n" for a in asks).encode())
+        server.stdin.flush()
+        session = None
+        answered = 0
+        while answered < 21:
+            line = server.stdout.readline()
+            assert line, "the server ended early"
+            answered += "id" in json.loads(line)
+            if session is None:
+                children = pathlib.Path(f"/proc/{server.pid}/task/{server.pid}/children")
+                session = int(children.read_text().split()[0])
+            if answered == 2:
+                time.sleep(5)  # the slow client's pause, not a synchronisation
+        router_mb, session_mb = high_water_mb(server.pid), high_water_mb(session)
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        server.communicate(timeout=120)  # stdin closed, what is left read: the server ends
+    assert router_mb < 150 and session_mb < 150, (router_mb, session_mb)
 
 
-def audit_records(audit_dir):
-    return [json.loads(line) for line in (audit_dir / "audit.jsonl").read_text().splitlines()]
-
-
-async def call_refused(client, name, arguments):
-    """The JSON-RPC error a call got (the SDK raises it), as its text."""
-    try:
-        result = await client.call_tool(name, arguments)
-    except Exception as error:  # noqa: BLE001 - the SDK's own error type varies by revision
-        return str(error)
-    raise AssertionError(f"{name} was not refused: {result}")
+# -- sessions as handles ----------------------------------------------------------------------
 
 
 async def sessions_as_handles(workspace, audit_dir, mode):
