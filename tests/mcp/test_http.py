@@ -7,9 +7,12 @@ import asyncio
 import http.client
 import json
 import os
+import pathlib
 import re
 import secrets
+import select
 import signal
+import socket
 import subprocess
 import threading
 
@@ -276,3 +279,56 @@ def test_an_idle_mcp_session_ends_and_its_id_is_unknown(server, audit_dir):
     # The server's own session (the stateless requests') never idles; the client's did.
     assert len(opened) == 2 and [r["session_kernel"] for r in closed] == [
         opened[1]["session_kernel"]]
+
+
+def test_a_client_that_does_not_read_is_cut_off_and_the_server_serves_on(server, workspace):
+    """Three large answers asked for on one connection whose client reads nothing: past 16 MiB
+    queued the server closes it (one answer larger than that is let through alone)."""
+    (workspace / "big.bin").write_bytes(os.urandom(8 << 20))
+    status, headers, _ = server.request("POST", initialize_body())
+    session = headers["Mcp-Session-Id"]
+    requests = b""
+    for i in range(3):
+        body = json.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": {
+            "name": "read_file", "arguments": {"path": "big.bin", "max_bytes": 8 << 20}}})
+        requests += (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                     f"Authorization: Bearer {TOKEN}\r\nMcp-Session-Id: {session}\r\n"
+                     f"Content-Type: application/json\r\nAccept: application/json\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n{body}").encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=120) as raw:
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.sendall(requests)
+        # Nothing is read: the server hangs up once the second answer would pass the bound (a
+        # write that makes no progress would take a minute to time out).
+        watch = select.poll()
+        watch.register(raw, select.POLLRDHUP | select.POLLHUP | select.POLLERR)
+        assert watch.poll(30_000), "the server kept a client that reads nothing"
+    status, _, body = server.request(
+        "POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"}, {"Mcp-Session-Id": session})
+    assert status == 200, body
+
+
+def test_the_token_reaches_no_session_and_no_sandbox(server):
+    status, headers, _ = server.request("POST", initialize_body())
+    session = {"Mcp-Session-Id": headers["Mcp-Session-Id"]}
+    status, _, body = server.request("POST", {
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "run_python", "arguments": {"code": (
+                "import os, pathlib\n"
+                f"seen = [k for k, v in os.environ.items() if 'MCP' in k or {TOKEN!r} in v]\n"
+                "for p in pathlib.Path('/proc').glob('[0-9]*/environ'):\n"
+                "    try:\n"
+                f"        seen += [str(p)] if {TOKEN!r}.encode() in p.read_bytes() else []\n"
+                "    except OSError:\n"
+                "        pass\n"
+                "seen")}}}, session)
+    assert status == 200, body
+    assert json.loads(body)["result"]["structuredContent"]["outputs"][0]["data"][
+        "text/plain"] == "[]"
+    # On the host: the server was given it (its own exec-time block still shows it) and dropped
+    # it before any session's process started.
+    children = pathlib.Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+    sessions = children.read_text().split()
+    assert len(sessions) == 2  # the server's own and this client's
+    for pid in sessions:
+        assert TOKEN.encode() not in pathlib.Path(f"/proc/{pid}/environ").read_bytes()
