@@ -8,6 +8,7 @@
 
 #include "kernel/mcp/mcp_revision.hpp"
 #include "kernel/protocol/base64.hpp"
+#include "kernel/protocol/bounded_json.hpp"
 #include "sandbox/os/ascii.hpp"
 
 namespace belljar {
@@ -105,6 +106,7 @@ bool bearer_matches(std::string_view authorization, std::string_view token) {
 }
 
 HttpHostRule::HttpHostRule(const HttpAddress& bound) {
+  any_host_ = bound.host == "0.0.0.0" || bound.host == "::";
   std::string port = ":" + std::to_string(bound.port);
   if (bound.loopback()) {
     for (const char* name : {"localhost", "127.0.0.1", "[::1]"}) hosts_.push_back(name + port);
@@ -113,25 +115,30 @@ HttpHostRule::HttpHostRule(const HttpAddress& bound) {
 }
 
 bool HttpHostRule::host_allowed(std::string_view host) const {
+  if (any_host_) return !host.empty();
   return std::find(hosts_.begin(), hosts_.end(), ascii_lower(host)) != hosts_.end();
 }
 
-bool HttpHostRule::origin_allowed(std::optional<std::string_view> origin) const {
+bool HttpHostRule::origin_allowed(std::optional<std::string_view> origin,
+                                  std::string_view host) const {
   if (!origin) return true;
   std::string given = ascii_lower(*origin);
   constexpr std::string_view http = "http://";
   if (given.rfind(http, 0) != 0) return false;
-  return host_allowed(std::string_view(given).substr(http.size()));
+  std::string_view named = std::string_view(given).substr(http.size());
+  if (any_host_) return !host.empty() && named == ascii_lower(host);
+  return host_allowed(named);
 }
 
 PostedMessage classify_posted(std::string_view body) {
   PostedMessage posted;
-  posted.body = json::parse(body, nullptr, false);
-  if (posted.body.is_discarded()) {
-    posted.body = nullptr;
-    posted.problem = "parse error: the body is not JSON";
+  std::string why;
+  std::optional<json> parsed = parse_bounded_json(body, &why);  // depth and size bounded
+  if (!parsed) {
+    posted.problem = "parse error: " + why;
     return posted;
   }
+  posted.body = std::move(*parsed);
   if (!posted.body.is_object()) {
     posted.problem = posted.body.is_array()
                          ? "invalid request: one JSON-RPC message a POST (batches are gone "

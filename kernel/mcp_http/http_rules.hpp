@@ -39,16 +39,19 @@ std::string mcp_token_from(const char* configured, std::string* why);
 bool bearer_matches(std::string_view authorization, std::string_view token);
 
 // Host and Origin a browser page may not forge past: the names of the address the server
-// listens on (for a loopback address, every loopback spelling) with its port.
+// listens on (for a loopback address, every loopback spelling) with its port. Listening on
+// every address (0.0.0.0, ::), any Host is the server's, and a page's Origin must be the Host
+// it sent to (the bearer token is then the whole defence against a rebound name).
 class HttpHostRule {
  public:
   explicit HttpHostRule(const HttpAddress& bound);
   bool host_allowed(std::string_view host) const;
   // No Origin (a program, not a page) passes; a page's must be the server's own.
-  bool origin_allowed(std::optional<std::string_view> origin) const;
+  bool origin_allowed(std::optional<std::string_view> origin, std::string_view host) const;
 
  private:
   std::vector<std::string> hosts_;  // host:port, lower case
+  bool any_host_ = false;
 };
 
 // One POST body, as JSON-RPC.

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "kernel/mcp/mcp_revision.hpp"
+#include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/wire_message.hpp"
 #include "sandbox/os/ascii.hpp"
 #include "sandbox/os/fd.hpp"
@@ -116,7 +117,12 @@ struct McpHttpServer::Impl {
   // The HTTP thread's own.
   std::map<std::string, ClientKey> clients_by_id;  // Mcp-Session-Id
   std::map<ClientKey, std::string> id_of;
-  std::map<uint64_t, std::weak_ptr<Connection>> exchanges;
+  // A request being answered holds its connection: nothing else may be pending on it (a
+  // pipelined request read already, the outside review found it destroyed mid-answer).
+  std::map<uint64_t, std::shared_ptr<Connection>> exchanges;
+  // Connections in the order they came, for the cap: the oldest that never showed the token
+  // makes room for a new one.
+  std::deque<std::weak_ptr<Connection>> arrivals;
   std::map<ClientKey, std::weak_ptr<Connection>> standing;  // GET streams
   ClientKey next_client = SessionRouter::kFirstClient + 1;
   uint64_t next_exchange = 1;
@@ -138,6 +144,7 @@ struct McpHttpServer::Impl {
     [[maybe_unused]] ssize_t n = ::write(wake.get(), &one, sizeof one);
   }
   void accept();
+  void make_room();
   void deliver(const Caller& caller, std::string line);
   void forget_client(ClientKey key);
 };
@@ -155,7 +162,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
         stream_timer_(socket_.get_executor()) {
     server_.connections++;
   }
-  ~Connection() { server_.connections--; }
+  ~Connection() { uncount(); }
+  bool proven() const { return proven_; }
+  bool closing() const { return mode_ == Mode::closing; }
 
   void start() { read_header(); }
   void refuse_busy() {
@@ -171,6 +180,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   enum class Mode { reading, exchange, stream, standing, closing };
+
+  void uncount() {
+    if (counted_) server_.connections--;
+    counted_ = false;
+  }
 
   void read_header();
   void on_header(beast::error_code ec);
@@ -197,8 +211,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   net::steady_timer read_deadline_, write_deadline_, stream_timer_;
   Mode mode_ = Mode::reading;
-  bool header_pending_ = false;  // the next request's header arrived while one was answered
-  bool oversized_ = false;       // its Content-Length is past kMaxMcpBody
+  bool header_pending_ = false;      // the next request's header arrived while one was answered
+  bool oversized_ = false;           // its Content-Length is past kMaxMcpBody
+  beast::error_code pending_error_;  // what reading the pipelined header found
+  bool proven_ = false;              // a request of it carried the token
+  bool counted_ = true;              // among the server's connections
   bool reading_ = false;
   bool close_after_write_ = false;
   bool keep_alive_ = true;
@@ -240,27 +257,27 @@ void Connection::read_header() {
 
 void Connection::on_header(beast::error_code ec) {
   if (mode_ == Mode::closing) return;
-  if (ec) {
-    if (ec == http::error::header_limit) {
-      respond(431, {}, "the request's headers are larger than 16 KiB\n", "text/plain", true);
-      return;
-    }
-    if (ec != http::error::body_limit) {
-      close();  // the client went away (its open request is cancelled) or sent no HTTP
-      return;
-    }
-    // Its Content-Length is past the bound: the headers were read, the body never will be;
-    // refused below, after the token.
-    oversized_ = true;
+  // Headers too large, or a Content-Length past the bound: refused below, in turn (after the
+  // token). Anything else is the client gone (its open request is cancelled) or not HTTP.
+  bool refused = ec == http::error::header_limit || ec == http::error::body_limit;
+  if (ec && !refused) {
+    close();
+    return;
   }
   if (mode_ == Mode::exchange || mode_ == Mode::stream) {
     header_pending_ = true;  // pipelined: taken once the open request is answered
+    pending_error_ = ec;
     return;
   }
   if (mode_ == Mode::standing) {
     close();  // a GET stream carries no more requests
     return;
   }
+  if (ec == http::error::header_limit) {
+    respond(431, {}, "the request's headers are larger than 16 KiB\n", "text/plain", true);
+    return;
+  }
+  oversized_ = ec == http::error::body_limit;
   read_deadline_.cancel();
   auto& request = parser_->get();
   keep_alive_ = request.keep_alive();
@@ -277,13 +294,15 @@ void Connection::on_header(beast::error_code ec) {
             "text/plain", true);
     return;
   }
+  proven_ = true;
   if (!server_.hosts.host_allowed(header("host").value_or(""))) {
     respond(403, {}, "the Host header names another server\n", "text/plain", true);
     return;
   }
   std::optional<std::string> origin = header("origin");
-  if (!server_.hosts.origin_allowed(origin ? std::optional<std::string_view>(*origin)
-                                           : std::nullopt)) {
+  if (!server_.hosts.origin_allowed(
+          origin ? std::optional<std::string_view>(*origin) : std::nullopt,
+          header("host").value_or(""))) {
     respond(403, {}, "a page of another origin may not call this server\n", "text/plain", true);
     return;
   }
@@ -387,7 +406,7 @@ void Connection::handle_post() {
       return;
     }
   }
-  std::string line = posted.body.dump();
+  std::string line = dump_json(posted.body);
   if (posted.kind != PostedMessage::Kind::request) {
     // A notification or a response is taken, never answered. The stateless revision has no
     // notifications for the server; the others go to the router.
@@ -458,7 +477,7 @@ void Connection::begin_exchange(Caller caller, bool initialize, bool modern) {
   initialize_ = initialize;
   modern_ = modern;
   mode_ = Mode::exchange;
-  server_.exchanges[exchange_] = weak_from_this();
+  server_.exchanges[exchange_] = shared_from_this();
   if (accepts_stream_) {
     stream_timer_.expires_after(kCommitAfter);
     stream_timer_.async_wait(
@@ -532,7 +551,7 @@ void Connection::finish_exchange() {
   if (close_after_write_) return;
   if (header_pending_) {
     header_pending_ = false;
-    on_header({});
+    on_header(std::exchange(pending_error_, {}));
   } else if (!reading_) {
     read_header();
   } else {
@@ -565,7 +584,7 @@ void Connection::respond(int status, std::vector<std::pair<std::string, std::str
 void Connection::respond_error(int status, const json& id, int code, const std::string& message,
                                bool close_after) {
   json error = {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
-  respond(status, {}, error.dump(), "application/json", close_after || !keep_alive_);
+  respond(status, {}, dump_json(error), "application/json", close_after || !keep_alive_);
 }
 
 void Connection::write(std::string bytes) {
@@ -592,6 +611,9 @@ void Connection::write_next() {
                    [self = shared_from_this()](beast::error_code ec, size_t) {
                      self->writing_ = false;
                      self->write_deadline_.cancel();
+                     // Closed meanwhile: the queue is left as it was (the outside review: a
+                     // close between a write and its handler freed the written string twice).
+                     if (self->mode_ == Mode::closing) return;
                      if (ec) {
                        self->close();
                        return;
@@ -612,6 +634,7 @@ void Connection::close() {
   if (mode_ == Mode::closing) return;
   Mode was = mode_;
   mode_ = Mode::closing;
+  uncount();  // its slot is free at once: its handlers may linger a moment
   if (was == Mode::exchange || was == Mode::stream) {
     server_.exchanges.erase(exchange_);
     server_.push({Inbound::Kind::exchange_closed, caller_, {}});
@@ -625,7 +648,7 @@ void Connection::close() {
   stream_timer_.cancel();
   beast::error_code ignored;
   socket_.close(ignored);
-  out_.clear();
+  // out_ stays: a write in flight still reads its front; it goes with the connection.
 }
 
 // -- the server ----------------------------------------------------------------------------
@@ -634,10 +657,17 @@ void McpHttpServer::Impl::accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || stopped) return;
     if (!ec) {
+      if (connections >= kMaxHttpConnections) make_room();
       auto connection = std::make_shared<Connection>(*this, std::move(socket));
       if (connections > kMaxHttpConnections) {
         connection->refuse_busy();
       } else {
+        if (arrivals.size() > 4 * kMaxHttpConnections)
+          std::erase_if(arrivals, [](const std::weak_ptr<Connection>& seen) {
+            auto alive = seen.lock();
+            return !alive || alive->proven() || alive->closing();
+          });
+        arrivals.push_back(connection);
         connection->start();
       }
     }
@@ -645,11 +675,26 @@ void McpHttpServer::Impl::accept() {
   });
 }
 
+void McpHttpServer::Impl::make_room() {
+  // Connections that sent no token hold nothing a client is owed: the oldest goes (the outside
+  // review held every slot with connections that never finished a header, and locked the
+  // token's holder out).
+  while (!arrivals.empty()) {
+    std::shared_ptr<Connection> oldest = arrivals.front().lock();
+    arrivals.pop_front();
+    if (oldest && !oldest->proven() && !oldest->closing()) {
+      oldest->close();
+      return;
+    }
+  }
+}
+
 void McpHttpServer::Impl::deliver(const Caller& caller, std::string line) {
   if (caller.exchange != 0) {
     auto it = exchanges.find(caller.exchange);
-    if (it == exchanges.end()) return;  // its client went away
-    if (auto connection = it->second.lock()) connection->exchange_message(std::move(line));
+    if (it == exchanges.end()) return;                    // its client went away
+    std::shared_ptr<Connection> connection = it->second;  // finishing erases the entry
+    connection->exchange_message(std::move(line));
     return;
   }
   auto stream = standing.find(caller.client);
@@ -698,6 +743,8 @@ McpHttpServer::~McpHttpServer() {
     });
     impl_->thread.join();
   }
+  impl_->exchanges.clear();  // their sockets before the io_context they belong to
+  impl_->arrivals.clear();
 }
 
 const HttpAddress& McpHttpServer::address() const {

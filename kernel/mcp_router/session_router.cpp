@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernel/mcp_router/session_tools.hpp"
+#include "kernel/protocol/bounded_json.hpp"
 
 namespace belljar {
 
@@ -12,8 +13,9 @@ namespace {
 
 // A session's process sent something that is not JSON: nothing of it reaches the client.
 std::optional<json> parse_session_line(std::string_view line) {
-  json message = json::parse(line, nullptr, false);
-  if (message.is_discarded() || !message.is_object()) return std::nullopt;
+  std::string why;
+  std::optional<json> message = parse_bounded_json(line, &why);
+  if (!message || !message->is_object()) return std::nullopt;
   return message;
 }
 
@@ -31,8 +33,14 @@ std::string unknown_session(const std::string& handle) {
 
 constexpr JsonRpcError kServerBusy = static_cast<JsonRpcError>(-32000);
 
+// A progress token is the client's name for a call's progress: the router keeps it until the
+// call (or its task) ends, so its size is bounded (the outside review: 40 MiB tokens held 300 MB
+// in the router, and a 17 MiB one overflowed an HTTP stream's queue).
+constexpr size_t kMaxProgressToken = 256;
+
 // The progress token a request carries (params._meta.progressToken), if any.
-json* progress_token_of(json& params) {
+template <typename Json>
+Json* progress_token_of(Json& params) {
   if (!params.is_object()) return nullptr;
   auto meta = params.find("_meta");
   if (meta == params.end() || !meta->is_object()) return nullptr;
@@ -161,6 +169,14 @@ void SessionRouter::handle_request(Caller caller, const JsonRpcMessage& message,
   }
   const McpRevision& revision = revision_of(caller, message);
   const std::string& method = message.method;
+  if (const json* token = progress_token_of(message.params);
+      token && token->is_string() &&
+      token->get_ref<const std::string&>().size() > kMaxProgressToken) {
+    to_client(caller, json_rpc_error(message.id, JsonRpcError::invalid_params,
+                                     "invalid params: a progressToken is at most " +
+                                         std::to_string(kMaxProgressToken) + " characters"));
+    return;
+  }
   if (method == "ping") {
     answer(caller, message.id, json::object(), revision);  // the router's own liveness
     return;
@@ -230,7 +246,7 @@ void SessionRouter::handle_notification(Caller caller, const JsonRpcMessage& mes
     client.initialized = true;
     if (client.own && !sessions_.at(*client.own).stopping)
       outbox_.to_sessions.emplace_back(
-          *client.own, json_rpc_notification(message.method, message.params).dump());
+          *client.own, dump_json(json_rpc_notification(message.method, message.params)));
     return;
   }
   if (message.method == "notifications/cancelled") {
@@ -246,7 +262,7 @@ void SessionRouter::handle_notification(Caller caller, const JsonRpcMessage& mes
       json params = message.params;
       params["requestId"] = it->first;
       outbox_.to_sessions.emplace_back(pending.session,
-                                       json_rpc_notification(message.method, params).dump());
+                                       dump_json(json_rpc_notification(message.method, params)));
       // A cancelled call is never answered: it is no longer in flight, and its id may be used
       // again (the outside review: a reused id's cancel reached the stale call, and a session
       // with cancelled calls never idled out).
@@ -261,8 +277,8 @@ void SessionRouter::handle_notification(Caller caller, const JsonRpcMessage& mes
   }
   // Anything else is the caller's own session's to ignore or act on.
   if (client.own && !sessions_.at(*client.own).stopping)
-    outbox_.to_sessions.emplace_back(*client.own,
-                                     json_rpc_notification(message.method, message.params).dump());
+    outbox_.to_sessions.emplace_back(
+        *client.own, dump_json(json_rpc_notification(message.method, message.params)));
 }
 
 void SessionRouter::exchange_closed(Caller caller) {
@@ -274,10 +290,9 @@ void SessionRouter::exchange_closed(Caller caller) {
     }
     if (pending.purpose != Purpose::tasks_list && pending.purpose != Purpose::session_init) {
       outbox_.to_sessions.emplace_back(
-          pending.session,
-          json_rpc_notification("notifications/cancelled",
-                                {{"requestId", it->first}, {"reason", "the client went away"}})
-              .dump());
+          pending.session, dump_json(json_rpc_notification(
+                               "notifications/cancelled",
+                               {{"requestId", it->first}, {"reason", "the client went away"}})));
     }
     if (pending.purpose == Purpose::tasks_list) {
       if (auto g = gatherings_.find(pending.gathering); g != gatherings_.end())
@@ -356,7 +371,7 @@ bool SessionRouter::forward(Caller caller, SessionKey key, const JsonRpcMessage&
 
 void SessionRouter::send_request(SessionKey key, int64_t id, const std::string& method,
                                  json params) {
-  outbox_.to_sessions.emplace_back(key, request_line(id, method, std::move(params)).dump());
+  outbox_.to_sessions.emplace_back(key, dump_json(request_line(id, method, std::move(params))));
 }
 
 // -- the session tools ---------------------------------------------------------------------
@@ -416,8 +431,8 @@ void SessionRouter::handle_session_tool(Caller caller, const std::string& name,
                         {"calls_running", session.in_flight}});
     }
     json structured = {{"sessions", listed}};
-    answer(caller, message.id, session_tool_result(listed.dump(), std::move(structured), revision),
-           revision);
+    answer(caller, message.id,
+           session_tool_result(dump_json(listed), std::move(structured), revision), revision);
   }
 }
 
@@ -632,7 +647,7 @@ void SessionRouter::answer_response(SessionKey key, const json& response, Clock:
         auto client = clients_.find(session.owner);
         if (client != clients_.end() && client->second.initialized)
           outbox_.to_sessions.emplace_back(
-              key, json_rpc_notification("notifications/initialized", json::object()).dump());
+              key, dump_json(json_rpc_notification("notifications/initialized", json::object())));
         answer_opener(session, std::nullopt);
       } else {
         answer_opener(session, response.value("error", json::object()).value("message", "?"));
@@ -808,7 +823,9 @@ void SessionRouter::answer(Caller caller, const json& id, json result,
 }
 
 void SessionRouter::to_client(Caller caller, const json& message) {
-  outbox_.to_client.emplace_back(caller, message.dump());
+  // Replacing what is not UTF-8 (a handle cut inside a character, a session's bytes): a
+  // message that cannot be serialised would otherwise cost its client the answer.
+  outbox_.to_client.emplace_back(caller, dump_json(message));
 }
 
 }  // namespace belljar

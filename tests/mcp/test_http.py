@@ -17,11 +17,10 @@ import subprocess
 import threading
 
 import pytest
+from conftest import BELLJAR, audit_records, call_refused, server_args, text_of
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-
-from conftest import BELLJAR, audit_records, call_refused, server_args, text_of
 
 TOKEN = "belljar-test-" + secrets.token_hex(16)
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -332,3 +331,73 @@ def test_the_token_reaches_no_session_and_no_sandbox(server):
     assert len(sessions) == 2  # the server's own and this client's
     for pid in sessions:
         assert TOKEN.encode() not in pathlib.Path(f"/proc/{pid}/environ").read_bytes()
+
+
+def raw_post(port, body, headers=None):
+    """One POST's bytes, as a client writes them (for pipelining and malformed headers)."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    head = {"Host": f"127.0.0.1:{port}", **AUTH, "Content-Type": "application/json",
+            "Accept": "application/json", **(headers or {})}
+    return (b"POST /mcp HTTP/1.1\r\n" + b"".join(
+        k.encode() + b": " + (v if isinstance(v, bytes) else v.encode()) + b"\r\n"
+        for k, v in head.items()) + b"Content-Length: %d\r\n\r\n" % len(data) + data)
+
+
+def exchange_raw(port, data, responses):
+    """Sends `data` on one connection and reads `responses` answers: their status lines."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as raw:
+        raw.sendall(data)
+        stream = raw.makefile("rb")
+        statuses = []
+        for _ in range(responses):
+            statuses.append(stream.readline().decode().strip())
+            length = 0
+            while (line := stream.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            stream.read(length)
+        return statuses
+
+
+def test_what_the_outside_review_sent_is_refused_and_the_server_serves_on(server):
+    """The outside review of the HTTP server killed it four ways and lost answers two more:
+    each is answered now, and the server serves on."""
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    ok = exchange_raw(server.port, raw_post(server.port, ping), 1)
+    assert ok == ["HTTP/1.1 200 OK"]
+    # A progress token of 17 MiB (a double free); a body nested 100000 deep (the stack); a
+    # protocol version header that is not UTF-8 (an exception on the HTTP thread).
+    _, headers, _ = server.request("POST", initialize_body())
+    session = {"Mcp-Session-Id": headers["Mcp-Session-Id"]}
+    status, _, body = server.request("POST", {
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "run_python", "arguments": {"code": "1"},
+            "_meta": {"progressToken": "A" * (17 << 20)}}}, session)
+    assert json.loads(body)["error"]["code"] == -32602, body
+    deep = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"[" * 100000 + \
+        b"]" * 100000 + b"}}"
+    status, _, body = server.request("POST", raw_body=deep)
+    assert status == 400 and json.loads(body)["error"]["code"] == -32700
+    assert exchange_raw(server.port, raw_post(
+        server.port, ping, {"MCP-Protocol-Version": b"\xff\xfe" + "é".encode() * 30}), 1) == [
+        "HTTP/1.1 400 Bad Request"]
+    # Pipelined: a call and a notification written at once are each answered, in order; a
+    # header too large behind a call waits for the call's answer.
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert exchange_raw(server.port, raw_post(server.port, ping, session) + raw_post(
+        server.port, note, session), 2) == ["HTTP/1.1 200 OK", "HTTP/1.1 202 Accepted"]
+    assert exchange_raw(server.port, raw_post(server.port, ping) + raw_post(
+        server.port, ping, {"X-Filler": "x" * (20 << 10)}), 2) == [
+        "HTTP/1.1 200 OK", "HTTP/1.1 431 Request Header Fields Too Large"]
+    # Every slot held by connections that never finish a header: the token's holder still
+    # gets in (the oldest of them makes room).
+    held = [socket.create_connection(("127.0.0.1", server.port), timeout=60)
+            for _ in range(300)]
+    try:
+        for raw in held:
+            raw.sendall(b"POST /mcp HTTP/1.1\r\n")
+        assert exchange_raw(server.port, raw_post(server.port, ping), 1) == ["HTTP/1.1 200 OK"]
+    finally:
+        for raw in held:
+            raw.close()
+    assert server.process.poll() is None

@@ -65,16 +65,23 @@ TEST_CASE("Host and Origin: the server's own names only", "[mcp_http]") {
     INFO(host);
     CHECK_FALSE(loopback.host_allowed(host));
   }
-  CHECK(loopback.origin_allowed(std::nullopt));
-  CHECK(loopback.origin_allowed("http://localhost:8765"));
+  const char* host = "127.0.0.1:8765";
+  CHECK(loopback.origin_allowed(std::nullopt, host));
+  CHECK(loopback.origin_allowed("http://localhost:8765", host));
   for (const char* origin : {"null", "https://localhost:8765", "http://evil.example",
                              "http://localhost:8765.evil.example", "http://localhost", ""}) {
     INFO(origin);
-    CHECK_FALSE(loopback.origin_allowed(std::string_view(origin)));
+    CHECK_FALSE(loopback.origin_allowed(std::string_view(origin), host));
   }
-  HttpHostRule wide(*parse_http_address("10.1.2.3:80", &why));
-  CHECK(wide.host_allowed("10.1.2.3:80"));
-  CHECK_FALSE(wide.host_allowed("localhost:80"));
+  HttpHostRule one(*parse_http_address("10.1.2.3:80", &why));
+  CHECK(one.host_allowed("10.1.2.3:80"));
+  CHECK_FALSE(one.host_allowed("localhost:80"));
+  // Every address: any Host, and a page only of the Host it sent to.
+  HttpHostRule every(*parse_http_address("0.0.0.0:80", &why));
+  CHECK(every.host_allowed("sandbox.example.org:80"));
+  CHECK_FALSE(every.host_allowed(""));
+  CHECK(every.origin_allowed("http://sandbox.example.org:80", "sandbox.example.org:80"));
+  CHECK_FALSE(every.origin_allowed("http://evil.example:80", "sandbox.example.org:80"));
 }
 
 TEST_CASE("a POST body is one JSON-RPC message", "[mcp_http]") {
