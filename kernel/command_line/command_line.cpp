@@ -143,6 +143,8 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
       if (value.empty() || *end != '\0' || !(seconds >= 0) || seconds > 7 * 86400)
         throw UsageError("--idle-timeout " + value + ": seconds from 0 (never) to 604800 (a week)");
       cl.idle_timeout_seconds = seconds;
+    } else if (cl.command == "mcp" && arg == "--session-folders") {
+      cl.session_folders = true;
     } else if (cl.command == "mcp" && arg == "--http") {
       std::string value = value_of(args, i, arg);
       std::string why;
@@ -169,6 +171,8 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   }
   if (!cl.kubernetes_image && (cl.launcher_scripts || cl.gateway))
     throw UsageError("--gateway and --launcher-scripts go with --kubernetes IMAGE");
+  if (cl.session_folders && cl.one_session)
+    throw UsageError("--one-session is the router's own: --session-folders goes to the router");
   if (cl.http && cl.one_session)
     throw UsageError("--one-session is the router's own: it speaks stdio, never --http");
   if (cl.command == "kernel" && cl.connection_file.empty())
@@ -191,7 +195,7 @@ std::string usage_text() {
       << "                   [--launcher-scripts DIR]]     a kernelspec whose kernels run in pods\n"
       << "  belljar run [policy flags] [--json] (FILE.py | -c CODE | -)\n"
       << "  belljar mcp [--http HOST:PORT] [--max-sessions N] [--idle-timeout SECONDS]\n"
-      << "              [policy flags]                          MCP server on stdio, or on\n"
+      << "              [--session-folders] [policy flags]      MCP server on stdio, or on\n"
       << "                                                      HTTP at /mcp: sessions as\n"
       << "                                                      handles, each its own sandbox\n"
       << "  belljar check [policy flags]                        what this host can enforce\n"

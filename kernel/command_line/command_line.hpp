@@ -33,6 +33,7 @@ struct CommandLine {
   // its sessions' processes: today's single-session server, its kernel id minted by the router.
   std::optional<std::string> one_session;
   std::optional<std::string> http;  // mcp --http HOST:PORT, checked
+  bool session_folders = false;     // mcp: each session's own folder below the workspace
   size_t max_sessions = 8;
   double idle_timeout_seconds = 1800;  // 0: sessions never idle out
   PolicyBuilder policy;

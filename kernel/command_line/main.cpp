@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -28,6 +29,7 @@
 #include "kernel/session/kernel.hpp"
 #include "sandbox/jail_client/host_check.hpp"
 #include "sandbox/jail_client/jail_helper.hpp"
+#include "sandbox/jail_client/jail_plan.hpp"
 #include "sandbox/os/installed_file.hpp"
 #include "sandbox/os/setup_error.hpp"
 #include "sandbox/policy/policy_flags.hpp"
@@ -160,6 +162,11 @@ int run_mcp(const CommandLine& cl) {
     router.session_args = {"mcp"};
     for (auto& arg : cl.policy.kernel_argv(router.policy, true))
       router.session_args.push_back(std::move(arg));
+    if (cl.session_folders) {
+      std::optional<std::pair<uid_t, gid_t>> owner;
+      if (::geteuid() == 0) owner = sandbox_host_ids(router.policy);
+      router.folders.emplace(router.policy.workspace, owner);
+    }
     router.limits.max_sessions = cl.max_sessions;
     router.limits.idle_timeout =
         std::chrono::milliseconds(static_cast<long long>(cl.idle_timeout_seconds * 1000));

@@ -24,6 +24,7 @@ class RouterLoop {
  public:
   RouterLoop(const RouterOptions& options, ClientSide& clients)
       : limits_(options.limits),
+        folders_(options.folders),
         router_(options.limits, new_uuid),
         processes_(options.session_args),
         clients_(clients),
@@ -42,6 +43,7 @@ class RouterLoop {
 
   std::string router_id_ = new_uuid();
   RouterLimits limits_;
+  std::optional<SessionFolders> folders_;
   SessionRouter router_;
   SessionProcesses processes_;
   ClientSide& clients_;
@@ -105,7 +107,16 @@ void RouterLoop::apply() {
     for (auto& [event, fields] : out.audit) audit_.record(event, std::move(fields));
     for (auto& start : out.start) {
       std::string why;
-      if (!processes_.start(start.key, start.kernel_id, &why))
+      std::vector<std::string> extra;
+      if (folders_) {
+        std::optional<std::filesystem::path> folder = folders_->make(start.kernel_id, &why);
+        if (!folder) {
+          router_.session_ended(start.key, "could not make its folder: " + why, Clock::now());
+          continue;
+        }
+        extra = {"--workspace", folder->string()};
+      }
+      if (!processes_.start(start.key, start.kernel_id, extra, &why))
         router_.session_ended(start.key, "could not start: " + why, Clock::now());
     }
     for (auto& [key, line] : out.to_sessions) processes_.send(key, std::move(line));

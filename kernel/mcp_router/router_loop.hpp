@@ -4,10 +4,12 @@
 // server in kernel/mcp_http) and the signals. SIGTERM, SIGINT or SIGHUP stop every session at
 // once. The router's own records (a session opened, closed, idled out) go to the audit log
 // its policy names.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernel/mcp_router/client_side.hpp"
+#include "kernel/mcp_router/session_folders.hpp"
 #include "kernel/mcp_router/session_router.hpp"
 #include "sandbox/policy/policy.hpp"
 
@@ -15,6 +17,7 @@ namespace belljar {
 
 struct RouterOptions {
   std::vector<std::string> session_args;  // what follows `belljar` for each session
+  std::optional<SessionFolders> folders;  // --session-folders: each session's own workspace
   RouterLimits limits;
   Policy policy;
 };

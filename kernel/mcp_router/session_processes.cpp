@@ -44,7 +44,8 @@ SessionProcesses::~SessionProcesses() {
   }
 }
 
-bool SessionProcesses::start(Key key, const std::string& kernel_id, std::string* why) {
+bool SessionProcesses::start(Key key, const std::string& kernel_id,
+                             const std::vector<std::string>& extra, std::string* why) {
   int to_child[2], from_child[2];
   if (::pipe2(to_child, O_CLOEXEC) != 0) {
     *why = std::string("pipe2: ") + std::strerror(errno);
@@ -64,6 +65,7 @@ bool SessionProcesses::start(Key key, const std::string& kernel_id, std::string*
 
   std::vector<std::string> argv_text = {"belljar"};
   argv_text.insert(argv_text.end(), args_.begin(), args_.end());
+  argv_text.insert(argv_text.end(), extra.begin(), extra.end());
   argv_text.push_back("--one-session");
   argv_text.push_back(kernel_id);
   std::vector<char*> argv;

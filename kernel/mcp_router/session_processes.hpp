@@ -32,8 +32,10 @@ class SessionProcesses {
   SessionProcesses(const SessionProcesses&) = delete;
   SessionProcesses& operator=(const SessionProcesses&) = delete;
 
-  // Started with --one-session `kernel_id`; false with `why` when it could not be.
-  bool start(Key key, const std::string& kernel_id, std::string* why);
+  // Started with `extra` (later flags win) and --one-session `kernel_id`; false with `why` when
+  // it could not be.
+  bool start(Key key, const std::string& kernel_id, const std::vector<std::string>& extra,
+             std::string* why);
   void send(Key key, std::string line);  // a line, without its newline
   // Its input closes once what is queued is written: it ends when its calls are answered.
   void close_input(Key key);

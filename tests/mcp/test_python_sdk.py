@@ -254,6 +254,40 @@ def test_sessions_are_handles_each_its_own_sandbox(workspace, audit_dir, mode):
         "the client closed its input"}
 
 
+async def session_folders(workspace):
+    params = StdioServerParameters(command=BELLJAR,
+                                   args=[*server_args(workspace), "--session-folders"])
+    async with Client(params, mode="legacy") as client:
+        await client.call_tool("run_python", {"code": "open('mine.txt', 'w').write('own')"})
+        handle = (await client.call_tool("open_session", {})).structured_content["session"]
+        await client.call_tool("write_file", {"path": "theirs.txt", "content": "opened",
+                                              "session": handle})
+        folders = sorted((workspace / "sessions").iterdir())
+        reach = await client.call_tool("run_python", {"session": handle, "code": (
+            "import os\n"
+            "def attempt(path):\n"
+            "    try:\n"
+            "        return open(path).read()\n"
+            "    except OSError as error:\n"
+            "        return type(error).__name__\n"
+            f"[sorted(os.listdir('.')), attempt({str(workspace / '.env')!r})] + "
+            f"[attempt(os.path.join(f, 'mine.txt')) for f in {[str(f) for f in folders]!r}]")})
+        listed = await client.call_tool("list_files", {})
+        return folders, reach, listed
+
+
+def test_session_folders_keep_each_sessions_files_its_own(workspace):
+    folders, reach, listed = asyncio.run(asyncio.wait_for(session_folders(workspace), 120))
+    # Two sessions, two folders below the workspace; the files each wrote are in its own.
+    assert len(folders) == 2
+    assert sorted(p.name for f in folders for p in f.iterdir()) == ["mine.txt", "theirs.txt"]
+    # The opened session sees its own file only: not the workspace's, not the other folder's.
+    seen = reach.structured_content["outputs"][0]["data"]["text/plain"]
+    assert "'theirs.txt'" in seen and "'mine.txt'" not in seen and "'own'" not in seen, seen
+    assert seen.count("FileNotFoundError") == 3, seen  # the workspace's .env, both folders' file
+    assert "mine.txt" in text_of(listed) and "theirs.txt" not in text_of(listed)
+
+
 async def idle_session(workspace, audit_dir):
     params = StdioServerParameters(
         command=BELLJAR,
