@@ -1,6 +1,7 @@
 #include "kernel/mcp/mcp_revision.hpp"
 
 #include "kernel/mcp/json_rpc.hpp"
+#include "kernel/protocol/bounded_json.hpp"
 
 namespace belljar {
 
@@ -53,8 +54,11 @@ std::optional<NamedRevision> revision_named_in(const json& params) {
     out.revision = mcp_revision(named->get_ref<const std::string&>());
     if (!out.revision) out.unsupported = named->get<std::string>();
   } else {
-    out.unsupported = named->dump();
+    out.unsupported = dump_json(*named);
   }
+  // Quoted back in the answer: a version is a short name, and 64 MiB of one is not echoed.
+  constexpr size_t kShown = 64;
+  if (out.unsupported.size() > kShown) out.unsupported = out.unsupported.substr(0, kShown) + "...";
   return out;
 }
 

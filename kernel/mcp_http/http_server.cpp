@@ -1,8 +1,11 @@
 #include "kernel/mcp_http/http_server.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio.hpp>
@@ -37,6 +40,10 @@ constexpr auto kBodyWait = std::chrono::seconds(120);    // 64 MiB from a slow l
 constexpr auto kWriteWait = std::chrono::seconds(60);    // a write that makes no progress
 constexpr auto kCommitAfter = std::chrono::seconds(10);  // a silent call becomes a stream
 constexpr auto kKeepalive = std::chrono::seconds(15);
+constexpr auto kPeerCheck = std::chrono::seconds(1);
+// The read buffer: a request's headers, or the chunk lines of its body (the outside review grew
+// the server by a chunk extension that never ended).
+constexpr size_t kMaxReadBuffer = kMaxMcpHeaders + (1u << 20);
 
 // What the HTTP thread hands the router's loop.
 struct Inbound {
@@ -159,7 +166,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
         socket_(std::move(socket)),
         read_deadline_(socket_.get_executor()),
         write_deadline_(socket_.get_executor()),
-        stream_timer_(socket_.get_executor()) {
+        stream_timer_(socket_.get_executor()),
+        peer_timer_(socket_.get_executor()) {
     server_.connections++;
   }
   ~Connection() { uncount(); }
@@ -187,6 +195,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void read_header();
+  // While a request is answered or a stream stands: waits, reading nothing, to see the client
+  // go (its close cancels the call); a request it pipelined meanwhile stays in the socket for
+  // read_header once the answer is out.
+  void watch();
+  void watch_pipelined();
+  // A refusal made before the body was read: the connection ends with it, or the body would
+  // be read as the next request (the outside review's request smuggling).
+  bool leave_after() const {
+    return !keep_alive_ || parser_->chunked() ||
+           (parser_->content_length() && *parser_->content_length() > 0);
+  }
   void on_header(beast::error_code ec);
   void on_body(beast::error_code ec);
   void handle_post();
@@ -207,16 +226,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   McpHttpServer::Impl& server_;
   tcp::socket socket_;
-  beast::flat_buffer buffer_;
+  beast::flat_buffer buffer_{kMaxReadBuffer};
   std::optional<http::request_parser<http::string_body>> parser_;
-  net::steady_timer read_deadline_, write_deadline_, stream_timer_;
+  net::steady_timer read_deadline_, write_deadline_, stream_timer_, peer_timer_;
   Mode mode_ = Mode::reading;
-  bool header_pending_ = false;      // the next request's header arrived while one was answered
-  bool oversized_ = false;           // its Content-Length is past kMaxMcpBody
-  beast::error_code pending_error_;  // what reading the pipelined header found
-  bool proven_ = false;              // a request of it carried the token
-  bool counted_ = true;              // among the server's connections
+  bool oversized_ = false;  // its Content-Length is past kMaxMcpBody
+  bool proven_ = false;     // a request of it carried the token
+  bool counted_ = true;     // among the server's connections
   bool reading_ = false;
+  bool watching_ = false;
   bool close_after_write_ = false;
   bool keep_alive_ = true;
 
@@ -255,6 +273,47 @@ void Connection::read_header() {
                           });
 }
 
+void Connection::watch() {
+  if (watching_ || mode_ == Mode::closing) return;
+  watching_ = true;
+  // Readiness only: nothing is read, so the next request stays where read_header finds it.
+  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+    self->watching_ = false;
+    if (ec || self->mode_ == Mode::closing) return;
+    if (self->mode_ != Mode::exchange && self->mode_ != Mode::stream &&
+        self->mode_ != Mode::standing)
+      return;  // answered meanwhile: read_header has the socket now
+    char byte;
+    ssize_t n = ::recv(self->socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      self->close();  // the client went away: its call is cancelled
+    } else if (n < 0) {
+      self->watch();
+    } else if (self->mode_ == Mode::standing) {
+      self->close();  // a GET stream carries no requests
+    } else {
+      self->watch_pipelined();  // a request waits behind this one: its socket state is asked
+    }
+  });
+}
+
+void Connection::watch_pipelined() {
+  // Behind data the client sent ahead, its close cannot be read: TCP says it instead (the
+  // outside review left a call running, and its connection held, after such a client left).
+  peer_timer_.expires_after(kPeerCheck);
+  peer_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || (self->mode_ != Mode::exchange && self->mode_ != Mode::stream)) return;
+    tcp_info info{};
+    socklen_t size = sizeof info;
+    if (::getsockopt(self->socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &size) != 0 ||
+        info.tcpi_state == TCP_CLOSE_WAIT || info.tcpi_state == TCP_CLOSE) {
+      self->close();
+      return;
+    }
+    self->watch_pipelined();
+  });
+}
+
 void Connection::on_header(beast::error_code ec) {
   if (mode_ == Mode::closing) return;
   // Headers too large, or a Content-Length past the bound: refused below, in turn (after the
@@ -262,15 +321,6 @@ void Connection::on_header(beast::error_code ec) {
   bool refused = ec == http::error::header_limit || ec == http::error::body_limit;
   if (ec && !refused) {
     close();
-    return;
-  }
-  if (mode_ == Mode::exchange || mode_ == Mode::stream) {
-    header_pending_ = true;  // pipelined: taken once the open request is answered
-    pending_error_ = ec;
-    return;
-  }
-  if (mode_ == Mode::standing) {
-    close();  // a GET stream carries no more requests
     return;
   }
   if (ec == http::error::header_limit) {
@@ -283,7 +333,7 @@ void Connection::on_header(beast::error_code ec) {
   keep_alive_ = request.keep_alive();
   std::string target(request.target());
   if (target.substr(0, target.find('?')) != "/mcp") {
-    respond(404, {}, "MCP is served at /mcp\n", "text/plain", !keep_alive_);
+    respond(404, {}, "MCP is served at /mcp\n", "text/plain", leave_after());
     return;
   }
   // The token before anything else of the request is looked at.
@@ -433,12 +483,16 @@ void Connection::handle_get() {
   if (!session_id) {
     respond(405, {{"Allow", "POST, DELETE"}},
             "GET streams an MCP session's notifications: it needs an Mcp-Session-Id\n",
-            "text/plain", !keep_alive_);
+            "text/plain", leave_after());
     return;
   }
   auto known = server_.clients_by_id.find(*session_id);
   if (known == server_.clients_by_id.end()) {
-    respond(404, {}, "unknown MCP session\n", "text/plain", !keep_alive_);
+    respond(404, {}, "unknown MCP session\n", "text/plain", leave_after());
+    return;
+  }
+  if (leave_after() && keep_alive_) {  // a GET with a body: refused whole
+    respond(400, {}, "a GET carries no body\n", "text/plain", true);
     return;
   }
   if (auto old = server_.standing[known->second].lock()) old->close();  // the newest one stands
@@ -448,25 +502,25 @@ void Connection::handle_get() {
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
       "Transfer-Encoding: chunked\r\n\r\n");
   keep_alive();
-  read_header();  // only to see the client go
+  watch();  // only to see the client go
 }
 
 void Connection::handle_delete() {
   std::optional<std::string> session_id = header("mcp-session-id");
   if (!session_id) {
     respond(400, {}, "DELETE ends an MCP session: it needs an Mcp-Session-Id\n", "text/plain",
-            !keep_alive_);
+            leave_after());
     return;
   }
   auto known = server_.clients_by_id.find(*session_id);
   if (known == server_.clients_by_id.end()) {
-    respond(404, {}, "unknown MCP session\n", "text/plain", !keep_alive_);
+    respond(404, {}, "unknown MCP session\n", "text/plain", leave_after());
     return;
   }
   ClientKey key = known->second;
   server_.forget_client(key);
   server_.push({Inbound::Kind::client_closed, {key, 0}, "the client ended its MCP session"});
-  respond(204, {}, "", nullptr, !keep_alive_);
+  respond(204, {}, "", nullptr, leave_after());
 }
 
 // -- answering a request -------------------------------------------------------------------
@@ -487,7 +541,7 @@ void Connection::begin_exchange(Caller caller, bool initialize, bool modern) {
           self->write(chunk(": the call runs\n\n"));
         });
   }
-  read_header();  // the client closing the connection is its cancel
+  watch();  // the client closing the connection is its cancel
 }
 
 void Connection::commit_stream() {
@@ -529,6 +583,7 @@ void Connection::exchange_message(std::string line) {
   }
   if (mode_ == Mode::stream) {
     write(chunk(sse_event(line)) + chunk(""));
+    if (!keep_alive_) close_after_write_ = true;  // it asked for Connection: close
   } else {
     int status = 200;
     if (modern_ && failed && message["error"].value("code", json()).is_number_integer())
@@ -549,17 +604,8 @@ void Connection::finish_exchange() {
   if (mode_ == Mode::closing) return;
   mode_ = Mode::reading;
   if (close_after_write_) return;
-  if (header_pending_) {
-    header_pending_ = false;
-    on_header(std::exchange(pending_error_, {}));
-  } else if (!reading_) {
-    read_header();
-  } else {
-    read_deadline_.expires_after(kHeaderWait);
-    read_deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (!ec && self->mode_ == Mode::reading) self->close();
-    });
-  }
+  peer_timer_.cancel();
+  read_header();  // nothing was read meanwhile: a pipelined request is still to come
 }
 
 // -- writing -------------------------------------------------------------------------------
@@ -646,6 +692,7 @@ void Connection::close() {
   read_deadline_.cancel();
   write_deadline_.cancel();
   stream_timer_.cancel();
+  peer_timer_.cancel();
   beast::error_code ignored;
   socket_.close(ignored);
   // out_ stays: a write in flight still reads its front; it goes with the connection.
@@ -657,6 +704,8 @@ void McpHttpServer::Impl::accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || stopped) return;
     if (!ec) {
+      // Asio accepts without SOCK_CLOEXEC: a session started now must not hold the connection.
+      ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
       if (connections >= kMaxHttpConnections) make_room();
       auto connection = std::make_shared<Connection>(*this, std::move(socket));
       if (connections > kMaxHttpConnections) {
@@ -798,6 +847,15 @@ void McpHttpServer::handle(const std::vector<pollfd>& items, size_t first, Sessi
 void McpHttpServer::deliver(const Caller& caller, std::string line) {
   net::post(impl_->io, [impl = impl_.get(), caller, line = std::move(line)]() mutable {
     impl->deliver(caller, std::move(line));
+  });
+}
+
+void McpHttpServer::call_dropped(const Caller& caller) {
+  net::post(impl_->io, [impl = impl_.get(), caller] {
+    auto it = impl->exchanges.find(caller.exchange);
+    if (it == impl->exchanges.end()) return;
+    std::shared_ptr<Connection> connection = it->second;
+    connection->close();  // no answer comes: the stream ends, and the connection with it
   });
 }
 

@@ -50,6 +50,7 @@ class McpHttpServer : public ClientSide {
               SessionRouter::Clock::time_point now) override;
   void deliver(const Caller& caller, std::string line) override;
   void flush(SessionRouter&) override {}
+  void call_dropped(const Caller& caller) override;
   void client_ended(SessionRouter::ClientKey key) override;
   bool has_output() const override { return false; }
   // Each connection bounds its own queue (kMaxQueuedOutput) and is closed past it.

@@ -25,6 +25,8 @@ class ClientSide {
   // After each round of deliveries: what can be written is, and a client found gone is told
   // to `router`.
   virtual void flush(SessionRouter& router) = 0;
+  // A call the client cancelled is never answered: what waits for its answer ends.
+  virtual void call_dropped(const Caller& caller) = 0;
   // The router forgot the client (its own session ended for good).
   virtual void client_ended(SessionRouter::ClientKey key) = 0;
   // Output still queued: the loop writes it before it ends.

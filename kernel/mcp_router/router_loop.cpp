@@ -102,7 +102,7 @@ void RouterLoop::apply() {
   for (;;) {
     SessionRouter::Outbox out = router_.take();
     if (out.audit.empty() && out.start.empty() && out.to_sessions.empty() && out.stop.empty() &&
-        out.to_client.empty() && out.ended_clients.empty())
+        out.to_client.empty() && out.ended_clients.empty() && out.dropped.empty())
       break;
     for (auto& [event, fields] : out.audit) audit_.record(event, std::move(fields));
     for (auto& start : out.start) {
@@ -123,6 +123,7 @@ void RouterLoop::apply() {
     for (auto& stop : out.stop)
       stop.now ? processes_.terminate(stop.key) : processes_.close_input(stop.key);
     for (auto& [caller, line] : out.to_client) clients_.deliver(caller, std::move(line));
+    for (auto& caller : out.dropped) clients_.call_dropped(caller);
     for (auto key : out.ended_clients) clients_.client_ended(key);
     clients_.flush(router_);
   }

@@ -78,6 +78,10 @@ bool SessionProcesses::start(Key key, const std::string& kernel_id,
   ::posix_spawnattr_init(&attributes);
   ::posix_spawn_file_actions_adddup2(&actions, child_in.get(), STDIN_FILENO);
   ::posix_spawn_file_actions_adddup2(&actions, child_out.get(), STDOUT_FILENO);
+  // Nothing else of the router's: a descriptor some library opened without O_CLOEXEC (the
+  // outside review: Asio's accepted HTTP connections) would live on in every session, and a
+  // connection the server closed would stay open for its client.
+  ::posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   // The router blocks the signals its signalfd reads: the session starts with none blocked and
   // each at its default, as a kernel started from a shell would.
   sigset_t none, defaults;

@@ -269,6 +269,7 @@ void SessionRouter::handle_notification(Caller caller, const JsonRpcMessage& mes
       if (auto session = sessions_.find(pending.session);
           session != sessions_.end() && session->second.in_flight > 0)
         session->second.in_flight--;
+      if (pending.caller.exchange != 0) outbox_.dropped.push_back(pending.caller);
       progress_.erase(it->first);
       pending_.erase(it);
       return;

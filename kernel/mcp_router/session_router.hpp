@@ -78,6 +78,8 @@ class SessionRouter {
     std::vector<Stop> stop;
     std::vector<std::pair<std::string, nlohmann::json>> audit;  // event, fields
     std::vector<ClientKey> ended_clients;  // their own session is gone for good (HTTP: 404)
+    std::vector<Caller> dropped;           // a call the client cancelled: never answered (HTTP: its
+                                           // request's stream ends)
   };
 
   // `mint` gives each handle and kernel id (new_uuid; a test's own sequence).

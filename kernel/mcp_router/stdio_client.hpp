@@ -24,6 +24,7 @@ class StdioClient : public ClientSide {
               SessionRouter::Clock::time_point now) override;
   void deliver(const Caller& caller, std::string line) override;
   void flush(SessionRouter& router) override;
+  void call_dropped(const Caller&) override {}  // stdio's answers are lines: nothing waits
   void client_ended(SessionRouter::ClientKey) override {}
   bool has_output() const override { return !outbox_.empty() && !output_broken_; }
   bool backlogged() const override { return outbox_.size() > kMaxUnreadOutput; }

@@ -17,10 +17,11 @@ import subprocess
 import threading
 
 import pytest
-from conftest import BELLJAR, audit_records, call_refused, server_args, text_of
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import BELLJAR, audit_records, call_refused, server_args, text_of
 
 TOKEN = "belljar-test-" + secrets.token_hex(16)
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -406,3 +407,74 @@ def test_what_the_outside_review_sent_is_refused_and_the_server_serves_on(server
         for raw in held:
             raw.close()
     assert server.process.poll() is None
+
+
+def closed_by_server(raw, seconds=60):
+    """True once the server ended the connection (what it sent before is read and dropped)."""
+    raw.settimeout(seconds)
+    try:
+        while raw.recv(1 << 16):
+            pass
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def test_what_the_second_review_sent_is_refused_and_the_server_serves_on(server, audit_dir):
+    _, headers, _ = server.request("POST", initialize_body())
+    a = {"Mcp-Session-Id": headers["Mcp-Session-Id"]}
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    # A refused request's body is never read as the next request (request smuggling).
+    inner = raw_post(server.port, ping)
+    smuggled = (b"POST /nope HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % (server.port, len(inner))) + inner
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as raw:
+        raw.sendall(smuggled)
+        stream = raw.makefile("rb")
+        assert stream.readline().startswith(b"HTTP/1.1 404")
+        rest = stream.read()  # to the end the server made: no second answer
+        assert b"HTTP/1.1 200" not in rest
+    # A stream a session started after it opened still ends when the server ends it: here a
+    # GET stream of an MCP session that is then deleted (no session holds the connection).
+    stream = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+    stream.sendall((f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                    f"Authorization: Bearer {TOKEN}\r\nAccept: text/event-stream\r\n"
+                    f"Mcp-Session-Id: {a['Mcp-Session-Id']}\r\n\r\n").encode())
+    assert stream.recv(15) == b"HTTP/1.1 200 OK"
+    _, headers, _ = server.request("POST", initialize_body())
+    b = {"Mcp-Session-Id": headers["Mcp-Session-Id"]}
+    assert server.request("POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, b)[0] == 200
+    assert server.request("DELETE", headers=a)[0] == 204
+    assert closed_by_server(stream)
+    stream.close()
+    # A call with a request pipelined behind it is still cancelled when its client leaves: its
+    # cell is interrupted, or dropped before it started (the audit log says which), never run
+    # to the policy's timeout while the next call waits.
+    long_call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": "import time; time.sleep(600)"}}}
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as raw:
+        raw.sendall(raw_post(server.port, long_call, b) + raw_post(server.port, ping, b))
+    status, _, body = server.request("POST", {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                                              "params": {"name": "run_python",
+                                                         "arguments": {"code": "'next'"}}}, b)
+    assert status == 200 and "'next'" in body, body
+    cells = [r for r in audit_records(audit_dir) if r["event"] == "cell"]
+    assert [c["status"] for c in cells] in (["ok"], ["interrupted", "ok"]), cells
+    # A call the client cancels (legacy: notifications/cancelled) ends its request's stream.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as raw:
+        raw.sendall(raw_post(server.port, {**long_call, "id": 5}, b))
+        assert server.request("POST", {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                       "params": {"requestId": 5}}, b)[0] == 202
+        assert closed_by_server(raw)
+    # A chunk extension that never ends is cut off, not held.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as raw:
+        raw.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                     f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n2;x=").encode())
+        try:
+            for _ in range(8):
+                raw.sendall(b"a" * (1 << 20))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert closed_by_server(raw)
+    assert server.request("POST", ping, b)[0] == 200

@@ -13,6 +13,9 @@ import subprocess
 import time
 
 import pytest
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+
 from conftest import (
     BELLJAR,
     ISOLATION,
@@ -22,8 +25,6 @@ from conftest import (
     server_args,
     text_of,
 )
-from mcp.client.client import Client
-from mcp.client.stdio import StdioServerParameters
 
 
 async def drive(workspace, mode):
