@@ -56,6 +56,42 @@ int take_launch_flag(const std::vector<std::string>& args, size_t i, GatewayLaun
   }
   return 0;
 }
+// `belljar mcp`'s own flags (the policy flags are taken before): false for any other.
+bool take_mcp_flag(CommandLine& cl, const std::vector<std::string>& args, size_t& i) {
+  const std::string& arg = args[i];
+  if (arg == "--max-sessions") {
+    std::string value = value_of(args, i, arg);
+    size_t n = 0;
+    if (value.empty() || value.size() > 4 ||
+        value.find_first_not_of("0123456789") != std::string::npos || (n = std::stoul(value)) < 1 ||
+        n > 1024)
+      throw UsageError("--max-sessions " + value + ": a whole number from 1 to 1024");
+    cl.max_sessions = n;
+  } else if (arg == "--idle-timeout") {
+    std::string value = value_of(args, i, arg);
+    char* end = nullptr;
+    double seconds = value.empty() ? -1 : std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !(seconds >= 0) || seconds > 7 * 86400)
+      throw UsageError("--idle-timeout " + value + ": seconds from 0 (never) to 604800 (a week)");
+    cl.idle_timeout_seconds = seconds;
+  } else if (arg == "--session-folders") {
+    cl.session_folders = true;
+  } else if (arg == "--http") {
+    std::string value = value_of(args, i, arg);
+    std::string why;
+    if (!parse_http_address(value, &why)) throw UsageError("--http " + value + ": " + why);
+    cl.http = value;
+  } else if (arg == "--one-session") {
+    std::string id = value_of(args, i, arg);
+    if (id.size() != 36 || id.find_first_not_of("0123456789abcdef-") != std::string::npos)
+      throw UsageError("--one-session " + id + ": the router's kernel id (a uuid)");
+    cl.one_session = id;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 CommandLine parse_command_line(const std::vector<std::string>& args) {
@@ -128,33 +164,7 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
       // jupyter_client takes a kernelspec named python3 for ipykernel, and nbclient then adds
       // ipykernel's option for an in-memory history file. belljar's history is the
       // supervisor's, in memory, never a file: the option asks for nothing belljar would do.
-    } else if (cl.command == "mcp" && arg == "--max-sessions") {
-      std::string value = value_of(args, i, arg);
-      size_t n = 0;
-      if (value.empty() || value.size() > 4 ||
-          value.find_first_not_of("0123456789") != std::string::npos ||
-          (n = std::stoul(value)) < 1 || n > 1024)
-        throw UsageError("--max-sessions " + value + ": a whole number from 1 to 1024");
-      cl.max_sessions = n;
-    } else if (cl.command == "mcp" && arg == "--idle-timeout") {
-      std::string value = value_of(args, i, arg);
-      char* end = nullptr;
-      double seconds = value.empty() ? -1 : std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(seconds >= 0) || seconds > 7 * 86400)
-        throw UsageError("--idle-timeout " + value + ": seconds from 0 (never) to 604800 (a week)");
-      cl.idle_timeout_seconds = seconds;
-    } else if (cl.command == "mcp" && arg == "--session-folders") {
-      cl.session_folders = true;
-    } else if (cl.command == "mcp" && arg == "--http") {
-      std::string value = value_of(args, i, arg);
-      std::string why;
-      if (!parse_http_address(value, &why)) throw UsageError("--http " + value + ": " + why);
-      cl.http = value;
-    } else if (cl.command == "mcp" && arg == "--one-session") {
-      std::string id = value_of(args, i, arg);
-      if (id.size() != 36 || id.find_first_not_of("0123456789abcdef-") != std::string::npos)
-        throw UsageError("--one-session " + id + ": the router's kernel id (a uuid)");
-      cl.one_session = id;
+    } else if (cl.command == "mcp" && take_mcp_flag(cl, args, i)) {
     } else if (cl.command == "run" && arg == "-c") {
       if (cl.run_file || cl.run_code)
         throw UsageError("belljar run takes one of FILE.py, -c CODE or -");

@@ -271,3 +271,25 @@ TEST_CASE("an --open-files below what a worker starts with is refused in one lin
     CHECK(std::count(outcome.stderr_text.begin(), outcome.stderr_text.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("mcp takes its own flags, each checked, and no other command does", "[command_line]") {
+  CommandLine cl = parse_command_line({"mcp", "--http", "[::1]:8765", "--session-folders",
+                                       "--max-sessions", "4", "--idle-timeout", "90"});
+  CHECK(cl.http == "[::1]:8765");
+  CHECK(cl.session_folders);
+  CHECK(cl.max_sessions == 4);
+  CHECK(cl.idle_timeout_seconds == 90);
+  CHECK_THAT(usage_error({"mcp", "--http", "example.org:80"}), Catch::Contains("IP address"));
+  CHECK_THAT(usage_error({"mcp", "--http"}), Catch::Contains("missing value"));
+  CHECK_THAT(usage_error({"mcp", "--max-sessions", "0"}), Catch::Contains("1 to 1024"));
+  CHECK_THAT(usage_error({"mcp", "--http", "127.0.0.1:1", "--one-session",
+                          "0b9e6a1c-4c1d-4f6e-9a8b-2d3c4e5f6a7b"}),
+             Catch::Contains("never --http"));
+  CHECK_THAT(usage_error({"mcp", "--session-folders", "--one-session",
+                          "0b9e6a1c-4c1d-4f6e-9a8b-2d3c4e5f6a7b"}),
+             Catch::Contains("goes to the router"));
+  for (const char* flag : {"--http", "--session-folders", "--max-sessions"}) {
+    INFO(flag);
+    CHECK_FALSE(usage_error({"run", flag, "1", "-c", "1"}).empty());
+  }
+}
