@@ -166,6 +166,7 @@ int run_mcp(const CommandLine& cl) {
       std::optional<std::pair<uid_t, gid_t>> owner;
       if (::geteuid() == 0) owner = sandbox_host_ids(router.policy);
       router.folders.emplace(router.policy.workspace, owner);
+      if (auto why = router.folders->unusable()) throw UsageError("--session-folders: " + *why);
     }
     router.limits.max_sessions = cl.max_sessions;
     router.limits.idle_timeout =

@@ -138,6 +138,7 @@ struct McpHttpServer::Impl {
   // Last, so they go first: the connections its handlers hold end while the above still is.
   net::io_context io{1};
   tcp::acceptor acceptor{io};
+  net::steady_timer accept_pause{io};
   std::thread thread;
 
   explicit Impl(McpHttpOptions given) : options(std::move(given)), hosts(options.address) {}
@@ -703,9 +704,25 @@ void Connection::close() {
 void McpHttpServer::Impl::accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || stopped) return;
-    if (!ec) {
+    if (ec) {
+      // Out of descriptors or memory: the connection waits in the backlog, and accepting again
+      // at once would spin (the third outside review). A pause, then again.
+      accept_pause.expires_after(std::chrono::milliseconds(100));
+      accept_pause.async_wait([this](beast::error_code waited) {
+        if (!waited && !stopped) accept();
+      });
+      return;
+    }
+    {
       // Asio accepts without SOCK_CLOEXEC: a session started now must not hold the connection.
-      ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+      int fd = socket.native_handle();
+      ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+      // A client whose machine vanished (no FIN) is found within two minutes of silence.
+      int on = 1, idle = 60, interval = 10, count = 6;
+      ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
       if (connections >= kMaxHttpConnections) make_room();
       auto connection = std::make_shared<Connection>(*this, std::move(socket));
       if (connections > kMaxHttpConnections) {
@@ -788,6 +805,7 @@ McpHttpServer::~McpHttpServer() {
       impl->stopped = true;
       beast::error_code ignored;
       impl->acceptor.close(ignored);
+      impl->accept_pause.cancel();
       impl->io.stop();
     });
     impl_->thread.join();

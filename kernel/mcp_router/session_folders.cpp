@@ -42,19 +42,32 @@ std::optional<std::filesystem::path> SessionFolders::make(const std::string& ker
     *why = workspace_.string() + ": " + std::strerror(errno);
     return std::nullopt;
   }
-  Fd sessions = folder_below(workspace.get(), "sessions", 0755, why);
+  Fd sessions = folder_below(workspace.get(), kRoot, 0755, why);
   if (!sessions) return std::nullopt;
   // A fresh id names a fresh folder: one that exists already was not made for this session.
   if (::mkdirat(sessions.get(), kernel_id.c_str(), 0700) != 0) {
-    *why = "sessions/" + kernel_id + ": " + std::strerror(errno);
+    *why = std::string(kRoot) + "/" + kernel_id + ": " + std::strerror(errno);
     return std::nullopt;
   }
   if (owner_ && ::fchownat(sessions.get(), kernel_id.c_str(), owner_->first, owner_->second,
                            AT_SYMLINK_NOFOLLOW) != 0) {
-    *why = "sessions/" + kernel_id + ": chown: " + std::strerror(errno);
+    *why = std::string(kRoot) + "/" + kernel_id + ": chown: " + std::strerror(errno);
     return std::nullopt;
   }
-  return workspace_ / "sessions" / kernel_id;
+  return workspace_ / kRoot / kernel_id;
+}
+
+std::optional<std::string> SessionFolders::unusable() const {
+  std::filesystem::path root = workspace_ / kRoot;
+  struct stat seen {};
+  if (::lstat(root.c_str(), &seen) != 0)
+    return errno == ENOENT
+               ? std::nullopt
+               : std::optional<std::string>(root.string() + ": " + std::strerror(errno));
+  if (!S_ISDIR(seen.st_mode) || seen.st_uid != ::geteuid())
+    return root.string() + " is not a folder of this user's (a link, a file, or someone else's): " +
+           "remove it, or give another --workspace";
+  return std::nullopt;
 }
 
 }  // namespace belljar

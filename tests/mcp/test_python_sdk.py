@@ -263,7 +263,7 @@ async def session_folders(workspace):
         handle = (await client.call_tool("open_session", {})).structured_content["session"]
         await client.call_tool("write_file", {"path": "theirs.txt", "content": "opened",
                                               "session": handle})
-        folders = sorted((workspace / "sessions").iterdir())
+        folders = sorted((workspace / ".belljar-sessions").iterdir())
         reach = await client.call_tool("run_python", {"session": handle, "code": (
             "import os\n"
             "def attempt(path):\n"
@@ -287,6 +287,17 @@ def test_session_folders_keep_each_sessions_files_its_own(workspace):
     assert "'theirs.txt'" in seen and "'mine.txt'" not in seen and "'own'" not in seen, seen
     assert seen.count("FileNotFoundError") == 3, seen  # the workspace's .env, both folders' file
     assert "mine.txt" in text_of(listed) and "theirs.txt" not in text_of(listed)
+
+
+def test_session_folders_refuse_a_root_that_is_not_the_servers_own_folder(workspace, audit_dir):
+    """A link where the sessions' folders go (the sandbox cannot make a dot-name, but a user
+    can): said once at start, and nothing starts."""
+    (workspace / ".belljar-sessions").symlink_to(audit_dir)
+    done = subprocess.run([BELLJAR, *server_args(workspace), "--session-folders"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "not a folder of this user's" in done.stderr and done.stderr.count("\n") == 1
+    assert list(audit_dir.iterdir()) == []
 
 
 async def idle_session(workspace, audit_dir):

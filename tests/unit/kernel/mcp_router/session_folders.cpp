@@ -31,7 +31,8 @@ TEST_CASE("a session's folder is made fresh below the workspace, its own alone",
   std::string why;
   auto made = folders.make("0b9e6a1c-4c1d-4f6e-9a8b-2d3c4e5f6a7b", &why);
   REQUIRE(made);
-  CHECK(*made == workspace.path / "sessions" / "0b9e6a1c-4c1d-4f6e-9a8b-2d3c4e5f6a7b");
+  CHECK(*made == workspace.path / ".belljar-sessions" / "0b9e6a1c-4c1d-4f6e-9a8b-2d3c4e5f6a7b");
+  CHECK_FALSE(folders.unusable());
   struct stat seen {};
   REQUIRE(::stat(made->c_str(), &seen) == 0);
   CHECK((seen.st_mode & 07777) == 0700);
@@ -47,8 +48,10 @@ TEST_CASE("a session's folder is made fresh below the workspace, its own alone",
 
 TEST_CASE("a sessions folder that is a link is refused, never followed", "[session_folders]") {
   Scratch workspace, elsewhere;
-  fs::create_directory_symlink(elsewhere.path, workspace.path / "sessions");
+  fs::create_directory_symlink(elsewhere.path, workspace.path / ".belljar-sessions");
   SessionFolders folders(workspace.path, std::nullopt);
+  REQUIRE(folders.unusable());  // said at start, before any session
+  CHECK(folders.unusable()->find("not a folder of this user's") != std::string::npos);
   std::string why;
   CHECK_FALSE(folders.make("0b9e6a1c-4c1d-4f6e-9a8b-2d3c4e5f6a7b", &why));
   CHECK(why.find("not a link") != std::string::npos);
