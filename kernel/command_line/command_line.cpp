@@ -81,6 +81,12 @@ bool take_mcp_flag(CommandLine& cl, const std::vector<std::string>& args, size_t
     std::string why;
     if (!parse_http_address(value, &why)) throw UsageError("--http " + value + ": " + why);
     cl.http = value;
+  } else if (arg == "--http-host") {
+    std::string value = value_of(args, i, arg);
+    std::string why;
+    std::optional<std::string> name = parse_http_host(value, &why);
+    if (!name) throw UsageError("--http-host " + value + ": " + why);
+    cl.http_hosts.push_back(*name);
   } else if (arg == "--one-session") {
     std::string id = value_of(args, i, arg);
     if (id.size() != 36 || id.find_first_not_of("0123456789abcdef-") != std::string::npos)
@@ -183,6 +189,8 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
     throw UsageError("--gateway and --launcher-scripts go with --kubernetes IMAGE");
   if (cl.session_folders && cl.one_session)
     throw UsageError("--one-session is the router's own: --session-folders goes to the router");
+  if (!cl.http_hosts.empty() && !cl.http)
+    throw UsageError("--http-host names what a proxy forwards to --http HOST:PORT: give both");
   if (cl.http && cl.one_session)
     throw UsageError("--one-session is the router's own: it speaks stdio, never --http");
   if (cl.command == "kernel" && cl.connection_file.empty())
@@ -205,7 +213,8 @@ std::string usage_text() {
       << "                   [--launcher-scripts DIR]]     a kernelspec whose kernels run in pods\n"
       << "  belljar run [policy flags] [--json] (FILE.py | -c CODE | -)\n"
       << "  belljar mcp [--http HOST:PORT] [--max-sessions N] [--idle-timeout SECONDS]\n"
-      << "              [--session-folders] [policy flags]      MCP server on stdio, or on\n"
+      << "              [--http-host NAME] [--session-folders] [policy flags]\n"
+      << "                                                      MCP server on stdio, or on\n"
       << "                                                      HTTP at /mcp: sessions as\n"
       << "                                                      handles, each its own sandbox\n"
       << "  belljar check [policy flags]                        what this host can enforce\n"

@@ -32,8 +32,9 @@ struct CommandLine {
   // mcp: the router's bounds (kernel/mcp_router). --one-session KERNEL_ID (hidden) is one of
   // its sessions' processes: today's single-session server, its kernel id minted by the router.
   std::optional<std::string> one_session;
-  std::optional<std::string> http;  // mcp --http HOST:PORT, checked
-  bool session_folders = false;     // mcp: each session's own folder below the workspace
+  std::optional<std::string> http;      // mcp --http HOST:PORT, checked
+  std::vector<std::string> http_hosts;  // mcp --http-host NAME: what a proxy forwards as Host
+  bool session_folders = false;         // mcp: each session's own folder below the workspace
   size_t max_sessions = 8;
   double idle_timeout_seconds = 1800;  // 0: sessions never idle out
   PolicyBuilder policy;

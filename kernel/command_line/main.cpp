@@ -123,10 +123,12 @@ int run_launch(const CommandLine& cl) {
 
 // `belljar mcp --http`: the router behind MCP's Streamable HTTP. The token comes from the
 // environment, which is then rid of it, so no session's process (nor its sandbox) inherits it.
-int serve_mcp_http(const RouterOptions& router, const std::string& address_text) {
+int serve_mcp_http(const RouterOptions& router, const std::string& address_text,
+                   const std::vector<std::string>& proxied_hosts) {
   std::string why;
   McpHttpOptions http;
   http.address = *parse_http_address(address_text, &why);
+  http.proxied_hosts = proxied_hosts;
   const char* configured = std::getenv("BELLJAR_MCP_TOKEN");
   http.token = mcp_token_from(configured, &why);
   if (http.token.empty()) throw UsageError(why);
@@ -175,7 +177,7 @@ int run_mcp(const CommandLine& cl) {
       StdioClient stdio;
       return serve_mcp_sessions(router, stdio);
     }
-    return serve_mcp_http(router, *cl.http);
+    return serve_mcp_http(router, *cl.http, cl.http_hosts);
   }
   // The router's child: it ends with the router, even one killed outright (its sandbox would
   // otherwise run on, orphaned, to the end of its cell).

@@ -4,6 +4,7 @@
 #include <sodium.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "kernel/mcp/mcp_revision.hpp"
@@ -105,8 +106,9 @@ bool bearer_matches(std::string_view authorization, std::string_view token) {
   return sodium_memcmp(want, got, sizeof want) == 0;
 }
 
-HttpHostRule::HttpHostRule(const HttpAddress& bound) {
+HttpHostRule::HttpHostRule(const HttpAddress& bound, const std::vector<std::string>& proxied) {
   any_host_ = bound.host == "0.0.0.0" || bound.host == "::";
+  for (const auto& name : proxied) proxied_.push_back(ascii_lower(name));
   std::string port = ":" + std::to_string(bound.port);
   if (bound.loopback()) {
     for (const char* name : {"localhost", "127.0.0.1", "[::1]"}) hosts_.push_back(name + port);
@@ -116,18 +118,34 @@ HttpHostRule::HttpHostRule(const HttpAddress& bound) {
 
 bool HttpHostRule::host_allowed(std::string_view host) const {
   if (any_host_) return !host.empty();
-  return std::find(hosts_.begin(), hosts_.end(), ascii_lower(host)) != hosts_.end();
+  std::string named = ascii_lower(host);
+  return std::find(hosts_.begin(), hosts_.end(), named) != hosts_.end() ||
+         std::find(proxied_.begin(), proxied_.end(), named) != proxied_.end();
 }
 
 bool HttpHostRule::origin_allowed(std::optional<std::string_view> origin,
                                   std::string_view host) const {
   if (!origin) return true;
   std::string given = ascii_lower(*origin);
+  for (const auto& name : proxied_)
+    if (given == "https://" + name || given == "http://" + name) return true;
   constexpr std::string_view http = "http://";
   if (given.rfind(http, 0) != 0) return false;
   std::string_view named = std::string_view(given).substr(http.size());
   if (any_host_) return !host.empty() && named == ascii_lower(host);
   return host_allowed(named);
+}
+
+std::optional<std::string> parse_http_host(std::string_view text, std::string* why) {
+  bool plain = !text.empty() && text.size() <= 253 &&
+               std::all_of(text.begin(), text.end(), [](unsigned char c) {
+                 return std::isalnum(c) || c == '.' || c == '-' || c == ':' || c == '[' || c == ']';
+               });
+  if (!plain || text.front() == '.' || text.front() == '-' || text.front() == ':') {
+    *why = "a name as a Host header carries it, such as mcp.example.org or mcp.example.org:8443";
+    return std::nullopt;
+  }
+  return ascii_lower(text);
 }
 
 PostedMessage classify_posted(std::string_view body) {

@@ -42,17 +42,24 @@ bool bearer_matches(std::string_view authorization, std::string_view token);
 // listens on (for a loopback address, every loopback spelling) with its port. Listening on
 // every address (0.0.0.0, ::), any Host is the server's, and a page's Origin must be the Host
 // it sent to (the bearer token is then the whole defence against a rebound name).
+// `proxied`: the names a TLS proxy in front forwards as Host (--http-host), each allowed as
+// given, and as the origin of a page served under it (https:// or http://).
 class HttpHostRule {
  public:
-  explicit HttpHostRule(const HttpAddress& bound);
+  explicit HttpHostRule(const HttpAddress& bound, const std::vector<std::string>& proxied = {});
   bool host_allowed(std::string_view host) const;
   // No Origin (a program, not a page) passes; a page's must be the server's own.
   bool origin_allowed(std::optional<std::string_view> origin, std::string_view host) const;
 
  private:
   std::vector<std::string> hosts_;  // host:port, lower case
+  std::vector<std::string> proxied_;
   bool any_host_ = false;
 };
+
+// --http-host NAME[:PORT]: a DNS name or an address, as a Host header carries it; nullopt with
+// `why` for anything else (a scheme, a path, a space).
+std::optional<std::string> parse_http_host(std::string_view text, std::string* why);
 
 // One POST body, as JSON-RPC.
 struct PostedMessage {

@@ -141,7 +141,8 @@ struct McpHttpServer::Impl {
   net::steady_timer accept_pause{io};
   std::thread thread;
 
-  explicit Impl(McpHttpOptions given) : options(std::move(given)), hosts(options.address) {}
+  explicit Impl(McpHttpOptions given)
+      : options(std::move(given)), hosts(options.address, options.proxied_hosts) {}
 
   void push(Inbound inbound) {
     {
@@ -383,6 +384,9 @@ void Connection::on_header(beast::error_code ec) {
     respond(415, {}, "a POST carries application/json\n", "text/plain", true);
     return;
   }
+  // A client that waits to be asked for its body (curl, past 1 MB) is asked: it passed.
+  if (ascii_lower(header("expect").value_or("")) == "100-continue")
+    write("HTTP/1.1 100 Continue\r\n\r\n");
   read_deadline_.expires_after(kBodyWait);
   read_deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
     if (!ec) self->close();
@@ -796,7 +800,8 @@ McpHttpServer::McpHttpServer(McpHttpOptions options)
                              std::to_string(impl_->options.address.port) + ": " + ec.message());
   ::fcntl(impl_->acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
   impl_->options.address.port = impl_->acceptor.local_endpoint().port();
-  impl_->hosts = HttpHostRule(impl_->options.address);  // with the port chosen
+  impl_->hosts = HttpHostRule(impl_->options.address,
+                              impl_->options.proxied_hosts);  // with the port chosen
 }
 
 McpHttpServer::~McpHttpServer() {

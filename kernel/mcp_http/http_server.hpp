@@ -19,6 +19,7 @@
 // read (past it the connection is closed and its calls cancelled).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernel/mcp_http/http_rules.hpp"
 #include "kernel/mcp_router/client_side.hpp"
@@ -31,6 +32,7 @@ inline constexpr size_t kMaxQueuedOutput = 16u << 20;
 struct McpHttpOptions {
   HttpAddress address;
   std::string token;
+  std::vector<std::string> proxied_hosts;  // --http-host: names a proxy in front forwards
 };
 
 class McpHttpServer : public ClientSide {

@@ -51,7 +51,7 @@ SKIPPED = {
         "synopsis with placeholders; `build/belljar install --user ...` below is its example",
     "belljar run [policy flags] [--json] (FILE.py | -c CODE | -)":
         "synopsis with placeholders; each of its forms is run below",
-    "belljar mcp [--http HOST:PORT] [--max-sessions N] [--idle-timeout SECONDS] [--session-folders] [policy flags]":
+    "belljar mcp [--http HOST:PORT [--http-host NAME]] [--max-sessions N] [--idle-timeout SECONDS] [--session-folders] [policy flags]":
         "synopsis; `belljar mcp` and `belljar mcp --http 127.0.0.1:8765` below",
     "belljar check [policy flags]": "synopsis; `belljar check` below",
     "belljar run": "the command's name in prose; its forms (script.py, -c, -) are run below",

@@ -478,3 +478,24 @@ def test_what_the_second_review_sent_is_refused_and_the_server_serves_on(server,
             pass
         assert closed_by_server(raw)
     assert server.request("POST", ping, b)[0] == 200
+
+
+@pytest.mark.parametrize("server", [("--http-host", "mcp.example.org")], indirect=True)
+def test_behind_a_tls_proxy_its_name_passes_and_a_large_body_is_asked_for(server):
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    # The name the proxy forwards as Host, and a page served under it.
+    assert exchange_raw(server.port, raw_post(server.port, ping, {
+        "Host": "mcp.example.org", "Origin": "https://mcp.example.org"}), 1) == [
+        "HTTP/1.1 200 OK"]
+    assert exchange_raw(server.port, raw_post(server.port, ping, {
+        "Host": "mcp.example.org", "Origin": "https://evil.example"}), 1) == [
+        "HTTP/1.1 403 Forbidden"]
+    # A client that waits to be asked for its body (curl, past 1 MB) is asked once it passed.
+    body = json.dumps(ping).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as raw:
+        head = raw_post(server.port, ping, {"Expect": "100-continue"})
+        raw.sendall(head[:-len(body)])
+        stream = raw.makefile("rb")
+        assert stream.readline() == b"HTTP/1.1 100 Continue\r\n" and stream.readline() == b"\r\n"
+        raw.sendall(body)
+        assert stream.readline().startswith(b"HTTP/1.1 200")

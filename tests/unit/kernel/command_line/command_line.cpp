@@ -280,6 +280,11 @@ TEST_CASE("mcp takes its own flags, each checked, and no other command does", "[
   CHECK(cl.max_sessions == 4);
   CHECK(cl.idle_timeout_seconds == 90);
   CHECK_THAT(usage_error({"mcp", "--http", "example.org:80"}), Catch::Contains("IP address"));
+  CHECK(parse_command_line({"mcp", "--http", "127.0.0.1:1", "--http-host", "mcp.example.org"})
+            .http_hosts == std::vector<std::string>{"mcp.example.org"});
+  CHECK_THAT(usage_error({"mcp", "--http-host", "mcp.example.org"}), Catch::Contains("give both"));
+  CHECK_THAT(usage_error({"mcp", "--http", "127.0.0.1:1", "--http-host", "https://x"}),
+             Catch::Contains("as a Host header carries it"));
   CHECK_THAT(usage_error({"mcp", "--http"}), Catch::Contains("missing value"));
   CHECK_THAT(usage_error({"mcp", "--max-sessions", "0"}), Catch::Contains("1 to 1024"));
   CHECK_THAT(usage_error({"mcp", "--http", "127.0.0.1:1", "--one-session",

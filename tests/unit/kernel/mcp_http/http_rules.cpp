@@ -82,6 +82,19 @@ TEST_CASE("Host and Origin: the server's own names only", "[mcp_http]") {
   CHECK_FALSE(every.host_allowed(""));
   CHECK(every.origin_allowed("http://sandbox.example.org:80", "sandbox.example.org:80"));
   CHECK_FALSE(every.origin_allowed("http://evil.example:80", "sandbox.example.org:80"));
+  // Behind a TLS proxy: the names it forwards, as given, and pages served under them.
+  HttpHostRule proxied(*parse_http_address("127.0.0.1:8765", &why), {"mcp.example.org"});
+  CHECK(proxied.host_allowed("MCP.example.org"));
+  CHECK(proxied.host_allowed("127.0.0.1:8765"));
+  CHECK_FALSE(proxied.host_allowed("mcp.example.org:444"));
+  CHECK(proxied.origin_allowed("https://mcp.example.org", "mcp.example.org"));
+  CHECK_FALSE(proxied.origin_allowed("https://evil.example", "mcp.example.org"));
+  CHECK(parse_http_host("Mcp.Example.org:8443", &why) == "mcp.example.org:8443");
+  for (const char* bad : {"", "https://mcp.example.org", "mcp.example.org/mcp", "a b", ".x",
+                          "-x", ":80"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_http_host(bad, &why));
+  }
 }
 
 TEST_CASE("a POST body is one JSON-RPC message", "[mcp_http]") {
