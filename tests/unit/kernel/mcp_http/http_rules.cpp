@@ -90,8 +90,8 @@ TEST_CASE("Host and Origin: the server's own names only", "[mcp_http]") {
   CHECK(proxied.origin_allowed("https://mcp.example.org", "mcp.example.org"));
   CHECK_FALSE(proxied.origin_allowed("https://evil.example", "mcp.example.org"));
   CHECK(parse_http_host("Mcp.Example.org:8443", &why) == "mcp.example.org:8443");
-  for (const char* bad : {"", "https://mcp.example.org", "mcp.example.org/mcp", "a b", ".x",
-                          "-x", ":80"}) {
+  for (const char* bad :
+       {"", "https://mcp.example.org", "mcp.example.org/mcp", "a b", ".x", "-x", ":80"}) {
     INFO(bad);
     CHECK_FALSE(parse_http_host(bad, &why));
   }
