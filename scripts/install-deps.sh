@@ -24,6 +24,8 @@ packages=(
   jupyter-notebook python3-psutil python3-pytest
   # the benchmark's HTTPS stand-in (bench/brokered.py makes its CA)
   python3-cryptography
+  # bench/checkpoints.py: dill, what users pickle a session with today
+  python3-dill
   # the `jupyter kernelspec|console|nbconvert` commands the README shows (python3-* are modules only)
   jupyter-client jupyter-console jupyter-nbconvert
   # tests and tools: network namespaces, certificates (scripts/demo-ca.sh), a client the

@@ -354,6 +354,13 @@ void McpFrontend::start_next() {
       // Answered once the fresh worker has run an empty cell: then it is really ready.
       submit_execute(call, "", true, json::object());
       return;
+    case McpTool::checkpoint:
+    case McpTool::rollback:
+    case McpTool::list_checkpoints:
+    case McpTool::drop_checkpoint:
+      // The magic's cell, silent: the session's execution count does not move for it.
+      submit_execute(call, checkpoint_cell(call.tool, call.arguments), true, json::object());
+      return;
     case McpTool::list_files:
     case McpTool::read_file:
     case McpTool::write_file: {
@@ -410,8 +417,12 @@ void McpFrontend::finish_call(const json& reply_content, const json& reply_metad
   call.record.finish(reply_content, reply_metadata);
   json result;
   try {
-    result = call.tool == McpTool::run_python ? run_python_result(call.record)
-                                              : reset_session_result(call.record);
+    if (call.tool == McpTool::run_python)
+      result = run_python_result(call.record);
+    else if (is_checkpoint_tool(call.tool))
+      result = checkpoint_result(call.tool, call.record);
+    else
+      result = reset_session_result(call.record);
   } catch (const std::exception& e) {
     std::string name(tool_name(call.tool));
     log_line("mcp: building the result of " + name + ": " + e.what());

@@ -6,6 +6,7 @@
 #include "kernel/protocol/base64.hpp"
 #include "kernel/protocol/bounded_json.hpp"
 #include "kernel/protocol/json_field.hpp"
+#include "kernel/session/checkpoints.hpp"
 #include "sandbox/jail_client/workspace_files.hpp"
 
 namespace belljar {
@@ -45,8 +46,8 @@ struct ToolSpec {
   std::vector<Argument> arguments;
 };
 
-const std::array<ToolSpec, 5>& tool_specs() {
-  static const std::array<ToolSpec, 5> table = {{
+const std::array<ToolSpec, 9>& tool_specs() {
+  static const std::array<ToolSpec, 9> table = {{
       {McpTool::run_python,
        "run_python",
        {{"code", "string", true}, {"timeout_seconds", "number", false}}},
@@ -64,6 +65,10 @@ const std::array<ToolSpec, 5>& tool_specs() {
         {"encoding", "string", false},
         {"append", "boolean", false},
         {"create_dirs", "boolean", false}}},
+      {McpTool::checkpoint, "checkpoint", {{"name", "string", false}}},
+      {McpTool::rollback, "rollback", {{"checkpoint", "string", true}}},
+      {McpTool::list_checkpoints, "list_checkpoints", {}},
+      {McpTool::drop_checkpoint, "drop_checkpoint", {{"checkpoint", "string", true}}},
   }};
   return table;
 }
@@ -194,6 +199,76 @@ json mcp_tool_list(const Policy& policy, const McpRevision& revision) {
 
 namespace {
 
+json checkpoint_annotations(const char* title, bool read_only, bool destructive) {
+  return {{"title", title},
+          {"readOnlyHint", read_only},
+          {"destructiveHint", destructive},
+          {"idempotentHint", read_only},
+          {"openWorldHint", false}};
+}
+
+json checkpoint_handle(const char* what) {
+  return {{"type", "string"}, {"description", what}};
+}
+
+json checkpoint_tools() {
+  json facts = {{"checkpoint", checkpoint_handle("the checkpoint's handle")},
+                {"name", {{"type", "string"}}},
+                {"execution_count", {{"type", "integer"}}}};
+  json rolled = facts;
+  rolled["workspace"] = {{"type", {"object", "null"}},
+                         {"description",
+                          "names made, removed and renamed in the workspace since the checkpoint "
+                          "(null when it holds too many names to list)"}};
+  return json::array(
+      {{{"name", "checkpoint"},
+        {"title", "Checkpoint the session"},
+        {"description",
+         "Keep the Python session as it is now (variables, modules, objects, the execution "
+         "count), in milliseconds: a copy-on-write fork of the sandboxed process, charged to "
+         "the session's memory as its pages diverge. Returns a handle for rollback. Workspace "
+         "files are not copied. The oldest is dropped past the server's --checkpoints."},
+        {"inputSchema",
+         object_schema(
+             {{"name",
+               {{"type", "string"}, {"description", "a name of 1 to 64 letters, digits, _ - ."}}}},
+             json::array())},
+        {"outputSchema", object_schema(facts, {"checkpoint", "name", "execution_count"})},
+        {"annotations", checkpoint_annotations("Checkpoint the session", false, false)}},
+       {{"name", "rollback"},
+        {"title", "Roll back to a checkpoint"},
+        {"description",
+         "Return the session to a checkpoint: its memory comes back exactly (threads the "
+         "session started, subprocesses and sockets do not). Lists the names made, removed and "
+         "renamed in the workspace since, which the rollback does not undo. The checkpoint is "
+         "kept: roll back to it again later. Queued behind a running call."},
+        {"inputSchema",
+         object_schema(
+             {{"checkpoint", checkpoint_handle("a handle checkpoint returned, or its name")}},
+             {"checkpoint"})},
+        {"outputSchema", object_schema(rolled, {"checkpoint", "name", "execution_count"})},
+        {"annotations", checkpoint_annotations("Roll back to a checkpoint", false, true)}},
+       {{"name", "list_checkpoints"},
+        {"title", "List checkpoints"},
+        {"description", "The session's checkpoints, oldest first."},
+        {"inputSchema", object_schema(json::object(), json::array())},
+        {"outputSchema",
+         object_schema({{"checkpoints", {{"type", "array"}, {"items", {{"type", "object"}}}}}},
+                       {"checkpoints"})},
+        {"annotations", checkpoint_annotations("List checkpoints", true, false)}},
+       {{"name", "drop_checkpoint"},
+        {"title", "Drop a checkpoint"},
+        {"description", "Let a checkpoint go, and the memory it holds."},
+        {"inputSchema",
+         object_schema(
+             {{"checkpoint", checkpoint_handle("a handle checkpoint returned, or its name")}},
+             {"checkpoint"})},
+        {"outputSchema", object_schema({{"checkpoint", checkpoint_handle("the handle dropped")},
+                                        {"name", {{"type", "string"}}}},
+                                       {"checkpoint", "name"})},
+        {"annotations", checkpoint_annotations("Drop a checkpoint", false, true)}}});
+}
+
 json tools_as_described(const Policy& policy) {
   std::string limits = seconds_text(policy.timeout_seconds) +
                        " wall-clock per call (timeout_seconds can only shorten it), " +
@@ -302,7 +377,9 @@ json tools_as_described(const Policy& policy) {
         {"destructiveHint", true},
         {"idempotentHint", true},
         {"openWorldHint", false}}}};
-  return json::array({run_python, reset_session, list_files, read_file, write_file});
+  json tools = json::array({run_python, reset_session, list_files, read_file, write_file});
+  for (json& tool : checkpoint_tools()) tools.push_back(std::move(tool));
+  return tools;
 }
 
 }  // namespace
@@ -336,6 +413,13 @@ std::optional<std::string> check_tool_arguments(McpTool tool, const json& argume
     return name + ": max_bytes must be between 1 and " + std::to_string(kMaxReadBytes);
   if (auto e = arguments.find("encoding"); e != arguments.end() && *e != "utf-8" && *e != "base64")
     return name + ": encoding must be utf-8 or base64";
+  // A name goes into a magic's cell: by shape only, so no text becomes code.
+  if (auto n = arguments.find("name");
+      n != arguments.end() && !Checkpoints::valid_name(n->get_ref<const std::string&>()))
+    return name + ": name must be 1 to 64 letters, digits, '_', '-' or '.'";
+  if (auto c = arguments.find("checkpoint");
+      c != arguments.end() && !Checkpoints::valid_reference(c->get_ref<const std::string&>()))
+    return name + ": checkpoint must be a handle checkpoint returned, or a checkpoint's name";
   if (auto p = arguments.find("path"); p != arguments.end() && tool != McpTool::list_files &&
                                        p->get_ref<const std::string&>().empty())
     return name + ": path must not be empty";
@@ -392,6 +476,53 @@ json run_python_result(const RunRecord& record) {
   return {{"content", std::move(content)},
           {"structuredContent", std::move(structured)},
           {"isError", record.status() != "ok"}};
+}
+
+bool is_checkpoint_tool(McpTool tool) {
+  return tool == McpTool::checkpoint || tool == McpTool::rollback ||
+         tool == McpTool::list_checkpoints || tool == McpTool::drop_checkpoint;
+}
+
+std::string checkpoint_cell(McpTool tool, const json& arguments) {
+  switch (tool) {
+    case McpTool::checkpoint:
+      return "%checkpoint " + json_field(arguments, "name", "");
+    case McpTool::rollback:
+      return "%rollback " + json_field(arguments, "checkpoint", "");
+    case McpTool::drop_checkpoint:
+      return "%drop_checkpoint " + json_field(arguments, "checkpoint", "");
+    default:
+      return "%checkpoints";
+  }
+}
+
+json checkpoint_result(McpTool tool, const RunRecord& record) {
+  json structured = record.structured();
+  if (record.status() != "ok") {
+    json error = structured["error"];
+    std::string why = error.is_object() ? string_field(error, "evalue") : "unknown";
+    return tool_error_result(std::string(tool_name(tool)) + " failed: " + why);
+  }
+  json facts = structured["facts"].value("checkpoint", json::object());
+  facts.erase("op");
+  facts.erase("ok");
+  facts.erase("made_at");
+  std::string text;
+  for (const auto& output : structured["outputs"]) {
+    const json& data = output.value("data", json::object());
+    if (output.value("type", "") == "stream") text += output.value("text", "");
+    if (data.contains("text/plain") && data["text/plain"].is_string())
+      text += data["text/plain"].get<std::string>() + "\n";
+    // A rollback's workspace changes: the session's own account (the worker lists them).
+    auto changes = data.find("application/vnd.belljar.checkpoint+json");
+    if (tool == McpTool::rollback && changes != data.end() && changes->is_object())
+      facts["workspace"] = changes->value("workspace", json());
+  }
+  if (tool == McpTool::rollback && !facts.contains("workspace")) facts["workspace"] = nullptr;
+  if (text.empty()) text = "(no output)";
+  return {{"content", json::array({text_block(text)})},
+          {"structuredContent", std::move(facts)},
+          {"isError", false}};
 }
 
 json reset_session_result(const RunRecord& record) {
@@ -529,8 +660,7 @@ json file_tool_result(McpTool tool, const json& arguments, const Policy& policy)
       }
       case McpTool::write_file:
         break;
-      case McpTool::run_python:
-      case McpTool::reset_session:
+      default:
         return tool_error_result(std::string(tool_name(tool)) + " is not a file tool");
     }
     std::string content = json_field(arguments, "content", "");

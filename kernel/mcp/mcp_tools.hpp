@@ -3,6 +3,8 @@
 // checks of their arguments, and their results built from what the session answered.
 //   run_python      code in the persistent session; outputs, images, the run's facts
 //   reset_session   a fresh Python session; workspace files kept
+//   checkpoint, rollback, list_checkpoints, drop_checkpoint   the session's checkpoints,
+//                   through the magics' cells (%checkpoint, %rollback, ...)
 //   list_files, read_file, write_file   the workspace, done by the supervisor itself
 //                   (sandbox/jail_client/workspace_files.hpp): the kernel's word, never the
 //                   session's, under the jail's masks and read-only rules
@@ -17,7 +19,21 @@
 
 namespace belljar {
 
-enum class McpTool { run_python, reset_session, list_files, read_file, write_file };
+enum class McpTool {
+  run_python,
+  reset_session,
+  list_files,
+  read_file,
+  write_file,
+  checkpoint,
+  rollback,
+  list_checkpoints,
+  drop_checkpoint
+};
+// The checkpoint tools run their magic's cell (kernel/session/checkpoints.hpp).
+bool is_checkpoint_tool(McpTool tool);
+// That cell's code, from arguments check_tool_arguments accepted.
+std::string checkpoint_cell(McpTool tool, const nlohmann::json& arguments);
 // The tool a tools/call names, parsed once; nullopt for a name this server does not offer.
 std::optional<McpTool> mcp_tool(std::string_view name);
 std::string_view tool_name(McpTool tool);
@@ -41,6 +57,9 @@ nlohmann::json run_python_result(const RunRecord& record);
 nlohmann::json file_tool_result(McpTool tool, const nlohmann::json& arguments,
                                 const Policy& policy);
 nlohmann::json reset_session_result(const RunRecord& record);
+// CallToolResult of a checkpoint tool: the supervisor's facts of the cell (its reply's
+// metadata), and a rollback's workspace changes (the worker's display).
+nlohmann::json checkpoint_result(McpTool tool, const RunRecord& record);
 nlohmann::json tool_error_result(const std::string& text);
 
 }  // namespace belljar

@@ -18,16 +18,18 @@ namespace {
 // Rendered as text, an image or a collapsible JSON tree by Notebook 6 and JupyterLab 4: nothing
 // in the data becomes markup or code. Declared once; every other type is checked or active.
 // %audit's records have a type of their own that no frontend renders (it shows the table).
-const std::set<std::string, std::less<>> kInertMimeTypes = {"text/plain",
-                                                            "image/png",
-                                                            "image/jpeg",
-                                                            "image/gif",
-                                                            "image/webp",
-                                                            "image/bmp",
-                                                            "application/json",
-                                                            "application/vnd.belljar.audit+json",
-                                                            "application/vnd.jupyter.stdout",
-                                                            "application/vnd.jupyter.stderr"};
+const std::set<std::string, std::less<>> kInertMimeTypes = {
+    "text/plain",
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "image/bmp",
+    "application/json",
+    "application/vnd.belljar.audit+json",
+    "application/vnd.belljar.checkpoint+json",
+    "application/vnd.jupyter.stdout",
+    "application/vnd.jupyter.stderr"};
 
 constexpr std::string_view kWidgetView = "application/vnd.jupyter.widget-view+json";
 

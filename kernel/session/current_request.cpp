@@ -17,6 +17,12 @@ Cell& CurrentRequest::begin(Cell cell) {
   return cell_.emplace(std::move(cell));
 }
 
+nlohmann::json CurrentRequest::settle_checkpoint(bool ok) {
+  Checkpoints::Settled settled = checkpoints_.settle(ok);
+  if (settled.execution_count) execution_count_ = *settled.execution_count;
+  return std::move(settled.facts);
+}
+
 Cell CurrentRequest::end() {
   if (!cell_) throw std::logic_error("no request is running");
   Cell ended = std::move(*cell_);

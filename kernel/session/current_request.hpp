@@ -1,7 +1,8 @@
 #pragma once
 // The request being served now, owned in one place: the running Cell (a cell, a comm message's
-// handler, a lookup), the session's execution count, the source of the frame ids requests are
-// sent to the worker under, and the running request's output budget. The core begins and ends a
+// handler, a lookup), the session's execution count and the checkpoints a rollback returns it
+// to (checkpoints.hpp), the source of the frame ids requests are sent to the worker under, and
+// the running request's output budget. The core begins and ends a
 // request here (requests.cpp); the parts are asked its facts as arguments of their calls.
 // Threat: the worker. Every frame it sends names the request it answers by the supervisor's own
 // id ("r<n>", never reused, whatever msg_id a client chose): only a frame naming the running
@@ -17,11 +18,15 @@
 
 #include "kernel/output/output_stream.hpp"
 #include "kernel/session/cell.hpp"
+#include "kernel/session/checkpoints.hpp"
 
 namespace belljar {
 
 class CurrentRequest {
  public:
+  // `checkpoints`: how many the session keeps (--checkpoints).
+  explicit CurrentRequest(size_t checkpoints = 0) : checkpoints_(checkpoints) {}
+
   // Questions
   bool active() const { return cell_.has_value(); }
   // The running request; only while active (else std::bad_optional_access).
@@ -56,6 +61,11 @@ class CurrentRequest {
   // for a cell, its execution count (the next one unless silent) and its budget.
   std::string fresh_id() { return "r" + std::to_string(++requests_started_); }
   int count_execution(bool silent) { return silent ? execution_count_ : ++execution_count_; }
+  // The session's checkpoints: a checkpoint cell asks them (Checkpoints::ask).
+  Checkpoints& checkpoints() { return checkpoints_; }
+  // The running cell ended (ok: without an error): what it asked of the checkpoints holds, a
+  // rollback's count is the session's from now on. The facts for its reply; null for none.
+  nlohmann::json settle_checkpoint(bool ok);
   void reset_budget(uint64_t limit) { budget_.reset(limit); }
   void set_budget(OutputBudget budget) { budget_ = budget; }
   // The request is the running one (there was none).
@@ -66,6 +76,7 @@ class CurrentRequest {
  private:
   std::optional<Cell> cell_;
   int execution_count_ = 0;
+  Checkpoints checkpoints_;
   uint64_t requests_started_ = 0;  // source of the frame ids of requests
   OutputBudget budget_;
 };

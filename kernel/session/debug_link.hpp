@@ -134,6 +134,8 @@ class DebugLink {
 
   // The worker said its main thread is stopped (a cell started now starts paused).
   bool paused() const { return requests_.paused(); }
+  // A debug session is started (the worker's debugger threads hold its state).
+  bool session_started() const { return requests_.started(); }
   // The id the last request handed to the worker carries (the fuzzer's @DID).
   uint64_t last_id() const { return requests_.last_id(); }
 

@@ -185,6 +185,7 @@ class Kernel {
   void handle_frame(const json& frame);
   void on_hello(const json& frame);
   void on_done(const json& frame);
+  void on_checkpoint_request(const json& frame);
   void on_worker_exit(const WorkerExit& exit);
   void drop_worker();
 
@@ -245,7 +246,7 @@ class Kernel {
 
   RequestQueue queue_;  // requests waiting for the worker (request_queue.hpp)
   // The request being served: its Cell, frame ids, execution count, budget (current_request.hpp).
-  CurrentRequest current_;
+  CurrentRequest current_{options_.policy.checkpoints};
   // What a finished cell leaves: its reply, audit record, metrics, history (cell_records.hpp).
   CellRecords records_{options_.policy, options_.session_id, obs_.audit, obs_.metrics,
                        obs_.frame_log,  checks_.redactor(),  client_};

@@ -37,6 +37,7 @@ constexpr std::array<FrameRow, kWorkerFrameTypes> kFrames = {{
     {"input_request", FrameCharge::output_budget},  // the prompt, and a fixed cost each
     {"limits", FrameCharge::nothing},               // answered to the worker
     {"audit_request", FrameCharge::nothing},        // answered to the worker
+    {"checkpoint_request", FrameCharge::nothing},   // answered to the worker
     {"comm_open", FrameCharge::output_budget},      // and the comm window (worker_comms.hpp)
     {"comm_msg", FrameCharge::output_budget},
     {"comm_close", FrameCharge::output_budget},
@@ -103,6 +104,7 @@ bool idle_output(WorkerFrame frame) {
     case WorkerFrame::input_request:
     case WorkerFrame::limits:
     case WorkerFrame::audit_request:
+    case WorkerFrame::checkpoint_request:
     case WorkerFrame::comm_begin:
     case WorkerFrame::done:
     case WorkerFrame::complete_reply:

@@ -29,6 +29,7 @@ enum class WorkerFrame {
   input_request,
   limits,
   audit_request,
+  checkpoint_request,  // a checkpoint magic's cell (checkpoints.hpp)
   // a comm's end in the worker opened, sent on or closed
   comm_open,
   comm_msg,

@@ -237,6 +237,10 @@ void Kernel::finish_cell(const json& done) {
   measured.stderr_bytes = worker_link_.total_bytes(1);
   measured.comms_handled = comms_.take_handled();
   CellRecords::Reply reply = records_.finish(cell, done, measured, current_.budget());
+  if (json checkpoint = current_.settle_checkpoint(!cell.error); !checkpoint.is_null()) {
+    obs_.audit.record("checkpoint", checkpoint);
+    reply.metadata["belljar"]["checkpoint"] = std::move(checkpoint);
+  }
   bool abort = cell.error && cell.stop_on_error;
   if (abort) {
     queue_.set_collecting(true);

@@ -29,7 +29,8 @@ void Kernel::start_worker() {
   workspace_.new_warden();
   debug_.new_worker();
   debug_.readiness(life_.ready(), life_.start_error());
-  checks_.widgets().forget_all();  // the page's comms were the old worker's
+  checks_.widgets().forget_all();       // the page's comms were the old worker's
+  current_.checkpoints().forget_all();  // and its checkpoints, the old worker's forks
   try {
     worker_.emplace(WorkerProcess::start(options_.policy, options_.launch));
   } catch (const SandboxError& e) {
@@ -105,6 +106,8 @@ void Kernel::handle_frame(const json& frame) {
       return;
     case WorkerFrame::audit_request:
       return core_.cell_output().on_audit_request(frame, current_);
+    case WorkerFrame::checkpoint_request:
+      return on_checkpoint_request(frame);
     case WorkerFrame::comm_open:
     case WorkerFrame::comm_msg:
     case WorkerFrame::comm_close:
@@ -120,6 +123,21 @@ void Kernel::handle_frame(const json& frame) {
       if (worker_answer(current_.cell().kind) == *type) finish_request_reply(frame);
       return;
   }
+}
+
+void Kernel::on_checkpoint_request(const json& frame) {
+  Checkpoints::Facts facts;
+  facts.in_cell = current_.executing();
+  facts.execution_count = current_.execution_count();
+  // A sandbox's --memory is the total of its processes (its cgroup, or the warden's sum without
+  // one), a checkpoint's copied pages included; --isolation none has only RLIMIT_AS, per process.
+  if (options_.policy.memory_bytes > 0 && options_.policy.isolation == Isolation::none)
+    facts.refusal =
+        "with --isolation none nothing sums the session's memory, so a checkpoint's pages "
+        "would escape --memory: checkpoints are refused";
+  else if (debug_.session_started())
+    facts.refusal = "a debug session is started: stop debugging before a checkpoint or rollback";
+  worker_link_.send(current_.checkpoints().ask(frame, facts));
 }
 
 void Kernel::on_hello(const json& frame) {

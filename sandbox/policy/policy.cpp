@@ -317,6 +317,7 @@ nlohmann::json Policy::summary() const {
           {"output_limit_bytes", output_limit_bytes},
           {"workspace_quota_bytes", workspace_quota_bytes},
           {"history_size", history_size},
+          {"checkpoints", checkpoints},
           {"python", python}};
 }
 

@@ -91,6 +91,7 @@ struct Policy {
   bool bench_unbrokered_workspace = false;
   std::string metrics_file;      // Prometheus textfile; empty: none
   uint64_t history_size = 1000;  // cells history requests reach (history.hpp)
+  uint64_t checkpoints = 8;      // checkpoints a session keeps (kernel/session/checkpoints.hpp)
   Isolation isolation = Isolation::strict;
   ActiveOutput active_output = ActiveOutput::isolate;
 

@@ -419,6 +419,19 @@ const std::array kFlags = {
               p.history_size = count_within(f, v, 0, 1000000, "cells");
             }},
     PolicyFlag{
+        .name = "--checkpoints",
+        .placeholder = "N",
+        .kind = FlagValue::count,
+        .fallback = "8",
+        .meaning = "checkpoints a session keeps (%checkpoint, MCP's checkpoint), the oldest "
+                   "dropped with a notice; their memory is charged to --memory; 0 turns them "
+                   "off; 0 to 64",
+        .file_key = "checkpoints",
+        .apply =
+            [](Policy& p, const std::string& f, const std::string& v) {
+              p.checkpoints = count_within(f, v, 0, 64, "checkpoints");
+            }},
+    PolicyFlag{
         .name = "--isolation",
         .placeholder = "MODE",
         .kind = FlagValue::choice,

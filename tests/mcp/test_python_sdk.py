@@ -395,3 +395,66 @@ def test_a_session_reads_no_policy_the_sandbox_moved_or_wrote(workspace, audit_d
     assert not ran.is_error, text_of(ran)
     assert ran.structured_content["facts"]["limits"]["timeout_seconds"] == 30
     assert f"'{workspace}'" in text_of(ran)
+
+
+async def checkpoints_through_the_tools(workspace, mode):
+    params = StdioServerParameters(command=BELLJAR, args=[*server_args(workspace),
+                                                          "--checkpoints", "2"])
+    seen = {}
+    async with Client(params, mode=mode) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        seen["tools"] = tools
+        await client.call_tool("run_python", {"code": "data = list(range(5))"})
+        kept = await client.call_tool("checkpoint", {"name": "loaded"})
+        seen["kept"] = kept.structured_content
+        await client.call_tool("run_python", {"code": "data.clear()\nopen('made.txt', 'w')"})
+        rolled = await client.call_tool("rollback", {"checkpoint": kept.structured_content[
+            "checkpoint"]})
+        seen["rolled"] = rolled
+        seen["data"] = text_of(await client.call_tool("run_python", {"code": "print(data)"}))
+        # A second session's checkpoints are its own: the first's handle means nothing there.
+        other = (await client.call_tool("open_session", {})).structured_content["session"]
+        seen["other_rollback"] = await client.call_tool(
+            "rollback", {"checkpoint": kept.structured_content["checkpoint"], "session": other})
+        seen["other_list"] = (await client.call_tool(
+            "list_checkpoints", {"session": other})).structured_content
+        await client.call_tool("checkpoint", {"name": "second"})
+        third = await client.call_tool("checkpoint", {})
+        seen["third"] = third
+        seen["listed"] = (await client.call_tool("list_checkpoints", {})).structured_content
+        seen["dropped"] = (await client.call_tool("drop_checkpoint", {"checkpoint": "second"})
+                           ).structured_content
+        seen["bad_name"] = await call_refused(client, "checkpoint", {"name": "x\nimport os"})
+        seen["bad_ref"] = await call_refused(client, "rollback", {"checkpoint": "a b"})
+        seen["missing"] = await call_refused(client, "rollback", {})
+        seen["alive"] = text_of(await client.call_tool("run_python", {"code": "print(len(data))"}))
+    return seen
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_checkpoint_tools_keep_and_return_to_a_sessions_state(workspace, mode):
+    seen = asyncio.run(checkpoints_through_the_tools(workspace, mode))
+    tools = seen["tools"]
+    assert {"checkpoint", "rollback", "list_checkpoints", "drop_checkpoint"} <= set(tools)
+    assert "session" in tools["rollback"].input_schema["properties"]
+    handle = seen["kept"]["checkpoint"]
+    assert re.fullmatch(r"ckpt_[0-9a-f]{32}", handle)
+    assert seen["kept"]["name"] == "loaded"
+    rolled = seen["rolled"]
+    assert not rolled.is_error, text_of(rolled)
+    assert rolled.structured_content["checkpoint"] == handle
+    assert rolled.structured_content["workspace"] == {"made": ["made.txt"], "removed": [],
+                                                      "renamed": []}
+    assert "rolled back to 'loaded'" in text_of(rolled)
+    assert seen["data"] == "[0, 1, 2, 3, 4]\n"
+    assert seen["other_rollback"].is_error
+    assert "no checkpoint" in text_of(seen["other_rollback"])
+    assert seen["other_list"] == {"checkpoints": []}
+    # --checkpoints 2: the third dropped the oldest, with a notice.
+    assert "the oldest, 'loaded', was dropped" in text_of(seen["third"])
+    assert [c["name"] for c in seen["listed"]["checkpoints"]] == ["second", "cp1"]
+    assert seen["dropped"]["name"] == "second"
+    assert "name must be 1 to 64" in seen["bad_name"]
+    assert "checkpoint must be a handle" in seen["bad_ref"]
+    assert "missing required argument checkpoint" in seen["missing"]
+    assert seen["alive"] == "5\n"

@@ -12,6 +12,9 @@ costs nothing at start-up.
 # a plain interpreter: display() then prints).
 session = None
 
+# The workspace: the folder the worker started in (a cell may chdir elsewhere).
+workspace = None
+
 # matplotlib's names for inline_backend.py: matplotlib_inline's where that is installed (code
 # and libraries compare matplotlib.get_backend() with it; the worker then stands in for its
 # module), else one of its own.

@@ -62,6 +62,16 @@ class InterruptGate:
             return  # no pipes left: interrupts work as Python's alone do
         os.register_at_fork(after_in_child=self._forget_wakeup_in_child)
 
+    def reinstall(self):
+        """In the worker a rollback made (checkpoints.py): SIGINT is the gate's again, with a
+        wakeup pipe of its own (the fork forgot the one it shared)."""
+        import _signal
+        _signal.signal(_signal.SIGINT, self.handle_sigint)
+        try:
+            self.wakeup = WakeupPipe()
+        except (ValueError, OSError, AttributeError):
+            self.wakeup = None
+
     def installed(self):
         """Whether SIGINT's handler is still the gate's (a cell may install its own)."""
         import _signal

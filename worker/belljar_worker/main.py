@@ -59,6 +59,8 @@ def serve():
     from .wire import FrameChannel
 
     _environment()
+    from . import current
+    current.workspace = os.getcwd()
     gate = InterruptGate()
     gate.install()
     streams = OutputStreams()

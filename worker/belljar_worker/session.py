@@ -227,6 +227,12 @@ class Session:
         self._execute_ctx = None
 
     def _run_cell(self, ctx):
+        if "checkpoint" in ctx.code or "%rollback" in ctx.code:
+            from .checkpoints import checkpoint_magic, serve_magic
+            magic = checkpoint_magic(ctx.code)
+            if magic is not None:
+                serve_magic(self, ctx, *magic)
+                return
         wanted = audit_request(ctx.code)
         if wanted is not None:
             show_audit(self.channel, ctx.id, wanted)

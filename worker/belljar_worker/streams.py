@@ -7,6 +7,7 @@ hundreds of thousands of lines stays fast; a small background thread flushes the
 the debug channel, when the session has one.
 """
 import _thread
+import contextlib
 import io
 import os
 import sys
@@ -63,6 +64,9 @@ class OutputStreams:
         self.between_flushes = None  # a wait(seconds) that does other work: debugger/__init__.py
         self.after_flush = None  # called by the flusher after each flush: interrupts.py
         self.written = [0, 0]  # bytes this worker's streams wrote to fd 1 and fd 2
+        # A checkpoint's fork (checkpoints.py) starts no flusher: the holder waits, stopped.
+        self.forking_quietly = False
+        self._flushing = _thread.allocate_lock()  # held by the flusher while it flushes
         self.stdout = _open_fd_stream(1, self)
         self.stderr = _open_fd_stream(2, self)
         sys.stdout = sys.__stdout__ = self.stdout
@@ -109,7 +113,27 @@ class OutputStreams:
         # A forked child (multiprocessing) has no flusher thread: give it one.
         os.register_at_fork(after_in_child=self._restart_flusher_in_child)
 
+    @contextlib.contextmanager
+    def quiet_fork(self):
+        """Around a checkpoint's fork: everything written is out and the flusher is not inside
+        a buffer's lock (the child, with no flusher, could never take it again)."""
+        self.flush()
+        with self._flushing:
+            self.forking_quietly = True
+            try:
+                yield
+            finally:
+                self.forking_quietly = False
+
+    def restart_after_rollback(self):
+        """In the worker a rollback made: the flusher again, serving what it served."""
+        self.forking_quietly = False
+        self._flushing = _thread.allocate_lock()
+        _thread.start_new_thread(self._flush_periodically, ())
+
     def _restart_flusher_in_child(self):
+        if self.forking_quietly:
+            return
         self.between_flushes = None  # the debug channel is the parent's
         self.after_flush = None  # and its interrupts
         try:
@@ -134,7 +158,8 @@ class OutputStreams:
             except Exception:
                 # A cell closed fd 4, say: the debug channel is gone, the flushing goes on.
                 self.between_flushes = None
-            self.flush_own()  # never the user's replacement streams: they may not be thread-safe
+            with self._flushing:
+                self.flush_own()  # never the user's replacement streams: may not be thread-safe
             after = self.after_flush
             if after is not None:
                 try:

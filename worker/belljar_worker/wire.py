@@ -216,6 +216,18 @@ class FrameChannel:
             waited += delay
             delay = min(delay * 2, 0.002)
 
+    # -- a rollback's hand-over (checkpoints.py) ------------------------------------------
+    def state(self):
+        """What this channel read of fd 3 and has not served, for the worker a rollback makes."""
+        return {"inbox": self._inbox.hex(), "deferred": self._deferred}
+
+    def restore(self, state):
+        self._inbox = bytearray.fromhex(state["inbox"])
+        self._deferred = list(state["deferred"])
+        self._frame_unread = True  # the last worker's frame may still be unread
+        self._write_lock = _thread.allocate_lock()  # a thread may have held it at the fork
+        self.main_thread = _thread.get_ident()
+
     # -- receiving ---------------------------------------------------------------------
     def next_request(self):
         """The next frame for the idle loop (frames held back while a cell waited first);

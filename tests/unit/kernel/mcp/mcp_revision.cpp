@@ -48,7 +48,7 @@ TEST_CASE("tools/list shows each revision only its own fields", "[mcp_revision]"
   for (const auto& revision : mcp_revisions()) {
     INFO(revision.version);
     json tools = mcp_tool_list(policy, revision);
-    REQUIRE(tools.size() == 5);
+    REQUIRE(tools.size() == 9);
     for (const auto& tool : tools) {
       CHECK(tool.contains("title") == revision.structured);
       CHECK(tool.contains("annotations") == revision.annotations);

@@ -398,9 +398,12 @@ TEST_CASE("inert types pass unchanged, unknown and exec types are dropped with a
                {"text/latex", "$\\frac{1}{2}$"},
                {"image/png", "iVBORw0KGgo="},
                {"application/json", {{"a", 1}}},
-               {"application/vnd.belljar.audit+json", {{"records", json::array()}}}};
+               {"application/vnd.belljar.audit+json", {{"records", json::array()}}},
+               {"application/vnd.belljar.checkpoint+json", {{"workspace", nullptr}}}};
   json out = apply_active_output(data, ActiveOutput::isolate);
   CHECK(out["application/vnd.belljar.audit+json"] == data["application/vnd.belljar.audit+json"]);
+  CHECK(out["application/vnd.belljar.checkpoint+json"] ==
+        data["application/vnd.belljar.checkpoint+json"]);
   CHECK(out["text/latex"] == data["text/latex"]);
   CHECK(out["image/png"] == data["image/png"]);
   CHECK(out["application/json"] == data["application/json"]);

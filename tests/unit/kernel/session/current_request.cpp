@@ -139,3 +139,26 @@ TEST_CASE("current request: a request ends once, and begins only when none runs"
   CHECK_FALSE(current.active());
   CHECK_THROWS_AS(current.cell(), std::bad_optional_access);
 }
+
+TEST_CASE("current request: a rollback cell that ended well sets the session's count back",
+          "[current_request]") {
+  CurrentRequest current(4);
+  for (int i = 0; i < 3; ++i) current.count_execution(false);
+  Checkpoints::Facts facts;
+  facts.in_cell = true;
+  facts.execution_count = current.execution_count();
+  current.checkpoints().ask({{"op", "make"}, {"name", "at3"}}, facts);
+  CHECK(current.settle_checkpoint(true)["execution_count"] == 3);
+  for (int i = 0; i < 4; ++i) current.count_execution(false);
+  facts.execution_count = current.execution_count();
+  current.checkpoints().ask({{"op", "rollback"}, {"name", "at3"}}, facts);
+  CHECK(current.settle_checkpoint(true)["op"] == "rollback");
+  CHECK(current.execution_count() == 3);
+  // One that failed leaves the count alone.
+  current.count_execution(false);
+  current.checkpoints().ask({{"op", "rollback"}, {"name", "at3"}}, facts);
+  CHECK(current.settle_checkpoint(false)["ok"] == false);
+  CHECK(current.execution_count() == 4);
+  // A cell that asked nothing settles nothing.
+  CHECK(current.settle_checkpoint(true).is_null());
+}

@@ -61,10 +61,11 @@ TEST_CASE("every frame a worker sends is charged to a budget, or reaches no clie
   // The complement of the budgets, written out: a frame added to the table with `nothing` (or
   // `fixed`) fails here until it is added below, with its reason.
   const std::set<std::string_view> reach_no_client = {
-      "limits",         // answered to the worker (limits_reply)
-      "audit_request",  // answered to the worker (audit_reply)
-      "comm_begin",     // marks the start of a comm handler during a cell
-      "debug_state",    // moves the cell's pause, nothing else
+      "limits",              // answered to the worker (limits_reply)
+      "audit_request",       // answered to the worker (audit_reply)
+      "checkpoint_request",  // answered to the worker (checkpoint_reply)
+      "comm_begin",          // marks the start of a comm handler during a cell
+      "debug_state",         // moves the cell's pause, nothing else
   };
   const std::set<std::string_view> fixed = {"hello"};  // language_info rebuilt by the kernel
   const std::set<std::string_view> own_reply_budget = {"complete_reply", "inspect_reply",

@@ -112,14 +112,15 @@ TEST_CASE("tool arguments are checked against their schema", "[mcp_tools]") {
 
 TEST_CASE("a tool is named once: parsed from its name and spelled back", "[mcp_tools]") {
   for (McpTool tool : {McpTool::run_python, McpTool::reset_session, McpTool::list_files,
-                       McpTool::read_file, McpTool::write_file})
+                       McpTool::read_file, McpTool::write_file, McpTool::checkpoint,
+                       McpTool::rollback, McpTool::list_checkpoints, McpTool::drop_checkpoint})
     CHECK(mcp_tool(tool_name(tool)) == tool);
   CHECK(tool_name(McpTool::read_file) == "read_file");
   CHECK_FALSE(mcp_tool("run_pythonx"));
   CHECK_FALSE(mcp_tool(""));
   // what tools/list offers is exactly what a call may name
   json listed = mcp_tool_list(Policy{}, *mcp_revision("2025-11-25"));
-  REQUIRE(listed.size() == 5);
+  REQUIRE(listed.size() == 9);
   for (const auto& tool : listed) CHECK(mcp_tool(tool["name"].get<std::string>()));
 }
 

@@ -53,6 +53,7 @@ const std::map<std::string, std::string>& good_values() {
       {"--audit-required", "true"},
       {"--metrics", "/tmp/belljar.prom"},
       {"--history-size", "50"},
+      {"--checkpoints", "4"},
       {"--isolation", "degraded"},
       {"--active-output", "strip"},
       {"--bench-unbrokered-workspace", "true"}};
