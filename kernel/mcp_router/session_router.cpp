@@ -108,6 +108,11 @@ void SessionRouter::from_client(Caller caller, std::string_view line, Clock::tim
       to_client(caller, json_rpc_error(message.id, message.error, message.problem));
       return;
     case JsonRpcMessage::Kind::request:
+      // A client at work is no idle client: its own session (and with it, over HTTP, the MCP
+      // session) stays while it calls tools on the sessions it opened. A ping is no work.
+      if (auto& own = clients_[caller.client].own; own && message.method == "tools/call")
+        if (auto session = sessions_.find(*own); session != sessions_.end())
+          session->second.last_active = now;
       try {
         handle_request(caller, message, now);
       } catch (const std::exception& e) {

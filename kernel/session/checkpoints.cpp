@@ -57,11 +57,16 @@ bool Checkpoints::valid_reference(const std::string& text) {
 }
 
 json Checkpoints::ask(const json& request, const Facts& facts) {
-  pending_.reset();
   if (!facts.in_cell) return refused("checkpoints are made and used by cells only");
   std::string op = json_field(request, "op", "");
   std::string name = json_field(request, "name", "");
   if (name.size() > 200) return refused("a checkpoint's name is at most 64 characters");
+  if (op == "forget") {
+    // The worker found the checkpoint's process gone: the rollback it was part of fails.
+    std::erase_if(entries_, [&](const Entry& e) { return e.handle == name; });
+    return {{"type", "checkpoint_reply"}};
+  }
+  pending_.reset();
   if (op == "list") return list();
   if (op == "drop") return drop(name);
   if (op != "make" && op != "rollback") return refused("unknown checkpoint operation");
@@ -170,12 +175,9 @@ Checkpoints::Settled Checkpoints::settle(bool ok) {
     if (ok) entries_.push_back(pending.entry);
     return settled;
   }
-  if (ok) {
-    settled.execution_count = pending.entry.execution_count;
-  } else {
-    // The worker could not return to it (its process had ended): it dropped it.
-    std::erase_if(entries_, [&](const Entry& e) { return e.handle == pending.entry.handle; });
-  }
+  // A rollback that failed changed nothing: the checkpoint stays (the worker says `forget` when
+  // its process is gone).
+  if (ok) settled.execution_count = pending.entry.execution_count;
   return settled;
 }
 

@@ -6,6 +6,7 @@
 // A `%checkpoint`, `%rollback`, `%checkpoints` or `%drop_checkpoint` cell (MCP's tools run the
 // same cells) sends a checkpoint_request frame; ask() answers it, and settle() applies the
 // change when the cell ends: a kept checkpoint, or the execution count of the one returned to.
+// A rollback that finds its checkpoint's process gone says `forget` first, and fails.
 // Threat: the worker. It names the operation and the name it wants, nothing else: the handles
 // are minted here (unguessable, so one never names another session's), names are checked by
 // shape, the bound is ours, and a rollback's execution count comes from our table. What the

@@ -14,6 +14,7 @@ from belljar_testing import (
     execute,
     kernel_info,
     of_type,
+    readme_blocks,
     running_kernel,
     sandbox_writable_dir,
     stderr_of,
@@ -233,3 +234,74 @@ def test_without_a_sandbox_a_checkpoint_could_not_be_charged_and_is_refused():
     with running_kernel(flags=flags) as (km, kc):
         assert "nothing sums the session's memory" in failed(kc, "%checkpoint x")
         still_answers(km, kc)
+
+
+def test_the_readmes_undo_example_works_as_shown():
+    blocks = readme_blocks("python")
+    start = next(i for i, b in enumerate(blocks) if b.strip() == "%checkpoint cleaned")
+    cells = blocks[start:start + 3]
+    assert cells[2].strip() == "%rollback cleaned", cells
+    with running_kernel(flags=["--python", PYTHON]) as (km, kc):
+        ok(kc, "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2], 'b': [3, 4]})")
+        for cell in cells:
+            ok(kc, cell)
+        assert value(kc, "list(df.columns)") == ["a", "b"]
+
+
+# The outside review of checkpoints: what it did to the hand-over, each now refused or harmless.
+HOLDER_FORKED = """
+import os, signal, threading, belljar_worker.checkpoints as ckpt
+holder = ckpt.HOLDERS.table[next(iter(ckpt.HOLDERS.table))][0]
+def interrupt_when_forked():
+    children = f'/proc/{holder}/task/{holder}/children'
+    while not open(children).read().strip():
+        pass
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt_when_forked, daemon=True).start()
+"""
+
+
+def test_an_interrupt_during_a_rollback_never_leaves_two_workers():
+    with running_kernel(flags=["--python", PYTHON, "--timeout", "60"]) as (km, kc):
+        ok(kc, "x = 'before'")
+        ok(kc, "%checkpoint a")
+        ok(kc, "x = 'after'")
+        ok(kc, HOLDER_FORKED)
+        ok(kc, "%rollback a")
+        answers = {tuple(value(kc, "[x, __import__('os').getpid()]")) for _ in range(6)}
+        assert len(answers) == 1 and next(iter(answers))[0] == "before", answers
+
+
+def test_a_rollback_that_failed_before_the_hand_over_changed_nothing():
+    with running_kernel(flags=["--python", PYTHON]) as (km, kc):
+        ok(kc, "x = 1")
+        ok(kc, "%checkpoint a")
+        ok(kc, "x = 2")
+        ok(kc, "%checkpoint b")
+        ok(kc, "x = 3")
+        ok(kc, "import belljar_worker.checkpoints as ckpt\nreal = ckpt._send_bundle\n"
+               "def once(*args):\n    ckpt._send_bundle = real\n    raise RuntimeError('no')\n"
+               "ckpt._send_bundle = once")
+        assert "no" in failed(kc, "%rollback a")
+        assert value(kc, "x") == 3
+        _, outputs = ok(kc, "%checkpoints")
+        assert [line.split()[0] for line in stdout_of(outputs).splitlines()] == ["a", "b"]
+        # The first worker never became the anchor: the next rollback makes it so, and the
+        # session lives through it.
+        ok(kc, "%rollback b")
+        assert value(kc, "x") == 2
+        ok(kc, "%rollback a")
+        assert value(kc, "x") == 1
+
+
+def test_a_thread_sending_frames_during_a_rollback_cuts_no_frame():
+    with running_kernel(flags=["--python", PYTHON, "--timeout", "30"]) as (km, kc):
+        ok(kc, "x = 'kept'")
+        ok(kc, "%checkpoint a")
+        ok(kc, "import threading\nfrom IPython.display import display\n"
+               "def flood():\n    while True:\n"
+               "        display({'text/plain': 'z' * 400_000}, raw=True)\n"
+               "threading.Thread(target=flood, daemon=True).start()")
+        for _ in range(3):
+            ok(kc, "%rollback a")
+            assert value(kc, "x") == "kept"

@@ -66,3 +66,31 @@ def test_the_jupyter_client_example_runs_as_written(workspace):
     status, facts = lines[-1].split(" ", 1)
     assert status == "ok"
     assert "'wall_ms'" in facts and "'limit_hit': None" in facts
+
+
+def test_the_checkpoint_and_rollback_calls_go_back_as_shown(workspace):
+    blocks = [b for b in readme_blocks("json") if '"name": "rollback"' in b]
+    assert len(blocks) == 1
+    text, calls, at = blocks[0].strip(), [], 0
+    while at < len(text):
+        call, at = json.JSONDecoder().raw_decode(text, at)
+        calls.append(call)
+        at = len(text) - len(text[at:].lstrip())
+    keep, back = calls
+    for call in (keep, back):
+        del call["params"]["arguments"]["session"]  # this connection's own session
+    def run(id, code):
+        return {"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "run_python", "arguments": {"code": code}}}
+    server = subprocess.Popen([BELLJAR, "mcp", "--workspace", workspace, "--python", PYTHON,
+                               "--isolation", ISOLATION], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = server.communicate(mcp_session_lines(
+        run(2, "rows = [1, 2, 3]"), keep, run(3, "rows.clear()"), back, run(4, "rows")),
+        timeout=120)
+    assert server.returncode == 0, err
+    replies = {m["id"]: m for m in map(json.loads, out.splitlines())}
+    kept = replies[keep["id"]]["result"]["structuredContent"]
+    assert kept["name"] == "loaded" and kept["checkpoint"].startswith("ckpt_")
+    assert replies[back["id"]]["result"]["structuredContent"]["checkpoint"] == kept["checkpoint"]
+    assert replies[4]["result"]["content"] == [{"type": "text", "text": "Out[2]: [1, 2, 3]"}]

@@ -17,12 +17,15 @@ describe('belljar mcp through the MCP TypeScript SDK', () => {
     assert.match(session.client.getInstructions(), /sandbox/);
   });
 
-  it('lists the eight tools with their schemas', async () => {
+  it('lists the twelve tools with their schemas', async () => {
     const { tools } = await session.client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     assert.deepEqual(Object.keys(byName).sort(),
-      ['close_session', 'list_files', 'list_sessions', 'open_session', 'read_file', 'reset_session',
-        'run_python', 'write_file']);
+      ['checkpoint', 'close_session', 'drop_checkpoint', 'list_checkpoints', 'list_files',
+        'list_sessions', 'open_session', 'read_file', 'reset_session', 'rollback', 'run_python',
+        'write_file']);
+    assert.deepEqual(byName.rollback.inputSchema.required, ['checkpoint']);
+    assert.equal(byName.checkpoint.outputSchema.properties.checkpoint.type, 'string');
     assert.equal(byName.run_python.inputSchema.properties.session.type, 'string');
     assert.deepEqual(byName.close_session.inputSchema.required, ['session']);
     assert.deepEqual(byName.run_python.inputSchema.required, ['code']);

@@ -33,7 +33,8 @@ describe('run_python as a task through the MCP TypeScript SDK', () => {
     assert.deepEqual(support, {
       run_python: 'optional', reset_session: 'forbidden', list_files: 'forbidden',
       read_file: 'forbidden', write_file: 'forbidden', open_session: 'forbidden',
-      close_session: 'forbidden', list_sessions: 'forbidden',
+      close_session: 'forbidden', list_sessions: 'forbidden', checkpoint: 'forbidden',
+      rollback: 'forbidden', list_checkpoints: 'forbidden', drop_checkpoint: 'forbidden',
     });
   });
 

@@ -65,6 +65,7 @@ def test_each_connection_mode_runs_code_in_one_sandboxed_session(workspace, mode
     assert seen["tools"]["run_python"].icons[0].mime_type == "image/svg+xml"
     tools = seen["tools"]
     assert set(tools) == {"run_python", "reset_session", "list_files", "read_file", "write_file",
+                          "checkpoint", "rollback", "list_checkpoints", "drop_checkpoint",
                           "open_session", "close_session", "list_sessions"}
     assert tools["run_python"].title == "Run Python"
     assert tools["run_python"].output_schema["required"] == [

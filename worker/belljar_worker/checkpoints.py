@@ -57,24 +57,29 @@ os.set_blocking(pipe, False)
 held = b""
 def learn():
     global held, live
+    ended = False
     while True:
         try:
             chunk = os.read(pipe, 4096)
         except BlockingIOError:
             break
         if not chunk:
+            ended = True
             break
         held += chunk
     *lines, held = held.split(b"\n")
     for line in lines:
         if line.strip().isdigit():
             live = int(line)
+    return ended
 while True:
     try:
         pid, status = os.wait()
     except ChildProcessError:
-        os.set_blocking(pipe, True)
-        os.read(pipe, 1)
+        import select
+        select.select([pipe], [], [])
+        if learn():
+            os._exit(1)  # no child, and no worker left to name one: the session is over
         continue
     learn()
     if pid != live:
@@ -318,23 +323,57 @@ class Holders:
     # -- rollback --------------------------------------------------------------------------
     def hand_over(self, handle, session, ctx, text):
         """Make the checkpoint the session and end this worker; returns only on failure
-        (CheckpointError: nothing changed)."""
+        (CheckpointError, or what interrupted it before anything was sent: nothing changed).
+        Once the holder has the session's descriptors this worker never serves again: a failure
+        past that point ends the session (fails closed) rather than leave two workers on fd 3."""
         entry = self.table.get(handle)
         if entry is None:
             raise CheckpointError("this worker holds no checkpoint %s" % handle)
         pid, sock = entry
-        first = self.anchor_pipe is None
-        anchor_read = None
-        if first:
-            anchor_read, self.anchor_pipe = os.pipe()
-        session.streams.flush()
+        channel = session.channel
+        anchor_read = anchor_write = None
+        if self.anchor_pipe is None:
+            anchor_read, anchor_write = os.pipe()
+        # From here an interrupt would leave the hand-over half done: it is ignored until this
+        # worker is gone (or the hand-over failed before anything was sent).
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sent = [False]
+        try:
+            session.streams.flush()
+            channel.hold_writes()  # no frame half written, and none from this worker after
+            bundle, fds, nonce = self._bundle(session, ctx, text,
+                                              anchor_write or self.anchor_pipe)
+            live = _send_bundle(sock, bundle, fds, nonce, sent)
+        except BaseException as exc:
+            if sent[0]:
+                os.write(2, b"[belljar] a rollback failed after the session was handed to its "
+                            b"checkpoint: the session ends\n")
+                os._exit(1)
+            channel.release_writes()
+            signal.signal(signal.SIGINT, previous)
+            for fd in (anchor_read, anchor_write):
+                if fd is not None:
+                    os.close(fd)
+            if not isinstance(exc, OSError):
+                raise
+            self.drop(handle)
+            _forget(channel, ctx, handle)
+            raise CheckpointError("checkpoint %s is gone (%s)" % (handle, exc)) from None
+        # The new worker serves fd 3 from here on: this one only ends.
+        if anchor_read is not None:
+            _become_anchor(live, anchor_read)
+        os.write(self.anchor_pipe, b"%d\n" % live)
+        os._exit(0)
+
+    def _bundle(self, session, ctx, text, anchor):
+        """What the holder needs to become the session: (bundle, its fds, the ack's nonce)."""
         nonce = os.urandom(8).hex()
         names, fds = ["fd1", "fd2", "fd3"], [1, 2, 3]
         if _is_open(4):
             names.append("fd4")
             fds.append(4)
         names.append("anchor")
-        fds.append(self.anchor_pipe)
+        fds.append(anchor)
         for other, (_, other_sock) in self.table.items():
             names.append("checkpoint:" + other)
             fds.append(other_sock.fileno())
@@ -346,20 +385,13 @@ class Holders:
                            "store_history": ctx.store_history,
                            "execution_count": ctx.execution_count,
                            "msg_id": session.parent_msg_id}}
-        try:
-            live = _send_bundle(sock, bundle, fds, nonce)
-        except OSError as exc:
-            if first:
-                os.close(anchor_read)
-                os.close(self.anchor_pipe)
-                self.anchor_pipe = None
-            self.drop(handle)
-            raise CheckpointError("checkpoint %s is gone (%s): dropped" % (handle, exc)) from None
-        # The new worker serves fd 3 from here on: this one only ends.
-        if first:
-            _become_anchor(live, anchor_read)
-        os.write(self.anchor_pipe, b"%d\n" % live)
-        os._exit(0)
+        return bundle, fds, nonce
+
+
+def _forget(channel, ctx, handle):
+    """The supervisor forgets a checkpoint whose process is gone."""
+    channel.send({"type": "checkpoint_request", "id": ctx.id, "op": "forget", "name": handle})
+    channel.wait_for("checkpoint_reply")
 
 
 def _is_open(fd):
@@ -392,10 +424,11 @@ def _become_anchor(live, anchor_read):
                               str(live), str(anchor_read)])
 
 
-def _send_bundle(sock, bundle, fds, nonce):
+def _send_bundle(sock, bundle, fds, nonce, sent):
     payload = json.dumps(bundle).encode()
     data = len(payload).to_bytes(8, "big") + payload
     socket.send_fds(sock, [data[:1 << 16]], fds)
+    sent[0] = True  # the holder has the descriptors: it may become the session
     if len(data) > 1 << 16:
         sock.sendall(data[1 << 16:])
     sock.settimeout(_HANDOVER_WAIT)

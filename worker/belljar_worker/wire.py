@@ -217,6 +217,13 @@ class FrameChannel:
             delay = min(delay * 2, 0.002)
 
     # -- a rollback's hand-over (checkpoints.py) ------------------------------------------
+    def hold_writes(self):
+        """No other thread's frame is half written, and none is written after this."""
+        self._write_lock.acquire()
+
+    def release_writes(self):
+        self._write_lock.release()
+
     def state(self):
         """What this channel read of fd 3 and has not served, for the worker a rollback makes."""
         return {"inbox": self._inbox.hex(), "deferred": self._deferred}

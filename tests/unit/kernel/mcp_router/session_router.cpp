@@ -418,3 +418,37 @@ TEST_CASE("an HTTP client's own session idles out, the first client's never does
   CHECK(rig.out.ended_clients == std::vector<ClientKey>{second});
   CHECK_FALSE(rig.router.next_due());  // the first client's own is left alone
 }
+
+TEST_CASE("an HTTP client calling tools keeps its own session, a ping does not", "[mcp_router]") {
+  Rig rig;
+  const ClientKey second = 7;
+  rig.router.add_client(second);
+  rig.caller = {second, 1};
+  json sent = rig.request(1, "tools/list", json::object());
+  Key its_own = rig.out.to_sessions.at(0).first;
+  rig.answer(its_own, sent["id"], {{"tools", json::array()}});
+  // Calls to a session it opened, every 40 s: its own session is not idle, though untouched.
+  for (int i = 0; i < 3; ++i) {
+    rig.now += 40s;
+    rig.request(10 + i, "tools/call",
+                {{"name", "run_python"}, {"arguments", {{"code", "1"}, {"session", "unknown"}}}});
+    rig.router.on_timers(rig.now);
+    rig.take();
+    CHECK(rig.out.stop.empty());
+  }
+  // Pings alone keep nothing: past the timeout it is asked for its tasks, then ended.
+  rig.now += 40s;
+  rig.request(20, "ping", json::object());
+  rig.now += 40s;
+  rig.router.on_timers(rig.now);
+  rig.take();
+  bool probed = false;
+  for (const auto& [key, line] : rig.out.to_sessions)
+    if (key == its_own && json::parse(line)["method"] == "tasks/list") {
+      probed = true;
+      rig.answer(its_own, json::parse(line)["id"], {{"tasks", json::array()}});
+    }
+  REQUIRE(probed);
+  REQUIRE(rig.out.stop.size() == 1);
+  CHECK(rig.out.stop[0].key == its_own);
+}

@@ -74,13 +74,22 @@ TEST_CASE("a rollback returns the checkpoint's execution count when its cell end
   table.settle(true);
 }
 
-TEST_CASE("a rollback the worker could not do drops the checkpoint", "[checkpoints]") {
+TEST_CASE("a rollback that failed keeps the checkpoint, unless its process is gone",
+          "[checkpoints]") {
   Checkpoints table(4);
-  made(table, "gone", 1);
+  std::string interrupted = made(table, "interrupted", 1);
+  std::string gone = made(table, "gone", 2);
+  ask(table, "rollback", "interrupted");
+  CHECK_FALSE(table.settle(false).execution_count);
+  CHECK(table.entries().size() == 2);
+  // The worker found the process gone: it says so, and the rollback's cell fails.
   ask(table, "rollback", "gone");
+  CHECK(ask(table, "forget", gone) == json{{"type", "checkpoint_reply"}});
   Checkpoints::Settled settled = table.settle(false);
+  CHECK(settled.facts["op"] == "rollback");
   CHECK_FALSE(settled.execution_count);
-  CHECK(table.entries().empty());
+  REQUIRE(table.entries().size() == 1);
+  CHECK(table.entries()[0].handle == interrupted);
 }
 
 TEST_CASE("past the bound the oldest checkpoint is dropped with a notice", "[checkpoints]") {
