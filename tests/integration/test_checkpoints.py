@@ -7,6 +7,7 @@ crash, shutdown); a checkpoint's pages are the session's memory.
 """
 import json
 import os
+import shutil
 
 import pytest
 
@@ -53,9 +54,12 @@ def value(kc, expression):
 @pytest.fixture(scope="module")
 def kernel():
     workspace = sandbox_writable_dir("belljar-ckpt-ws-")
-    with running_kernel(flags=["--python", PYTHON, "--checkpoints", "3", "--memory", "1G"],
-                        workspace=workspace) as (km, kc):
-        yield km, kc, workspace
+    try:
+        with running_kernel(flags=["--python", PYTHON, "--checkpoints", "3", "--memory", "1G"],
+                            workspace=workspace) as (km, kc):
+            yield km, kc, workspace
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
 
 
 def test_a_rollback_brings_the_memory_and_the_count_back_exactly(kernel):
