@@ -278,8 +278,9 @@ def check_mcp(reader):
     replies = {m["id"]: m for m in map(json.loads, out.stdout.splitlines())}
     assert replies[1]["result"]["serverInfo"]["name"] == "belljar"
     assert {t["name"] for t in replies[2]["result"]["tools"]} == {
-        "run_python", "reset_session", "list_files", "read_file", "write_file", "open_session",
-        "close_session", "list_sessions"}
+        "run_python", "reset_session", "list_files", "read_file", "write_file", "checkpoint",
+        "rollback", "list_checkpoints", "drop_checkpoint", "open_session", "close_session",
+        "list_sessions"}
 
 
 def check_mcp_http(reader):

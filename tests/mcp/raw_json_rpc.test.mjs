@@ -127,7 +127,7 @@ describe('belljar mcp on the wire', () => {
     const pong = await server.request(22, 'ping');
     assert.deepEqual(pong.result, {});
     const tools = await server.request(23, 'tools/list');
-    assert.equal(tools.result.tools.length, 8);  // five, and the three session tools
+    assert.equal(tools.result.tools.length, 12);  // nine, and the three session tools
     await fs.promises.writeFile(go, 'go');
     await server.response(21, from);
     const order = server.messages.slice(from).map((m) => m.id);
