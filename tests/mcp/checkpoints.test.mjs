@@ -6,16 +6,14 @@ import { after, before, describe, it } from 'node:test';
 
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { CALL, SdkSession, run, texts } from './sdk_session.mjs';
+import { CALL, SdkSession, run, texts, tool as call } from './sdk_session.mjs';
 
 describe('checkpoints through the MCP TypeScript SDK', () => {
   const session = new SdkSession();
   before(() => session.open());
   after(() => session.close());
 
-  async function tool(name, args = {}) {
-    return session.client.callTool({ name, arguments: args }, undefined, CALL);
-  }
+  const tool = (name, args) => call(session.client, name, args);
 
   it('keeps a session, returns to it after a bad step, and leaves the other alone', async () => {
     const a = (await tool('open_session')).structuredContent.session;

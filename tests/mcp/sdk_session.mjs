@@ -14,6 +14,11 @@ export function texts(result) {
   return result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 }
 
+// A tools/call of `name`, its result.
+export async function tool(client, name, args = {}) {
+  return client.callTool({ name, arguments: args }, undefined, CALL);
+}
+
 export async function run(client, code, extra = {}, options = CALL) {
   return client.callTool({ name: 'run_python', arguments: { code, ...extra } }, undefined, options);
 }

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { CALL, SdkSession, run, texts } from './sdk_session.mjs';
+import { CALL, SdkSession, run, texts, tool as call } from './sdk_session.mjs';
 import { fifoIn } from './server_config.mjs';
 
 describe('sessions as handles through the MCP TypeScript SDK', () => {
@@ -15,9 +15,7 @@ describe('sessions as handles through the MCP TypeScript SDK', () => {
   before(() => session.open());
   after(() => session.close());
 
-  async function tool(name, args = {}) {
-    return session.client.callTool({ name, arguments: args }, undefined, CALL);
-  }
+  const tool = (name, args) => call(session.client, name, args);
 
   it('runs two opened sessions side by side, each with its own state', async () => {
     const a = (await tool('open_session')).structuredContent.session;

@@ -52,6 +52,16 @@ struct Rig {
     answer(session, sent["id"], {{"task", {{"taskId", task_id}, {"status", "working"}}}});
     return session;
   }
+  // Another client (an HTTP client's: its own session idles out), its own session started by a
+  // tools/list and answered: that session's key.
+  Key http_client(ClientKey key) {
+    router.add_client(key);
+    caller = {key, 1};
+    json sent = request(1, "tools/list", json::object());
+    Key its_own = out.to_sessions.at(0).first;
+    answer(its_own, sent["id"], {{"tools", json::array()}});
+    return its_own;
+  }
   // open_session, answered once the new session answered the router's initialize.
   std::string open(json id) {
     request(id, "tools/call", {{"name", "open_session"}, {"arguments", json::object()}});
@@ -398,11 +408,7 @@ TEST_CASE("an exchange that closed cancels its call, a client that left ends its
 TEST_CASE("an HTTP client's own session idles out, the first client's never does", "[mcp_router]") {
   Rig rig;
   const ClientKey second = 7;
-  rig.router.add_client(second);
-  rig.caller = {second, 1};
-  json sent = rig.request(1, "tools/list", json::object());
-  Key its_own = rig.out.to_sessions.at(0).first;
-  rig.answer(its_own, sent["id"], {{"tools", json::array()}});
+  Key its_own = rig.http_client(second);
   REQUIRE(rig.router.next_due());
   rig.now += 61s;
   rig.router.on_timers(rig.now);
@@ -421,12 +427,7 @@ TEST_CASE("an HTTP client's own session idles out, the first client's never does
 
 TEST_CASE("an HTTP client calling tools keeps its own session, a ping does not", "[mcp_router]") {
   Rig rig;
-  const ClientKey second = 7;
-  rig.router.add_client(second);
-  rig.caller = {second, 1};
-  json sent = rig.request(1, "tools/list", json::object());
-  Key its_own = rig.out.to_sessions.at(0).first;
-  rig.answer(its_own, sent["id"], {{"tools", json::array()}});
+  Key its_own = rig.http_client(7);
   // Calls to a session it opened, every 40 s: its own session is not idle, though untouched.
   for (int i = 0; i < 3; ++i) {
     rig.now += 40s;
