@@ -292,6 +292,9 @@ void ZmtpGate::move(Passage& p) {
   if (p.done) return;
   // Either side gone: what it sent before goes on, then both close.
   if ((p.outer_eof && p.up.empty()) || (p.inner_eof && p.down.empty())) {
+    // A peer that left by itself is no news (every client's shutdown closes five): only the
+    // gate's own closes, each said with its reason, are followed by a disconnect in the log.
+    if (p.outer_eof) note_quiet_close(p.door);
     p.done = true;
     closing_.push_back(p.id);
     return;

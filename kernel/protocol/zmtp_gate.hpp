@@ -79,8 +79,8 @@ class ZmtpGate {
   void refused(const std::string& channel, std::string identity);
   // "<channel>: <why>" for each connection refused since the last call.
   std::vector<std::string> take_refusals();
-  // Whether a disconnect on `channel` is one the gate closed quietly (counted off once): the
-  // front door logs every other disconnect.
+  // Whether a disconnect on `channel` is one the gate closed quietly, or one its peer made by
+  // itself (counted off once): the front door logs every other disconnect (the gate's refusals).
   bool take_quiet_close(const std::string& channel);
 
  private:

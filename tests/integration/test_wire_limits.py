@@ -17,7 +17,7 @@ import tempfile
 import time
 
 import zmq
-from jupyter_client import KernelManager
+from jupyter_client import BlockingKernelClient, KernelManager
 from zmq.utils.monitor import recv_monitor_message
 
 from belljar_testing import TIMEOUT, install_kernelspec, ready_client, sandbox_writable_dir
@@ -196,3 +196,19 @@ def test_connections_past_the_cap_close_the_oldest_unauthenticated_as_they_come(
             for peer in peers:
                 peer.close()
         serves_on_and_logged(km, kc, stderr_path, "closed for a new one")
+
+
+def test_a_client_that_leaves_leaves_nothing_in_the_log():
+    # Each jupyter_client shutdown closed five connections, and the kernel said
+    # "[belljar] peer disconnected: a peer of the ... channel went" for each (issue 42): a peer
+    # leaving by itself is no news. The gate's own closes still are (the tests above).
+    with kernel_under_attack() as (km, kc, stderr_path):
+        other = BlockingKernelClient()  # a client of its own (km.client() shares kc's identity)
+        other.load_connection_info(km.get_connection_info())
+        other.start_channels()
+        other.wait_for_ready(timeout=TIMEOUT)
+        other.stop_channels()
+        for _ in range(3):
+            serves_on(km, kc)  # the reactor has woken for the disconnects since
+        log = stderr_path.read_text(errors="replace")
+        assert "peer disconnected" not in log, log[-2000:]

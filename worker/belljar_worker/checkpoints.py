@@ -34,6 +34,7 @@ import os
 import signal
 import socket
 import sys
+import warnings
 
 MAGICS = ("%checkpoint", "%rollback", "%checkpoints", "%drop_checkpoint")
 _OPS = {"%checkpoint": "make", "%rollback": "rollback", "%checkpoints": "list",
@@ -242,7 +243,10 @@ class Holders:
         if self.anchor_pipe is None:
             _become_subreaper()  # so the workers a rollback makes are reaped by the first one
         streams = session.streams
-        with streams.quiet_fork():
+        with streams.quiet_fork(), warnings.catch_warnings():
+            # Python 3.12+ warns of fork() in a threaded process: the holder keeps one thread
+            # and touches no lock another thread could hold (quiet_fork).
+            warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:
             return self._park(handle, ours, theirs, names, session)
