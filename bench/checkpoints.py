@@ -88,7 +88,7 @@ class Kernel:
 
     def close(self):
         self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
+        self.km.shutdown_kernel()  # asked: a killed kernel leaves its folder in /tmp
 
 
 def install(spec_dirs, name):

@@ -13,6 +13,7 @@ import pytest
 
 from belljar_testing import (
     execute,
+    interrupt_and_wait,
     kernel_info,
     of_type,
     readme_blocks,
@@ -21,6 +22,7 @@ from belljar_testing import (
     stderr_of,
     stdout_of,
     still_answers,
+    wait_for_stream,
 )
 
 PYTHON = os.environ.get("BELLJAR_SANDBOX_VENV_PYTHON", "/usr/bin/python3")
@@ -158,11 +160,13 @@ def test_the_session_a_rollback_made_is_the_session(kernel):
     _, outputs = ok(kc, "import subprocess, sys\nprint('a', flush=True)\n"
                         "subprocess.run([sys.executable, '-c', 'print(\"b\")'])\nprint('c')")
     assert stdout_of(outputs) == "a\nb\nc\n"
-    # An interrupt lands in the new worker's cell, and the session lives on.
-    msg_id = kc.execute("import time\nfor _ in range(600): time.sleep(0.1)")
-    kc.get_iopub_msg(timeout=30)  # busy
-    assert wait_for_running(kc, msg_id)
-    km.interrupt_kernel()
+    # An interrupt lands in the new worker's cell, and the session lives on. (Sent once the
+    # cell runs in the worker: its own output says so. An interrupt that lands before is for
+    # no cell, and is ignored, as between cells.)
+    msg_id = kc.execute("import time\nprint('running', flush=True)\n"
+                        "for _ in range(600): time.sleep(0.1)")
+    assert wait_for_stream(kc, msg_id, "running")
+    interrupt_and_wait(kc)
     reply = kc.get_shell_msg(timeout=60)
     while reply["parent_header"].get("msg_id") != msg_id:
         reply = kc.get_shell_msg(timeout=60)
@@ -171,17 +175,8 @@ def test_the_session_a_rollback_made_is_the_session(kernel):
     # Only the processes a checkpoint needs are in the sandbox: the anchor, the live worker,
     # one holder per checkpoint; no zombie of a handed-over worker stays.
     states = value(kc, "[open(f'/proc/{p}/stat').read().split(')')[-1].split()[0] "
-                       "for p in os.listdir('/proc') if p.isdigit() and p != '1']")
+                       "for p in __import__('os').listdir('/proc') if p.isdigit() and p != '1']")
     assert "Z" not in states, states
-
-
-def wait_for_running(kc, msg_id):
-    """The cell started: its execute_input was published."""
-    for _ in range(100):
-        msg = kc.get_iopub_msg(timeout=30)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
-            return True
-    return False
 
 
 def test_a_crash_after_a_rollback_is_reported_as_a_crash_and_the_checkpoints_go():
